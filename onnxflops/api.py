@@ -1,0 +1,43 @@
+"""The pipeline, top to bottom: load → bind → normalize → analyze → count."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import onnx
+
+from onnxflops.bind import bind_inputs, real_inputs
+from onnxflops.costs.registry import CONVENTIONS
+from onnxflops.counter import count_model
+from onnxflops.errors import OnnxFlopsError
+from onnxflops.load import load_model
+from onnxflops.normalize import normalize
+from onnxflops.report import Report
+from onnxflops.shapes import analyze
+
+ModelSource = str | os.PathLike | onnx.ModelProto
+
+
+def count(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
+          batch: int | None = None, convention: str = "default") -> Report:
+    """Count MACs, FLOPs, params and memory traffic of `model` with its inputs bound as given."""
+    if convention not in CONVENTIONS:
+        raise OnnxFlopsError(f"unknown convention '{convention}': choose one of "
+                             f"{', '.join(CONVENTIONS)}")
+    proto = load_model(model)
+    bound = bind_inputs(proto, inputs, batch)
+    analyzed = analyze(normalize(bound))
+    shapes = {i.name: _declared(i) for i in real_inputs(bound)}
+    return count_model(analyzed, convention, _model_name(model, proto), shapes)
+
+
+def _declared(vi: onnx.ValueInfoProto) -> list[int]:
+    return [d.dim_value for d in vi.type.tensor_type.shape.dim]
+
+
+def _model_name(source: ModelSource, proto: onnx.ModelProto) -> str:
+    if isinstance(source, onnx.ModelProto):
+        return proto.graph.name or "model"
+    return Path(source).name

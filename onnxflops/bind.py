@@ -1,0 +1,118 @@
+"""Stage 2: bind the graph inputs' dynamic dims to concrete sizes."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Mapping, Sequence
+
+import onnx
+
+from onnxflops.errors import OnnxFlopsError
+from onnxflops.graph import format_shape, info_from_value_info
+
+Shape = Sequence[int]
+
+_SHAPE = re.compile(r"^\d+(x\d+)*$")
+
+
+def parse_input_spec(spec: str) -> tuple[str, tuple[int, ...]]:
+    """'NAME=1x3x224x224' → ('NAME', (1, 3, 224, 224)); a scalar is 'NAME=scalar'."""
+    name, sep, dims = spec.rpartition("=")
+    if not sep or not name:
+        raise OnnxFlopsError(f"--input '{spec}': expected NAME=DIMS, e.g. input=1x3x224x224")
+    dims = dims.strip().lower().replace("*", "x").replace(",", "x")
+    if dims == "scalar":
+        return name, ()
+    if not _SHAPE.match(dims):
+        raise OnnxFlopsError(f"--input '{spec}': malformed shape '{dims}', expected positive integers "
+                             "joined by 'x', e.g. 1x3x224x224")
+    shape = tuple(int(d) for d in dims.split("x"))
+    if any(d <= 0 for d in shape):
+        raise OnnxFlopsError(f"--input '{spec}': dims must be positive")
+    return name, shape
+
+
+def real_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
+    """Graph inputs that are not initializers (old exporters list weights as inputs too)."""
+    weights = {t.name for t in model.graph.initializer}
+    return [i for i in model.graph.input if i.name not in weights]
+
+
+def bind_inputs(model: onnx.ModelProto, inputs: Mapping[str, Shape] | None = None,
+                batch: int | None = None, *, allow_unbound: bool = False) -> onnx.ModelProto:
+    """Return a copy of `model` whose inputs have the given concrete shapes.
+
+    `batch` binds every symbolic or unknown leading dim. A dynamic dim left unbound is an error naming
+    the input and the dim, unless `allow_unbound` (symbolic counting) keeps it as a symbol.
+    """
+    inputs = dict(inputs or {})
+    graph_inputs = real_inputs(model)
+    known = {i.name for i in graph_inputs}
+    for name in inputs:
+        if name not in known:
+            raise OnnxFlopsError(f"model has no input '{name}'; its inputs are: "
+                                 f"{', '.join(sorted(known)) or '(none)'}")
+    if batch is not None and batch <= 0:
+        raise OnnxFlopsError(f"--batch {batch}: must be a positive integer")
+
+    bound = onnx.ModelProto()
+    bound.CopyFrom(model)
+    by_name = {i.name: i for i in bound.graph.input}
+    for vi in real_inputs(model):
+        target = by_name[vi.name]
+        declared = info_from_value_info(vi).shape
+        shape = _resolve(vi.name, declared, inputs.get(vi.name), batch, allow_unbound)
+        if shape is not None:
+            _set_shape(target, shape)
+    # Shapes the exporter recorded for intermediate tensors may still carry the old symbols.
+    del bound.graph.value_info[:]
+    for out in bound.graph.output:
+        if out.type.HasField("tensor_type"):
+            out.type.tensor_type.ClearField("shape")
+    return bound
+
+
+def _resolve(name: str, declared: tuple | None, given: Shape | None, batch: int | None,
+             allow_unbound: bool) -> tuple | None:
+    if given is not None:
+        given = tuple(int(d) for d in given)
+        if declared is not None:
+            if len(declared) != len(given):
+                raise OnnxFlopsError(f"input '{name}': given shape {format_shape(given)} has rank "
+                                     f"{len(given)}, the model declares {format_shape(declared)} "
+                                     f"(rank {len(declared)})")
+            for axis, (d, g) in enumerate(zip(declared, given)):
+                if isinstance(d, int) and d > 0 and d != g:
+                    raise OnnxFlopsError(f"input '{name}': dim {axis} is fixed to {d} in the model, "
+                                         f"but {g} was given ({format_shape(given)})")
+        return given
+    if declared is None:
+        if allow_unbound:
+            return None
+        raise OnnxFlopsError(f"input '{name}' has no declared shape: bind it with --input {name}=DIMS")
+    shape = list(declared)
+    if batch is not None and shape and not _is_fixed(shape[0]):
+        shape[0] = batch
+    for axis, d in enumerate(shape):
+        if not _is_fixed(d) and not allow_unbound:
+            label = f" ('{d}')" if isinstance(d, str) else ""
+            hint = "x".join(str(x) if _is_fixed(x) else "N" for x in shape)
+            raise OnnxFlopsError(f"input '{name}' dim {axis}{label} is dynamic: bind it with "
+                                 f"--input {name}={hint}" + (" or --batch N" if axis == 0 else ""))
+    return tuple(shape)
+
+
+def _is_fixed(d) -> bool:
+    return isinstance(d, int) and d > 0
+
+
+def _set_shape(vi: onnx.ValueInfoProto, shape: Iterable) -> None:
+    tt = vi.type.tensor_type
+    tt.ClearField("shape")
+    tt.shape.SetInParent()
+    for d in shape:
+        dim = tt.shape.dim.add()
+        if isinstance(d, int):
+            dim.dim_value = d
+        elif isinstance(d, str):
+            dim.dim_param = d

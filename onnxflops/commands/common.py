@@ -1,0 +1,18 @@
+"""Options several subcommands share."""
+
+from __future__ import annotations
+
+import argparse
+
+from onnxflops.bind import parse_input_spec
+
+
+def add_input_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--input", "-i", action="append", default=[], metavar="NAME=DIMS",
+                        help="bind an input's shape, e.g. --input input=1x3x224x224 (repeatable)")
+    parser.add_argument("--batch", "-b", type=int, metavar="N",
+                        help="bind every dynamic leading (batch) dim to N")
+
+
+def input_shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
+    return dict(parse_input_spec(spec) for spec in args.input)

@@ -1,0 +1,41 @@
+"""`onnxflops count`: the report for one model."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from onnxflops.api import count
+from onnxflops.commands.common import add_input_options, input_shapes
+from onnxflops.costs.registry import CONVENTIONS
+
+
+def register(sub) -> None:
+    p = sub.add_parser("count", help="count MACs, FLOPs, params and bytes of a model",
+                       description="Count MACs, FLOPs, params and memory traffic of a model.")
+    p.add_argument("model", help="an .onnx file")
+    add_input_options(p)
+    p.add_argument("--convention", "-c", choices=list(CONVENTIONS), default="default",
+                   help="what FLOPs means: " + "; ".join(f"{k}: {v}" for k, v in CONVENTIONS.items()))
+    p.add_argument("--by", choices=["node", "op", "layer", "category"], default="op",
+                   help="rows of the table (default: op)")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print the JSON document")
+    fmt.add_argument("--csv", action="store_true", help="print one CSV row per node")
+    fmt.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    report = count(args.model, inputs=input_shapes(args), batch=args.batch,
+                   convention=args.convention)
+    if args.json:
+        out = report.to_json()
+    elif args.csv:
+        out = report.to_csv()
+    elif args.markdown:
+        out = report.to_markdown(args.by)
+    else:
+        out = report.to_table(args.by)
+    sys.stdout.write(out if out.endswith("\n") else out + "\n")
+    return 1 if report.uncosted else 0

@@ -1,0 +1,17 @@
+"""Activations without an ONNX function body: one operation per element.
+
+Those with a function body (LeakyRelu, HardSwish, Gelu, ...) are costed by expanding it, in
+functions.py, so a fused activation and its decomposed form agree.
+"""
+
+from __future__ import annotations
+
+from onnxflops.costs.elementwise import per_element
+from onnxflops.costs.registry import ACTIVATION, Cost, rule
+from onnxflops.node import Node
+
+
+@rule(["Sigmoid", "Tanh"], category=ACTIVATION)
+def pointwise_activation(n: Node) -> Cost:
+    """numel(Y): one operation per element (a transcendental counts as one)"""
+    return per_element(n, 1, on_input=0)

@@ -1,0 +1,61 @@
+"""Control flow: a subgraph's cost times how often it runs."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import onnx
+
+from onnxflops.costs.registry import CONTROL_FLOW, Cost, rule
+from onnxflops.errors import Uncostable
+from onnxflops.graph import TensorInfo
+from onnxflops.node import Node
+
+_INT64_MAX = 2**63 - 1
+
+
+@rule("Loop", category=CONTROL_FLOW)
+def loop(n: Node) -> Cost:
+    """cost(body) × trip count (the constant M after binding)"""
+    trips = trip_count(n)
+    carried = [n.input_or_none(i) for i in range(2, n.num_inputs)]
+    counters = [TensorInfo("", onnx.TensorProto.INT64, ()), TensorInfo("", onnx.TensorProto.BOOL, ())]
+    body = n.subgraph_cost("body", counters + carried)
+    return replace(body.scaled(trips), detail={"trip_count": trips})
+
+
+def trip_count(n: Node) -> int:
+    m = n.value(0)
+    if m is None or int(m) >= _INT64_MAX:
+        raise Uncostable("the Loop's trip count M is not a constant after binding the inputs")
+    return int(m)
+
+
+@rule("Scan", category=CONTROL_FLOW)
+def scan(n: Node) -> Cost:
+    """cost(body) × length of the scanned axis"""
+    scanned = n.attr("num_scan_inputs")
+    states = n.num_inputs - scanned
+    axes = n.attr("scan_input_axes") or [0] * scanned
+    first = n.input(states)
+    axis = axes[0] % first.rank
+    iterations = first.dims[axis]
+    slices = []
+    for i, ax in enumerate(axes):
+        x = n.input(states + i)
+        ax %= x.rank
+        slices.append(TensorInfo("", x.dtype, x.dims[:ax] + x.dims[ax + 1:]))
+    body = n.subgraph_cost("body", [n.input(i) for i in range(states)] + slices)
+    return replace(body.scaled(iterations), detail={"iterations": iterations})
+
+
+@rule("If", category=CONTROL_FLOW)
+def if_(n: Node) -> Cost:
+    """the more expensive branch (both are in the node's detail)"""
+    then, other = n.subgraph_cost("then_branch", []), n.subgraph_cost("else_branch", [])
+    worst = max((then, other), key=lambda c: (c.flops_under("default"), c.all_int_ops))
+    return replace(worst, detail={"then_branch": _summary(then), "else_branch": _summary(other)})
+
+
+def _summary(c: Cost) -> dict:
+    return {"macs": c.macs, "flops": c.flops_under("default"), "int_ops": c.all_int_ops}

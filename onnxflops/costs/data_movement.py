@@ -1,0 +1,47 @@
+"""Ops that move, copy, select or reinterpret data: no arithmetic, only memory traffic."""
+
+from __future__ import annotations
+
+import math
+
+from onnxflops.costs.registry import DATA_MOVEMENT, ZERO, Cost, rule
+from onnxflops.node import Node
+
+
+@rule(["Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Split", "Slice",
+       "Expand", "Tile", "Pad", "Identity", "Cast", "Shape", "Size", "Where", "Compress",
+       "ConstantOfShape", "GatherElements", "GatherND", "OneHot", "Trilu", "ReverseSequence",
+       "NonZero", "EyeLike", "Dropout", "Constant", "Range", "Optional", "OptionalGetElement",
+       "OptionalHasElement", "SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceErase",
+       "SequenceInsert", "SequenceLength", "SplitToSequence", "ConcatFromSequence", "BitCast"],
+      category=DATA_MOVEMENT)
+def data_movement(n: Node) -> Cost:
+    """0: copies, views and selections move bytes but compute nothing"""
+    return ZERO
+
+
+@rule("Gather", category=DATA_MOVEMENT, weights=(0,))
+def gather(n: Node) -> Cost:
+    """0: a lookup (an Embedding's table is its weight)"""
+    return ZERO
+
+
+@rule(["ScatterElements", "ScatterND", "Scatter"], category=DATA_MOVEMENT)
+def scatter(n: Node) -> Cost:
+    """numel(updates) when reduction ≠ none (one add/mul/max per update), else 0"""
+    if n.attr("reduction", "none") == "none":
+        return ZERO
+    return Cost(flops=n.input(2).numel) if n.input(2).is_float else Cost(int_ops=n.input(2).numel)
+
+
+@rule(["Resize", "Upsample"], category=DATA_MOVEMENT)
+def resize(n: Node) -> Cost:
+    """numel(Y)·3·(2^d − 1) for linear over d resized dims, numel(Y)·3·(4^d − 1) cubic, 0 nearest"""
+    mode = n.attr("mode", "nearest")
+    if mode == "nearest":
+        return ZERO
+    x, y = n.input(0).dims, n.output().dims
+    resized = sum(1 for a, b in zip(x, y) if a != b)
+    taps = 4 if mode == "cubic" else 2
+    # Each output interpolates taps^d inputs: taps^d − 1 lerps of 3 operations (a + t·(b − a)).
+    return Cost(flops=math.prod(y) * 3 * (taps ** resized - 1))

@@ -1,0 +1,267 @@
+"""An analyzed graph: every tensor's shape and dtype, which tensors are constant, small known values.
+
+This is what the counting stage reads. It never holds weight bytes: initializer dims and dtypes come
+from the TensorProto header; values are read only from small in-proto tensors (axes, pads, shapes).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from onnxflops.errors import Uncostable
+
+# Values larger than this are never materialised: they are weights, not shape arithmetic.
+MAX_VALUE_ELEMENTS = 4096
+
+_ITEMSIZE_BITS = {
+    onnx.TensorProto.FLOAT: 32, onnx.TensorProto.UINT8: 8, onnx.TensorProto.INT8: 8,
+    onnx.TensorProto.UINT16: 16, onnx.TensorProto.INT16: 16, onnx.TensorProto.INT32: 32,
+    onnx.TensorProto.INT64: 64, onnx.TensorProto.STRING: 0, onnx.TensorProto.BOOL: 8,
+    onnx.TensorProto.FLOAT16: 16, onnx.TensorProto.DOUBLE: 64, onnx.TensorProto.UINT32: 32,
+    onnx.TensorProto.UINT64: 64, onnx.TensorProto.COMPLEX64: 64, onnx.TensorProto.COMPLEX128: 128,
+    onnx.TensorProto.BFLOAT16: 16,
+}
+for _name, _bits in (("FLOAT8E4M3FN", 8), ("FLOAT8E4M3FNUZ", 8), ("FLOAT8E5M2", 8),
+                     ("FLOAT8E5M2FNUZ", 8), ("UINT4", 4), ("INT4", 4), ("FLOAT4E2M1", 4),
+                     ("FLOAT8E8M0", 8), ("UINT2", 2), ("INT2", 2)):
+    if hasattr(onnx.TensorProto, _name):
+        _ITEMSIZE_BITS[getattr(onnx.TensorProto, _name)] = _bits
+
+_FLOAT_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE,
+                onnx.TensorProto.BFLOAT16, onnx.TensorProto.COMPLEX64, onnx.TensorProto.COMPLEX128}
+_FLOAT_TYPES |= {t for n, t in onnx.TensorProto.DataType.items() if n.startswith("FLOAT")}
+
+
+def dtype_bits(dtype: int) -> int:
+    return _ITEMSIZE_BITS.get(dtype, 0)
+
+
+def is_float(dtype: int) -> bool:
+    return dtype in _FLOAT_TYPES
+
+
+def dtype_name(dtype: int) -> str:
+    return onnx.TensorProto.DataType.Name(dtype).lower() if dtype else "?"
+
+
+Dim = Any  # int, a symbol name (str) while unbound, or None when unknown
+
+
+@dataclass(frozen=True, slots=True)
+class TensorInfo:
+    name: str
+    dtype: int
+    shape: tuple[Dim, ...] | None  # None: rank unknown
+
+    @property
+    def known(self) -> bool:
+        return self.shape is not None and all(isinstance(d, int) for d in self.shape)
+
+    @property
+    def rank(self) -> int:
+        if self.shape is None:
+            raise Uncostable(f"rank of '{self.name}' is unknown")
+        return len(self.shape)
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        """The concrete shape; raises Uncostable when any dim is unknown or unbound."""
+        if not self.known:
+            raise Uncostable(f"shape of '{self.name}' is unknown ({format_shape(self.shape)})")
+        return self.shape  # type: ignore[return-value]
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.dims)
+
+    @property
+    def nbytes(self) -> int:
+        return (self.numel * dtype_bits(self.dtype) + 7) // 8
+
+    @property
+    def is_float(self) -> bool:
+        return is_float(self.dtype)
+
+
+def format_shape(shape: tuple[Dim, ...] | None) -> str:
+    if shape is None:
+        return "?"
+    return "x".join("?" if d is None else str(d) for d in shape) if shape else "scalar"
+
+
+def info_from_value_info(vi: onnx.ValueInfoProto) -> TensorInfo:
+    return info_from_type(vi.name, vi.type)
+
+
+def info_from_type(name: str, tp: onnx.TypeProto) -> TensorInfo:
+    if not tp.HasField("tensor_type"):
+        return TensorInfo(name, 0, None)
+    tt = tp.tensor_type
+    if not tt.HasField("shape"):
+        return TensorInfo(name, tt.elem_type, None)
+    dims = tuple(
+        d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim
+    )
+    return TensorInfo(name, tt.elem_type, dims)
+
+
+def info_from_initializer(t: onnx.TensorProto) -> TensorInfo:
+    return TensorInfo(t.name, t.data_type, tuple(int(d) for d in t.dims))
+
+
+def has_inline_data(t: onnx.TensorProto) -> bool:
+    return t.data_location != onnx.TensorProto.EXTERNAL
+
+
+class GraphView:
+    """Tensors of one graph (and, through `parent`, of the scopes around it)."""
+
+    def __init__(self, graph: onnx.GraphProto, parent: "GraphView | None" = None):
+        self.graph = graph
+        self.parent = parent
+        self.tensors: dict[str, TensorInfo] = {}
+        self.initializers: dict[str, onnx.TensorProto] = {}
+        self.values: dict[str, np.ndarray] = {}
+        self.constant: set[str] = set()
+        # For each constant tensor computed from weights: the initializers it was computed from.
+        self.derived_from: dict[str, frozenset[str]] = {}
+        for vi in list(graph.input) + list(graph.value_info) + list(graph.output):
+            info = info_from_value_info(vi)
+            if info.shape is not None or vi.name not in self.tensors:
+                self.tensors[vi.name] = info
+        for t in graph.initializer:
+            self.initializers[t.name] = t
+            self.tensors[t.name] = info_from_initializer(t)
+            self.constant.add(t.name)
+        self._constant_outputs: set[str] = set()
+        for node in graph.node:
+            if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+                name = node.output[0]
+                self._constant_outputs.add(name)
+                self.constant.add(name)
+                info = _constant_node_info(node)
+                if info is not None:
+                    self.tensors[name] = info
+                value = _constant_node_value(node)
+                if value is not None:
+                    self.values[name] = value
+                    if info is None:
+                        self.tensors[name] = TensorInfo(
+                            name, onnx.helper.np_dtype_to_tensor_dtype(value.dtype), value.shape)
+
+    def info(self, name: str) -> TensorInfo | None:
+        scope: GraphView | None = self
+        while scope is not None:
+            found = scope.tensors.get(name)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
+    def initializer(self, name: str) -> onnx.TensorProto | None:
+        scope: GraphView | None = self
+        while scope is not None:
+            if name in scope.initializers:
+                return scope.initializers[name]
+            scope = scope.parent
+        return None
+
+    def is_constant(self, name: str) -> bool:
+        scope: GraphView | None = self
+        while scope is not None:
+            if name in scope.constant:
+                return True
+            scope = scope.parent
+        return False
+
+    def value(self, name: str) -> np.ndarray | None:
+        scope: GraphView | None = self
+        while scope is not None:
+            if name in scope.values:
+                return scope.values[name]
+            init = scope.initializers.get(name)
+            if init is not None:
+                return _small_initializer_value(scope, init)
+            scope = scope.parent
+        return None
+
+    def nodes(self) -> Iterator[onnx.NodeProto]:
+        return iter(self.graph.node)
+
+    def weight_sources(self, name: str) -> frozenset[str]:
+        """The initializers (or Constant outputs) a constant tensor was computed from."""
+        scope: GraphView | None = self
+        while scope is not None:
+            if name in scope.initializers or name in scope._constant_outputs:
+                return frozenset((name,))
+            if name in scope.derived_from:
+                return scope.derived_from[name]
+            scope = scope.parent
+        return frozenset()
+
+    def mark_constants(self) -> None:
+        """Mark the outputs of constant nodes: every input constant, or a Shape/Size of a static shape.
+
+        Such nodes cost nothing at run time (shape arithmetic after binding, weights assembled by
+        Slice/Concat, initializer ops); the counter reports them as constant work.
+        """
+        for node in self.graph.node:
+            if node.op_type == "Constant" or any(
+                    a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+                    for a in node.attribute):
+                continue
+            if node.op_type in ("Shape", "Size") and node.domain in ("", "ai.onnx"):
+                info = self.info(node.input[0])
+                if info is not None and info.known:
+                    self.constant.add(node.output[0])
+                    self.values[node.output[0]] = _shape_op_value(node, info.dims)
+                continue
+            if all(not i or self.is_constant(i) for i in node.input):
+                sources = frozenset().union(*(self.weight_sources(i) for i in node.input if i))
+                for o in node.output:
+                    if o:
+                        self.constant.add(o)
+                        self.derived_from[o] = sources
+
+
+def _small_initializer_value(scope: GraphView, t: onnx.TensorProto) -> np.ndarray | None:
+    if not has_inline_data(t) or math.prod(t.dims) > MAX_VALUE_ELEMENTS:
+        return None
+    value = numpy_helper.to_array(t)
+    scope.values[t.name] = value
+    return value
+
+
+def _shape_op_value(node: onnx.NodeProto, dims: tuple[int, ...]) -> np.ndarray:
+    if node.op_type == "Size":
+        return np.array(math.prod(dims), dtype=np.int64)
+    attrs = {a.name: a.i for a in node.attribute}
+    return np.array(dims[slice(attrs.get("start", 0), attrs.get("end"))], dtype=np.int64)
+
+
+def _constant_node_info(node: onnx.NodeProto) -> TensorInfo | None:
+    for a in node.attribute:
+        if a.name == "value":
+            return TensorInfo(node.output[0], a.t.data_type, tuple(int(d) for d in a.t.dims))
+    return None
+
+
+def _constant_node_value(node: onnx.NodeProto) -> np.ndarray | None:
+    for a in node.attribute:
+        if a.name == "value":
+            if not has_inline_data(a.t) or math.prod(a.t.dims) > MAX_VALUE_ELEMENTS:
+                return None
+            return numpy_helper.to_array(a.t)
+        if a.name in ("value_float", "value_int"):
+            return np.array(onnx.helper.get_attribute_value(a),
+                            dtype=np.float32 if a.name == "value_float" else np.int64)
+        if a.name in ("value_floats", "value_ints"):
+            return np.array(onnx.helper.get_attribute_value(a),
+                            dtype=np.float32 if a.name == "value_floats" else np.int64)
+    return None

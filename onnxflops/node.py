@@ -1,0 +1,115 @@
+"""The view of one node that a cost rule receives."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+import onnx
+
+from onnxflops.errors import Uncostable
+from onnxflops.graph import GraphView, TensorInfo
+
+if TYPE_CHECKING:
+    from onnxflops.costs.registry import Cost
+
+
+class Engine(Protocol):
+    """What rules of composite ops (control flow, function bodies) call back into."""
+
+    def subgraph_cost(self, node: "Node", attr: str, inputs: list[TensorInfo | None]) -> "Cost": ...
+
+    def function_cost(self, node: "Node") -> "Cost": ...
+
+
+class Node:
+    """A node with its tensors resolved. Rules read shapes, dtypes, attributes and small constants."""
+
+    __slots__ = ("proto", "scope", "opset", "_attrs", "_engine")
+
+    def __init__(self, proto: onnx.NodeProto, scope: GraphView, opset: int, engine: Engine):
+        self.proto = proto
+        self.scope = scope
+        self.opset = opset
+        self._attrs: dict[str, Any] | None = None
+        self._engine = engine
+
+    @property
+    def op_type(self) -> str:
+        return self.proto.op_type
+
+    @property
+    def domain(self) -> str:
+        return self.proto.domain
+
+    @property
+    def name(self) -> str:
+        return self.proto.name
+
+    @property
+    def num_inputs(self) -> int:
+        return len(self.proto.input)
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.proto.output)
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        if self._attrs is None:
+            self._attrs = {a.name: a for a in self.proto.attribute}
+        a = self._attrs.get(name)
+        if a is None:
+            return default
+        value = onnx.helper.get_attribute_value(a)
+        return value.decode() if isinstance(value, bytes) else value
+
+    def has_input(self, i: int) -> bool:
+        return i < len(self.proto.input) and self.proto.input[i] != ""
+
+    def input(self, i: int) -> TensorInfo:
+        if not self.has_input(i):
+            raise Uncostable(f"input {i} is absent")
+        return self._info(self.proto.input[i])
+
+    def output(self, i: int = 0) -> TensorInfo:
+        if i >= len(self.proto.output) or not self.proto.output[i]:
+            raise Uncostable(f"output {i} is absent")
+        return self._info(self.proto.output[i])
+
+    def inputs(self) -> list[TensorInfo]:
+        return [self._info(n) for n in self.proto.input if n]
+
+    def outputs(self) -> list[TensorInfo]:
+        return [self._info(n) for n in self.proto.output if n]
+
+    def value(self, i: int) -> np.ndarray | None:
+        """The value of a small constant input (axes, pads, scales, shapes), or None."""
+        if not self.has_input(i):
+            return None
+        return self.scope.value(self.proto.input[i])
+
+    def attr_or_input(self, attr: str, i: int, default: Any = None) -> Any:
+        """Attributes that later opsets moved to inputs (axes, pads, scales, ...)."""
+        if self.has_input(i):
+            v = self.value(i)
+            if v is None:
+                raise Uncostable(f"input '{attr}' is not a known constant")
+            return v.tolist()
+        return self.attr(attr, default)
+
+    def subgraph_cost(self, attr: str, inputs: list[TensorInfo | None]) -> "Cost":
+        """Cost of one run of the subgraph in attribute `attr`, its formal inputs typed as given."""
+        return self._engine.subgraph_cost(self, attr, inputs)
+
+    def function_cost(self) -> "Cost":
+        """Cost of the ONNX function body that defines this node's op."""
+        return self._engine.function_cost(self)
+
+    def input_or_none(self, i: int) -> TensorInfo | None:
+        return self._info(self.proto.input[i]) if self.has_input(i) else None
+
+    def _info(self, name: str) -> TensorInfo:
+        info = self.scope.info(name)
+        if info is None:
+            raise Uncostable(f"tensor '{name}' has no type or shape")
+        return info

@@ -1,0 +1,219 @@
+"""The count's result: totals, per-node entries, and the views a user reads (op type, layer, category)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Callable, Iterable
+
+SUMMED = ("macs", "flops", "int_ops", "params", "buffers", "bytes_read", "bytes_written")
+
+
+@dataclass
+class Totals:
+    macs: Any = 0
+    flops: Any = 0
+    int_ops: Any = 0
+    params: Any = 0
+    buffers: Any = 0
+    bytes_read: Any = 0
+    bytes_written: Any = 0
+
+    def add(self, other: "Totals | NodeReport") -> None:
+        for key in SUMMED:
+            setattr(self, key, getattr(self, key) + getattr(other, key))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: _plain(getattr(self, k)) for k in SUMMED}
+
+
+@dataclass
+class NodeReport:
+    name: str
+    op_type: str
+    domain: str
+    layer: str
+    category: str
+    macs: Any = 0
+    flops: Any = 0
+    int_ops: Any = 0
+    params: Any = 0
+    buffers: Any = 0
+    bytes_read: Any = 0
+    bytes_written: Any = 0
+    input_shapes: list = field(default_factory=list)
+    output_shapes: list = field(default_factory=list)
+    detail: dict | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "detail"}
+        if self.detail:
+            d["detail"] = _plain(self.detail)
+        return d
+
+
+@dataclass
+class Uncosted:
+    name: str
+    op_type: str
+    reason: str
+
+
+@dataclass
+class Report:
+    model: str
+    convention: str
+    inputs: dict[str, list]
+    total: Totals
+    nodes: list[NodeReport]
+    constant_work: Totals
+    constant_nodes: int
+    uncosted: list[Uncosted]
+    warnings: list[str]
+
+    def by_op_type(self) -> dict[str, Totals]:
+        return self._group(lambda n: n.op_type if not n.domain else f"{n.domain}::{n.op_type}")
+
+    def by_layer(self) -> dict[str, Totals]:
+        return self._group(lambda n: n.layer)
+
+    def by_category(self) -> dict[str, Totals]:
+        return self._group(lambda n: n.category)
+
+    def _group(self, key: Callable[[NodeReport], str]) -> dict[str, Totals]:
+        groups: dict[str, Totals] = {}
+        for n in self.nodes:
+            groups.setdefault(key(n), Totals()).add(n)
+        return groups
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "convention": self.convention,
+            "inputs": self.inputs,
+            "total": self.total.to_dict(),
+            "by_op_type": _groups_dict(self.by_op_type()),
+            "by_layer": _groups_dict(self.by_layer()),
+            "by_category": _groups_dict(self.by_category()),
+            "nodes": [n.to_dict() for n in self.nodes],
+            "constant_work": {"nodes": self.constant_nodes, **self.constant_work.to_dict()},
+            "uncosted": [asdict(u) for u in self.uncosted],
+            "warnings": list(self.warnings),
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def to_csv(self) -> str:
+        out = io.StringIO()
+        columns = ["name", "op_type", "layer", "category", *SUMMED, "input_shapes", "output_shapes"]
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(columns)
+        for n in self.nodes:
+            row = n.to_dict()
+            writer.writerow([_shapes_text(row[c]) if c.endswith("shapes") else row[c]
+                             for c in columns])
+        return out.getvalue()
+
+    def to_markdown(self, by: str = "node") -> str:
+        header, rows = self._table(by)
+        lines = ["| " + " | ".join(header) + " |",
+                 "|" + "|".join("---" if i < 2 else "---:" for i in range(len(header))) + "|"]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        return "\n".join([self._summary(), "", *lines, *self._notes()]) + "\n"
+
+    def to_table(self, by: str = "node") -> str:
+        header, rows = self._table(by)
+        widths = [max(len(header[i]), *(len(r[i]) for r in rows)) if rows else len(header[i])
+                  for i in range(len(header))]
+
+        def line(cells: Iterable[str]) -> str:
+            return "  ".join(c.ljust(w) if i < 2 else c.rjust(w)
+                             for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+        rule = "  ".join("-" * w for w in widths)
+        body = [line(header), rule, *(line(r) for r in rows), rule]
+        return "\n".join([self._summary(), "", *body, *self._notes()]) + "\n"
+
+    def _table(self, by: str) -> tuple[list[str], list[list[str]]]:
+        if by == "node":
+            header = ["node", "op", "output shape", "MACs", "FLOPs", "params", "read", "written"]
+            rows = [[n.name, n.op_type, _shapes_text(n.output_shapes), human(n.macs),
+                     human(n.flops), human(n.params), human(n.bytes_read, "B"),
+                     human(n.bytes_written, "B")] for n in self.nodes]
+        else:
+            groups = {"op": self.by_op_type, "layer": self.by_layer,
+                      "category": self.by_category}[by]()
+            header = [by, "nodes", "MACs", "FLOPs", "params", "read", "written"]
+            counts: dict[str, int] = {}
+            key = {"op": lambda n: n.op_type if not n.domain else f"{n.domain}::{n.op_type}",
+                   "layer": lambda n: n.layer, "category": lambda n: n.category}[by]
+            for n in self.nodes:
+                counts[key(n)] = counts.get(key(n), 0) + 1
+            rows = [[k or "(top level)", str(counts[k]), human(t.macs), human(t.flops),
+                     human(t.params), human(t.bytes_read, "B"), human(t.bytes_written, "B")]
+                    for k, t in groups.items()]
+        t = self.total
+        total_row = ["total", "", "", human(t.macs), human(t.flops), human(t.params),
+                     human(t.bytes_read, "B"), human(t.bytes_written, "B")]
+        if by != "node":
+            total_row = ["total", str(len(self.nodes)), *total_row[3:]]
+        return header, [*rows, total_row]
+
+    def _summary(self) -> str:
+        t = self.total
+        shapes = ", ".join(f"{k}={_shape_text(v)}" for k, v in self.inputs.items())
+        return (f"{self.model}  [{shapes}]  convention={self.convention}\n"
+                f"MACs {human(t.macs)}  FLOPs {human(t.flops)}  int ops {human(t.int_ops)}  "
+                f"params {human(t.params)}  buffers {human(t.buffers)}  "
+                f"read {human(t.bytes_read, 'B')}  written {human(t.bytes_written, 'B')}")
+
+    def _notes(self) -> list[str]:
+        notes = []
+        if self.constant_nodes:
+            notes.append(f"constant work (not counted): {self.constant_nodes} nodes, "
+                         f"{human(self.constant_work.flops)} FLOPs, "
+                         f"{human(self.constant_work.int_ops)} int ops")
+        for u in self.uncosted:
+            notes.append(f"UNCOSTED {u.name} ({u.op_type}): {u.reason}")
+        notes += [f"warning: {w}" for w in self.warnings]
+        return ["", *notes] if notes else []
+
+
+def human(value: Any, unit: str = "") -> str:
+    """1234567 → '1.23 M'; bytes use the same decimal prefixes."""
+    if not isinstance(value, (int, float)):
+        return str(value)
+    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K")):
+        if abs(value) >= scale:
+            return f"{value / scale:.2f} {prefix}{unit}"
+    return f"{value:g}{(' ' + unit) if unit else ''}"
+
+
+def _shape_text(shape: Any) -> str:
+    if shape is None:
+        return "?"
+    return "x".join("?" if d is None else str(d) for d in shape) if shape else "scalar"
+
+
+def _shapes_text(shapes: list) -> str:
+    return ", ".join(_shape_text(s) for s in shapes)
+
+
+def _groups_dict(groups: dict[str, Totals]) -> dict[str, dict]:
+    return {k: v.to_dict() for k, v in groups.items()}
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready: ints stay ints, symbolic expressions become strings."""
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "is_Integer") and value.is_Integer:
+        return int(value)
+    return str(value)

@@ -1,0 +1,140 @@
+"""Stage 4: infer every tensor's shape and find the constant subgraphs.
+
+ONNX shape inference with data propagation runs first. Where it leaves dims unknown (shape
+arithmetic it cannot fold), the small constant tensors feeding them are evaluated with onnx's
+reference evaluator and inference runs again with those values in place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from onnxflops.graph import MAX_VALUE_ELEMENTS, GraphView, is_float
+
+
+@dataclass
+class AnalyzedModel:
+    model: onnx.ModelProto
+    graph: GraphView
+    opsets: dict[str, int]
+    warnings: list[str] = field(default_factory=list)
+
+
+def analyze(model: onnx.ModelProto) -> AnalyzedModel:
+    warnings: list[str] = []
+    opsets = {(o.domain if o.domain != "ai.onnx" else ""): o.version for o in model.opset_import}
+    inferred = _infer(model, warnings)
+    view = GraphView(inferred.graph)
+    view.mark_constants()
+    if _unknown_outputs(view):
+        values = _evaluate_constants(view, opsets, warnings)
+        if values:
+            _adopt_shapes(inferred, _infer(_with_values(inferred, values), warnings))
+            view = GraphView(inferred.graph)
+            view.values.update(values)
+            view.mark_constants()
+    return AnalyzedModel(inferred, view, opsets, warnings)
+
+
+def _infer(model: onnx.ModelProto, warnings: list[str]) -> onnx.ModelProto:
+    try:
+        return onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+    except onnx.shape_inference.InferenceError as e:
+        warnings.append("shape inference: " + str(e).strip().splitlines()[0])
+    except (RuntimeError, ValueError) as e:
+        warnings.append("shape inference failed: " + str(e).strip().splitlines()[0])
+    return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+
+
+def _unknown_outputs(view: GraphView) -> bool:
+    for node in view.graph.node:
+        for name in node.output:
+            info = view.info(name) if name else None
+            if name and (info is None or not info.known):
+                return True
+    return False
+
+
+def _evaluate_constants(view: GraphView, opsets: dict[str, int],
+                        warnings: list[str]) -> dict[str, np.ndarray]:
+    """Values of the small constant tensors, from the constant nodes that produce them."""
+    known = {n: v for n, v in view.values.items()}
+    nodes = []
+    for node in view.graph.node:
+        if node.op_type == "Constant" or not all(i == "" or i in known or view.value(i) is not None
+                                                 for i in node.input):
+            continue
+        if not all(view.is_constant(o) for o in node.output if o):
+            continue
+        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+               for a in node.attribute):
+            continue
+        if not all(_small(view, o) for o in node.output if o):
+            continue
+        nodes.append(node)
+        known.update({o: None for o in node.output if o})
+    if not nodes:
+        return {}
+    produced = {o for n in nodes for o in n.output if o}
+    feeds = {i: view.value(i) for n in nodes for i in n.input
+             if i and i not in produced}
+    graph = onnx.helper.make_graph(
+        nodes, "constants", [],
+        [onnx.helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in produced],
+        [numpy_helper.from_array(np.asarray(v), name=k) for k, v in feeds.items()])
+    model = onnx.helper.make_model(
+        graph, opset_imports=[onnx.helper.make_opsetid(d, v) for d, v in opsets.items()])
+    try:
+        from onnx.reference import ReferenceEvaluator
+
+        outputs = ReferenceEvaluator(model).run(None, {})
+    except Exception as e:  # noqa: BLE001 - the reference evaluator raises anything; shapes stay unknown
+        warnings.append(f"could not evaluate shape arithmetic: {str(e).splitlines()[0]}")
+        return {}
+    names = [o.name for o in graph.output]
+    return {n: np.asarray(v) for n, v in zip(names, outputs) if v is not None}
+
+
+def _small(view: GraphView, name: str) -> bool:
+    info = view.info(name)
+    if info is None or not info.known:
+        return info is None or not is_float(info.dtype)
+    return info.numel <= MAX_VALUE_ELEMENTS
+
+
+def _with_values(model: onnx.ModelProto, values: dict[str, np.ndarray]) -> onnx.ModelProto:
+    """A copy where the evaluated tensors are initializers and their producers are gone."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    keep = [n for n in copy.graph.node if not any(o in values for o in n.output)]
+    del copy.graph.node[:]
+    copy.graph.node.extend(keep)
+    copy.graph.initializer.extend(numpy_helper.from_array(v, name=k) for k, v in values.items())
+    kept_info = [vi for vi in copy.graph.value_info if vi.name not in values]
+    del copy.graph.value_info[:]
+    copy.graph.value_info.extend(kept_info)
+    return copy
+
+
+def _adopt_shapes(model: onnx.ModelProto, inferred: onnx.ModelProto) -> None:
+    """Take the shapes found in `inferred` for tensors `model` still lacks."""
+    have = {vi.name: vi for vi in model.graph.value_info}
+    for vi in inferred.graph.value_info:
+        if vi.name in have:
+            have[vi.name].CopyFrom(vi)
+        else:
+            model.graph.value_info.append(vi)
+    outs = {o.name: o for o in inferred.graph.output}
+    for o in model.graph.output:
+        if o.name in outs:
+            o.CopyFrom(outs[o.name])
+    nodes = {n.output[0]: n for n in inferred.graph.node if n.output}
+    for n in model.graph.node:
+        # Subgraph bodies carry their own inferred value_info.
+        twin = nodes.get(n.output[0]) if n.output else None
+        if twin is not None and any(a.type == onnx.AttributeProto.GRAPH for a in n.attribute):
+            n.CopyFrom(twin)
