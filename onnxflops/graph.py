@@ -50,6 +50,10 @@ def dtype_name(dtype: int) -> str:
     return onnx.TensorProto.DataType.Name(dtype).lower() if dtype else "?"
 
 
+# Inputs read only for their type or shape: they never make a node's result vary at run time.
+_TYPE_ONLY_INPUTS = {"CastLike": (1,), "RandomNormalLike": (0,), "RandomUniformLike": (0,),
+                     "EyeLike": (0,)}
+
 Dim = Any  # int, a symbol name (str) while unbound, or None when unknown
 
 
@@ -222,7 +226,10 @@ class GraphView:
                     self.constant.add(node.output[0])
                     self.values[node.output[0]] = _shape_op_value(node, info.dims)
                 continue
-            if all(not i or self.is_constant(i) for i in node.input):
+            type_only = _TYPE_ONLY_INPUTS.get(node.op_type, ()) if node.domain in ("", "ai.onnx") \
+                else ()
+            if all(not i or slot in type_only or self.is_constant(i)
+                   for slot, i in enumerate(node.input)):
                 sources = frozenset().union(*(self.weight_sources(i) for i in node.input if i))
                 for o in node.output:
                     if o:
