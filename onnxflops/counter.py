@@ -100,7 +100,7 @@ class _Counter:
     def _weights(self, rule: Rule, proto: onnx.NodeProto, scope: GraphView) -> tuple[int, int]:
         params = buffers = 0
         for slot, name in enumerate(proto.input):
-            if not name or not scope.is_constant(name):
+            if not name or not (scope.is_constant(name) or scope.initializer(name) is not None):
                 continue
             is_buffer = slot in rule.buffers
             if not (is_buffer or rule.is_weight_slot(slot)):

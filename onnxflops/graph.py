@@ -139,10 +139,14 @@ class GraphView:
             info = info_from_value_info(vi)
             if info.shape is not None or vi.name not in self.tensors:
                 self.tensors[vi.name] = info
+        # An initializer that is also a graph input is a default the caller may override: a
+        # variable, not a constant (ONNX semantics; TF-style graphs whose weights are inputs).
+        overridable = {vi.name for vi in graph.input}
         for t in graph.initializer:
             self.initializers[t.name] = t
             self.tensors[t.name] = info_from_initializer(t)
-            self.constant.add(t.name)
+            if t.name not in overridable:
+                self.constant.add(t.name)
         self._constant_outputs: set[str] = set()
         for node in graph.node:
             if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
