@@ -5,7 +5,7 @@ from __future__ import annotations
 import onnx
 
 from onnxflops.costs import REGISTRY
-from onnxflops.costs.registry import ZERO, Cost, Rule
+from onnxflops.costs.registry import ALL_INPUTS, CONTRACTION, RECURRENT, ZERO, Cost, Rule
 from onnxflops.errors import Uncostable
 from onnxflops.graph import GraphView, TensorInfo
 from onnxflops.node import Node
@@ -33,6 +33,7 @@ class _Counter:
         # Weights met inside subgraphs are credited to the node that owns the subgraph.
         self.sub_params = 0
         self.sub_buffers = 0
+        self.contraction_outputs: set[str] = set()
 
     def run(self, name: str, inputs: dict[str, list]) -> Report:
         graph = self.analyzed.graph
@@ -76,6 +77,8 @@ class _Counter:
         entry.detail = dict(cost.detail) if cost.detail else None
         entry.bytes_read = _bytes(scope, proto.input)
         entry.bytes_written = _bytes(scope, proto.output)
+        if rule.category in (CONTRACTION, RECURRENT):
+            self.contraction_outputs.update(proto.output)
         if count_params:
             entry.params, entry.buffers = self._weights(rule, proto, scope)
             entry.params += self.sub_params
@@ -108,6 +111,11 @@ class _Counter:
             for source in scope.weight_sources(name):
                 info = scope.info(source)
                 if source in self.seen_weights or info is None or not _is_weight(info):
+                    continue
+                if rule.weights == ALL_INPUTS and info.numel == 1 and not any(
+                        i in self.contraction_outputs for i in proto.input):
+                    # A one-element operand of elementwise arithmetic is a scale or an epsilon,
+                    # unless it is the bias added to a contraction's output (a Dense(1) layer).
                     continue
                 self.seen_weights.add(source)
                 if is_buffer:
