@@ -1,7 +1,9 @@
 """Expand a node of an op that ONNX defines by a function body into a small model of that body.
 
 Costing the expansion makes a fused op (LayerNormalization, Gelu, Softmax, ...) cost exactly what
-its decomposed form costs.
+its decomposed form costs. A node of an older opset whose version of the op has no body yet (Relu-6,
+Softmax-11, Clip-6, ...) is first upgraded by onnx's version converter to the first version that
+has one, so it costs what its upgraded form costs.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import onnx
 import onnx.defs
 import onnx.inliner
+import onnx.version_converter
 
 from onnxflops.errors import Uncostable
 from onnxflops.graph import TensorInfo
@@ -17,15 +20,11 @@ _LOCAL_DOMAIN = "onnxflops.expansion"
 
 
 def function_body(op_type: str, domain: str, opset: int, node: onnx.NodeProto,
-                  inputs: list[TensorInfo | None]) -> onnx.FunctionProto:
-    try:
-        schema = onnx.defs.get_schema(op_type, max_inclusive_version=opset or 10_000,
-                                      domain=domain)
-    except onnx.defs.SchemaError:
-        raise Uncostable(f"no ONNX schema for {op_type} at opset {opset}") from None
+                  inputs: list[onnx.TypeProto]) -> onnx.FunctionProto:
+    schema = _schema(op_type, domain, opset)
     if schema.has_context_dependent_function:
         version = _pick(schema.context_dependent_function_opset_versions, opset)
-        types = [_type_proto(i).SerializeToString() for i in inputs]
+        types = [t.SerializeToString() for t in inputs]
         raw = schema.get_context_dependent_function_with_opset_version(
             version, node.SerializeToString(), types)
         return onnx.FunctionProto.FromString(raw)
@@ -40,25 +39,76 @@ def expansion_model(node: onnx.NodeProto, opset: int,
                     inputs: list[TensorInfo | None]) -> onnx.ModelProto:
     """A model whose graph is `node` replaced by its function body, inputs typed as given."""
     domain = "" if node.domain in ("", "ai.onnx") else node.domain
-    function = function_body(node.op_type, domain, opset, node, inputs)
-    function.domain = _LOCAL_DOMAIN
-    function.name = node.op_type
     call = onnx.NodeProto()
     call.CopyFrom(node)
-    call.domain = _LOCAL_DOMAIN
+    call.domain = domain
     call.ClearField("name")
     graph_inputs = [onnx.helper.make_value_info(name, _type_proto(info))
                     for name, info in zip(node.input, inputs) if name and info is not None]
     graph_outputs = [onnx.helper.make_value_info(name, onnx.TypeProto())
                      for name in node.output if name]
     graph = onnx.helper.make_graph([call], "expansion", graph_inputs, graph_outputs)
-    opsets = {o.domain: o.version for o in function.opset_import}
-    opsets.setdefault("", opset)
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid(domain, opset)])
+    if not _has_body(_schema(node.op_type, domain, opset)):
+        opset = _first_version_with_body(node.op_type, domain, opset)
+        model = _upgraded(model, opset)
+    return _inlined(model, node.op_type, domain, opset)
+
+
+def _inlined(model: onnx.ModelProto, op_type: str, domain: str, opset: int) -> onnx.ModelProto:
+    """`model` with its one node of `op_type` replaced by that op's function body."""
+    inferred = onnx.shape_inference.infer_shapes(model)
+    types = {vi.name: vi.type for vi in list(inferred.graph.input) + list(inferred.graph.value_info)}
+    call = next(n for n in model.graph.node if n.op_type == op_type and n.domain == domain)
+    _add_default_attributes(call, _schema(op_type, domain, opset))
+    function = function_body(op_type, domain, opset, call,
+                             [types.get(name, onnx.TypeProto()) for name in call.input])
+    function.domain = _LOCAL_DOMAIN
+    function.name = op_type
+    call.domain = _LOCAL_DOMAIN
+    opsets = {o.domain: o.version for o in model.opset_import}
+    opsets.update({o.domain: o.version for o in function.opset_import})
     opsets[_LOCAL_DOMAIN] = 1
-    model = onnx.helper.make_model(
-        graph, functions=[function],
-        opset_imports=[onnx.helper.make_opsetid(d, v) for d, v in opsets.items()])
+    del model.opset_import[:]
+    model.opset_import.extend(onnx.helper.make_opsetid(d, v) for d, v in opsets.items())
+    model.functions.append(function)
     return onnx.inliner.inline_local_functions(model)
+
+
+def _add_default_attributes(node: onnx.NodeProto, schema: onnx.defs.OpSchema) -> None:
+    """Spell out omitted attributes: a body's reference to an absent attribute would drop it."""
+    present = {a.name for a in node.attribute}
+    for name, attr in schema.attributes.items():
+        if name not in present and attr.default_value.name:
+            node.attribute.append(attr.default_value)
+
+
+def _upgraded(model: onnx.ModelProto, opset: int) -> onnx.ModelProto:
+    try:
+        return onnx.version_converter.convert_version(model, opset)
+    except (RuntimeError, ValueError) as e:
+        raise Uncostable(f"cannot upgrade to opset {opset}, whose version of the op has a "
+                         f"function body: {str(e).strip().splitlines()[0]}") from None
+
+
+def _schema(op_type: str, domain: str, opset: int) -> onnx.defs.OpSchema:
+    try:
+        return onnx.defs.get_schema(op_type, max_inclusive_version=opset or 10_000, domain=domain)
+    except onnx.defs.SchemaError:
+        raise Uncostable(f"no ONNX schema for {op_type} at opset {opset}") from None
+
+
+def _has_body(schema: onnx.defs.OpSchema) -> bool:
+    return schema.has_function or schema.has_context_dependent_function
+
+
+def _first_version_with_body(op_type: str, domain: str, opset: int) -> int:
+    later = [s.since_version for s in onnx.defs.get_all_schemas_with_history()
+             if s.name == op_type and s.domain == domain and s.since_version > opset
+             and _has_body(s)]
+    if not later or domain:
+        raise Uncostable(f"{op_type} has no function body in ONNX")
+    return min(later)
 
 
 def _pick(versions, opset: int) -> int:
