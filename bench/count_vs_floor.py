@@ -1,0 +1,151 @@
+"""`onnxflops count` against the floor, as whole processes: what a user waits for.
+
+The floor is what any tool must do to know a model's shapes: `onnx.load(path,
+load_external_data=False)` plus `onnx.shape_inference.infer_shapes` on the same file. For each
+model (built by bench/models.py: ResNet-50 with inline and with external weights, BERT-base, a
+50,000-node graph) the floor and `python -m onnxflops.cli count ... --json` run as child processes,
+interleaved and alternating in order (a noisy machine drifts); medians are compared.
+
+Targets: count at most 1.5× the floor; count's peak RSS does not grow with the weight bytes
+(ResNet-50 with inline weights vs external data); counting imports no ML framework.
+
+    python bench/count_vs_floor.py [--reps 7] [--keep DIR] [--only NAME]
+
+This process imports neither onnx nor numpy: a child's peak RSS includes what it inherited at
+fork, so the parent stays small and the models are built in a child of their own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+FORBIDDEN_IMPORTS = ("torch", "tensorflow", "keras", "tf2onnx", "jax")
+TARGET_RATIO = 1.5
+FLOOR = ("import onnx, sys; m = onnx.load(sys.argv[1], load_external_data=False); "
+         "onnx.shape_inference.infer_shapes(m)")
+
+
+@dataclass
+class Run:
+    seconds: float
+    peak_rss: int  # bytes
+
+
+def run_child(argv: list[str], env: dict[str, str]) -> Run:
+    """Wall time and peak RSS of one child process, which must succeed."""
+    start = time.perf_counter()
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    stderr = child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} exited {child.returncode}:\n{stderr.decode()}")
+    return Run(seconds, usage.ru_maxrss * 1024)
+
+
+def floor_argv(case: dict) -> list[str]:
+    return [sys.executable, "-c", FLOOR, case["path"]]
+
+
+def count_argv(case: dict, *python_flags: str) -> list[str]:
+    inputs = [arg for spec in case["inputs"] for arg in ("--input", spec)]
+    return [sys.executable, *python_flags, "-m", "onnxflops.cli", "count", case["path"],
+            *inputs, "--json"]
+
+
+def imported_frameworks(case: dict, env: dict[str, str]) -> list[str]:
+    """Top-level packages from FORBIDDEN_IMPORTS that the counting process imported."""
+    done = subprocess.run(count_argv(case, "-X", "importtime"), env=env,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    found = set()
+    for line in done.stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            top = line.rsplit("|", 1)[1].strip().split(".")[0]
+            if top in FORBIDDEN_IMPORTS:
+                found.add(top)
+    return sorted(found)
+
+
+def mib(n: float) -> str:
+    return f"{n / 2**20:.0f} MiB"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=7, help="runs of each process (default 7)")
+    parser.add_argument("--keep", type=Path, help="build the models in DIR and keep them")
+    parser.add_argument("--only", action="append", help="run only the named model(s)")
+    args = parser.parse_args(argv)
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))
+    with tempfile.TemporaryDirectory(prefix="onnxflops-bench-") as tmp:
+        directory = args.keep or Path(tmp)
+        directory.mkdir(parents=True, exist_ok=True)
+        print(f"building models in {directory} ...", flush=True)
+        built = subprocess.run([sys.executable, str(BENCH / "models.py"), str(directory)],
+                               env=env, check=True, stdout=subprocess.PIPE, text=True)
+        cases = [c for c in json.loads(built.stdout) if not args.only or c["name"] in args.only]
+        for c in cases:
+            print(f"  {c['name']:18s} {c['nodes']:6d} nodes  {c['params'] / 1e6:6.1f}M params  "
+                  f"file {mib(Path(c['path']).stat().st_size)}", flush=True)
+
+        floors: dict[str, list[Run]] = {c["name"]: [] for c in cases}
+        counts: dict[str, list[Run]] = {c["name"]: [] for c in cases}
+        for rep in range(args.reps):
+            for c in cases:
+                pair = [(floors, floor_argv(c)), (counts, count_argv(c))]
+                for runs, child in pair if rep % 2 == 0 else reversed(pair):
+                    runs[c["name"]].append(run_child(child, env))
+            print(f"  rep {rep + 1}/{args.reps} done", flush=True)
+
+        print(f"\n{'model':18s} {'floor s':>8s} {'count s':>8s} {'ratio':>6s}  "
+              f"{'floor RSS':>10s} {'count RSS':>10s}")
+        worst = 0.0
+        for c in cases:
+            f = statistics.median(r.seconds for r in floors[c["name"]])
+            k = statistics.median(r.seconds for r in counts[c["name"]])
+            worst = max(worst, k / f)
+            print(f"{c['name']:18s} {f:8.3f} {k:8.3f} {k / f:5.2f}x  "
+                  f"{mib(max(r.peak_rss for r in floors[c['name']])):>10s} "
+                  f"{mib(max(r.peak_rss for r in counts[c['name']])):>10s}")
+        ok = worst <= TARGET_RATIO
+        print(f"\nworst ratio {worst:.2f}x (target ≤ {TARGET_RATIO}x): {'PASS' if ok else 'FAIL'}")
+
+        by_name = {c["name"]: c for c in cases}
+        if "resnet50-inline" in by_name and "resnet50-external" in by_name:
+            inline_rss = max(r.peak_rss for r in counts["resnet50-inline"])
+            external_rss = max(r.peak_rss for r in counts["resnet50-external"])
+            weight_bytes = by_name["resnet50-inline"]["inline_weight_bytes"]
+            grew = inline_rss - external_rss
+            # Holding the weights even once would add their full size; a tenth of it is noise.
+            rss_ok = grew < weight_bytes / 10
+            print(f"count peak RSS, inline vs external weights: {mib(inline_rss)} vs "
+                  f"{mib(external_rss)} (+{mib(grew)} for {mib(weight_bytes)} of weights): "
+                  f"{'PASS' if rss_ok else 'FAIL'}")
+            ok &= rss_ok
+        imported = {c["name"]: imported_frameworks(c, env) for c in cases}
+        for name, frameworks in imported.items():
+            if frameworks:
+                print(f"{name}: counting imported {', '.join(frameworks)}: FAIL")
+        clean = not any(imported.values())
+        print(f"counting imported none of {', '.join(FORBIDDEN_IMPORTS)}: "
+              f"{'PASS' if clean else 'FAIL'}")
+        ok &= clean
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
