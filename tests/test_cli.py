@@ -1,0 +1,138 @@
+"""The command line: reports in every format, and one clear line with a non-zero exit on bad input."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+
+import onnx
+import pytest
+
+from builders import model, node, weight
+from onnxflops.cli import main
+
+
+@pytest.fixture
+def dynamic_cnn(tmp_path):
+    m = model([node("Conv", ["input", "w", "b"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                    name="/features/conv1/Conv"),
+               node("Relu", ["c"], ["r"], name="/features/relu/Relu"),
+               node("GlobalAveragePool", ["r"], ["p"], name="/pool/GlobalAveragePool"),
+               node("Flatten", ["p"], ["f"], name="/head/Flatten"),
+               node("Gemm", ["f", "fc.w", "fc.b"], ["logits"], transB=1, name="/head/fc/Gemm")],
+              {"input": ["batch", 3, "height", "width"]},
+              [weight("w", (4, 3, 3, 3)), weight("b", (4,)), weight("fc.w", (10, 4)),
+               weight("fc.b", (10,))])
+    path = tmp_path / "cnn.onnx"
+    onnx.save(m, str(path))
+    return str(path)
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def expected_macs(h: int, w: int) -> int:
+    return h * w * 4 * 27 + 4 * 10
+
+
+def test_json_document_has_the_stable_keys(capsys, dynamic_cnn):
+    code, out, _ = run(capsys, "count", dynamic_cnn, "--input", "input=2x3x8x6", "--json")
+    doc = json.loads(out)
+    assert code == 0
+    assert set(doc) == {"model", "convention", "inputs", "total", "by_op_type", "by_layer",
+                        "by_category", "nodes", "constant_work", "uncosted", "warnings"}
+    assert set(doc["total"]) == {"macs", "flops", "int_ops", "params", "buffers", "bytes_read",
+                                 "bytes_written"}
+    assert doc["inputs"] == {"input": [2, 3, 8, 6]}
+    assert doc["total"]["macs"] == 2 * expected_macs(8, 6)
+    assert doc["total"]["params"] == 4 * 27 + 4 + 40 + 10
+    first = doc["nodes"][0]
+    assert {"name", "op_type", "layer", "category", "macs", "flops", "int_ops", "params",
+            "bytes_read", "bytes_written", "input_shapes", "output_shapes"} <= set(first)
+    assert first["layer"] == "features/conv1" and first["category"] == "contraction"
+    assert set(doc["by_layer"]) == {"features/conv1", "features/relu", "pool", "head",
+                                    "head/fc"}
+    assert doc["by_category"]["contraction"]["macs"] == doc["total"]["macs"]
+
+
+def test_batch_binds_the_leading_dim_only(capsys, dynamic_cnn):
+    code, _, err = run(capsys, "count", dynamic_cnn, "--batch", "3")
+    assert code == 2
+    assert err.strip() == ("onnxflops: error: input 'input' dim 2 ('height') is dynamic: bind "
+                           "it with --input input=3x3xNxN")
+
+
+def test_csv_has_a_row_per_node(capsys, dynamic_cnn):
+    _, out, _ = run(capsys, "count", dynamic_cnn, "-i", "input=1x3x4x4", "--csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert [r["op_type"] for r in rows] == ["Conv", "Relu", "GlobalAveragePool", "Flatten", "Gemm"]
+    assert int(rows[0]["macs"]) == 4 * 4 * 4 * 27
+
+
+@pytest.mark.parametrize("by", ["node", "op", "layer", "category"])
+def test_tables(capsys, dynamic_cnn, by):
+    code, out, _ = run(capsys, "count", dynamic_cnn, "-i", "input=1x3x4x4", "--by", by)
+    assert code == 0
+    assert "MACs" in out and "total" in out
+    markdown = run(capsys, "count", dynamic_cnn, "-i", "input=1x3x4x4", "--by", by,
+                   "--markdown")[1]
+    assert sum(line.startswith("|---") for line in markdown.splitlines()) == 1
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--input", "image=1x3x8x8"], "model has no input 'image'; its inputs are: input"),
+    (["--input", "input=1x3xeightx8"], "malformed shape '1x3xeightx8'"),
+    (["--input", "input=1x3x8"], "given shape 1x3x8 has rank 3, the model declares"),
+    (["--input", "input=1x4x8x8"], "input 'input': dim 1 is fixed to 3 in the model, but 4"),
+    ([], "input 'input' dim 0 ('batch') is dynamic: bind it with --input input=Nx3xNxN or "
+         "--batch N"),
+])
+def test_bad_inputs_give_one_line(capsys, dynamic_cnn, argv, message):
+    code, out, err = run(capsys, "count", dynamic_cnn, *argv)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert message in err
+
+
+def test_truncated_and_foreign_files(capsys, tmp_path, dynamic_cnn):
+    truncated = tmp_path / "truncated.onnx"
+    truncated.write_bytes(open(dynamic_cnn, "rb").read()[:200])
+    text = tmp_path / "notes.onnx"
+    text.write_text("these are not the weights you are looking for\n")
+    for path in (truncated, text):
+        code, _, err = run(capsys, "count", str(path))
+        assert code == 2
+        assert err.startswith(f"onnxflops: error: {path}: not a readable ONNX model")
+        assert len(err.strip().splitlines()) == 1
+    code, _, err = run(capsys, "count", str(tmp_path / "absent.onnx"))
+    assert code == 2 and "absent.onnx: no such file" in err
+
+
+def test_uncosted_nodes_make_the_exit_code_non_zero(capsys, tmp_path):
+    op = onnx.helper.make_node("Mystery", ["x"], ["y"], domain="example.custom", name="m1")
+    m = onnx.helper.make_model(
+        onnx.helper.make_graph([op], "g", [onnx.helper.make_tensor_value_info("x", 1, [2])],
+                               [onnx.helper.make_tensor_value_info("y", 1, [2])]),
+        opset_imports=[onnx.helper.make_opsetid("", 17),
+                       onnx.helper.make_opsetid("example.custom", 1)])
+    path = tmp_path / "custom.onnx"
+    onnx.save(m, str(path))
+    code, out, _ = run(capsys, "count", str(path))
+    assert code == 1
+    assert "UNCOSTED m1 (Mystery): no cost rule for example.custom::Mystery" in out
+
+
+def test_a_real_process_prints_no_traceback(tmp_path):
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x00\x01garbage")
+    done = subprocess.run([sys.executable, "-m", "onnxflops.cli", "count", str(bad)],
+                          capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1
