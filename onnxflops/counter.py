@@ -201,11 +201,23 @@ def _domain(domain: str) -> str:
 
 
 def layer_of(proto: onnx.NodeProto) -> str:
-    """The name scope an exporter left on the node: the module or layer it came from."""
+    """The module or layer a node came from, from the name scope its exporter left.
+
+    torch's exporters give the module path (`layer1.0.conv1`): the dynamo exporter in metadata, the
+    legacy one in names like `/layer1/layer1.0/conv1/Conv`. Others (tf2onnx: `model/conv_1/Conv2D`)
+    give a slash-separated scope, kept as it is.
+    """
     for prop in proto.metadata_props:
         if prop.key == "pkg.torch.onnx.name_scopes":
             scopes = [s.strip(" '\"") for s in prop.value.strip("[]").split(",")]
             scopes = [s for s in scopes[:-1] if s]
             return scopes[-1] if scopes else ""
-    name = proto.name.strip("/")
-    return name.rsplit("/", 1)[0] if "/" in name else ""
+    if "/" not in proto.name:
+        return ""
+    scope = proto.name.rsplit("/", 1)[0]
+    if not proto.name.startswith("/"):
+        return scope
+    path = ""
+    for part in scope.strip("/").split("/"):
+        path = part if not path or part.startswith(path + ".") else f"{path}.{part}"
+    return path

@@ -55,9 +55,9 @@ def test_json_document_has_the_stable_keys(capsys, dynamic_cnn):
     first = doc["nodes"][0]
     assert {"name", "op_type", "layer", "category", "macs", "flops", "int_ops", "params",
             "bytes_read", "bytes_written", "input_shapes", "output_shapes"} <= set(first)
-    assert first["layer"] == "features/conv1" and first["category"] == "contraction"
-    assert set(doc["by_layer"]) == {"features/conv1", "features/relu", "pool", "head",
-                                    "head/fc"}
+    assert first["layer"] == "features.conv1" and first["category"] == "contraction"
+    assert set(doc["by_layer"]) == {"features.conv1", "features.relu", "pool", "head",
+                                    "head.fc"}
     assert doc["by_category"]["contraction"]["macs"] == doc["total"]["macs"]
 
 
