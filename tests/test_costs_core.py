@@ -250,6 +250,33 @@ class TestWeightsAndConstants:
         assert report.total.macs == 5 * 12 * 2
         assert report.constant_nodes == 4
 
+    def test_shape_arithmetic_onnx_inference_cannot_fold_is_evaluated(self):
+        # Flatten computed as round(sqrt(prod(dims[1:]))²): data propagation stops at Sqrt.
+        nodes = [node("Shape", ["x"], ["s"]), node("Slice", ["s", "one", "big"], ["tail"]),
+                 node("ReduceProd", ["tail"], ["p"], keepdims=1), node("Cast", ["p"], ["pf"], to=1),
+                 node("Sqrt", ["pf"], ["r"]), node("Mul", ["r", "r"], ["r2"]),
+                 node("Cast", ["r2"], ["pi"], to=7),
+                 node("Concat", ["minus_one", "pi"], ["target"], axis=0),
+                 node("Reshape", ["x", "target"], ["flat"]), node("MatMul", ["flat", "w"], ["y"])]
+        weights = [weight("one", None, dtype=np.int64, value=[1]),
+                   weight("big", None, dtype=np.int64, value=[100]),
+                   weight("minus_one", None, dtype=np.int64, value=[-1]), weight("w", (12, 2))]
+        m = model(nodes, {"x": [5, 3, 4]}, weights)
+        inferred = onnx.shape_inference.infer_shapes(m, data_prop=True)
+        flat = next(v for v in inferred.graph.value_info if v.name == "flat")
+        assert not flat.type.tensor_type.shape.dim[1].HasField("dim_value")  # ONNX alone: unknown
+        report = onnxflops.count(m)
+        assert report.nodes[0].output_shapes == [[5, 12]]
+        assert report.total.macs == 5 * 12 * 2
+
+    def test_data_dependent_shape_is_uncosted_with_the_reason(self):
+        nodes = [node("NonZero", ["x"], ["nz"]), node("Transpose", ["nz"], ["idx"]),
+                 node("Cast", ["idx"], ["f"], to=1), node("MatMul", ["f", "w"], ["y"])]
+        report = onnxflops.count(model(nodes, {"x": [4, 4]}, [weight("w", (2, 3))]))
+        assert [(u.name, u.op_type) for u in report.uncosted] == [("y", "MatMul")]
+        assert "shape of 'y' is unknown" in report.uncosted[0].reason
+        assert report.warnings
+
     def test_op_without_rule_is_reported_uncosted(self):
         op = helper.make_node("Mystery", ["x"], ["y"], domain="example.custom", name="m1")
         m = helper.make_model(
