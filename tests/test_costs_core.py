@@ -274,7 +274,7 @@ class TestWeightsAndConstants:
                  node("Cast", ["idx"], ["f"], to=1), node("MatMul", ["f", "w"], ["y"])]
         report = onnxflops.count(model(nodes, {"x": [4, 4]}, [weight("w", (2, 3))]))
         assert [(u.name, u.op_type) for u in report.uncosted] == [("y", "MatMul")]
-        assert "shape of 'y' is unknown" in report.uncosted[0].reason
+        assert "shape of 'f' is unknown" in report.uncosted[0].reason
         assert report.warnings
 
     def test_op_without_rule_is_reported_uncosted(self):
