@@ -277,6 +277,21 @@ class TestWeightsAndConstants:
         assert "shape of 'f' is unknown" in report.uncosted[0].reason
         assert report.warnings
 
+    def test_model_local_functions_are_inlined(self):
+        dense = helper.make_function(
+            "example.layers", "Dense", ["x", "w", "b"], ["y"],
+            [node("MatMul", ["x", "w"], ["xw"]), node("Add", ["xw", "b"], ["y"])],
+            [helper.make_opsetid("", 17)])
+        call = helper.make_node("Dense", ["x", "w", "b"], ["y"], domain="example.layers",
+                                name="dense1")
+        m = model([call], {"x": [3, 8]}, [weight("w", (8, 4)), weight("b", (4,))])
+        m.functions.append(dense)
+        m.opset_import.append(helper.make_opsetid("example.layers", 1))
+        report = onnxflops.count(m)
+        assert [n.op_type for n in report.nodes] == ["MatMul", "Add"]
+        assert report.total.flops == 2 * 3 * 4 * 8 + 3 * 4
+        assert report.total.params == 8 * 4 + 4
+
     def test_op_without_rule_is_reported_uncosted(self):
         op = helper.make_node("Mystery", ["x"], ["y"], domain="example.custom", name="m1")
         m = helper.make_model(
