@@ -11,7 +11,7 @@ from onnxflops.graph import GraphView, TensorInfo
 from onnxflops.node import Node
 from onnxflops.report import NodeReport, Report, Totals, Uncosted
 from onnxflops.expand import expansion_model
-from onnxflops.shapes import AnalyzedModel, analyze
+from onnxflops.shapes import AnalyzedModel, analyze, has_unknown_outputs, refine_subgraph
 
 _NOT_PARAM_DTYPES = {onnx.TensorProto.INT64, onnx.TensorProto.BOOL, onnx.TensorProto.STRING,
                      onnx.TensorProto.UNDEFINED}
@@ -134,17 +134,23 @@ class _Counter:
             if given is not None and given.shape is not None and (
                     declared is None or not declared.known):
                 view.tensors[formal.name] = TensorInfo(formal.name, given.dtype, given.shape)
+        if has_unknown_outputs(view):
+            refine_subgraph(view, {**self.opsets, "": node.opset})
         view.mark_constants()
         return self._sum_graph(view, self.opsets, f"subgraph '{attr}'")
 
     def function_cost(self, node: Node) -> Cost:
         inputs = [node.input_or_none(i) for i in range(node.num_inputs)]
+        # Integer constants (sizes, axes) shape the body; float ones are weights and never read.
+        values = [None if info is None or info.is_float else node.value(slot)
+                  for slot, info in enumerate(inputs)]
         key = (node.domain, node.op_type, node.opset, node.num_outputs,
                tuple(a.SerializeToString() for a in node.proto.attribute),
-               tuple(None if i is None else (i.dtype, i.shape) for i in inputs))
+               tuple(None if i is None else (i.dtype, i.shape) for i in inputs),
+               tuple(None if v is None else v.tobytes() for v in values))
         cost = _EXPANSIONS.get(key)
         if cost is None:
-            analyzed = analyze(expansion_model(node.proto, node.opset, inputs))
+            analyzed = analyze(expansion_model(node.proto, node.opset, inputs, values))
             cost = self._sum_graph(analyzed.graph, analyzed.opsets,
                                    f"the function body of {node.op_type}")
             _EXPANSIONS[key] = cost

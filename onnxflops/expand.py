@@ -8,10 +8,12 @@ has one, so it costs what its upgraded form costs.
 
 from __future__ import annotations
 
+import numpy as np
 import onnx
 import onnx.defs
 import onnx.inliner
 import onnx.version_converter
+from onnx import numpy_helper
 
 from onnxflops.errors import Uncostable
 from onnxflops.graph import TensorInfo
@@ -35,19 +37,27 @@ def function_body(op_type: str, domain: str, opset: int, node: onnx.NodeProto,
     raise Uncostable(f"{op_type} has no function body in ONNX")
 
 
-def expansion_model(node: onnx.NodeProto, opset: int,
-                    inputs: list[TensorInfo | None]) -> onnx.ModelProto:
-    """A model whose graph is `node` replaced by its function body, inputs typed as given."""
+def expansion_model(node: onnx.NodeProto, opset: int, inputs: list[TensorInfo | None],
+                    values: list[np.ndarray | None] | None = None) -> onnx.ModelProto:
+    """A model whose graph is `node` replaced by its function body, inputs typed as given.
+
+    Inputs with a known value (`values`) are constants of the body, so what the body computes
+    from them alone is folded as it would be in the model.
+    """
+    values = values or [None] * len(inputs)
     domain = "" if node.domain in ("", "ai.onnx") else node.domain
     call = onnx.NodeProto()
     call.CopyFrom(node)
     call.domain = domain
     call.ClearField("name")
     graph_inputs = [onnx.helper.make_value_info(name, _type_proto(info))
-                    for name, info in zip(node.input, inputs) if name and info is not None]
+                    for name, info, value in zip(node.input, inputs, values)
+                    if name and info is not None and value is None]
+    constants = [numpy_helper.from_array(value, name)
+                 for name, value in zip(node.input, values) if name and value is not None]
     graph_outputs = [onnx.helper.make_value_info(name, onnx.TypeProto())
                      for name in node.output if name]
-    graph = onnx.helper.make_graph([call], "expansion", graph_inputs, graph_outputs)
+    graph = onnx.helper.make_graph([call], "expansion", graph_inputs, graph_outputs, constants)
     model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid(domain, opset)])
     if not _has_body(_schema(node.op_type, domain, opset)):
         opset = _first_version_with_body(node.op_type, domain, opset)

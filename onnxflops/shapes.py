@@ -30,7 +30,7 @@ def analyze(model: onnx.ModelProto) -> AnalyzedModel:
     inferred = _infer(model, warnings)
     view = GraphView(inferred.graph)
     view.mark_constants()
-    if _unknown_outputs(view):
+    if has_unknown_outputs(view):
         values = _evaluate_constants(view, opsets, warnings)
         if values:
             _adopt_shapes(inferred, _infer(_with_values(inferred, values), warnings))
@@ -38,6 +38,47 @@ def analyze(model: onnx.ModelProto) -> AnalyzedModel:
             view.values.update(values)
             view.mark_constants()
     return AnalyzedModel(inferred, view, opsets, warnings)
+
+
+def refine_subgraph(view: GraphView, opsets: dict[str, int]) -> None:
+    """Fill in the shapes ONNX inference leaves unknown inside a subgraph.
+
+    Inference does not see the values of outer-scope tensors (the axes of an Unsqueeze, the shape
+    of a ConstantOfShape), so the body is analyzed as a model of its own: its formal inputs typed
+    as `view` has them, the outer tensors it reads as inputs, or constants where their value is
+    known.
+    """
+    body = view.graph
+    outer = sorted(_free_names(body))
+    known = {name: view.value(name) for name in outer}
+    inputs = [onnx.helper.make_tensor_value_info(name, info.dtype, info.shape)
+              for name in [i.name for i in body.input] + outer
+              if known.get(name) is None and (info := view.info(name)) is not None]
+    constants = list(body.initializer) + [numpy_helper.from_array(np.asarray(v), name=k)
+                                          for k, v in known.items() if v is not None]
+    graph = onnx.helper.make_graph(body.node, body.name, inputs, body.output, constants)
+    model = onnx.helper.make_model(
+        graph, opset_imports=[onnx.helper.make_opsetid(d, v) for d, v in opsets.items()])
+    refined = analyze(model).graph
+    produced = {o for n in body.node for o in n.output if o}
+    for name in produced:
+        info = refined.info(name)
+        if info is not None and info.known and not (view.info(name) or info).known:
+            view.tensors[name] = info
+        if name in refined.values:
+            view.values[name] = refined.values[name]
+
+
+def _free_names(graph: onnx.GraphProto) -> set[str]:
+    """Tensors a graph (or a subgraph nested in it) reads from the scopes around it."""
+    defined = {i.name for i in graph.input} | {t.name for t in graph.initializer}
+    defined |= {o for n in graph.node for o in n.output}
+    read = {i for n in graph.node for i in n.input if i}
+    for n in graph.node:
+        for a in n.attribute:
+            for g in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
+                read |= _free_names(g)
+    return read - defined
 
 
 def _infer(model: onnx.ModelProto, warnings: list[str]) -> onnx.ModelProto:
@@ -50,7 +91,7 @@ def _infer(model: onnx.ModelProto, warnings: list[str]) -> onnx.ModelProto:
     return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
 
 
-def _unknown_outputs(view: GraphView) -> bool:
+def has_unknown_outputs(view: GraphView) -> bool:
     for node in view.graph.node:
         for name in node.output:
             info = view.info(name) if name else None
