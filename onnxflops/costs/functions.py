@@ -8,9 +8,14 @@ from __future__ import annotations
 
 from onnxflops.costs.registry import (
     ACTIVATION,
+    ATTENTION,
+    CONTRACTION,
     DATA_MOVEMENT,
     ELEMENTWISE,
+    LOSS,
     NORMALIZATION,
+    QUANTIZATION,
+    RANDOM,
     REDUCTION,
     Cost,
     rule,
@@ -35,5 +40,11 @@ for _ops, _category, _weights in (
     (["Clip", "GreaterOrEqual", "LessOrEqual"], ELEMENTWISE, ()),
     (["ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"], REDUCTION, ()),
     (["DepthToSpace", "SpaceToDepth", "CastLike", "CenterCropPad"], DATA_MOVEMENT, ()),
+    (["Attention", "RotaryEmbedding", "LinearAttention"], ATTENTION, ()),
+    (["CausalConvWithState"], CONTRACTION, (1, 2)),
+    (["AffineGrid"], CONTRACTION, ()),
+    (["SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss"], LOSS, (2,)),
+    (["DynamicQuantizeLinear"], QUANTIZATION, ()),
+    (["Bernoulli"], RANDOM, ()),
 ):
     rule(_ops, category=_category, weights=_weights, formula=_EXPANSION)(expanded)
