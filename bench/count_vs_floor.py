@@ -91,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
 
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))
+    # A user's Python caches bytecode: the first (warm-up) run writes onnxflops' .pyc files.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     with tempfile.TemporaryDirectory(prefix="onnxflops-bench-") as tmp:
         directory = args.keep or Path(tmp)
         directory.mkdir(parents=True, exist_ok=True)
@@ -104,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
 
         floors: dict[str, list[Run]] = {c["name"]: [] for c in cases}
         counts: dict[str, list[Run]] = {c["name"]: [] for c in cases}
+        for c in cases:  # warm-up: page cache, bytecode cache
+            for child in (floor_argv(c), count_argv(c)):
+                run_child(child, env)
         for rep in range(args.reps):
             for c in cases:
                 pair = [(floors, floor_argv(c)), (counts, count_argv(c))]
