@@ -30,13 +30,18 @@ def analyze(model: onnx.ModelProto) -> AnalyzedModel:
     inferred = _infer(model, warnings)
     view = GraphView(inferred.graph)
     view.mark_constants()
-    if has_unknown_outputs(view):
-        values = _evaluate_constants(view, opsets, warnings)
-        if values:
-            _adopt_shapes(inferred, _infer(_with_values(inferred, values), warnings))
-            view = GraphView(inferred.graph)
-            view.values.update(values)
-            view.mark_constants()
+    values: dict[str, np.ndarray] = {}
+    # Each round of evaluated shape arithmetic can reveal shapes that feed the next (tf2onnx's
+    # einsum lowering chains Shape → Reshape → Shape → ...): repeat while it finds new values.
+    while has_unknown_outputs(view):
+        found = _evaluate_constants(view, opsets, warnings)
+        if found.keys() <= values.keys():
+            break
+        values.update(found)
+        _adopt_shapes(inferred, _infer(_with_values(inferred, values), warnings))
+        view = GraphView(inferred.graph)
+        view.values.update(values)
+        view.mark_constants()
     return AnalyzedModel(inferred, view, opsets, warnings)
 
 
