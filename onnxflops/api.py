@@ -1,4 +1,4 @@
-"""The pipeline, top to bottom: load → bind → normalize → analyze → count."""
+"""The pipeline, top to bottom: (convert) → load → bind → normalize → analyze → canonicalize → count."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Mapping, Sequence
 import onnx
 
 from onnxflops.bind import bind_inputs, real_inputs
+from onnxflops.canonical import canonicalize
 from onnxflops.costs.registry import CONVENTIONS
 from onnxflops.counter import count_model
 from onnxflops.errors import OnnxFlopsError
@@ -22,13 +23,24 @@ ModelSource = str | os.PathLike | onnx.ModelProto
 
 def count(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
           batch: int | None = None, convention: str = "default") -> Report:
-    """Count MACs, FLOPs, params and memory traffic of `model` with its inputs bound as given."""
+    """Count MACs, FLOPs, params and memory traffic of `model` with its inputs bound as given.
+
+    `model` is an .onnx path or an onnx.ModelProto, or a framework model converted first (a
+    keras.Model, a torch nn.Module, a .keras/.h5/.pt2 file, a SavedModel directory or a
+    `package.module:factory` spec); for those, `inputs` are shapes or tensors, by input name or
+    in order (see converters.convert).
+    """
     if convention not in CONVENTIONS:
         raise OnnxFlopsError(f"unknown convention '{convention}': choose one of "
                              f"{', '.join(CONVENTIONS)}")
+    if not isinstance(model, onnx.ModelProto):
+        from converters import convert, needs_conversion  # imports no framework by itself
+
+        if needs_conversion(model):
+            model, inputs, batch = convert(model, inputs, batch=batch), None, None
     proto = load_model(model)
     bound = bind_inputs(proto, inputs, batch)
-    analyzed = analyze(normalize(bound))
+    analyzed = canonicalize(analyze(normalize(bound)))
     shapes = {i.name: _declared(i) for i in real_inputs(bound)}
     return count_model(analyzed, convention, _model_name(model, proto), shapes)
 
