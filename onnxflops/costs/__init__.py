@@ -5,12 +5,20 @@ from onnxflops.costs import (  # noqa: F401  (imported for their registrations)
     contraction,
     control_flow,
     data_movement,
+    detection,
     elementwise,
     functions,
+    linalg,
     normalization,
     pooling,
+    quantization,
     recurrent,
     reduction,
+    sampling,
+    selection,
+    signal,
+    spatial,
+    text,
 )
 from onnxflops.costs.registry import CONVENTIONS, REGISTRY, Cost, Rule
 

@@ -59,3 +59,10 @@ def if_(n: Node) -> Cost:
 
 def _summary(c: Cost) -> dict:
     return {"macs": c.macs, "flops": c.flops_under("default"), "int_ops": c.all_int_ops}
+
+
+@rule("SequenceMap", category=CONTROL_FLOW)
+def sequence_map(n: Node) -> Cost:
+    """cost(body) × sequence length: uncostable, since a sequence's length is not part of its type"""
+    raise Uncostable("SequenceMap runs its body once per sequence element, and the length of a "
+                     "sequence is not known before run time")

@@ -11,13 +11,21 @@ from onnxflops.node import Node
 @rule(["Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Split", "Slice",
        "Expand", "Tile", "Pad", "Identity", "Cast", "Shape", "Size", "Where", "Compress",
        "ConstantOfShape", "GatherElements", "GatherND", "OneHot", "Trilu", "ReverseSequence",
-       "NonZero", "EyeLike", "Dropout", "Constant", "Range", "Optional", "OptionalGetElement",
+       "NonZero", "EyeLike", "Dropout", "Constant", "Optional", "OptionalGetElement",
        "OptionalHasElement", "SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceErase",
-       "SequenceInsert", "SequenceLength", "SplitToSequence", "ConcatFromSequence", "BitCast"],
+       "SequenceInsert", "SequenceLength", "SplitToSequence", "ConcatFromSequence", "BitCast",
+       "TensorScatter", "MaxUnpool"],
       category=DATA_MOVEMENT)
 def data_movement(n: Node) -> Cost:
     """0: copies, views and selections move bytes but compute nothing"""
     return ZERO
+
+
+@rule("Range", category=DATA_MOVEMENT)
+def range_(n: Node) -> Cost:
+    """numel(Y) + 4, its function body: Sub, Div, Ceil, Relu for the count, then one Add per element"""
+    adds = n.output().numel + 1  # the body's Loop adds delta per element; its Sub is in start's type
+    return Cost(flops=3 + adds) if n.input(0).is_float else Cost(flops=3, int_ops=adds)
 
 
 @rule("Gather", category=DATA_MOVEMENT, weights=(0,))

@@ -17,6 +17,7 @@ from onnxflops.costs.registry import (
     QUANTIZATION,
     RANDOM,
     REDUCTION,
+    SIGNAL,
     Cost,
     rule,
 )
@@ -42,7 +43,7 @@ for _ops, _category, _weights in (
     (["DepthToSpace", "SpaceToDepth", "CastLike", "CenterCropPad"], DATA_MOVEMENT, ()),
     (["Attention", "RotaryEmbedding", "LinearAttention"], ATTENTION, ()),
     (["CausalConvWithState"], CONTRACTION, (1, 2)),
-    (["AffineGrid"], CONTRACTION, ()),
+    (["HannWindow", "HammingWindow", "BlackmanWindow"], SIGNAL, ()),
     (["SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss"], LOSS, (2,)),
     (["DynamicQuantizeLinear"], QUANTIZATION, ()),
     (["Bernoulli"], RANDOM, ()),

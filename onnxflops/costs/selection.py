@@ -1,0 +1,44 @@
+"""Selection along an axis: top-k, unique, hardmax. Comparisons are FLOPs on float data, integer
+ops otherwise; a sort or heap of n items costs ⌈log2 n⌉ comparisons per item.
+"""
+
+from __future__ import annotations
+
+import math
+
+from onnxflops.costs.registry import REDUCTION, Cost, rule
+from onnxflops.node import Node
+
+
+def comparisons(n: Node, work) -> Cost:
+    return Cost(flops=work) if n.input(0).is_float else Cost(int_ops=work)
+
+
+def log2_ceil(count) -> int:
+    return (count - 1).bit_length()
+
+
+@rule("TopK", category=REDUCTION)
+def top_k(n: Node) -> Cost:
+    """numel(X)·⌈log2(k + 1)⌉ comparisons: each element offered to a size-k heap"""
+    axis = n.attr("axis", -1)
+    k = n.output().dims[axis]  # k: an attribute before opset 10, an input since
+    return comparisons(n, n.input(0).numel * log2_ceil(k + 1))
+
+
+@rule("Unique", category=REDUCTION)
+def unique(n: Node) -> Cost:
+    """numel(X)·⌈log2 n⌉ comparisons: a sort of the n items (elements, or slices along the axis)"""
+    x = n.input(0)
+    axis = n.attr("axis")
+    items = x.numel if axis is None else x.dims[axis]
+    return comparisons(n, x.numel * log2_ceil(items))
+
+
+@rule("Hardmax", category=REDUCTION)
+def hardmax(n: Node) -> Cost:
+    """numel(X) − slices comparisons: an argmax per slice (before opset 13, the slices are X flattened at the axis)"""
+    x = n.input(0)
+    axis = n.attr("axis", -1 if n.opset >= 13 else 1) % x.rank
+    reduced = x.dims[axis:] if n.opset < 13 else x.dims[axis:axis + 1]
+    return comparisons(n, x.numel - x.numel // math.prod(reduced))
