@@ -42,7 +42,7 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
     logging.getLogger("torch.onnx").setLevel(logging.ERROR)
     is_program = isinstance(module, torch.export.ExportedProgram)
     label = f"PyTorch model '{_model_name(module, is_program)}'"
-    names = _argument_names(module, is_program)
+    names = argument_names(module)
     args = _example_args(module, inputs, names, is_program, label)
     if is_program and exporter == "legacy":
         raise OnnxFlopsError(f"{label}: an ExportedProgram converts with the dynamo exporter only")
@@ -102,8 +102,11 @@ def _model_name(module, is_program: bool) -> str:
     return type(module).__name__
 
 
-def _argument_names(module, is_program: bool) -> list[str]:
-    if is_program:
+def argument_names(module) -> list[str]:
+    """The forward() arguments of a module, or the user inputs of an ExportedProgram."""
+    import torch
+
+    if isinstance(module, torch.export.ExportedProgram):
         return [spec.arg.name for spec in module.graph_signature.input_specs
                 if spec.kind.name == "USER_INPUT"]
     try:

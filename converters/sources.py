@@ -23,8 +23,9 @@ import onnx
 from converters.common import first_line
 from converters.from_keras import is_saved_model_dir, keras_to_onnx, load_keras_file, \
     saved_model_to_onnx
-from converters.from_torch import load_exported_program, torch_to_onnx
+from converters.from_torch import argument_names, load_exported_program, torch_to_onnx
 from onnxflops.errors import OnnxFlopsError
+from onnxflops.load import load_model
 
 _KERAS_FILES = (".keras", ".h5", ".hdf5")
 _PICKLES = (".pt", ".pth", ".pkl", ".bin")
@@ -61,6 +62,26 @@ def convert(model, inputs=None, *, batch: int | None = None, exporter: str = "dy
         return saved_model_to_onnx(model.path, inputs, batch=batch or 1, keep_weights=keep_weights)
     raise OnnxFlopsError(f"cannot count a {type(model).__name__}: give an ONNX model, a "
                          "keras.Model, a torch nn.Module, or a path or factory spec of one")
+
+
+def load(source, *, unsafe: bool = False):
+    """The model a source names, loaded but not converted; ONNX sources come back unchanged."""
+    if isinstance(source, (str, os.PathLike)) and needs_conversion(source):
+        return _load(source, unsafe)
+    return source
+
+
+def input_names(model) -> list[str]:
+    """Names the inputs of a loaded model go by (bindings are matched to these)."""
+    if _is_keras_model(model):
+        return [t.name for t in model.inputs]
+    if _is_torch_model(model):
+        return argument_names(model)
+    if isinstance(model, _SavedModel):
+        return []
+    proto = model if isinstance(model, onnx.ModelProto) else load_model(model)
+    weights = {t.name for t in proto.graph.initializer}
+    return [i.name for i in proto.graph.input if i.name not in weights]
 
 
 class _SavedModel:

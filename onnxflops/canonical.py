@@ -167,6 +167,14 @@ class _Editor:
             self.graph.node.insert(at + offset, node)
         self.refresh()
 
+    def named_after(self, node: onnx.NodeProto, template: onnx.NodeProto) -> onnx.NodeProto:
+        """Give a new node the name scope and metadata of the node it replaces, so it keeps its layer."""
+        scope, slash, _ = template.name.rpartition("/")
+        node.name = self.fresh(f"{scope}/{node.op_type}" if slash else template.name)
+        del node.metadata_props[:]
+        node.metadata_props.extend(template.metadata_props)
+        return node
+
     def add_constant(self, base: str, value: np.ndarray) -> onnx.NodeProto:
         """A Constant node for a structural value (a scale, a bound), known to this graph's view."""
         name = self.fresh(base)
@@ -353,8 +361,7 @@ def scale_products_not_operands(g: _Editor) -> bool:
         node.output[0] = product
         scale = g.add_constant(result, np.array(factor, helper.tensor_dtype_to_np_dtype(info.dtype)))
         g.insert(g.position[id(node)] + 1, [
-            scale, helper.make_node("Mul", [product, scale.output[0]], [result],
-                                    name=g.fresh(node.name or "MatMul"))])
+            scale, g.named_after(helper.make_node("Mul", [product, scale.output[0]], [result]), node)])
         for _, scaling in found.values():
             g.graph.node.remove(scaling)
         g.refresh()
@@ -674,13 +681,12 @@ def _substitute(g: _Editor, region: _Region, op_type: str, attributes: dict, sin
                 inputs: list[str]) -> bool:
     """Replace `region` by one `op_type` node, or by its function body before opset `since`."""
     if g.opset >= since:
-        replacement = [helper.make_node(op_type, inputs, [region.output], name=g.fresh(op_type),
-                                        **attributes)]
+        replacement = [helper.make_node(op_type, inputs, [region.output], **attributes)]
     else:
         replacement = _function_body(g, op_type, attributes, since, inputs, region.output)
     if sorted(n.op_type for n in replacement if n.op_type != "Constant") == region.op_types():
         return False
-    g.replace(region.nodes, replacement)
+    g.replace(region.nodes, [g.named_after(n, region.nodes[-1]) for n in replacement])
     return True
 
 
@@ -701,7 +707,6 @@ def _function_body(g: _Editor, op_type: str, attributes: dict, since: int, input
     for node in inferred.graph.node:
         copy = onnx.NodeProto()
         copy.CopyFrom(node)
-        copy.name = g.fresh(op_type)
         for field in (copy.input, copy.output):
             for i, name in enumerate(field):
                 field[i] = renamed.get(name, name)

@@ -8,7 +8,7 @@ import sys
 
 from onnxflops.errors import OnnxFlopsError
 
-COMMANDS = ("count",)
+COMMANDS = ("count", "convert", "compare")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,55 @@
+"""`onnxflops compare`: two models side by side; exit status 1 when they differ."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from onnxflops.bind import parse_input_spec
+from onnxflops.commands.common import add_input_options, input_shapes
+from onnxflops.commands.convert import add_conversion_options
+from onnxflops.compare import compare
+from onnxflops.costs.registry import CONVENTIONS
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "compare", help="compare the cost of two models (a port, two exporters)",
+        description="Compare two models: totals, per op type, and per layer aligned in execution "
+                    "order, flagging missing or extra layers, shape mismatches and param "
+                    "differences. Exit status 1 when they differ beyond --tolerance.")
+    p.add_argument("a", help="first model: .onnx, .keras/.h5/.pt2, SavedModel dir or "
+                             "package.module:factory")
+    p.add_argument("b", help="second model, likewise")
+    add_input_options(p)
+    for side in ("a", "b"):
+        p.add_argument(f"--input-{side}", action="append", default=[], metavar="NAME=DIMS",
+                       help=f"bind an input of model {side} only (repeatable)")
+    p.add_argument("--tolerance", type=float, default=0.0,
+                   help="relative difference allowed in MACs, FLOPs, params, buffers (default 0)")
+    p.add_argument("--convention", "-c", choices=list(CONVENTIONS), default="default")
+    add_conversion_options(p)
+    p.add_argument("--check-outputs", action="store_true",
+                   help="run both under onnxruntime on the same random inputs and report the "
+                        "largest output error (for ports whose weights were copied)")
+    p.add_argument("--output-tolerance", type=float, default=1e-4,
+                   help="largest relative output error accepted by --check-outputs")
+    p.add_argument("--layout", choices=["auto", "none"], default="auto",
+                   help="auto: feed and compare NHWC against NCHW by transposing where the two "
+                        "models' shapes differ just so")
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    result = compare(
+        args.a, args.b, input_shapes(args) or None, args.tolerance,
+        inputs_a=_bindings(args.input_a), inputs_b=_bindings(args.input_b), batch=args.batch,
+        convention=args.convention, exporter=args.exporter, check_outputs=args.check_outputs,
+        output_tolerance=args.output_tolerance, layout=args.layout, unsafe=args.unsafe)
+    sys.stdout.write(result.to_json() + "\n" if args.json else result.to_text())
+    return 0 if result.same else 1
+
+
+def _bindings(specs: list[str]) -> dict[str, tuple[int, ...]] | None:
+    return dict(parse_input_spec(spec) for spec in specs) or None

@@ -1,0 +1,66 @@
+"""`onnxflops convert`: a Keras or PyTorch model (file or factory spec) to an .onnx file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import onnx
+
+from onnxflops.commands.common import add_input_options, input_shapes
+from onnxflops.errors import OnnxFlopsError
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "convert", help="convert a Keras or PyTorch model to ONNX",
+        description="Convert a .keras/.h5 file, a SavedModel directory, a torch.export .pt2 "
+                    "file or a package.module:factory spec to ONNX. Files load without running "
+                    "stored code (Keras safe_mode; pickled .pt files are refused).")
+    p.add_argument("model", help="a .keras/.h5/.pt2 file, a SavedModel directory, or "
+                                 "package.module:factory")
+    p.add_argument("--output", "-o", required=True, help="the .onnx file to write")
+    add_input_options(p)
+    add_conversion_options(p)
+    p.add_argument("--stand-in-weights", action="store_true",
+                   help="write the graph onnxflops counts: weights replaced by distinct stand-in "
+                        "values, so that no exporter simplification depends on them")
+    p.set_defaults(func=run)
+
+
+def add_conversion_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--exporter", choices=["dynamo", "legacy"], default="dynamo",
+                   help="torch exporter: torch.export based (default) or the TorchScript one")
+    p.add_argument("--unsafe", action="store_true",
+                   help="let Keras files with Lambda layers load (runs code stored in the file)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from converters import convert, load, needs_conversion
+
+    if not needs_conversion(args.model):
+        raise OnnxFlopsError(f"{args.model}: already ONNX (or not a model onnxflops converts)")
+    model = load(args.model, unsafe=args.unsafe)
+    options = dict(batch=args.batch, exporter=args.exporter)
+    proto = convert(model, input_shapes(args) or None, keep_weights=not args.stand_in_weights,
+                    **options)
+    onnx.save(proto, args.output)
+    print(f"wrote {args.output}")
+    if not args.stand_in_weights:
+        _warn_if_weights_shaped_the_graph(model, proto, input_shapes(args) or None, options)
+    return 0
+
+
+def _warn_if_weights_shaped_the_graph(model, proto: onnx.ModelProto, inputs, options) -> None:
+    """Exporters drop zero biases or fold BatchNorm by value: say so when the file counts less."""
+    from converters import convert
+    from onnxflops.api import count
+
+    written = count(proto).total
+    architecture = count(convert(model, inputs, **options)).total
+    if (written.macs, written.flops, written.params) != (architecture.macs, architecture.flops,
+                                                         architecture.params):
+        print(f"note: with these weights the exporter simplified the graph: the file counts "
+              f"{written.flops} FLOPs and {written.params} params, the architecture "
+              f"{architecture.flops} FLOPs and {architecture.params} params. Count the source "
+              "model itself, or write the counted graph with --stand-in-weights.", file=sys.stderr)
