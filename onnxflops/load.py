@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 from pathlib import Path
+from typing import Iterator
 
 import onnx
 from google.protobuf.message import DecodeError
@@ -13,13 +15,21 @@ from onnxflops.errors import OnnxFlopsError
 
 # Initializers at most this large keep their bytes: they are shape arithmetic, axes, scalars.
 SMALL_TENSOR_ELEMENTS = 4096
+# A tensor record shorter than this cannot hold more: no dtype packs more than four elements a byte.
+_SMALL_TENSOR_RECORD = SMALL_TENSOR_ELEMENTS // 4
+
+# Field numbers in onnx.proto, and protobuf's wire types, that the reader walks through.
+_MODEL_GRAPH = 7
+_GRAPH_INITIALIZER = 5
+_TENSOR_DATA = frozenset((4, 5, 6, 7, 9, 10, 11))  # float_data … raw_data, double_data, uint64_data
+_VARINT, _FIXED64, _LENGTH_DELIMITED, _FIXED32 = 0, 1, 2, 5
 
 
 def load_model(source: str | os.PathLike | onnx.ModelProto) -> onnx.ModelProto:
     """Read an .onnx file, or take a proto, keeping tensor headers but no weight bytes.
 
-    External data is never read (a missing data file is fine); inline weight bytes are dropped right
-    after parsing, so later stages hold only dims and dtypes.
+    External data is never read (a missing data file is fine), nor are the bytes of inline weights:
+    later stages hold only dims and dtypes.
     """
     if isinstance(source, onnx.ModelProto):
         return without_weight_bytes(source)
@@ -29,12 +39,11 @@ def load_model(source: str | os.PathLike | onnx.ModelProto) -> onnx.ModelProto:
     if path.is_dir():
         raise OnnxFlopsError(f"{path}: is a directory, not an .onnx file")
     try:
-        model = onnx.load(str(path), load_external_data=False)
+        model = _read_without_weights(path)
     except (DecodeError, RuntimeError, ValueError, OSError) as e:
         raise OnnxFlopsError(f"{path}: not a readable ONNX model ({_first_line(e)})") from None
     if not model.graph.node and not model.graph.input and not model.graph.output:
         raise OnnxFlopsError(f"{path}: not an ONNX model (no graph found)")
-    _drop_weight_bytes(model.graph.initializer)
     return model
 
 
@@ -75,10 +84,98 @@ def _header(t: onnx.TensorProto) -> onnx.TensorProto:
     return h
 
 
-def _drop_weight_bytes(initializers) -> None:
-    for i, t in enumerate(initializers):
-        if _is_large(t):
-            initializers[i].CopyFrom(_header(t))
+def _read_without_weights(path: Path) -> onnx.ModelProto:
+    """Parse an .onnx file, its large initializers reduced to headers without reading their data.
+
+    The file is memory-mapped and its protobuf records walked down to the graph's initializers;
+    every other record is passed to protobuf as it is, so peak memory holds no weight bytes.
+    """
+    if path.stat().st_size == 0:
+        raise ValueError("the file is empty")
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        kept = bytearray()
+        try:
+            for number, wire, start, payload, end in _records(data, 0, len(data)):
+                if number == _MODEL_GRAPH and wire == _LENGTH_DELIMITED:
+                    _append_record(kept, number, _graph_without_weights(data, payload, end))
+                else:
+                    kept += data[start:end]
+        except IndexError:
+            raise ValueError("truncated: the file ends inside a record") from None
+    return onnx.ModelProto.FromString(kept)
+
+
+def _graph_without_weights(data: mmap.mmap, begin: int, end: int) -> bytearray:
+    kept = bytearray()
+    unchanged_from = begin  # records are copied in runs, not one by one
+    for number, wire, start, payload, stop in _records(data, begin, end):
+        if number != _GRAPH_INITIALIZER or wire != _LENGTH_DELIMITED \
+                or stop - payload < _SMALL_TENSOR_RECORD:
+            continue
+        kept += data[unchanged_from:start]
+        _append_record(kept, number, _tensor_without_weights(data, payload, stop))
+        _unmap_before(data, stop)
+        unchanged_from = stop
+    kept += data[unchanged_from:end]
+    return kept
+
+
+def _tensor_without_weights(data: mmap.mmap, begin: int, end: int) -> bytes:
+    """The record of a large tensor as its header alone; any other tensor's as it is."""
+    header = b"".join(data[start:stop] for number, _, start, _, stop in _records(data, begin, end)
+                      if number not in _TENSOR_DATA)
+    tensor = onnx.TensorProto.FromString(header)
+    return _header(tensor).SerializeToString() if _is_large(tensor) else data[begin:end]
+
+
+def _unmap_before(data: mmap.mmap, end: int) -> None:
+    """Give back the pages before `end`, all read: touching a tensor's header maps pages of weights
+    around it (fault-around, large folios), which would otherwise stay resident until the end."""
+    if hasattr(mmap, "MADV_DONTNEED"):  # POSIX systems
+        data.madvise(mmap.MADV_DONTNEED, 0, end - end % mmap.PAGESIZE)
+
+
+def _records(data: mmap.mmap, begin: int, end: int) -> Iterator[tuple[int, int, int, int, int]]:
+    """(field number, wire type, record start, payload start, record end) of each record."""
+    pos = begin
+    while pos < end:
+        start = pos
+        key, pos = _varint(data, pos)
+        wire = key & 7
+        if wire == _LENGTH_DELIMITED:
+            size, pos = _varint(data, pos)
+            payload, pos = pos, pos + size
+        elif wire == _VARINT:
+            payload = pos
+            _, pos = _varint(data, pos)
+        elif wire in (_FIXED64, _FIXED32):
+            payload, pos = pos, pos + (8 if wire == _FIXED64 else 4)
+        else:
+            raise ValueError(f"unexpected protobuf wire type {wire} at byte {start}")
+        if pos > end:
+            raise ValueError(f"truncated: a record at byte {start} runs past the end")
+        yield key >> 3, wire, start, payload, pos
+
+
+def _varint(data: mmap.mmap, pos: int) -> tuple[int, int]:
+    """The varint at `pos` and the position after it; IndexError when the data ends inside it."""
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+
+
+def _append_record(out: bytearray, number: int, payload: bytes | bytearray) -> None:
+    for value in (number << 3 | _LENGTH_DELIMITED, len(payload)):
+        while value >= 0x80:
+            out.append(value & 0x7F | 0x80)
+            value >>= 7
+        out.append(value)
+    out += payload
 
 
 def _first_line(e: BaseException) -> str:
