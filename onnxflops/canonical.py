@@ -544,17 +544,22 @@ def _closed_regions(g: _Editor, source: str, nodes: list[onnx.NodeProto],
         yield _Region(source, chosen, end.output[0])
 
 
-def _sources_above(g: _Editor, name: str, depth: int = 4) -> list[str]:
-    """`name` and the tensors it was computed from by one-input arithmetic, nearest first."""
-    found = [name]
-    node = g.producer.get(name)
-    while node is not None and depth > 0 and node.op_type in _EVALUATED:
-        variables = [i for i in node.input if i and not g.is_constant(i)]
-        if len(variables) != 1:
+def _sources_above(g: _Editor, name: str, depth: int = 6) -> list[str]:
+    """Tensors from which `name` alone is computed by arithmetic with constants, nearest first."""
+    found, roots = [], {name}
+    for _ in range(depth + 1):
+        if len(roots) == 1 and next(iter(roots)) not in found:
+            found.append(next(iter(roots)))
+        expanded = set()
+        for tensor in roots:
+            node = g.producer.get(tensor)
+            if node is None or node.op_type not in _EVALUATED or g.is_constant(tensor):
+                expanded.add(tensor)
+            else:
+                expanded.update(i for i in node.input if i and not g.is_constant(i))
+        if expanded == roots:
             break
-        found.append(variables[0])
-        node = g.producer.get(variables[0])
-        depth -= 1
+        roots = expanded
     return found
 
 

@@ -1,0 +1,166 @@
+"""Equivalent graph forms reach one canonical cost (onnxflops/canonical.py).
+
+Each form is built by hand as an exporter writes it; its count is compared with the canonical op's,
+and a near miss (a wrong constant) is shown to stay as written, so no test passes by accident.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import onnxflops
+from builders import model, node, weight
+
+SQRT_HALF = 1 / math.sqrt(2)
+
+
+def const(name: str, value, dtype=np.float32) -> onnx.NodeProto:
+    return node("Constant", [], [name], value=onnx.numpy_helper.from_array(
+        np.array(value, dtype=dtype), name))
+
+
+def op_types(report) -> list[str]:
+    return sorted(n.op_type for n in report.nodes)
+
+
+class TestGelu:
+    X = {"x": [2, 8]}
+
+    def torch_form(self):  # x · 0.5 · (1 + erf(x / √2)) as the torch exporters write it
+        return model([const("r2", math.sqrt(2)), node("Div", ["x", "r2"], ["d"]),
+                      node("Erf", ["d"], ["e"]), const("one", 1.0), node("Add", ["e", "one"], ["p"]),
+                      node("Mul", ["x", "p"], ["xp"]), const("half", 0.5),
+                      node("Mul", ["xp", "half"], ["y"])], self.X, opset=18)
+
+    def tensorflow_form(self, factor=SQRT_HALF):  # 0.5·x·erfc(−x·(1/√2)), erfc = 1 − erf
+        return model([const("half", 0.5), node("Mul", ["x", "half"], ["h"]),
+                      node("Neg", ["x"], ["n"]), const("k", factor), node("Mul", ["n", "k"], ["m"]),
+                      node("Erf", ["m"], ["e"]), const("one", 1.0), node("Sub", ["one", "e"], ["s"]),
+                      node("Mul", ["h", "s"], ["y"])], self.X, opset=18)
+
+    def test_tensorflow_torch_and_the_gelu_op_cost_the_same(self):
+        gelu_op = onnxflops.count(model([node("Gelu", ["x"], ["y"])], self.X, opset=20))
+        torch_form = onnxflops.count(self.torch_form())
+        tensorflow_form = onnxflops.count(self.tensorflow_form())
+        assert gelu_op.total.flops == torch_form.total.flops == tensorflow_form.total.flops \
+            == 5 * 16  # divide, erf, add, two multiplies
+        assert "Neg" not in op_types(tensorflow_form)
+
+    def test_a_near_miss_is_left_as_written(self):
+        not_gelu = onnxflops.count(self.tensorflow_form(factor=0.6))
+        assert not_gelu.total.flops == 6 * 16
+        assert "Neg" in op_types(not_gelu)
+
+    def test_the_tanh_approximation_is_recognised_too(self):
+        c = math.sqrt(2 / math.pi)  # 0.5·x·(1 + tanh(c·(x + 0.044715·x·x·x))), cubed by multiplies
+        arithmetic = model([
+            node("Mul", ["x", "x"], ["x2"]), node("Mul", ["x2", "x"], ["x3"]),
+            const("a", 0.044715), node("Mul", ["x3", "a"], ["ax3"]),
+            node("Add", ["x", "ax3"], ["inner"]), const("c", c), node("Mul", ["inner", "c"], ["t"]),
+            node("Tanh", ["t"], ["th"]), const("one", 1.0), node("Add", ["th", "one"], ["p"]),
+            const("half", 0.5), node("Mul", ["x", "half"], ["h"]), node("Mul", ["h", "p"], ["y"])],
+            self.X, opset=18)
+        gelu_op = model([node("Gelu", ["x"], ["y"], approximate="tanh")], self.X, opset=20)
+        assert onnxflops.count(arithmetic).total.flops == onnxflops.count(gelu_op).total.flops \
+            == 8 * 16  # the op's body cubes with Pow: one op fewer than the two multiplies
+
+
+class TestLayerNorm:
+    X = {"x": [1, 5, 6]}
+    WEIGHTS = [weight("gamma", (6,)), weight("beta", (6,))]
+
+    def tensorflow_form(self, epsilon=1e-3):
+        """Keras 3 / tf2onnx: x·(γ/√(var+ε)) + (β − mean·γ/√(var+ε)), 13 ops."""
+        axes = const("axes", [-1], np.int64)
+        return model([
+            axes, node("ReduceMean", ["x", "axes"], ["mean"]), node("Sub", ["x", "mean"], ["d"]),
+            node("Mul", ["d", "d"], ["sq"]), node("ReduceMean", ["sq", "axes"], ["var"]),
+            const("eps", epsilon), node("Add", ["var", "eps"], ["ve"]), node("Sqrt", ["ve"], ["sd"]),
+            node("Reciprocal", ["sd"], ["inv"]), node("Mul", ["inv", "gamma"], ["ig"]),
+            node("Mul", ["x", "ig"], ["xi"]), node("Neg", ["mean"], ["nm"]),
+            node("Mul", ["nm", "ig"], ["r"]), node("Add", ["r", "beta"], ["rb"]),
+            node("Add", ["xi", "rb"], ["y"])], self.X, self.WEIGHTS, opset=18)
+
+    def test_tensorflow_arithmetic_costs_what_the_op_costs(self):
+        layer_norm_op = onnxflops.count(model(
+            [node("LayerNormalization", ["x", "gamma", "beta"], ["y"], axis=-1, epsilon=1e-3)],
+            self.X, self.WEIGHTS, opset=18))
+        tensorflow_form = onnxflops.count(self.tensorflow_form())
+        rows, width = 5, 6
+        assert layer_norm_op.total.flops == tensorflow_form.total.flops == 7 * rows * width \
+            + 5 * rows
+        assert tensorflow_form.total.params == 12
+        assert op_types(tensorflow_form) == ["LayerNormalization"]
+
+    def test_an_epsilon_out_of_range_is_not_taken_for_one(self):
+        assert "LayerNormalization" not in op_types(onnxflops.count(self.tensorflow_form(2.0)))
+
+
+def attention_scores(scale_both: bool):
+    """q·kᵀ with the 1/√d scale on q only (Keras) or split as √ on q and on kᵀ (torch's SDPA)."""
+    shapes = {"q": [1, 2, 4, 8], "k": [1, 2, 8, 4]}
+    if scale_both:
+        nodes = [const("s", 8 ** -0.25), node("Mul", ["q", "s"], ["qs"]),
+                 node("Mul", ["k", "s"], ["ks"]), node("MatMul", ["qs", "ks"], ["y"])]
+    else:
+        nodes = [const("s", 8 ** 0.5), node("Div", ["q", "s"], ["qs"]),
+                 node("MatMul", ["qs", "k"], ["y"])]
+    return model(nodes, shapes, opset=18)
+
+
+@pytest.mark.parametrize("scale_both", [True, False])
+def test_a_scalar_factor_on_matmul_operands_counts_once_on_the_product(scale_both):
+    report = onnxflops.count(attention_scores(scale_both))
+    assert report.total.macs == 2 * 4 * 4 * 8
+    assert report.total.flops == 2 * report.total.macs + 2 * 4 * 4  # one multiply per score
+
+
+class TestBias:
+    def conv(self, bias_nodes, weights=()):
+        return model([*bias_nodes, node("Conv", ["x", "w", "b"], ["y"])], {"x": [1, 2, 5, 5]},
+                     [weight("w", (3, 2, 3, 3)), *weights], opset=18)
+
+    def test_a_broadcast_zero_is_not_a_bias(self):
+        # torch.export's Conv without bias: Expand(CastLike(0, x), [C_out])
+        report = onnxflops.count(self.conv([
+            const("zero", 0.0), node("CastLike", ["zero", "x"], ["z"]),
+            const("c", [3], np.int64), node("Expand", ["z", "c"], ["b"])]))
+        assert report.total.flops == 2 * report.total.macs == 2 * 3 * 9 * 18
+
+    def test_a_zero_bias_parameter_still_counts(self):
+        report = onnxflops.count(self.conv([], [weight("b", (3,), value=np.zeros(3))]))
+        assert report.total.flops == 2 * report.total.macs + 3 * 9
+        assert report.total.params == 3 * 2 * 9 + 3
+
+
+def test_integer_counters_compared_in_float_are_integer_work():
+    # tf2onnx compares int32/int64 counters after casting them to float
+    m = model([node("Cast", ["i"], ["f"], to=TensorProto.FLOAT), const("bound", 12.0),
+               node("Less", ["f", "bound"], ["y"])], {"i": [4]}, input_type=TensorProto.INT64,
+              opset=18)
+    report = onnxflops.count(m)
+    assert (report.total.flops, report.total.int_ops) == (0, 4)
+
+
+def test_loop_state_the_body_never_changes_is_read_as_a_parameter():
+    # TF's while loop carries the GRU/LSTM weights as loop state; tf2onnx keeps them so.
+    body = helper.make_graph(
+        [node("Identity", ["cond"], ["cond_out"]), node("MatMul", ["h", "w_state"], ["h_out"])],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("h", TensorProto.FLOAT, [1, 4]),
+                 helper.make_tensor_value_info("w_state", TensorProto.FLOAT, [4, 4])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h_out", TensorProto.FLOAT, [1, 4]),
+         helper.make_tensor_value_info("w_state", TensorProto.FLOAT, [4, 4])])
+    m = model([const("trips", 3, np.int64), const("go", True, np.bool_),
+               node("Loop", ["trips", "go", "x", "w"], ["y", "w_final"], body=body)],
+              {"x": [1, 4]}, [weight("w", (4, 4))], outputs=["y"], opset=18)
+    report = onnxflops.count(m)
+    assert report.total.macs == 3 * 4 * 4
+    assert report.total.params == 16
