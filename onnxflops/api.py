@@ -13,6 +13,7 @@ from onnxflops.canonical import canonicalize
 from onnxflops.costs.registry import CONVENTIONS
 from onnxflops.counter import count_model
 from onnxflops.errors import OnnxFlopsError
+from onnxflops.graph import SYMBOL_MARK, is_symbolic
 from onnxflops.load import load_model
 from onnxflops.normalize import normalize
 from onnxflops.report import Report
@@ -22,13 +23,17 @@ ModelSource = str | os.PathLike | onnx.ModelProto
 
 
 def count(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
-          batch: int | None = None, convention: str = "default") -> Report:
+          batch: int | None = None, convention: str = "default", *, training: bool = False,
+          symbolic: bool = False) -> Report:
     """Count MACs, FLOPs, params and memory traffic of `model` with its inputs bound as given.
 
     `model` is an .onnx path or an onnx.ModelProto, or a framework model converted first (a
     keras.Model, a torch nn.Module, a .keras/.h5/.pt2 file, a SavedModel directory or a
     `package.module:factory` spec); for those, `inputs` are shapes or tensors, by input name or
     in order (see converters.convert).
+
+    `training`: also count the backward pass of a training step (`total.backward_flops`, ...).
+    `symbolic`: dims left unbound stay symbols, and the counts are sympy formulas in them.
     """
     if convention not in CONVENTIONS:
         raise OnnxFlopsError(f"unknown convention '{convention}': choose one of "
@@ -39,14 +44,15 @@ def count(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
         if needs_conversion(model):
             model, inputs, batch = convert(model, inputs, batch=batch), None, None
     proto = load_model(model)
-    bound = bind_inputs(proto, inputs, batch)
+    bound = bind_inputs(proto, inputs, batch, allow_unbound=symbolic)
     analyzed = canonicalize(analyze(normalize(bound)))
     shapes = {i.name: _declared(i) for i in real_inputs(bound)}
-    return count_model(analyzed, convention, _model_name(model, proto), shapes)
+    return count_model(analyzed, convention, _model_name(model, proto), shapes, training)
 
 
-def _declared(vi: onnx.ValueInfoProto) -> list[int]:
-    return [d.dim_value for d in vi.type.tensor_type.shape.dim]
+def _declared(vi: onnx.ValueInfoProto) -> list[int | str]:
+    return [d.dim_param.lstrip(SYMBOL_MARK) if is_symbolic(d.dim_param) else d.dim_value
+            for d in vi.type.tensor_type.shape.dim]
 
 
 def _model_name(source: ModelSource, proto: onnx.ModelProto) -> str:

@@ -8,7 +8,8 @@ from typing import Iterable, Mapping, Sequence
 import onnx
 
 from onnxflops.errors import OnnxFlopsError
-from onnxflops.graph import format_shape, info_from_value_info
+from onnxflops.graph import SYMBOL_MARK, format_shape, info_from_value_info
+from onnxflops.symbolic import symbol_name
 
 Shape = Sequence[int]
 
@@ -43,7 +44,8 @@ def bind_inputs(model: onnx.ModelProto, inputs: Mapping[str, Shape] | None = Non
     """Return a copy of `model` whose inputs have the given concrete shapes.
 
     `batch` binds every symbolic or unknown leading dim. A dynamic dim left unbound is an error naming
-    the input and the dim, unless `allow_unbound` (symbolic counting) keeps it as a symbol.
+    the input and the dim, unless `allow_unbound` (symbolic counting) keeps it as a symbol: named
+    by its dim_param, or `<input>_<axis>` where it has none (see symbolic.py).
     """
     inputs = dict(inputs or {})
     graph_inputs = real_inputs(model)
@@ -94,11 +96,15 @@ def _resolve(name: str, declared: tuple | None, given: Shape | None, batch: int 
     if batch is not None and shape and not _is_fixed(shape[0]):
         shape[0] = batch
     for axis, d in enumerate(shape):
-        if not _is_fixed(d) and not allow_unbound:
-            label = f" ('{d}')" if isinstance(d, str) else ""
-            hint = "x".join(str(x) if _is_fixed(x) else "N" for x in shape)
-            raise OnnxFlopsError(f"input '{name}' dim {axis}{label} is dynamic: bind it with "
-                                 f"--input {name}={hint}" + (" or --batch N" if axis == 0 else ""))
+        if _is_fixed(d):
+            continue
+        if allow_unbound:
+            shape[axis] = SYMBOL_MARK + symbol_name(d if isinstance(d, str) else f"{name}_{axis}")
+            continue
+        label = f" ('{d}')" if isinstance(d, str) else ""
+        hint = "x".join(str(x) if _is_fixed(x) else "N" for x in shape)
+        raise OnnxFlopsError(f"input '{name}' dim {axis}{label} is dynamic: bind it with "
+                             f"--input {name}={hint}" + (" or --batch N" if axis == 0 else ""))
     return tuple(shape)
 
 

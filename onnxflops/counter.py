@@ -2,30 +2,39 @@
 
 from __future__ import annotations
 
+import numpy as np
 import onnx
 
 from onnxflops.costs import REGISTRY
+from onnxflops.costs.gradients import lookup_backward
 from onnxflops.costs.registry import ALL_INPUTS, CONTRACTION, RECURRENT, ZERO, Cost, Rule
 from onnxflops.errors import Uncostable
-from onnxflops.graph import GraphView, TensorInfo
+from onnxflops.graph import SYMBOL_MARK, GraphView, TensorInfo, is_symbolic
 from onnxflops.node import Node
 from onnxflops.report import NodeReport, Report, Totals, Uncosted
 from onnxflops.expand import expansion_model
 from onnxflops.shapes import AnalyzedModel, analyze, has_unknown_outputs, refine_subgraph
+from onnxflops.training import GradientFlow
 
 _NOT_PARAM_DTYPES = {onnx.TensorProto.INT64, onnx.TensorProto.BOOL, onnx.TensorProto.STRING,
                      onnx.TensorProto.UNDEFINED}
 
 
 def count_model(analyzed: AnalyzedModel, convention: str = "default", name: str = "model",
-                inputs: dict[str, list] | None = None) -> Report:
-    return _Counter(analyzed, convention).run(name, inputs or {})
+                inputs: dict[str, list] | None = None, training: bool = False) -> Report:
+    return _Counter(analyzed, convention, training).run(name, inputs or {})
 
 
 class _Counter:
-    def __init__(self, analyzed: AnalyzedModel, convention: str):
+    def __init__(self, analyzed: AnalyzedModel, convention: str, training: bool = False):
         self.analyzed = analyzed
         self.convention = convention
+        # Training: the gradient flow of each graph met (by id of its view), for the backward pass.
+        self.flows: dict[int, GradientFlow] | None = None
+        if training:
+            self.flows = {id(analyzed.graph): GradientFlow(analyzed.graph)}
+        self.bodies: dict[tuple, GraphView] = {}  # by (scope, node outputs, attribute)
+        self.expansions: dict[tuple, AnalyzedModel] = {}
         self.opsets = analyzed.opsets
         self.seen_weights: set[str] = set()
         self.uncosted: list[Uncosted] = []
@@ -69,6 +78,11 @@ class _Counter:
                            input_shapes=[_shape(scope.info(i)) for i in proto.input],
                            output_shapes=[_shape(scope.info(o)) for o in proto.output])
         cost = self._cost(rule, node, count_params)
+        if self.flows is not None and count_params:
+            backward = self._backward(node) if cost is not None else None
+            backward = backward or ZERO  # uncosted: reported, and left out of the totals
+            entry.backward_macs = backward.macs
+            entry.backward_flops = backward.flops_under(self.convention)
         if cost is None:
             return entry
         entry.macs = cost.macs
@@ -98,6 +112,22 @@ class _Counter:
         except Uncostable as e:
             if count_params:
                 self.uncosted.append(Uncosted(label, node.op_type, str(e)))
+            return None
+
+    def _backward(self, node: Node) -> Cost | None:
+        grads = self.flows[id(node.scope)].grads(node.proto)
+        if not grads:
+            return ZERO
+        label = node.name or f"{node.op_type} node"
+        gradient = lookup_backward(node.domain, node.op_type)
+        if gradient is None:
+            self.uncosted.append(Uncosted(label, node.op_type, f"no backward rule for "
+                                          f"{node.op_type}: the backward totals exclude it"))
+            return None
+        try:
+            return gradient.fn(node, grads)
+        except Uncostable as e:
+            self.uncosted.append(Uncosted(label, node.op_type, f"backward: {e}"))
             return None
 
     def _weights(self, rule: Rule, proto: onnx.NodeProto, scope: GraphView) -> tuple[int, int]:
@@ -137,24 +167,46 @@ class _Counter:
         if has_unknown_outputs(view):
             refine_subgraph(view, {**self.opsets, "": node.opset})
         view.mark_constants()
+        self.bodies[_body_key(node, attr)] = view
         return self._sum_graph(view, self.opsets, f"subgraph '{attr}'")
 
+    def subgraph_backward(self, node: Node, attr: str, formal_grads: frozenset[int]) -> Cost:
+        view = self.bodies.get(_body_key(node, attr))
+        if view is None:
+            raise Uncostable(f"subgraph '{attr}' has no forward count")
+        carrying = [f.name for i, f in enumerate(view.graph.input) if i in formal_grads]
+        flow = GradientFlow(view, carrying, parent=self.flows[id(node.scope)])
+        self.flows[id(view)] = flow
+        return self._sum_backward(view, self.opsets, flow, f"subgraph '{attr}'")
+
     def function_cost(self, node: Node) -> Cost:
-        inputs = [node.input_or_none(i) for i in range(node.num_inputs)]
-        # Integer constants (sizes, axes) shape the body; float ones are weights and never read.
-        values = [None if info is None or info.is_float else node.value(slot)
-                  for slot, info in enumerate(inputs)]
-        key = (node.domain, node.op_type, node.opset, node.num_outputs,
-               tuple(a.SerializeToString() for a in node.proto.attribute),
-               tuple(None if i is None else (i.dtype, i.shape) for i in inputs),
-               tuple(None if v is None else v.tobytes() for v in values))
+        key = _expansion_key(node)
         cost = _EXPANSIONS.get(key)
         if cost is None:
-            analyzed = analyze(expansion_model(node.proto, node.opset, inputs, values))
+            analyzed = self._expansion(node, key)
             cost = self._sum_graph(analyzed.graph, analyzed.opsets,
                                    f"the function body of {node.op_type}")
             _EXPANSIONS[key] = cost
         return cost
+
+    def function_backward(self, node: Node, grads: frozenset[int]) -> Cost:
+        key = _expansion_key(node)
+        cost = _EXPANSION_BACKWARDS.get((key, grads))
+        if cost is None:
+            analyzed = self._expansion(node, key)
+            flow = GradientFlow(analyzed.graph, [node.proto.input[i] for i in grads])
+            cost = self._sum_backward(analyzed.graph, analyzed.opsets, flow,
+                                      f"the function body of {node.op_type}")
+            _EXPANSION_BACKWARDS[(key, grads)] = cost
+        return cost
+
+    def _expansion(self, node: Node, key: tuple) -> AnalyzedModel:
+        analyzed = self.expansions.get(key)
+        if analyzed is None:
+            inputs, values = _expansion_inputs(node)
+            analyzed = analyze(expansion_model(node.proto, node.opset, inputs, values))
+            self.expansions[key] = analyzed
+        return analyzed
 
     def _sum_graph(self, view: GraphView, opsets: dict[str, int], where: str) -> Cost:
         """Cost of one run of an inner graph; weights it reads are credited to the outer node."""
@@ -175,9 +227,48 @@ class _Counter:
             self.sub_buffers += buffers
         return total
 
+    def _sum_backward(self, view: GraphView, opsets: dict[str, int], flow: GradientFlow,
+                      where: str) -> Cost:
+        """Backward cost of one run of an inner graph, its gradients flowing as `flow` says."""
+        total = ZERO
+        for proto in view.nodes():
+            grads = flow.grads(proto)
+            if not grads:
+                continue
+            gradient = lookup_backward(proto.domain, proto.op_type)
+            if gradient is None:
+                raise Uncostable(f"{where} holds {proto.op_type}, which has no backward rule")
+            inner = Node(proto, view, opsets.get(_domain(proto.domain), 0), self)
+            try:
+                total = total + gradient.fn(inner, grads)
+            except Uncostable as e:
+                raise Uncostable(f"in {where}, node '{proto.name}' ({proto.op_type}): {e}") from None
+        return total
+
 
 # Function-body costs by node signature: models repeat the same LayerNorm or Gelu many times.
 _EXPANSIONS: dict[tuple, Cost] = {}
+_EXPANSION_BACKWARDS: dict[tuple, Cost] = {}
+
+
+def _body_key(node: Node, attr: str) -> tuple:
+    return id(node.scope), tuple(node.proto.output), attr
+
+
+def _expansion_inputs(node: Node) -> tuple[list[TensorInfo | None], list[np.ndarray | None]]:
+    inputs = [node.input_or_none(i) for i in range(node.num_inputs)]
+    # Integer constants (sizes, axes) shape the body; float ones are weights and never read.
+    values = [None if info is None or info.is_float else node.value(slot)
+              for slot, info in enumerate(inputs)]
+    return inputs, values
+
+
+def _expansion_key(node: Node) -> tuple:
+    inputs, values = _expansion_inputs(node)
+    return (node.domain, node.op_type, node.opset, node.num_outputs,
+            tuple(a.SerializeToString() for a in node.proto.attribute),
+            tuple(None if i is None else (i.dtype, i.shape) for i in inputs),
+            tuple(None if v is None else v.tobytes() for v in values))
 
 
 def _is_constant_node(proto: onnx.NodeProto, scope: GraphView) -> bool:
@@ -199,7 +290,9 @@ def _bytes(scope: GraphView, names) -> int:
 
 
 def _shape(info: TensorInfo | None) -> list | None:
-    return None if info is None or info.shape is None else list(info.shape)
+    if info is None or info.shape is None:
+        return None
+    return [d.lstrip(SYMBOL_MARK) if is_symbolic(d) else d for d in info.shape]
 
 
 def _domain(domain: str) -> str:

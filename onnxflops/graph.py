@@ -56,6 +56,13 @@ _TYPE_ONLY_INPUTS = {"CastLike": (1,), "RandomNormalLike": (0,), "RandomUniformL
 
 Dim = Any  # int, a symbol name (str) while unbound, or None when unknown
 
+# A dim_param starting with this is a symbolic dim (symbolic.py): rules get it as a sympy expression.
+SYMBOL_MARK = "$"
+
+
+def is_symbolic(d: Dim) -> bool:
+    return isinstance(d, str) and d.startswith(SYMBOL_MARK)
+
 
 @dataclass(frozen=True, slots=True)
 class TensorInfo:
@@ -65,7 +72,9 @@ class TensorInfo:
 
     @property
     def known(self) -> bool:
-        return self.shape is not None and all(isinstance(d, int) for d in self.shape)
+        """Every dim is a number or a symbolic formula."""
+        return self.shape is not None and all(isinstance(d, int) or is_symbolic(d)
+                                              for d in self.shape)
 
     @property
     def rank(self) -> int:
@@ -75,10 +84,14 @@ class TensorInfo:
 
     @property
     def dims(self) -> tuple[int, ...]:
-        """The concrete shape; raises Uncostable when any dim is unknown or unbound."""
+        """The shape, symbolic dims as sympy expressions; raises Uncostable when a dim is unknown."""
         if not self.known:
             raise Uncostable(f"shape of '{self.name}' is unknown ({format_shape(self.shape)})")
-        return self.shape  # type: ignore[return-value]
+        if all(isinstance(d, int) for d in self.shape):
+            return self.shape  # type: ignore[return-value]
+        from onnxflops.symbolic import to_expr
+
+        return tuple(d if isinstance(d, int) else to_expr(d) for d in self.shape)
 
     @property
     def numel(self) -> int:
@@ -96,7 +109,8 @@ class TensorInfo:
 def format_shape(shape: tuple[Dim, ...] | None) -> str:
     if shape is None:
         return "?"
-    return "x".join("?" if d is None else str(d) for d in shape) if shape else "scalar"
+    return "x".join("?" if d is None else str(d).lstrip(SYMBOL_MARK) for d in shape) \
+        if shape else "scalar"
 
 
 def info_from_value_info(vi: onnx.ValueInfoProto) -> TensorInfo:
@@ -214,11 +228,12 @@ class GraphView:
         return frozenset()
 
     def mark_constants(self) -> None:
-        """Mark the outputs of constant nodes: every input constant, or a Shape/Size of a static shape.
+        """Mark the outputs of constant nodes: every input constant, or a Shape/Size of a known shape.
 
         Such nodes cost nothing at run time (shape arithmetic after binding, weights assembled by
         Slice/Concat, initializer ops); the counter reports them as constant work.
         """
+        symbolic_shapes = False
         for node in self.graph.node:
             if node.op_type == "Constant" or any(
                     a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
@@ -228,7 +243,10 @@ class GraphView:
                 info = self.info(node.input[0])
                 if info is not None and info.known:
                     self.constant.add(node.output[0])
-                    self.values[node.output[0]] = _shape_op_value(node, info.dims)
+                    value = _shape_op_value(node, info.shape)
+                    if value is not None:
+                        self.values[node.output[0]] = value
+                    symbolic_shapes |= value is None
                 continue
             type_only = _TYPE_ONLY_INPUTS.get(node.op_type, ()) if node.domain in ("", "ai.onnx") \
                 else ()
@@ -239,6 +257,11 @@ class GraphView:
                     if o:
                         self.constant.add(o)
                         self.derived_from[o] = sources
+        if symbolic_shapes:  # what shape arithmetic reads off them that no symbol reaches
+            from onnxflops.symbolic import concrete_values
+
+            for name, value in concrete_values(self).items():
+                self.values.setdefault(name, value)
 
 
 def _small_initializer_value(scope: GraphView, t: onnx.TensorProto) -> np.ndarray | None:
@@ -249,11 +272,13 @@ def _small_initializer_value(scope: GraphView, t: onnx.TensorProto) -> np.ndarra
     return value
 
 
-def _shape_op_value(node: onnx.NodeProto, dims: tuple[int, ...]) -> np.ndarray:
-    if node.op_type == "Size":
-        return np.array(math.prod(dims), dtype=np.int64)
+def _shape_op_value(node: onnx.NodeProto, shape: tuple[Dim, ...]) -> np.ndarray | None:
+    """What Shape or Size gives, or None where it reports a symbolic dim."""
     attrs = {a.name: a.i for a in node.attribute}
-    return np.array(dims[slice(attrs.get("start", 0), attrs.get("end"))], dtype=np.int64)
+    dims = shape if node.op_type == "Size" else shape[slice(attrs.get("start", 0), attrs.get("end"))]
+    if any(is_symbolic(d) for d in dims):
+        return None
+    return np.array(math.prod(dims) if node.op_type == "Size" else dims, dtype=np.int64)
 
 
 def _constant_node_info(node: onnx.NodeProto) -> TensorInfo | None:

@@ -21,6 +21,10 @@ class Engine(Protocol):
 
     def function_cost(self, node: "Node") -> "Cost": ...
 
+    def subgraph_backward(self, node: "Node", attr: str, formal_grads: frozenset[int]) -> "Cost": ...
+
+    def function_backward(self, node: "Node", grads: frozenset[int]) -> "Cost": ...
+
 
 class Node:
     """A node with its tensors resolved. Rules read shapes, dtypes, attributes and small constants."""
@@ -104,6 +108,15 @@ class Node:
     def function_cost(self) -> "Cost":
         """Cost of the ONNX function body that defines this node's op."""
         return self._engine.function_cost(self)
+
+    def subgraph_backward(self, attr: str, formal_grads: frozenset[int]) -> "Cost":
+        """Backward cost of one run of the subgraph in `attr` (costed forward already), the formal
+        inputs at the positions in `formal_grads` carrying a gradient in."""
+        return self._engine.subgraph_backward(self, attr, formal_grads)
+
+    def function_backward(self, grads: frozenset[int]) -> "Cost":
+        """Backward cost of the function body that defines this node's op."""
+        return self._engine.function_backward(self, grads)
 
     def input_or_none(self, i: int) -> TensorInfo | None:
         return self._info(self.proto.input[i]) if self.has_input(i) else None

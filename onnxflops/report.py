@@ -9,6 +9,8 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Iterable
 
 SUMMED = ("macs", "flops", "int_ops", "params", "buffers", "bytes_read", "bytes_written")
+# Counted only for training, None otherwise: the backward pass (training FLOPs = flops + these).
+BACKWARD = ("backward_macs", "backward_flops")
 
 
 @dataclass
@@ -20,13 +22,28 @@ class Totals:
     buffers: Any = 0
     bytes_read: Any = 0
     bytes_written: Any = 0
+    backward_macs: Any = None
+    backward_flops: Any = None
+
+    @property
+    def training_flops(self) -> Any:
+        """Forward plus backward FLOPs of one training step, or None when training is not counted."""
+        return None if self.backward_flops is None else self.flops + self.backward_flops
 
     def add(self, other: "Totals | NodeReport") -> None:
         for key in SUMMED:
             setattr(self, key, getattr(self, key) + getattr(other, key))
+        for key in BACKWARD:
+            if getattr(other, key) is not None:
+                mine = getattr(self, key)
+                setattr(self, key, getattr(other, key) + (0 if mine is None else mine))
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: _plain(getattr(self, k)) for k in SUMMED}
+        d = {k: _plain(getattr(self, k)) for k in SUMMED}
+        if self.backward_flops is not None:
+            d.update({k: _plain(getattr(self, k)) for k in BACKWARD},
+                     training_flops=_plain(self.training_flops))
+        return d
 
 
 @dataclass
@@ -46,9 +63,12 @@ class NodeReport:
     input_shapes: list = field(default_factory=list)
     output_shapes: list = field(default_factory=list)
     detail: dict | None = None
+    backward_macs: Any = None
+    backward_flops: Any = None
 
     def to_dict(self) -> dict[str, Any]:
-        d = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "detail"}
+        d = {f.name: _plain(getattr(self, f.name)) for f in fields(self)
+             if f.name != "detail" and not (f.name in BACKWARD and getattr(self, f.name) is None)}
         if self.detail:
             d["detail"] = _plain(self.detail)
         return d
@@ -108,7 +128,9 @@ class Report:
 
     def to_csv(self) -> str:
         out = io.StringIO()
-        columns = ["name", "op_type", "layer", "category", *SUMMED, "input_shapes", "output_shapes"]
+        backward = BACKWARD if self.total.backward_flops is not None else ()
+        columns = ["name", "op_type", "layer", "category", *SUMMED, *backward, "input_shapes",
+                   "output_shapes"]
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(columns)
         for n in self.nodes:
@@ -143,6 +165,7 @@ class Report:
             rows = [[n.name, n.op_type, _shapes_text(n.output_shapes), human(n.macs),
                      human(n.flops), human(n.params), human(n.bytes_read, "B"),
                      human(n.bytes_written, "B")] for n in self.nodes]
+            entries: list = self.nodes
         else:
             groups = {"op": self.by_op_type, "layer": self.by_layer,
                       "category": self.by_category}[by]()
@@ -155,12 +178,19 @@ class Report:
             rows = [[k or "(top level)", str(counts[k]), human(t.macs), human(t.flops),
                      human(t.params), human(t.bytes_read, "B"), human(t.bytes_written, "B")]
                     for k, t in groups.items()]
+            entries = list(groups.values())
         t = self.total
         total_row = ["total", "", "", human(t.macs), human(t.flops), human(t.params),
                      human(t.bytes_read, "B"), human(t.bytes_written, "B")]
         if by != "node":
             total_row = ["total", str(len(self.nodes)), *total_row[3:]]
-        return header, [*rows, total_row]
+        rows.append(total_row)
+        if t.backward_flops is not None:
+            column = header.index("FLOPs") + 1
+            header.insert(column, "backward FLOPs")
+            for row, entry in zip(rows, [*entries, t]):
+                row.insert(column, human(entry.backward_flops))
+        return header, rows
 
     def _summary(self) -> str:
         t = self.total
@@ -168,7 +198,11 @@ class Report:
         return (f"{self.model}  [{shapes}]  convention={self.convention}\n"
                 f"MACs {human(t.macs)}  FLOPs {human(t.flops)}  int ops {human(t.int_ops)}  "
                 f"params {human(t.params)}  buffers {human(t.buffers)}  "
-                f"read {human(t.bytes_read, 'B')}  written {human(t.bytes_written, 'B')}")
+                f"read {human(t.bytes_read, 'B')}  written {human(t.bytes_written, 'B')}"
+                + ("" if t.backward_flops is None else
+                   f"\ntraining: forward FLOPs {human(t.flops)}  backward FLOPs "
+                   f"{human(t.backward_flops)} (MACs {human(t.backward_macs)})  "
+                   f"total {human(t.training_flops)}"))
 
     def _notes(self) -> list[str]:
         notes = []

@@ -2,7 +2,8 @@
 
 ONNX shape inference with data propagation runs first. Where it leaves dims unknown (shape
 arithmetic it cannot fold), the small constant tensors feeding them are evaluated with onnx's
-reference evaluator and inference runs again with those values in place.
+reference evaluator and inference runs again with those values in place. Dims left symbolic
+(counting with symbolic=True) are carried through the shape arithmetic by symbolic.py.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import onnx
 from onnx import numpy_helper
 
 from onnxflops.graph import MAX_VALUE_ELEMENTS, GraphView, is_float
+from onnxflops.symbolic import has_symbolic_inputs, resolve_shapes
 
 
 @dataclass
@@ -28,6 +30,8 @@ def analyze(model: onnx.ModelProto) -> AnalyzedModel:
     warnings: list[str] = []
     opsets = {(o.domain if o.domain != "ai.onnx" else ""): o.version for o in model.opset_import}
     inferred = _infer(model, warnings)
+    if has_symbolic_inputs(model):
+        inferred = resolve_shapes(model, inferred, lambda m: _infer(m, warnings))
     view = GraphView(inferred.graph)
     view.mark_constants()
     values: dict[str, np.ndarray] = {}
@@ -149,7 +153,8 @@ def _small(view: GraphView, name: str) -> bool:
     info = view.info(name)
     if info is None or not info.known:
         return info is None or not is_float(info.dtype)
-    return info.numel <= MAX_VALUE_ELEMENTS
+    numel = info.numel  # symbolic for a tensor shaped by symbols: never evaluated
+    return isinstance(numel, int) and numel <= MAX_VALUE_ELEMENTS
 
 
 def _with_values(model: onnx.ModelProto, values: dict[str, np.ndarray]) -> onnx.ModelProto:

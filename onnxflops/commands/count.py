@@ -19,6 +19,11 @@ def register(sub) -> None:
                    help="what FLOPs means: " + "; ".join(f"{k}: {v}" for k, v in CONVENTIONS.items()))
     p.add_argument("--by", choices=["node", "op", "layer", "category"], default="op",
                    help="rows of the table (default: op)")
+    p.add_argument("--training", action="store_true",
+                   help="also count the backward pass of one training step: backward and "
+                        "training (forward + backward) FLOPs")
+    p.add_argument("--symbolic", action="store_true",
+                   help="keep dims left unbound as symbols: the counts are formulas in them")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print the JSON document")
     fmt.add_argument("--csv", action="store_true", help="print one CSV row per node")
@@ -28,7 +33,7 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     report = count(args.model, inputs=input_shapes(args), batch=args.batch,
-                   convention=args.convention)
+                   convention=args.convention, training=args.training, symbolic=args.symbolic)
     if args.json:
         out = report.to_json()
     elif args.csv:

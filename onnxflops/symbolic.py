@@ -1,0 +1,499 @@
+"""Symbolic dims: dims left unbound stay symbols, and the counts become formulas in them.
+
+A symbolic dim travels through the model as a dim_param marked with '$': '$batch' for an input dim
+left unbound, '$4*batch' or '$batch*seq' for a dim computed from them. ONNX shape inference carries
+such names through most ops unchanged; the shape arithmetic it cannot fold (a Reshape to a shape
+computed from Shape, Gather, Mul and Concat, as every exporter writes attention) is evaluated here
+on sympy expressions. `TensorInfo.dims` turns marked dims into sympy expressions, so the cost rules'
+plain arithmetic gives formulas. sympy is imported only when a model has symbolic dims.
+"""
+
+from __future__ import annotations
+
+import functools
+import keyword
+import math
+import re
+from typing import Any, Callable
+
+import numpy as np
+import onnx
+
+from onnxflops.graph import SYMBOL_MARK, GraphView, is_float, is_symbolic
+# Names sympy prints in the formulas written here: a dim named so gets a trailing underscore.
+_FUNCTIONS = frozenset({"floor", "ceiling", "Max", "Min", "Mod", "Abs"})
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+_INT64_MAX = 2**63 - 1
+# Each round runs ONNX inference once; a transformer needs about two (one per level of shape
+# arithmetic that depends on an earlier computed shape).
+_MAX_ROUNDS = 64
+
+
+def symbol_name(name: str) -> str:
+    """A dim_param turned into a name sympy prints and parses back unchanged."""
+    name = re.sub(r"\W", "_", name) or "dim"
+    if name[0].isdigit():
+        name = "d_" + name
+    return name + "_" if keyword.iskeyword(name) or name in _FUNCTIONS else name
+
+
+@functools.lru_cache(maxsize=4096)
+def to_expr(dim: str) -> Any:
+    """'$4*batch' → the sympy expression 4·batch, its symbols positive integers."""
+    import sympy
+
+    text = dim[len(SYMBOL_MARK):]
+    names = {n: sympy.Symbol(n, integer=True, positive=True)
+             for n in _IDENTIFIER.findall(text) if n not in _FUNCTIONS}
+    expr = sympy.parse_expr(text, local_dict=names)
+    return int(expr) if expr.is_Integer else expr
+
+
+def to_dim(value: Any) -> int | str | None:
+    """An int, a sympy expression or None as a dim: int, marked dim_param, or unknown."""
+    if value is None or isinstance(value, (int, np.integer)):
+        return None if value is None else int(value)
+    if value.is_Integer:
+        return int(value)
+    return SYMBOL_MARK + str(value)
+
+
+def has_symbolic_inputs(model: onnx.ModelProto) -> bool:
+    return any(d.dim_param.startswith(SYMBOL_MARK) for vi in model.graph.input
+               for d in vi.type.tensor_type.shape.dim)
+
+
+def resolve_shapes(model: onnx.ModelProto, inferred: onnx.ModelProto,
+                   infer: Callable[[onnx.ModelProto], onnx.ModelProto]) -> onnx.ModelProto:
+    """`inferred` (`model` after ONNX inference) completed by shape arithmetic on the symbols.
+
+    Each round evaluates the shape arithmetic of the top-level graph on sympy values, records the
+    output shapes of the nodes it decides (Reshape, Expand, ConstantOfShape, Tile, Range, Slice,
+    Conv, pooling, Flatten, Concat) and runs ONNX inference on `model` again with all shapes
+    recorded so far, so that they reach the tensors downstream, until no new shape is found.
+    """
+    written: dict[str, tuple] = {}
+    for _ in range(_MAX_ROUNDS):
+        found = {name: dims for name, dims in _computed_shapes(GraphView(inferred.graph)).items()
+                 if written.get(name) != dims}
+        if not found:
+            break
+        written.update(found)
+        # From `model`, not `inferred`: names inference made up for unknown dims would stick.
+        inferred = infer(_with_shapes(model, written))
+    return inferred
+
+
+def concrete_values(view: GraphView) -> dict[str, np.ndarray]:
+    """The integer values of shape arithmetic that no symbol reaches (a head size read off a
+    shape whose other dims are symbols)."""
+    values = _ShapeValues(view)
+    for node in view.graph.node:
+        if node.domain in ("", "ai.onnx"):
+            _try(values.evaluate, node)
+    return {name: np.array(v.tolist(), dtype=np.int64) for name, v in values.values.items()
+            if all(isinstance(x, (int, np.integer)) for x in v.flat)}
+
+
+def _with_shapes(model: onnx.ModelProto, shapes: dict[str, tuple]) -> onnx.ModelProto:
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    graph = copy.graph
+    entries = {vi.name: vi for vi in list(graph.value_info) + list(graph.output)}
+    for name, dims in shapes.items():
+        vi = entries.get(name)
+        if vi is None:
+            vi = graph.value_info.add(name=name)
+        tt = vi.type.tensor_type
+        old = list(tt.shape.dim) if tt.HasField("shape") else []
+        tt.ClearField("shape")
+        tt.shape.SetInParent()
+        for axis, d in enumerate(dims):
+            dim = tt.shape.dim.add()
+            if isinstance(d, int):
+                dim.dim_value = d
+            elif isinstance(d, str):
+                dim.dim_param = d
+            elif axis < len(old) and len(old) == len(dims):
+                dim.CopyFrom(old[axis])
+    return copy
+
+
+def _computed_shapes(view: GraphView) -> dict[str, tuple]:
+    """Shapes of the tensors that ONNX inference left unknown and the arithmetic gives."""
+    values = _ShapeValues(view)
+    found: dict[str, tuple] = {}
+    for node in view.graph.node:
+        if node.domain not in ("", "ai.onnx"):
+            continue
+        _try(values.evaluate, node)
+        out = node.output[0] if node.output else ""
+        info = view.info(out) if out else None
+        if out and (info is None or not info.known) and node.op_type in _SHAPE_OF:
+            dims = _try(_SHAPE_OF[node.op_type], node, values)
+            if dims is not None and any(d is not None for d in dims):
+                found[out] = tuple(to_dim(d) for d in dims)
+                values.found[out] = tuple(dims)  # for the nodes downstream, in this round
+    return found
+
+
+def _try(fn: Callable, *args) -> Any:
+    """`fn(*args)`, or None for shape arithmetic this evaluator does not follow (it stays unknown)."""
+    try:
+        return fn(*args)
+    except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError):
+        return None
+
+
+class _ShapeValues:
+    """Values of integer tensors computed from shapes: object arrays of ints, sympy or None."""
+
+    def __init__(self, view: GraphView):
+        self.view = view
+        self.values: dict[str, np.ndarray] = {}
+        self.found: dict[str, tuple] = {}  # shapes computed here that the view does not have yet
+
+    def get(self, name: str) -> np.ndarray | None:
+        if not name:
+            return None
+        if name in self.values:
+            return self.values[name]
+        constant = self.view.value(name)
+        if constant is None or constant.dtype.kind not in "iub":
+            return None
+        return constant.astype(object)
+
+    def shape(self, name: str) -> tuple | None:
+        if name in self.found:
+            return self.found[name]
+        info = self.view.info(name)
+        if info is None or info.shape is None:
+            return None
+        return tuple(d if isinstance(d, int) else to_expr(d) if is_symbolic(d) else None
+                     for d in info.shape)
+
+    def evaluate(self, node: onnx.NodeProto) -> None:
+        op = _VALUE_OF.get(node.op_type)
+        if op is None or not node.output or self.view.value(node.output[0]) is not None:
+            return
+        result = op(node, self)
+        if result is not None:
+            self.values[node.output[0]] = np.asarray(result, dtype=object)
+
+
+def _attrs(node: onnx.NodeProto) -> dict[str, Any]:
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _ints(values: _ShapeValues, name: str) -> list[int] | None:
+    v = values.get(name)
+    if v is None or not all(isinstance(x, (int, np.integer)) for x in v.flat):
+        return None
+    return [int(x) for x in v.flat]
+
+
+def _axes(node: onnx.NodeProto, values: _ShapeValues) -> list[int] | None:
+    if len(node.input) > 1 and node.input[1]:
+        return _ints(values, node.input[1])
+    return _attrs(node).get("axes")
+
+
+def _elementwise(fn: Callable[[Any, Any], Any]) -> Callable:
+    """An elementwise op over all inputs (left to right), None where an operand is unknown."""
+    lifted = np.frompyfunc(lambda a, b: None if a is None or b is None else fn(a, b), 2, 1)
+
+    def op(node: onnx.NodeProto, values: _ShapeValues):
+        operands = [values.get(i) for i in node.input]
+        if not operands or any(v is None for v in operands):
+            return None
+        return functools.reduce(lifted, operands)
+    return op
+
+
+def _divide(node: onnx.NodeProto, values: _ShapeValues):
+    info = values.view.info(node.output[0])
+    integer = info is None or not is_float(info.dtype)
+    return _elementwise((lambda a, b: a // b) if integer else (lambda a, b: a / b))(node, values)
+
+
+def _shape_value(node: onnx.NodeProto, values: _ShapeValues):
+    dims = values.shape(node.input[0])
+    if dims is None:
+        return None
+    attrs = _attrs(node)
+    return list(dims[slice(attrs.get("start", 0), attrs.get("end"))])
+
+
+def _size_value(node: onnx.NodeProto, values: _ShapeValues):
+    dims = values.shape(node.input[0])
+    return None if dims is None or None in dims else math.prod(dims)
+
+
+def _gather_value(node: onnx.NodeProto, values: _ShapeValues):
+    data, indices = values.get(node.input[0]), _ints(values, node.input[1])
+    if data is None or indices is None:
+        return None
+    index = np.asarray(indices).reshape(np.shape(values.get(node.input[1])))
+    return np.take(data, index, axis=_attrs(node).get("axis", 0))
+
+
+def _unsqueeze_value(node: onnx.NodeProto, values: _ShapeValues):
+    data, axes = values.get(node.input[0]), _axes(node, values)
+    if data is None or axes is None:
+        return None
+    rank = data.ndim + len(axes)
+    return np.expand_dims(data, tuple(sorted(a % rank for a in axes)))
+
+
+def _squeeze_value(node: onnx.NodeProto, values: _ShapeValues):
+    data, axes = values.get(node.input[0]), _axes(node, values)
+    if data is None:
+        return None
+    return np.squeeze(data, axis=None if axes is None else tuple(a % data.ndim for a in axes))
+
+
+def _concat_value(node: onnx.NodeProto, values: _ShapeValues):
+    parts = [values.get(i) for i in node.input]
+    if any(p is None for p in parts):
+        return None
+    return np.concatenate([np.atleast_1d(p) for p in parts], axis=_attrs(node).get("axis", 0))
+
+
+def _slice_value(node: onnx.NodeProto, values: _ShapeValues):
+    data = values.get(node.input[0])
+    starts, ends = _ints(values, node.input[1]), _ints(values, node.input[2])
+    if data is None or data.ndim != 1 or starts is None or ends is None:
+        return None
+    steps = _ints(values, node.input[4]) if len(node.input) > 4 and node.input[4] else [1]
+    return data[starts[0]:ends[0]:steps[0]]
+
+
+def _reshape_value(node: onnx.NodeProto, values: _ShapeValues):
+    data, target = values.get(node.input[0]), _ints(values, node.input[1])
+    if data is None or target is None:
+        return None
+    return data.reshape([d if d else data.shape[i] for i, d in enumerate(target)])
+
+
+def _identity_value(node: onnx.NodeProto, values: _ShapeValues):
+    return values.get(node.input[0])
+
+
+def _where_value(node: onnx.NodeProto, values: _ShapeValues):
+    cond, a, b = (values.get(i) for i in node.input)
+    if cond is None or a is None or b is None or any(c is None for c in cond.flat):
+        return None
+    return np.where(cond.astype(bool), a, b)
+
+
+def _max(a, b):
+    import sympy
+    return sympy.Max(a, b)
+
+
+def _min(a, b):
+    import sympy
+    return sympy.Min(a, b)
+
+
+_VALUE_OF: dict[str, Callable] = {
+    "Shape": _shape_value, "Size": _size_value, "Gather": _gather_value,
+    "Unsqueeze": _unsqueeze_value, "Squeeze": _squeeze_value, "Concat": _concat_value,
+    "Slice": _slice_value, "Reshape": _reshape_value, "Identity": _identity_value,
+    "Cast": _identity_value, "Where": _where_value,
+    "Add": _elementwise(lambda a, b: a + b), "Sub": _elementwise(lambda a, b: a - b),
+    "Mul": _elementwise(lambda a, b: a * b), "Div": _divide,
+    "Equal": _elementwise(lambda a, b: int(a == b)),
+    "Max": _elementwise(_max), "Min": _elementwise(_min),
+}
+
+
+# --- output shapes -------------------------------------------------------------------------------
+
+def _reshape_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
+    data, target = values.shape(node.input[0]), values.get(node.input[1])
+    if target is None:
+        return None
+    allow_zero = _attrs(node).get("allowzero", 0)
+    dims = [data[i] if data is not None and i < len(data) and _equals(d, 0) and not allow_zero
+            else d for i, d in enumerate(target.flat)]
+    if any(_equals(d, -1) for d in dims):
+        known = [d for d in dims if not _equals(d, -1)]
+        if data is None or None in data or None in known:
+            return [None if _equals(d, -1) else d for d in dims]
+        import sympy
+
+        inferred = sympy.Integer(1) * math.prod(data) / math.prod(known)
+        dims[[_equals(d, -1) for d in dims].index(True)] = inferred
+    return dims
+
+
+def _expand_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
+    data, target = values.shape(node.input[0]), values.get(node.input[1])
+    if data is None or target is None:
+        return None
+    return _broadcast(list(data), list(target.flat))
+
+
+def _broadcast(a: list, b: list) -> list:
+    rank = max(len(a), len(b))
+    a, b = [1] * (rank - len(a)) + a, [1] * (rank - len(b)) + b
+    return [y if _equals(x, 1) else x if _equals(y, 1) or _equals(x, y) else None
+            for x, y in zip(a, b)]
+
+
+def _constant_of_shape_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
+    target = values.get(node.input[0])
+    return None if target is None else list(target.flat)
+
+
+def _tile_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
+    data, repeats = values.shape(node.input[0]), values.get(node.input[1])
+    if data is None or repeats is None:
+        return None
+    return [None if d is None or r is None else d * r for d, r in zip(data, repeats.flat)]
+
+
+def _range_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
+    import sympy
+
+    start, limit, delta = (values.get(i) for i in node.input)
+    if start is None or limit is None or delta is None or None in (start.item(), limit.item(),
+                                                                    delta.item()):
+        return None
+    return [sympy.Max(sympy.ceiling((limit.item() - start.item()) / delta.item()), 0)]
+
+
+def _slice_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
+    """Slices with bounds computed from symbols, assumed within the dim (as exporters write them)."""
+    data = values.shape(node.input[0])
+    starts, ends = values.get(node.input[1]), values.get(node.input[2])
+    if data is None or starts is None or ends is None:
+        return None
+    rank = len(data)
+    axes = _ints(values, node.input[3]) if len(node.input) > 3 and node.input[3] else \
+        list(range(len(starts)))
+    steps = _ints(values, node.input[4]) if len(node.input) > 4 and node.input[4] else \
+        [1] * len(starts)
+    if axes is None or steps is None or any(s != 1 for s in steps):
+        return None
+    dims = list(data)
+    for axis, start, end in zip(axes, starts.flat, ends.flat):
+        dim = data[axis % rank]
+        start, end = _bound(start, dim), _bound(end, dim)
+        dims[axis % rank] = None if start is None or end is None else end - start
+    return dims
+
+
+def _bound(index, dim):
+    """A slice bound as a position in a dim of size `dim`: negatives count from the end."""
+    if index is None:
+        return None
+    if isinstance(index, (int, np.integer)):
+        if index >= _INT64_MAX // 2:
+            return dim
+        if index < 0:
+            return None if dim is None else dim + index
+        return index if dim is None or not isinstance(dim, int) else min(index, dim)
+    return index
+
+
+def _window_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
+    """Conv and pooling outputs: floor((in + pads − dilation·(k − 1) − 1)/stride) + 1 per axis."""
+    import sympy
+
+    data = values.shape(node.input[0])
+    if data is None or None in data[:2]:
+        return None
+    attrs = _attrs(node)
+    if node.op_type == "Conv":
+        weight = values.shape(node.input[1])
+        if weight is None or None in weight:
+            return None
+        kernel, channels = list(weight[2:]), weight[0]
+    else:
+        kernel, channels = attrs["kernel_shape"], data[1]
+    spatial = len(kernel)
+    strides = attrs.get("strides") or [1] * spatial
+    dilations = attrs.get("dilations") or [1] * spatial
+    pads = attrs.get("pads") or [0] * (2 * spatial)
+    auto_pad = attrs.get("auto_pad", b"NOTSET")
+    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
+    rounding = sympy.ceiling if attrs.get("ceil_mode", 0) else sympy.floor
+    out = [data[0], channels]
+    for i in range(spatial):
+        size, reach = data[2 + i], dilations[i] * (kernel[i] - 1) + 1
+        if size is None:
+            out.append(None)
+        elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            out.append(sympy.ceiling(sympy.Rational(1, strides[i]) * size))
+        else:
+            padded = size + (0 if auto_pad == "VALID" else pads[i] + pads[i + spatial])
+            out.append(rounding((padded - reach) * sympy.Rational(1, strides[i])) + 1)
+    return out
+
+
+def _flatten_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
+    data = values.shape(node.input[0])
+    if data is None:
+        return None
+    axis = _attrs(node).get("axis", 1) % (len(data) or 1)
+    return [_product(data[:axis]), _product(data[axis:])]
+
+
+def _concat_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
+    parts = [values.shape(i) for i in node.input]
+    if not parts or any(p is None for p in parts):
+        return None
+    axis = _attrs(node)["axis"] % len(parts[0])
+    dims = list(parts[0])
+    dims[axis] = _sum([p[axis] for p in parts])
+    return dims
+
+
+def _same_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
+    data = values.shape(node.input[0])
+    return None if data is None else list(data)
+
+
+def _broadcast_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
+    shapes = [values.shape(i) for i in node.input if i]
+    if any(s is None for s in shapes):
+        return None
+    return functools.reduce(_broadcast, map(list, shapes))
+
+
+def _global_pool_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
+    data = values.shape(node.input[0])
+    return None if data is None else [*data[:2], *[1] * (len(data) - 2)]
+
+
+def _product(dims) -> Any:
+    return None if None in dims else math.prod(dims)
+
+
+def _sum(dims) -> Any:
+    return None if None in dims else sum(dims)
+
+
+def _equals(d, n: int) -> bool:
+    return isinstance(d, (int, np.integer)) and d == n
+
+
+_SHAPE_OF: dict[str, Callable] = {
+    "Reshape": _reshape_shape, "Expand": _expand_shape, "ConstantOfShape": _constant_of_shape_shape,
+    "Tile": _tile_shape, "Range": _range_shape, "Slice": _slice_shape, "Conv": _window_shape,
+    "MaxPool": _window_shape, "AveragePool": _window_shape, "LpPool": _window_shape,
+    "Flatten": _flatten_shape, "Concat": _concat_shape,
+    "GlobalAveragePool": _global_pool_shape, "GlobalMaxPool": _global_pool_shape,
+    "GlobalLpPool": _global_pool_shape,
+    # What ONNX inference carries too, taken here so that a chain of convolutions over symbolic
+    # spatial dims resolves in one round rather than one round per layer.
+    **dict.fromkeys(["Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "Selu", "HardSigmoid",
+                     "HardSwish", "Gelu", "Softplus", "Clip", "Neg", "Abs", "Exp", "Log", "Sqrt",
+                     "Erf", "Reciprocal", "Identity", "Cast", "Dropout", "Softmax", "LogSoftmax",
+                     "BatchNormalization", "InstanceNormalization", "LayerNormalization", "LRN",
+                     "GroupNormalization"], _same_shape),
+    **dict.fromkeys(["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "PRelu",
+                     "Where"], _broadcast_shape),
+}

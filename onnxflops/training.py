@@ -1,0 +1,74 @@
+"""Which tensors carry a gradient in training, and so which input gradients each node computes.
+
+A tensor carries a gradient when it is computed from a trainable weight: an initializer (or a
+constant computed from initializers) that its consumer reads as a learned parameter, the same
+weights that `params` counts. The model's inputs and the constants that are not weights (shape
+arithmetic, masks, scalars, BatchNormalization's running statistics) carry none, so the first
+layer computes no gradient for its input, as autograd does for an input without requires_grad.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import onnx
+
+from onnxflops.costs import REGISTRY
+from onnxflops.graph import GraphView
+
+
+class GradientFlow:
+    """The input slots of each node of one graph whose gradient the backward pass computes."""
+
+    def __init__(self, view: GraphView, carrying: Iterable[str] = (),
+                 parent: "GradientFlow | None" = None):
+        """`carrying`: tensors that carry a gradient into the graph (formal inputs of a body)."""
+        self.view = view
+        self.parent = parent
+        self._carrying: set[str] = set(carrying)
+        self._grads: dict[tuple[str, ...], frozenset[int]] = {}  # by the node's outputs
+        for proto in view.nodes():
+            outputs = [o for o in proto.output if o]
+            if outputs and all(view.is_constant(o) for o in outputs):
+                continue  # constant work: weights assembled before the run carry their sources'
+            grads = frozenset(slot for slot, name in enumerate(proto.input)
+                              if name and self._needs_gradient(proto, slot, name))
+            self._grads[tuple(proto.output)] = grads
+            if grads:
+                self._carrying.update(o for o in outputs if _is_float(view, o))
+
+    def grads(self, proto: onnx.NodeProto) -> frozenset[int]:
+        return self._grads.get(tuple(proto.output), frozenset())
+
+    def carries(self, name: str) -> bool:
+        flow: GradientFlow | None = self
+        while flow is not None:
+            if name in flow._carrying:
+                return True
+            flow = flow.parent
+        return False
+
+    def _needs_gradient(self, proto: onnx.NodeProto, slot: int, name: str) -> bool:
+        if not _is_float(self.view, name):
+            return False
+        if self.carries(name):
+            return True
+        rule = REGISTRY.lookup(proto.domain, proto.op_type)
+        if rule is None or slot in rule.buffers or not rule.is_weight_slot(slot):
+            return False
+        return self._is_trainable(name)
+
+    def _is_trainable(self, name: str) -> bool:
+        view = self.view
+        if not (view.is_constant(name) or view.initializer(name) is not None):
+            return False
+        for source in view.weight_sources(name):
+            info = view.info(source)
+            if info is not None and info.is_float and info.shape:
+                return True
+        return False
+
+
+def _is_float(view: GraphView, name: str) -> bool:
+    info = view.info(name)
+    return info is not None and info.is_float
