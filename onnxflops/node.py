@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import onnx
+import onnx.defs
 
 from onnxflops.errors import Uncostable
 from onnxflops.graph import GraphView, TensorInfo
@@ -117,6 +118,34 @@ class Node:
     def function_backward(self, grads: frozenset[int]) -> "Cost":
         """Backward cost of the function body that defines this node's op."""
         return self._engine.function_backward(self, grads)
+
+    def cost_of(self, op_type: str, inputs: list[TensorInfo | np.ndarray | None],
+                outputs: list[TensorInfo], **attrs: Any) -> "Cost":
+        """Cost of the standard ONNX op `op_type` (at the latest opset) on tensors typed as given.
+
+        A fused op costs what its unfused standard ops cost. An input given as an array is a
+        constant (axes, bounds); None is an absent optional input.
+        """
+        from onnxflops.costs.registry import REGISTRY
+
+        view = GraphView(onnx.GraphProto(), parent=None)
+        names = []
+        for i, given in enumerate(inputs):
+            name = "" if given is None else f"input{i}"
+            if isinstance(given, np.ndarray):
+                view.values[name] = given
+                view.constant.add(name)
+                given = TensorInfo(name, onnx.helper.np_dtype_to_tensor_dtype(given.dtype),
+                                   given.shape)
+            if given is not None:
+                view.tensors[name] = given
+            names.append(name)
+        for i, given in enumerate(outputs):
+            view.tensors[f"output{i}"] = given
+        proto = onnx.helper.make_node(op_type, names, [f"output{i}" for i in range(len(outputs))],
+                                      **attrs)
+        rule = REGISTRY.lookup("", op_type)
+        return rule.fn(Node(proto, view, onnx.defs.onnx_opset_version(), self._engine))
 
     def input_or_none(self, i: int) -> TensorInfo | None:
         return self._info(self.proto.input[i]) if self.has_input(i) else None

@@ -14,6 +14,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from onnxflops.contrib_shapes import infer_contrib_shapes
 from onnxflops.graph import MAX_VALUE_ELEMENTS, GraphView, is_float
 from onnxflops.symbolic import has_symbolic_inputs, resolve_shapes
 
@@ -29,7 +30,7 @@ class AnalyzedModel:
 def analyze(model: onnx.ModelProto) -> AnalyzedModel:
     warnings: list[str] = []
     opsets = {(o.domain if o.domain != "ai.onnx" else ""): o.version for o in model.opset_import}
-    inferred = _infer(model, warnings)
+    inferred = infer_contrib_shapes(_infer(model, warnings), lambda m: _infer(m, warnings))
     if has_symbolic_inputs(model):
         inferred = resolve_shapes(model, inferred, lambda m: _infer(m, warnings))
     view = GraphView(inferred.graph)

@@ -3,6 +3,7 @@
 from onnxflops.costs import (  # noqa: F401  (imported for their registrations)
     activation,
     contraction,
+    contrib,
     control_flow,
     data_movement,
     detection,
