@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from converters.common import first_line, is_single_input
+from converters.common import first_line, is_single_input, last_line
 from converters.structure import StandInValues, is_float_dtype
 from onnxflops.errors import OnnxFlopsError
 
@@ -103,7 +103,7 @@ def is_saved_model_dir(path: Path) -> bool:
 
 def _quiet_tensorflow() -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    logging.getLogger("tf2onnx").setLevel(logging.ERROR)
+    logging.getLogger("tf2onnx").setLevel(logging.CRITICAL)  # unconverted ops are raised, not logged
 
 
 def _model_inputs(model, label: str) -> list[tuple[str, tuple, str]]:
@@ -195,7 +195,7 @@ def _convert(fn, specs: list, variables, keep_weights: bool, opset: int, label: 
         except OnnxFlopsError:
             raise
         except Exception as e:  # tf2onnx and TF raise anything; the user gets one line
-            raise OnnxFlopsError(f"{label}: cannot convert ({first_line(e)})") from None
+            raise OnnxFlopsError(f"{label}: cannot convert ({last_line(e)})") from None
     _check_converted(proto, label)
     return proto
 

@@ -13,13 +13,15 @@ import contextlib
 import inspect
 import io
 import logging
+import os
+import sys
 import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import onnx
 
-from converters.common import first_line, is_single_input
+from converters.common import first_line, is_single_input, root_cause
 from converters.structure import StandInValues, is_float_dtype
 from onnxflops.errors import OnnxFlopsError
 
@@ -50,6 +52,7 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
     with contextlib.ExitStack() as stack:
         stack.enter_context(warnings.catch_warnings())
         warnings.simplefilter("ignore")  # exporter advice about the graph, not the user's problem
+        stack.enter_context(contextlib.redirect_stdout(io.StringIO()))  # progress, graph dumps
         if not keep_weights:
             stack.enter_context(_stand_in_weights(weights))
         if not is_program:
@@ -61,7 +64,7 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
             raise
         except Exception as e:  # the exporters raise anything; the user gets one line
             raise OnnxFlopsError(f"{label}: the {exporter} exporter cannot convert it "
-                                 f"({first_line(e)})") from None
+                                 f"({first_line(root_cause(e))})") from None
     proto.graph.name = _model_name(module, is_program)
     return proto
 
@@ -80,9 +83,8 @@ def load_exported_program(path):
 def _export_dynamo(module, args: tuple, names: list[str], opset: int) -> onnx.ModelProto:
     import torch
 
-    with contextlib.redirect_stdout(io.StringIO()):
-        program = torch.onnx.export(module, args, dynamo=True, optimize=False, opset_version=opset,
-                                    input_names=names[:len(args)] or None, verbose=False)
+    program = torch.onnx.export(module, args, dynamo=True, optimize=False, opset_version=opset,
+                                input_names=names[:len(args)] or None, verbose=False)
     return program.model_proto
 
 
@@ -90,10 +92,28 @@ def _export_legacy(module, args: tuple, names: list[str], opset: int) -> onnx.Mo
     import torch
 
     buffer = io.BytesIO()
-    torch.onnx.export(module, args, buffer, dynamo=False, opset_version=opset,
-                      input_names=names[:len(args)] or None, do_constant_folding=True,
-                      training=torch.onnx.TrainingMode.PRESERVE)
+    with _native_output_silenced():
+        torch.onnx.export(module, args, buffer, dynamo=False, opset_version=opset,
+                          input_names=names[:len(args)] or None, do_constant_folding=True,
+                          training=torch.onnx.TrainingMode.PRESERVE)
     return onnx.load_from_string(buffer.getvalue())
+
+
+@contextlib.contextmanager
+def _native_output_silenced():
+    """The TorchScript exporter's C++ logger dumps the whole graph to stdout when it fails."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(fd) for fd in (1, 2)]
+    with open(os.devnull, "w") as devnull:
+        for fd in (1, 2):
+            os.dup2(devnull.fileno(), fd)
+        try:
+            yield
+        finally:
+            for fd, copy in zip((1, 2), saved):
+                os.dup2(copy, fd)
+                os.close(copy)
 
 
 def _model_name(module, is_program: bool) -> str:

@@ -1,0 +1,249 @@
+"""Converters: counts independent of weight values and exporter; safe loading; one-line errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import onnxflops
+from onnxflops.cli import main
+
+keras = pytest.importorskip("keras")
+torch = pytest.importorskip("torch")
+from converters import keras_to_onnx, torch_to_onnx  # noqa: E402
+
+nn = torch.nn
+
+
+def keras_cnn():
+    """Conv without bias → BatchNorm → Dense: Grappler folds fresh BN and drops a zero bias."""
+    x = keras.Input((8, 8, 3), name="x")
+    y = keras.layers.Conv2D(4, 3, use_bias=False, name="conv")(x)
+    y = keras.layers.BatchNormalization(name="bn")(y)
+    y = keras.layers.Flatten()(keras.layers.ReLU()(y))
+    return keras.Model(x, keras.layers.Dense(5, name="dense")(y), name="keras_cnn")
+
+
+# conv 4×6×6 outputs × 27 taps; BN 4·144 + 2·4; ReLU 144; dense 144·5 + bias 5
+KERAS_CNN = {"macs": 144 * 27 + 144 * 5, "flops": 2 * (3_888 + 720) + 584 + 144 + 5,
+             "params": 108 + 8 + 725, "buffers": 8}
+
+
+def totals(report) -> dict:
+    return {k: getattr(report.total, k) for k in KERAS_CNN}
+
+
+def randomize_keras(model, seed=1):
+    rng = np.random.default_rng(seed)
+    for v in model.weights:
+        v.assign(rng.uniform(0.5, 1.5, v.shape).astype("float32"))
+
+
+class TestWeightValuesDoNotMatter:
+    def test_fresh_batchnorm_and_zero_bias_count_like_random_ones_in_keras(self):
+        model = keras_cnn()
+        fresh = totals(onnxflops.count(model))
+        randomize_keras(model)
+        assert fresh == totals(onnxflops.count(model)) == KERAS_CNN
+
+    def test_converting_with_the_real_fresh_weights_would_lose_the_bias_and_batchnorm(self):
+        # What the stand-in weights protect against: Grappler simplifies by value.
+        real = totals(onnxflops.count(keras_to_onnx(keras_cnn(), keep_weights=True)))
+        assert real["flops"] < KERAS_CNN["flops"]
+
+    @pytest.mark.parametrize("exporter", ["dynamo", "legacy"])
+    def test_zero_biases_and_fresh_batchnorm_count_like_random_ones_in_torch(self, exporter):
+        module = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(),
+                               nn.Linear(144, 5))
+        with torch.no_grad():
+            module[0].bias.zero_()
+            module[4].bias.zero_()
+        zero = totals(onnxflops.count(torch_to_onnx(module, (1, 3, 8, 8), exporter=exporter)))
+        with torch.no_grad():
+            for t in list(module.parameters()) + [module[1].running_mean, module[1].running_var]:
+                t.uniform_(0.5, 1.5)
+        random = totals(onnxflops.count(torch_to_onnx(module, (1, 3, 8, 8), exporter=exporter)))
+        assert zero == random
+        assert zero["params"] == sum(p.numel() for p in module.parameters())
+
+    def test_layers_that_merely_hold_equal_weights_are_not_merged(self):
+        module = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4))
+        with torch.no_grad():
+            for layer in module:
+                layer.weight.fill_(0.5)
+                layer.bias.fill_(0.25)
+        counted = onnxflops.count(torch_to_onnx(module, (1, 4), exporter="legacy"))
+        assert counted.total.params == 40
+        merged = onnxflops.count(torch_to_onnx(module, (1, 4), exporter="legacy",
+                                               keep_weights=True))
+        assert merged.total.params == 20  # the TorchScript exporter shares equal initializers
+
+
+class TestSharedWeightsStayShared:
+    def test_a_tied_torch_weight_is_one_parameter_for_both_exporters(self):
+        first, second = nn.Linear(6, 6), nn.Linear(6, 6)
+        second.weight = first.weight
+        module = nn.Sequential(first, nn.ReLU(), second)
+        for exporter in ("dynamo", "legacy"):
+            report = onnxflops.count(torch_to_onnx(module, (1, 6), exporter=exporter))
+            assert report.total.params == 36 + 6 + 6 == sum(p.numel() for p in module.parameters())
+
+    def test_a_keras_layer_applied_twice_is_counted_once(self):
+        x = keras.Input((6,))
+        dense = keras.layers.Dense(6)
+        model = keras.Model(x, dense(dense(x)))
+        report = onnxflops.count(model)
+        assert (report.total.macs, report.total.params) == (2 * 36, 42) == (72, model.count_params())
+
+
+def test_conversion_leaves_the_models_weights_and_mode_as_they_were():
+    model = keras_cnn()
+    randomize_keras(model, seed=3)
+    before = [w.numpy().copy() for w in model.weights]
+    keras_to_onnx(model)
+    assert all(np.array_equal(a, w.numpy()) for a, w in zip(before, model.weights))
+    module = nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3)).train()
+    state = {k: v.clone() for k, v in module.state_dict().items()}
+    torch_to_onnx(module, (2, 3))
+    assert module.training
+    assert all(torch.equal(state[k], v) for k, v in module.state_dict().items())
+
+
+class TestInputs:
+    def test_keras_batch_is_bound_to_one_unless_told(self):
+        model = keras_cnn()
+        one = onnxflops.count(model).total.macs
+        assert onnxflops.count(keras_to_onnx(model, batch=4)).total.macs == 4 * one
+        assert onnxflops.count(model, inputs={"x": (2, 8, 8, 3)}).total.macs == 2 * one
+
+    def test_torch_inputs_as_shapes_tensors_or_by_argument_name(self):
+        module = nn.Linear(8, 2)
+        by_shape = onnxflops.count(module, inputs=((3, 8),)).total.macs
+        by_tensor = onnxflops.count(module, inputs=(torch.ones(3, 8),)).total.macs
+        by_name = onnxflops.count(module, inputs={"input": (3, 8)}).total.macs
+        assert by_shape == by_tensor == by_name == 3 * 8 * 2
+
+
+class TestErrors:
+    def test_a_tensorflow_error_is_reported_by_its_last_line(self):
+        with pytest.raises(onnxflops.OnnxFlopsError, match="incompatible with the layer"):
+            keras_to_onnx(keras_cnn(), inputs={"x": (1, 10, 10, 3)})
+
+    def test_an_open_dim_names_the_input(self):
+        x = keras.Input((None, 8), name="tokens")
+        model = keras.Model(x, keras.layers.Dense(2)(x))
+        with pytest.raises(onnxflops.OnnxFlopsError, match="input 'tokens' has unknown dim 1"):
+            keras_to_onnx(model)
+
+    def test_a_tensorflow_op_without_onnx_conversion_names_the_op_and_layer(self):
+        import tensorflow as tf
+
+        x = keras.Input((4,))
+        model = keras.Model(x, keras.layers.Lambda(tf.math.lgamma, name="log_gamma")(x))
+        with pytest.raises(onnxflops.OnnxFlopsError, match=r"op Lgamma in '.*log_gamma"):
+            keras_to_onnx(model)
+
+    @pytest.mark.parametrize("exporter,op", [("dynamo", "aten._linalg_eigh"),
+                                             ("legacy", "aten::linalg_eigh")])
+    def test_a_torch_op_without_onnx_conversion_is_named(self, exporter, op, capfd):
+        class Eigen(nn.Module):
+            def forward(self, x):
+                return torch.linalg.eigh(x @ x.T)[0]
+
+        with pytest.raises(onnxflops.OnnxFlopsError, match=op.replace(".", r"\.")) as error:
+            torch_to_onnx(Eigen(), (4, 4), exporter=exporter)
+        assert "\n" not in str(error.value)
+        assert capfd.readouterr().out == ""  # no graph dump from the exporter
+
+    def test_a_torch_module_needs_its_inputs(self):
+        with pytest.raises(onnxflops.OnnxFlopsError, match="give its inputs"):
+            onnxflops.count(nn.Linear(2, 2))
+
+    def test_an_unknown_exporter(self):
+        with pytest.raises(onnxflops.OnnxFlopsError, match="unknown exporter 'onnx'"):
+            torch_to_onnx(nn.Linear(2, 2), (1, 2), exporter="onnx")
+
+    def test_pickled_torch_files_are_refused(self, tmp_path):
+        path = tmp_path / "model.pt"
+        torch.save(nn.Linear(2, 2), path)
+        with pytest.raises(onnxflops.OnnxFlopsError, match="pickled PyTorch files are not loaded"):
+            onnxflops.count(path)
+
+    @pytest.mark.parametrize("spec,message", [
+        ("models.torch_models:no_such_model", "has no function 'no_such_model'"),
+        ("no_such_package.nets:build", "cannot import module 'no_such_package.nets'"),
+        ("models:pair", "the factory raised TypeError")])
+    def test_factory_spec_errors(self, spec, message):
+        with pytest.raises(onnxflops.OnnxFlopsError, match=message):
+            onnxflops.count(spec)
+
+
+class TestFiles:
+    def test_a_keras_file_counts_like_the_model(self, tmp_path):
+        model = keras_cnn()
+        model.save(tmp_path / "cnn.keras")
+        assert totals(onnxflops.count(tmp_path / "cnn.keras")) == KERAS_CNN
+
+    def test_a_lambda_layer_in_a_file_is_refused_unless_trusted(self, tmp_path):
+        from converters import convert
+
+        x = keras.Input((4,))
+        model = keras.Model(x, keras.layers.Lambda(lambda t: t * 2.0)(x))
+        model.save(tmp_path / "lambda.keras")
+        with pytest.raises(onnxflops.OnnxFlopsError, match="Lambda layer"):
+            onnxflops.count(tmp_path / "lambda.keras")
+        assert onnxflops.count(convert(tmp_path / "lambda.keras", unsafe=True)).total.flops == 4
+
+    def test_a_saved_model_directory(self, tmp_path):
+        x = keras.Input((16,))
+        model = keras.Model(x, keras.layers.Dense(8, activation="relu")(x))
+        model.export(str(tmp_path / "saved"), format="tf_saved_model", verbose=False)
+        report = onnxflops.count(tmp_path / "saved")
+        assert (report.total.macs, report.total.flops, report.total.params) == \
+            (128, 2 * 128 + 8 + 8, 136)
+
+    def test_an_exported_program_file(self, tmp_path):
+        module = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU())
+        program = torch.export.export(module, (torch.randn(1, 3, 8, 8),))
+        torch.export.save(program, tmp_path / "conv.pt2")
+        report = onnxflops.count(tmp_path / "conv.pt2")
+        assert report.total.macs == 4 * 36 * 27
+        assert report.total.params == 112
+
+
+class TestCommandLine:
+    def test_convert_writes_onnx_and_says_when_real_weights_simplified_the_graph(
+            self, tmp_path, capsys):
+        keras_cnn().save(tmp_path / "cnn.keras")
+        assert main(["convert", str(tmp_path / "cnn.keras"), "-o", str(tmp_path / "cnn.onnx")]) == 0
+        assert "simplified the graph" in capsys.readouterr().err
+        assert main(["convert", str(tmp_path / "cnn.keras"), "-o", str(tmp_path / "s.onnx"),
+                     "--stand-in-weights"]) == 0
+        assert totals(onnxflops.count(tmp_path / "s.onnx")) == KERAS_CNN
+
+    def test_count_converts_factory_specs_on_the_fly(self, capsys):
+        assert main(["count", "models.torch_models:mlp", "--input", "input=1x64", "--json"]) == 0
+        assert '"macs": 17024' in capsys.readouterr().out
+
+    def test_a_conversion_error_is_one_line_and_exit_status_2(self, capsys):
+        assert main(["count", "models.torch_models:mlp"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("onnxflops: error:") and err.count("\n") == 1
+
+
+def test_counting_an_onnx_file_imports_neither_tensorflow_nor_torch(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    onnx.save(helper.make_model(graph), tmp_path / "relu.onnx")
+    code = ("import sys, onnxflops; onnxflops.count(sys.argv[1]); "
+            "print(sorted({'tensorflow', 'torch', 'keras', 'tf2onnx'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "relu.onnx")],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
