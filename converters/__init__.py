@@ -9,6 +9,7 @@ TensorFlow and torch are imported only when a model of theirs is converted.
 
 from converters.from_keras import keras_to_onnx
 from converters.from_torch import torch_to_onnx
-from converters.sources import convert, input_names, load, needs_conversion
+from converters.sources import accepts, convert, declared_inputs, load, needs_conversion
 
-__all__ = ["convert", "input_names", "keras_to_onnx", "load", "needs_conversion", "torch_to_onnx"]
+__all__ = ["accepts", "convert", "declared_inputs", "keras_to_onnx", "load", "needs_conversion",
+           "torch_to_onnx"]

@@ -71,17 +71,25 @@ def load(source, *, unsafe: bool = False):
     return source
 
 
-def input_names(model) -> list[str]:
-    """Names the inputs of a loaded model go by (bindings are matched to these)."""
+def declared_inputs(model) -> dict[str, tuple | None]:
+    """A loaded model's input names with the shapes it declares (None: any, or a dim left open)."""
     if _is_keras_model(model):
-        return [t.name for t in model.inputs]
+        return {t.name: tuple(t.shape) for t in model.inputs}
     if _is_torch_model(model):
-        return argument_names(model)
+        return dict.fromkeys(argument_names(model))
     if isinstance(model, _SavedModel):
-        return []
+        return {}
     proto = model if isinstance(model, onnx.ModelProto) else load_model(model)
     weights = {t.name for t in proto.graph.initializer}
-    return [i.name for i in proto.graph.input if i.name not in weights]
+    return {i.name: tuple(d.dim_value or None for d in i.type.tensor_type.shape.dim)
+            for i in proto.graph.input if i.name not in weights}
+
+
+def accepts(declared: tuple | None, shape) -> bool:
+    """Whether an input declared so can be bound to `shape` (same rank, fixed dims equal)."""
+    if declared is None or not hasattr(shape, "__len__"):
+        return True
+    return len(declared) == len(shape) and all(d is None or d == s for d, s in zip(declared, shape))
 
 
 class _SavedModel:

@@ -159,14 +159,19 @@ def assert_same_cost(a, b, inputs: Mapping[str, Any] | None = None, tolerance: f
 
 
 class _Side:
-    """One model as the user named it, loaded, with the input bindings that apply to it."""
+    """One model as the user named it, loaded, with the input bindings that apply to it.
+
+    A shared binding applies to a model with an input of that name that can take the shape, so
+    `--input x=1x3x224x224` binds a PyTorch model's x and leaves a Keras x declared 224×224×3.
+    """
 
     def __init__(self, source, shared: Mapping[str, Any] | None, own, unsafe: bool):
-        from converters import input_names, load
+        from converters import accepts, declared_inputs, load
 
         self.model = load(source, unsafe=unsafe)
-        names = set(input_names(self.model))
-        picked = {k: v for k, v in (shared or {}).items() if k in names}
+        declared = declared_inputs(self.model) if shared else {}
+        picked = {k: v for k, v in (shared or {}).items()
+                  if k in declared and accepts(declared[k], v)}
         if own is not None and not isinstance(own, Mapping):
             self.bindings = own
         else:
