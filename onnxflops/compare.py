@@ -97,17 +97,17 @@ class Comparison:
 
     def to_text(self) -> str:
         lines = [f"a: {self.a.model}", f"b: {self.b.model}", ""]
-        lines += _table(["", "a", "b", "b − a"],
+        lines += text_table(["", "a", "b", "b − a"],
                         [[key, human(getattr(self.a.total, key)), human(getattr(self.b.total, key)),
                           _delta(getattr(self.a.total, key), getattr(self.b.total, key))]
                          for key in SHOWN])
         lines += ["", "by op type (FLOPs)"]
-        lines += _table(["op", "a", "b", "b − a"],
+        lines += text_table(["op", "a", "b", "b − a"],
                         [[op, human(ta.flops), human(tb.flops), _delta(ta.flops, tb.flops)]
                          for op, (ta, tb) in self.by_op_type.items()])
         lines += ["", "layers in execution order (MACs, params)"]
-        lines += _table(["a", "b", "MACs a", "MACs b", "params a", "params b", ""],
-                        [_layer_cells(row) for row in self.layers], names=2)
+        lines += text_table(["a", "b", "MACs a", "MACs b", "params a", "params b", ""],
+                        [_layer_cells(row) for row in self.layers], names=2, note=True)
         for row in self.layers:
             lines += [f"  note: {note}" for note in row.notes]
         if self.outputs is not None:
@@ -318,10 +318,12 @@ def _layer_cells(row: LayerRow) -> list[str]:
             human(tb.params) if row.b else "-", row.status]
 
 
-def _table(header: list[str], rows: list[list[str]], names: int = 1) -> list[str]:
-    """Aligned text rows: the first `names` columns and the last (a status) left, numbers right."""
+def text_table(header: list[str], rows: list[list[str]], names: int = 1,
+               note: bool = False) -> list[str]:
+    """Aligned text rows: the first `names` columns left, numbers right, a last `note` column left."""
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    text = [r[i].ljust(w) if i < names or i == len(header) - 1 and names > 1 else r[i].rjust(w)
+    last = len(header) - 1
+    text = [r[i].ljust(w) if i < names or (note and i == last) else r[i].rjust(w)
             for r in [header, *rows] for i, w in enumerate(widths)]
     return ["  ".join(text[k:k + len(header)]).rstrip() for k in range(0, len(text), len(header))]
 
