@@ -8,7 +8,7 @@ import sys
 
 from onnxflops.errors import OnnxFlopsError
 
-COMMANDS = ("count", "convert", "compare")
+COMMANDS = ("count", "convert", "compare", "ops")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,6 +10,7 @@ from onnxflops.costs import (  # noqa: F401  (imported for their registrations)
     elementwise,
     functions,
     linalg,
+    ml,
     normalization,
     pooling,
     quantization,

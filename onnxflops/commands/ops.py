@@ -1,0 +1,50 @@
+"""`onnxflops ops`: the cost table itself, one row per costed op, with the formula it applies."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from onnxflops.costs.registry import CONVENTIONS, REGISTRY
+
+
+def register(sub) -> None:
+    p = sub.add_parser("ops", help="list every costed op with its category and formula",
+                       description="List every op the cost table prices: its domain, category "
+                                   "and the formula it applies. This is the reference of the "
+                                   "counting conventions.")
+    p.add_argument("--domain", metavar="DOMAIN",
+                   help="only this domain ('' or ai.onnx for the default one, com.microsoft, "
+                        "ai.onnx.ml, ...)")
+    p.add_argument("--json", action="store_true",
+                   help="print a JSON list of {domain, op_type, category, formula}")
+    p.set_defaults(func=run)
+
+
+def table(domain: str | None = None) -> list[dict]:
+    """Every rule as a row, sorted by domain then op type."""
+    wanted = None if domain is None else ("" if domain in ("", "ai.onnx") else domain)
+    return [{"domain": r.domain, "op_type": r.op_type, "category": r.category,
+             "formula": r.formula}
+            for r in sorted(REGISTRY.rules.values(), key=lambda r: (r.domain, r.op_type))
+            if wanted is None or r.domain == wanted]
+
+
+def run(args: argparse.Namespace) -> int:
+    rows = table(args.domain)
+    if args.json:
+        sys.stdout.write(json.dumps(rows, indent=1, ensure_ascii=False) + "\n")
+        return 0
+    lines = ["Conventions: " + "; ".join(f"{k}: {v}" for k, v in CONVENTIONS.items()), ""]
+    width = max((len(_name(r)) for r in rows), default=0)
+    category = max((len(r["category"]) for r in rows), default=0)
+    for r in rows:
+        lines.append(f"{_name(r):<{width}}  {r['category']:<{category}}  {r['formula']}")
+    lines.append(f"\n{len(rows)} ops")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def _name(row: dict) -> str:
+    return f"{row['domain']}::{row['op_type']}" if row["domain"] else row["op_type"]
