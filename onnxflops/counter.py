@@ -115,8 +115,8 @@ class _Counter:
             return None
 
     def _backward(self, node: Node) -> Cost | None:
-        grads = self.flows[id(node.scope)].grads(node.proto)
-        if not grads:
+        flow = self.flows[id(node.scope)]
+        if not flow.needs_backward(node.proto):
             return ZERO
         label = node.name or f"{node.op_type} node"
         gradient = lookup_backward(node.domain, node.op_type)
@@ -125,7 +125,7 @@ class _Counter:
                                           f"{node.op_type}: the backward totals exclude it"))
             return None
         try:
-            return gradient.fn(node, grads)
+            return gradient.fn(node, flow.grads(node.proto))
         except Uncostable as e:
             self.uncosted.append(Uncosted(label, node.op_type, f"backward: {e}"))
             return None
@@ -232,15 +232,14 @@ class _Counter:
         """Backward cost of one run of an inner graph, its gradients flowing as `flow` says."""
         total = ZERO
         for proto in view.nodes():
-            grads = flow.grads(proto)
-            if not grads:
+            if not flow.needs_backward(proto):
                 continue
             gradient = lookup_backward(proto.domain, proto.op_type)
             if gradient is None:
                 raise Uncostable(f"{where} holds {proto.op_type}, which has no backward rule")
             inner = Node(proto, view, opsets.get(_domain(proto.domain), 0), self)
             try:
-                total = total + gradient.fn(inner, grads)
+                total = total + gradient.fn(inner, flow.grads(proto))
             except Uncostable as e:
                 raise Uncostable(f"in {where}, node '{proto.name}' ({proto.op_type}): {e}") from None
         return total

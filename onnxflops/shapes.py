@@ -59,7 +59,7 @@ def refine_subgraph(view: GraphView, opsets: dict[str, int]) -> None:
     known.
     """
     body = view.graph
-    outer = sorted(_free_names(body))
+    outer = sorted(free_names(body))
     known = {name: view.value(name) for name in outer}
     inputs = [onnx.helper.make_tensor_value_info(name, info.dtype, info.shape)
               for name in [i.name for i in body.input] + outer
@@ -79,7 +79,7 @@ def refine_subgraph(view: GraphView, opsets: dict[str, int]) -> None:
             view.values[name] = refined.values[name]
 
 
-def _free_names(graph: onnx.GraphProto) -> set[str]:
+def free_names(graph: onnx.GraphProto) -> set[str]:
     """Tensors a graph (or a subgraph nested in it) reads from the scopes around it."""
     defined = {i.name for i in graph.input} | {t.name for t in graph.initializer}
     defined |= {o for n in graph.node for o in n.output}
@@ -87,7 +87,7 @@ def _free_names(graph: onnx.GraphProto) -> set[str]:
     for n in graph.node:
         for a in n.attribute:
             for g in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
-                read |= _free_names(g)
+                read |= free_names(g)
     return read - defined
 
 

@@ -15,10 +15,12 @@ import onnx
 
 from onnxflops.costs import REGISTRY
 from onnxflops.graph import GraphView
+from onnxflops.shapes import free_names
 
 
 class GradientFlow:
-    """The input slots of each node of one graph whose gradient the backward pass computes."""
+    """The nodes of one graph that the backward pass goes through, and for each the input slots
+    whose gradient it computes (none for a Loop whose body alone reads the weights)."""
 
     def __init__(self, view: GraphView, carrying: Iterable[str] = (),
                  parent: "GradientFlow | None" = None):
@@ -33,9 +35,13 @@ class GradientFlow:
                 continue  # constant work: weights assembled before the run carry their sources'
             grads = frozenset(slot for slot, name in enumerate(proto.input)
                               if name and self._needs_gradient(proto, slot, name))
-            self._grads[tuple(proto.output)] = grads
-            if grads:
+            if grads or any(_is_float(view, name) and (self.carries(name) or self._is_trainable(name))
+                            for name in _captured(proto)):
+                self._grads[tuple(proto.output)] = grads
                 self._carrying.update(o for o in outputs if _is_float(view, o))
+
+    def needs_backward(self, proto: onnx.NodeProto) -> bool:
+        return tuple(proto.output) in self._grads
 
     def grads(self, proto: onnx.NodeProto) -> frozenset[int]:
         return self._grads.get(tuple(proto.output), frozenset())
@@ -67,6 +73,13 @@ class GradientFlow:
             if info is not None and info.is_float and info.shape:
                 return True
         return False
+
+
+def _captured(proto: onnx.NodeProto) -> set[str]:
+    """Tensors the node's subgraphs read from the scopes around them."""
+    bodies = [b for a in proto.attribute
+              for b in ([a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs)]
+    return set().union(*map(free_names, bodies))
 
 
 def _is_float(view: GraphView, name: str) -> bool:

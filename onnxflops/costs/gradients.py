@@ -195,7 +195,7 @@ def _unary(ops_per_element: int) -> BackwardFn:
 
 
 for _ops, _ops_per_element, _formula in (
-    (["Floor", "Ceil", "Round", "Sign"], 0, "0: the gradient is zero almost everywhere"),
+    (["Floor", "Ceil", "Round", "Sign", "Hardmax"], 0, "0: the gradient is zero almost everywhere"),
     (["Neg", "Exp", "Log"], 1, "numel(X): −dY, dY·Y, dY/X"),
     (["Abs", "Sqrt", "Sin", "Sinh", "Cosh"], 2,
      "2·numel(X): dY·sign X, dY/(2·Y), dY·cos X, dY·cosh X, dY·sinh X"),
@@ -299,7 +299,7 @@ def cumprod_backward(n: Node, grads: Grads) -> Cost:
 
 @backward(["Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Split", "Slice",
            "Pad", "Identity", "Cast", "Where", "Compress", "Trilu", "ReverseSequence", "Dropout",
-           "Optional",
+           "TopK", "MaxUnpool", "Optional",
            "OptionalGetElement", "SequenceAt", "SequenceConstruct", "SequenceInsert",
            "SplitToSequence", "ConcatFromSequence"])
 def view_backward(n: Node, grads: Grads) -> Cost:

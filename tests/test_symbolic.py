@@ -1,0 +1,176 @@
+"""Symbolic dims: unbound dims stay symbols, the totals are formulas in them, and substituting any
+values gives exactly the count made with those values bound."""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stdout
+
+import numpy as np
+import onnx
+import pytest
+import sympy
+from onnx import TensorProto
+
+import onnxflops
+from builders import model, node, weight
+from onnxflops.cli import main
+from onnxflops.report import BACKWARD, SUMMED
+
+batch, seq, height, width = sympy.symbols("batch seq height width", integer=True, positive=True)
+
+
+def int64(name: str, value) -> onnx.TensorProto:
+    return weight(name, np.shape(value), dtype=np.int64, value=value)
+
+
+def substituted(report: onnxflops.Report, values: dict) -> dict:
+    return {key: sympy.sympify(getattr(report.total, key)).subs(values)
+            for key in (*SUMMED, *BACKWARD)}
+
+
+def assert_agrees_with_bound_counts(path_or_proto, bind, values_list, **options):
+    """The symbolic totals, at each set of values, equal the count with those values bound."""
+    symbolic = onnxflops.count(path_or_proto, symbolic=True, training=True, **options)
+    assert not symbolic.uncosted
+    for values in values_list:
+        bound = onnxflops.count(path_or_proto, inputs=bind(**values), training=True, **options)
+        assert not bound.uncosted
+        expected = {key: getattr(bound.total, key) for key in (*SUMMED, *BACKWARD)}
+        at = {sympy.Symbol(k, integer=True, positive=True): v for k, v in values.items()}
+        assert substituted(symbolic, at) == expected, values
+    return symbolic
+
+
+def dense(inputs: dict):
+    nodes = [node("MatMul", ["X", "W"], ["XW"]), node("Add", ["XW", "b"], ["Y"])]
+    return model(nodes, inputs, [weight("W", (64, 32)), weight("b", (32,))])
+
+
+class TestFormulas:
+    def test_a_dense_layer_over_batch_and_seq(self):
+        report = onnxflops.count(dense({"X": ["batch", "seq", 64]}), symbolic=True)
+        assert report.total.macs == 64 * 32 * batch * seq
+        assert report.total.flops == 2 * 64 * 32 * batch * seq + 32 * batch * seq
+        assert report.total.bytes_written == 2 * 4 * 32 * batch * seq
+        assert report.total.params == 64 * 32 + 32
+        assert report.inputs == {"X": ["batch", "seq", 64]}
+
+    def test_batch_binds_the_leading_dim_and_the_rest_stays_symbolic(self):
+        report = onnxflops.count(dense({"X": ["N", "seq", 64]}), batch=3, symbolic=True)
+        assert report.total.macs == 3 * 64 * 32 * seq
+
+    def test_unnamed_and_oddly_named_dims_become_symbols_named_after_them(self):
+        report = onnxflops.count(dense({"X": [None, "seq len", 64]}), symbolic=True)
+        x_0, seq_len = sympy.symbols("X_0 seq_len", integer=True, positive=True)
+        assert report.total.macs == 64 * 32 * x_0 * seq_len
+
+    def test_a_reshape_to_a_computed_shape(self):
+        # [batch, seq, 12] → Reshape([4·batch, −1, 3]) → MatMul by [3, 5]: the target is computed
+        # from Shape, Gather and Mul, which ONNX inference does not carry symbols through.
+        nodes = [node("Shape", ["X"], ["s"]), node("Gather", ["s", "zero"], ["b"], axis=0),
+                 node("Mul", ["b", "four"], ["b4"]), node("Unsqueeze", ["b4", "axes"], ["b4u"]),
+                 node("Concat", ["b4u", "minus_one", "three"], ["target"], axis=0),
+                 node("Reshape", ["X", "target"], ["R"]), node("MatMul", ["R", "W"], ["Y"])]
+        weights = [int64("zero", 0), int64("four", 4), int64("axes", [0]),
+                   int64("minus_one", [-1]), int64("three", [3]), weight("W", (3, 5))]
+        report = onnxflops.count(model(nodes, {"X": ["batch", "seq", 12]}, weights),
+                                 symbolic=True)
+        assert report.nodes[-2].output_shapes == [["4*batch", "seq", 3]]
+        assert report.total.macs == 4 * batch * seq * 3 * 5
+        assert report.constant_nodes == 5  # the shape arithmetic, as when the dims are bound
+
+    def test_a_data_dependent_shape_is_uncosted_with_the_reason(self):
+        nodes = [node("NonZero", ["X"], ["idx"]), node("Cast", ["idx"], ["f"], to=1),
+                 node("MatMul", ["f", "W"], ["Y"])]
+        report = onnxflops.count(model(nodes, {"X": ["batch", 4]}, [weight("W", (1, 3))]),
+                                 symbolic=True)
+        reasons = {u.op_type: u.reason for u in report.uncosted}
+        assert reasons["MatMul"].startswith("shape of 'f' is unknown (2x")
+
+    def test_cli_prints_formulas_and_json_carries_them_as_strings(self, tmp_path):
+        path = tmp_path / "dense.onnx"
+        onnx.save(dense({"X": ["batch", "seq", 64]}), path)
+        out = io.StringIO()
+        with redirect_stdout(out):
+            assert main(["count", str(path), "--symbolic", "--json"]) == 0
+        document = json.loads(out.getvalue())
+        assert document["inputs"] == {"X": ["batch", "seq", 64]}
+        assert document["total"]["flops"] == "4128*batch*seq"          # (2·64 + 1)·32 per row
+        assert document["total"]["params"] == 64 * 32 + 32
+        assert document["nodes"][0]["output_shapes"] == [["batch", "seq", 32]]
+
+
+class TestAgreesWithBoundCounts:
+    def test_a_small_cnn_over_symbolic_spatial_dims(self):
+        nodes = [node("Conv", ["X", "W1", "B1"], ["C1"], strides=[2, 2], pads=[1, 1, 1, 1]),
+                 node("Relu", ["C1"], ["R1"]),
+                 node("MaxPool", ["R1"], ["P"], kernel_shape=[3, 3], strides=[2, 2],
+                      pads=[1, 1, 1, 1]),
+                 node("Conv", ["P", "W2"], ["C2"], auto_pad="SAME_UPPER"),
+                 node("AveragePool", ["C2"], ["A"], kernel_shape=[2, 2], strides=[2, 2],
+                      ceil_mode=1),
+                 node("GlobalAveragePool", ["A"], ["G"]), node("Flatten", ["G"], ["F"]),
+                 node("Gemm", ["F", "Wf", "Bf"], ["Y"], transB=1)]
+        weights = [weight("W1", (8, 3, 3, 3)), weight("B1", (8,)), weight("W2", (4, 8, 3, 3)),
+                   weight("Wf", (10, 4)), weight("Bf", (10,))]
+        cnn = model(nodes, {"X": ["batch", 3, "height", "width"]}, weights)
+        report = assert_agrees_with_bound_counts(
+            cnn, lambda batch, height, width: {"X": (batch, 3, height, width)},
+            [dict(batch=1, height=32, width=32), dict(batch=2, height=17, width=40),
+             dict(batch=3, height=9, width=10)])
+        assert report.total.macs.free_symbols == {batch, height, width}
+
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def encoder_layer(tmp_path_factory):
+    """nn.TransformerEncoderLayer exported with batch and sequence length left dynamic."""
+    class EncoderLayer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.TransformerEncoderLayer(
+                d_model=64, nhead=4, dim_feedforward=128, dropout=0.0, batch_first=True,
+                activation="gelu")
+
+        def forward(self, x):
+            return self.layer(x, is_causal=False)
+
+    torch.manual_seed(0)
+    dims = {0: torch.export.Dim("batch"), 1: torch.export.Dim("seq")}
+    program = torch.onnx.export(EncoderLayer().eval(), (torch.randn(2, 12, 64),), dynamo=True,
+                                optimize=False, verbose=False, dynamic_shapes=(dims,))
+    path = tmp_path_factory.mktemp("symbolic") / "encoder_layer.onnx"
+    onnx.save(program.model_proto, path)
+    return str(path)
+
+
+def test_transformer_layer_flops_are_a_polynomial_in_batch_and_seq(encoder_layer):
+    report = assert_agrees_with_bound_counts(
+        encoder_layer, lambda batch, seq: {"x": (batch, seq, 64)},
+        [dict(batch=1, seq=1), dict(batch=2, seq=12), dict(batch=3, seq=7),
+         dict(batch=5, seq=128)])
+    # Per sequence: q·kᵀ and attention·v are seq²·64 MACs each; the projections (4·64²), the
+    # feed-forward (2·64·128) are seq·32,768 MACs.
+    assert report.total.macs == 128 * batch * seq**2 + 32_768 * batch * seq
+    flops = sympy.Poly(report.total.flops, batch, seq)
+    assert flops.degree(seq) == 2 and flops.degree(batch) == 1
+    assert report.total.params == 4 * 64 * 64 + 4 * 64 + 2 * 64 * 128 + 128 + 64 + 4 * 64
+
+
+def test_resnet50_counts_as_a_formula_in_batch_height_and_width():
+    from models.resnet50 import ResNet50
+
+    torch.manual_seed(0)
+    buffer = io.BytesIO()
+    torch.onnx.export(ResNet50().eval(), (torch.randn(1, 3, 64, 64),), buffer, dynamo=False,
+                      do_constant_folding=False, input_names=["x"],
+                      dynamic_axes={"x": {0: "batch", 2: "height", 3: "width"}})
+    proto = onnx.load_from_string(buffer.getvalue())
+    report = assert_agrees_with_bound_counts(
+        proto, lambda batch, height, width: {"x": (batch, 3, height, width)},
+        [dict(batch=1, height=224, width=224), dict(batch=2, height=97, width=131)])
+    assert 2 * report.total.macs.subs({batch: 1, height: 224, width: 224}) == 8_178_368_512
