@@ -21,6 +21,7 @@ tensors it creates, so the model is not analyzed again.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -38,33 +39,38 @@ _STANDARD = ("", "ai.onnx")
 
 
 def canonicalize(analyzed: AnalyzedModel) -> AnalyzedModel:
-    """The analyzed model with equivalent forms rewritten; the same object when nothing matched."""
-    model = onnx.ModelProto()
-    model.CopyFrom(analyzed.model)
-    opset = analyzed.opsets.get("", 0)
-    if not _rewrite_graph(model.graph, None, opset):
-        return analyzed
-    view = GraphView(model.graph)
-    view.values.update(analyzed.graph.values)
-    view.mark_constants()
-    return AnalyzedModel(model, view, analyzed.opsets, analyzed.warnings)
+    """Rewrite the analyzed model (which analyze made for this pipeline) in place and return it."""
+    if _rewrite_graph(analyzed.model.graph, analyzed.graph, analyzed.opsets.get("", 0)):
+        analyzed.graph.mark_constants()
+    return analyzed
 
 
-def _rewrite_graph(graph: onnx.GraphProto, parent: GraphView | None, opset: int) -> bool:
-    view = GraphView(graph, parent)
-    view.mark_constants()
+_CONTROL_FLOW = {"Loop", "If", "Scan"}
+
+
+def _rewrite_graph(graph: onnx.GraphProto, view: GraphView, opset: int) -> bool:
     changed = False
-    for node in list(graph.node):
-        for a in node.attribute:
-            bodies = [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)
-            for body in bodies:
-                changed |= _rewrite_graph(body, view, opset)
-    editor = _Editor(graph, view, opset)
-    for rule in _RULES:
-        if rule(editor):
-            changed = True
-            editor.refresh()
+    present = set()
+    for node in graph.node:
+        present.add(node.op_type)
+        if node.op_type in _CONTROL_FLOW:
+            for body in _bodies(node):
+                inner = GraphView(body, view)
+                inner.mark_constants()
+                changed |= _rewrite_graph(body, inner, opset)
+    editor = None
+    for anchors, rule in _RULES:
+        if anchors & present:
+            editor = editor or _Editor(graph, view, opset)
+            if rule(editor):
+                changed = True
+                editor.refresh()
     return changed
+
+
+def _bodies(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+    return [g for a in node.attribute
+            for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs))]
 
 
 class _Editor:
@@ -75,21 +81,28 @@ class _Editor:
         self.view = view
         self.opset = opset
         self._fresh = itertools.count()
+        self.outputs = {o.name for o in graph.output}
         self.refresh()
 
     def refresh(self) -> None:
         # Holding the node wrappers keeps their identity (and so `position`) stable.
         self.nodes = list(self.graph.node)
         self.position = {id(n): i for i, n in enumerate(self.nodes)}
-        self.producer: dict[str, onnx.NodeProto] = {}
-        self.consumers: dict[str, list[onnx.NodeProto]] = {}
-        for node in self.graph.node:
-            for o in node.output:
-                if o:
-                    self.producer[o] = node
-            for i in _used_names(node):
-                self.consumers.setdefault(i, []).append(node)
-        self.outputs = {o.name for o in self.graph.output}
+        self.producer = {o: n for n in self.nodes for o in n.output}
+        self._consumers: dict[str, list[onnx.NodeProto]] | None = None
+
+    @property
+    def consumers(self) -> dict[str, list[onnx.NodeProto]]:
+        """Who reads each tensor (subgraphs included); built when a rule first needs it."""
+        if self._consumers is None:
+            self._consumers = {}
+            for node in self.nodes:
+                read = list(node.input)
+                if node.op_type in _CONTROL_FLOW:
+                    read += set().union(*map(_outer_names, _bodies(node)))
+                for i in read:
+                    self._consumers.setdefault(i, []).append(node)
+        return self._consumers
 
     def info(self, name: str) -> TensorInfo | None:
         return self.view.info(name)
@@ -178,25 +191,24 @@ class _Editor:
     def add_constant(self, base: str, value: np.ndarray) -> onnx.NodeProto:
         """A Constant node for a structural value (a scale, a bound), known to this graph's view."""
         name = self.fresh(base)
+        self.register_constant(name, value)
+        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(value, name))
+
+    def register_constant(self, name: str, value: np.ndarray) -> None:
         self.view.values[name] = value
         self.view.constant.add(name)
         self.view.tensors[name] = TensorInfo(name, helper.np_dtype_to_tensor_dtype(value.dtype),
                                              value.shape)
-        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(value, name))
-
-
-def _used_names(node: onnx.NodeProto) -> Iterable[str]:
-    """Inputs of a node, and the outer-scope names its subgraphs read."""
-    yield from (i for i in node.input if i)
-    for a in node.attribute:
-        for body in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
-            yield from _outer_names(body)
 
 
 def _outer_names(graph: onnx.GraphProto) -> set[str]:
+    """Names a subgraph (or one nested in it) reads from the scopes around it."""
     local = {i.name for i in graph.input} | {t.name for t in graph.initializer}
     local |= {o for n in graph.node for o in n.output}
-    used = {name for n in graph.node for name in _used_names(n)}
+    used = {i for n in graph.node for i in n.input if i}
+    for n in graph.node:
+        if n.op_type in _CONTROL_FLOW:
+            used |= set().union(*map(_outer_names, _bodies(n)))
     return used - local
 
 
@@ -209,7 +221,7 @@ _BROADCASTS = {"Expand", "Cast", "CastLike", "Reshape", "Unsqueeze", "Identity",
 def drop_broadcast_zero_bias(g: _Editor) -> bool:
     """Conv(x, w, Expand(0)) → Conv(x, w): a bias broadcast from a zero constant holds no params."""
     changed = False
-    for node in g.graph.node:
+    for node in g.nodes:
         slot = _BIAS_SLOT.get(node.op_type)
         if node.domain in _STANDARD and slot is not None and len(node.input) > slot \
                 and _is_broadcast_zero(g, node.input[slot]):
@@ -242,7 +254,7 @@ _INTEGER_TYPES = {onnx.TensorProto.INT32, onnx.TensorProto.INT64, onnx.TensorPro
 def compare_integers_as_integers(g: _Editor) -> bool:
     """Less(Cast<float>(i), 12.0) → Less(i, 12): counters and indices compared as what they are."""
     changed = False
-    for node in list(g.graph.node):
+    for node in list(g.nodes):
         if node.op_type not in _COMPARISONS or node.domain not in _STANDARD:
             continue
         uncast = [_integer_before_cast(g, i) for i in node.input]
@@ -280,7 +292,7 @@ def _integer_before_cast(g: _Editor, name: str) -> str | None:
 def read_loop_invariants_from_outer_scope(g: _Editor) -> bool:
     """Loop state the body returns unchanged is read from the outer scope instead of carried."""
     changed = False
-    for node in g.graph.node:
+    for node in g.nodes:
         if node.op_type != "Loop" or node.domain not in _STANDARD:
             continue
         body = next(a.g for a in node.attribute if a.name == "body")
@@ -345,9 +357,10 @@ _VIEWS = {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Identity"}
 def scale_products_not_operands(g: _Editor) -> bool:
     """MatMul(q·a, k·b) → MatMul(q, k)·(a·b): a scalar factor counts once, on the product."""
     changed = False
-    for node in list(g.graph.node):
-        if node.op_type != "MatMul" or node.domain not in _STANDARD:
-            continue
+    for node in list(g.nodes):
+        if node.op_type != "MatMul" or node.domain not in _STANDARD \
+                or any(g.is_constant(i) for i in node.input):
+            continue  # products of two activations (attention's q·kᵀ), not layers with weights
         found = {id(f[1]): f for f in map(lambda i: _scalar_factor_feeding(g, i), node.input) if f}
         info = g.info(node.output[0])
         if not found or info is None or not info.is_float:
@@ -579,9 +592,10 @@ _PROBE = np.linspace(-4.0, 4.0, 33)
 def fuse_activations(g: _Editor) -> bool:
     """0.5·x·(1 + erf(x/√2)) in any arrangement (and GELU's tanh form) → Gelu."""
     changed = False
-    for anchor in list(g.graph.node):
-        if anchor.op_type not in ("Erf", "Tanh") or id(anchor) not in g.position:
-            continue
+    for anchor in list(g.nodes):
+        if anchor.op_type not in ("Erf", "Tanh") or id(anchor) not in g.position \
+                or not _scaled(g, anchor.input[0]):
+            continue  # GELU takes erf(x/√2) or tanh(√(2/π)·(...))
         for source in _sources_above(g, anchor.input[0]):
             region = _first_match(g, source, anchor, weights_allowed=False,
                                   match=lambda r: _match_activation(g, r))
@@ -590,6 +604,13 @@ def fuse_activations(g: _Editor) -> bool:
                 changed |= _substitute(g, region[0], op_type, attributes, since, [source])
                 break
     return changed
+
+
+def _scaled(g: _Editor, name: str) -> bool:
+    """Whether `name` is a product or quotient of something by a scalar constant."""
+    node = g.producer.get(name)
+    return node is not None and node.op_type in ("Mul", "Div") and any(
+        g.scalar(i) is not None for i in node.input)
 
 
 def _first_match(g: _Editor, source: str, anchor: onnx.NodeProto, weights_allowed: bool, match):
@@ -617,11 +638,14 @@ def _match_activation(g: _Editor, region: _Region):
 def fuse_layer_norms(g: _Editor) -> bool:
     """(x − mean)/√(var + ε)·γ + β in any arrangement (tf2onnx writes 13 ops) → LayerNormalization."""
     changed = False
-    for anchor in list(g.graph.node):
-        if anchor.op_type not in _REDUCTIONS or id(anchor) not in g.position:
+    for variance in list(g.nodes):
+        if variance.op_type not in _REDUCTIONS or id(variance) not in g.position:
             continue
-        source = anchor.input[0]
-        found = _first_match(g, source, anchor, weights_allowed=True,
+        mean = _mean_of_deviation(g, variance.input[0])
+        if mean is None:
+            continue
+        source = mean.input[0]
+        found = _first_match(g, source, mean, weights_allowed=True,
                              match=lambda r: _match_layer_norm(g, r))
         if found is not None:
             region, (axis, epsilon, scale, bias) = found
@@ -629,6 +653,23 @@ def fuse_layer_norms(g: _Editor) -> bool:
             changed |= _substitute(g, region, "LayerNormalization",
                                    {"axis": axis, "epsilon": epsilon}, 17, inputs)
     return changed
+
+
+def _mean_of_deviation(g: _Editor, squared: str) -> onnx.NodeProto | None:
+    """The mean reduction m when `squared` is (x − m)², written as a product or a power of 2."""
+    square = g.producer.get(squared)
+    if square is None or square.op_type not in ("Mul", "Pow") or len(square.input) != 2:
+        return None
+    if square.op_type == "Mul" and square.input[0] != square.input[1] \
+            or square.op_type == "Pow" and g.scalar(square.input[1]) != 2.0:
+        return None
+    deviation = g.producer.get(square.input[0])
+    if deviation is None or deviation.op_type != "Sub":
+        return None
+    mean = g.producer.get(deviation.input[1])
+    if mean is None or mean.op_type not in _REDUCTIONS or mean.input[0] != deviation.input[0]:
+        return None
+    return mean
 
 
 def _match_layer_norm(g: _Editor, region: _Region):
@@ -684,46 +725,82 @@ def _broadcasts_to(info: TensorInfo | None, normalized: tuple[int, ...]) -> bool
 
 def _substitute(g: _Editor, region: _Region, op_type: str, attributes: dict, since: int,
                 inputs: list[str]) -> bool:
-    """Replace `region` by one `op_type` node, or by its function body before opset `since`."""
+    """Replace `region` by one `op_type` node, or by its function body before opset `since`.
+
+    A region that already does the run-time work of the replacement is left as it is.
+    """
     if g.opset >= since:
         replacement = [helper.make_node(op_type, inputs, [region.output], **attributes)]
+        work = [op_type]
     else:
-        replacement = _function_body(g, op_type, attributes, since, inputs, region.output)
-    if sorted(n.op_type for n in replacement if n.op_type != "Constant") == region.op_types():
+        body = _expanded(op_type, tuple(sorted(attributes.items())), since,
+                         tuple((g.info(i).dtype, g.info(i).shape) for i in inputs))
+        replacement = _instantiated(g, body, inputs, region.output)
+        work = _run_time_ops(body)
+    if _same_work(work, region.op_types()):
         return False
     g.replace(region.nodes, [g.named_after(n, region.nodes[-1]) for n in replacement])
     return True
 
 
-def _function_body(g: _Editor, op_type: str, attributes: dict, since: int, inputs: list[str],
-                   output: str) -> list[onnx.NodeProto]:
-    """The ONNX function body of `op_type`, its tensors renamed into this graph, shapes recorded."""
-    call = helper.make_node(op_type, inputs, [output], **attributes)
-    inferred = onnx.shape_inference.infer_shapes(
-        expansion_model(call, since, [g.info(i) for i in inputs]))
-    body = GraphView(inferred.graph)
-    renamed = {o: g.fresh(output) for node in inferred.graph.node for o in node.output
-               if o and o != output}
-    for name, fresh in renamed.items():
-        info = body.info(name)
-        if info is not None:
-            g.set_info(fresh, info.dtype, info.shape)
+def _same_work(a: list[str], b: list[str]) -> bool:
+    """Equal op lists, a two-operand Sum counted as the Add it is."""
+    def norm(ops):
+        return sorted("Add" if op == "Sum" else op for op in ops)
+    return norm(a) == norm(b)
+
+
+@functools.lru_cache(maxsize=64)
+def _expanded(op_type: str, attributes: tuple, since: int, inputs: tuple) -> onnx.ModelProto:
+    """The op's ONNX function body for inputs of these (dtype, shape), with inferred shapes."""
+    names = [f"input_{i}" for i in range(len(inputs))]
+    call = helper.make_node(op_type, names, ["output"], **dict(attributes))
+    infos = [TensorInfo(n, dtype, shape) for n, (dtype, shape) in zip(names, inputs)]
+    return onnx.shape_inference.infer_shapes(expansion_model(call, since, infos))
+
+
+def _run_time_ops(body: onnx.ModelProto) -> list[str]:
+    """Op types of the body's nodes that depend on its inputs (the rest is constant work)."""
+    live, ops = {i.name for i in body.graph.input}, []
+    for node in body.graph.node:
+        read = [i for slot, i in enumerate(node.input) if not (node.op_type == "CastLike" and slot)]
+        if live & set(read):
+            live.update(node.output)
+            ops.append(node.op_type)
+    return ops
+
+
+def _instantiated(g: _Editor, body: onnx.ModelProto, inputs: list[str],
+                  output: str) -> list[onnx.NodeProto]:
+    """The body's nodes wired to `inputs` and `output`, its other tensors renamed into the graph."""
+    view = GraphView(body.graph)
+    renamed = {f"input_{i}": name for i, name in enumerate(inputs)} | {"output": output}
+    for node in body.graph.node:
+        for o in node.output:
+            if o not in renamed:
+                renamed[o] = g.fresh(output)
+                info = view.info(o)
+                if info is not None:
+                    g.set_info(renamed[o], info.dtype, info.shape)
     nodes = []
-    for node in inferred.graph.node:
+    for node in body.graph.node:
         copy = onnx.NodeProto()
         copy.CopyFrom(node)
         for field in (copy.input, copy.output):
             for i, name in enumerate(field):
                 field[i] = renamed.get(name, name)
+        if node.op_type == "Constant":
+            g.register_constant(copy.output[0], view.value(node.output[0]))
         nodes.append(copy)
     return nodes
 
 
-_RULES: tuple[Callable[[_Editor], bool], ...] = (
-    read_loop_invariants_from_outer_scope,
-    drop_broadcast_zero_bias,
-    compare_integers_as_integers,
-    fuse_activations,
-    fuse_layer_norms,
-    scale_products_not_operands,
+# (op types whose presence lets the rule match anything, the rule), in the order they run.
+_RULES: tuple[tuple[set[str], Callable[[_Editor], bool]], ...] = (
+    ({"Loop"}, read_loop_invariants_from_outer_scope),
+    (set(_BIAS_SLOT), drop_broadcast_zero_bias),
+    (_COMPARISONS, compare_integers_as_integers),
+    ({"Erf", "Tanh"}, fuse_activations),
+    (_REDUCTIONS, fuse_layer_norms),
+    ({"MatMul"}, scale_products_not_operands),
 )
