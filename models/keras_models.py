@@ -24,37 +24,34 @@ def seed003_conv_gru_dense() -> keras.Model:
     return keras.Model(x, y, name="seed003_conv_gru_dense")
 
 
+def _on_32x32(name: str, *stack: layers.Layer) -> keras.Model:
+    """Seed 001's models: a 32×32×1 input through `stack`."""
+    return keras.Sequential([keras.Input((32, 32, 1), name="x"), *stack], name=name)
+
+
 def seed001_input_only() -> keras.Model:
     x = keras.Input((32, 32, 1), name="x")
     return keras.Model(x, x, name="seed001_input_only")
 
 
 def seed001_dense_softmax() -> keras.Model:
-    x = keras.Input((32, 32, 1), name="x")
-    y = layers.Flatten(name="flatten")(x)
-    y = layers.Dense(1, activation="softmax", name="dense")(y)
-    return keras.Model(x, y, name="seed001_dense_softmax")
+    return _on_32x32("seed001_dense_softmax", layers.Flatten(name="flatten"),
+                     layers.Dense(1, activation="softmax", name="dense"))
 
 
 def seed001_conv_dense_softmax() -> keras.Model:
-    x = keras.Input((32, 32, 1), name="x")
-    y = layers.Conv2D(1, 5, padding="same", name="conv")(x)
-    y = layers.Flatten(name="flatten")(y)
-    y = layers.Dense(1, activation="softmax", name="dense")(y)
-    return keras.Model(x, y, name="seed001_conv_dense_softmax")
+    return _on_32x32("seed001_conv_dense_softmax", layers.Conv2D(1, 5, padding="same", name="conv"),
+                     layers.Flatten(name="flatten"),
+                     layers.Dense(1, activation="softmax", name="dense"))
 
 
 def seed001_conv3() -> keras.Model:
-    x = keras.Input((32, 32, 1), name="x")
-    y = layers.Conv2D(1, 3, padding="same", name="conv")(x)
-    return keras.Model(x, y, name="seed001_conv3")
+    return _on_32x32("seed001_conv3", layers.Conv2D(1, 3, padding="same", name="conv"))
 
 
 def seed001_two_convs() -> keras.Model:
-    x = keras.Input((32, 32, 1), name="x")
-    y = layers.Conv2D(32, 3, padding="same", name="conv1")(x)
-    y = layers.Conv2D(1, 3, padding="same", name="conv2")(y)
-    return keras.Model(x, y, name="seed001_two_convs")
+    return _on_32x32("seed001_two_convs", layers.Conv2D(32, 3, padding="same", name="conv1"),
+                     layers.Conv2D(1, 3, padding="same", name="conv2"))
 
 
 def seed002_conv_bn_relu() -> keras.Model:
