@@ -334,5 +334,5 @@ _RULES: dict[str, Callable[[list, dict], list[Output]]] = {
     "DequantizeLinear": _dequantize,
     "GatherBlockQuantized": _gather_block_quantized,
 }
-# onnxruntime's own ops in the default domain, unknown to ONNX.
-_DEFAULT_DOMAIN = {"SimplifiedLayerNormalization"}
+# onnxruntime's own ops in the default domain, unknown to ONNX (LayerNormalization before 17).
+_DEFAULT_DOMAIN = {"SimplifiedLayerNormalization", "LayerNormalization"}

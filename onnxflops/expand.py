@@ -59,9 +59,13 @@ def expansion_model(node: onnx.NodeProto, opset: int, inputs: list[TensorInfo | 
                      for name in node.output if name]
     graph = onnx.helper.make_graph([call], "expansion", graph_inputs, graph_outputs, constants)
     model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid(domain, opset)])
-    if not _has_body(_schema(node.op_type, domain, opset)):
-        opset = _first_version_with_body(node.op_type, domain, opset)
-        model = _upgraded(model, opset)
+    schema = _schema_or_none(node.op_type, domain, opset)
+    if schema is None or not _has_body(schema):
+        later = _first_version_with_body(node.op_type, domain, opset)
+        # An op ONNX did not have yet at this opset is onnxruntime's op of the same name and
+        # meaning (LayerNormalization before opset 17): it is that op's first ONNX version.
+        model = _upgraded(model, later) if schema is not None else _retargeted(model, later)
+        opset = later
     return _inlined(model, node.op_type, domain, opset)
 
 
@@ -101,11 +105,24 @@ def _upgraded(model: onnx.ModelProto, opset: int) -> onnx.ModelProto:
                          f"function body: {str(e).strip().splitlines()[0]}") from None
 
 
+def _retargeted(model: onnx.ModelProto, opset: int) -> onnx.ModelProto:
+    del model.opset_import[:]
+    model.opset_import.append(onnx.helper.make_opsetid("", opset))
+    return model
+
+
 def _schema(op_type: str, domain: str, opset: int) -> onnx.defs.OpSchema:
+    schema = _schema_or_none(op_type, domain, opset)
+    if schema is None:
+        raise Uncostable(f"no ONNX schema for {op_type} at opset {opset}")
+    return schema
+
+
+def _schema_or_none(op_type: str, domain: str, opset: int) -> onnx.defs.OpSchema | None:
     try:
         return onnx.defs.get_schema(op_type, max_inclusive_version=opset or 10_000, domain=domain)
     except onnx.defs.SchemaError:
-        raise Uncostable(f"no ONNX schema for {op_type} at opset {opset}") from None
+        return None
 
 
 def _has_body(schema: onnx.defs.OpSchema) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import onnxflops
-from builders import model, node
+from builders import model, node, weight
 
 N, C, H, W = 2, 4, 6, 6
 E = N * C * H * W
@@ -45,3 +45,15 @@ def test_omitted_attributes_take_their_defaults(op_type, opset, per_element):
 ])
 def test_older_opsets_cost_their_upgraded_form(op_type, opset, attrs, flops):
     assert flops_of(op_type, opset, **attrs) == flops
+
+
+def test_layer_norm_before_onnx_had_it_is_onnxruntimes_with_the_same_meaning():
+    # onnxruntime's optimizer writes LayerNormalization into opset-13 models; ONNX added it at 17.
+    n, s, h = 2, 5, 8
+    nodes = [node("LayerNormalization", ["x", "g", "b"], ["y"]), node("Relu", ["y"], ["r"])]
+    weights = [weight("g", (h,)), weight("b", (h,))]
+    at_13 = onnxflops.count(model(nodes, {"x": [n, s, h]}, weights, opset=13))
+    at_17 = onnxflops.count(model(nodes, {"x": [n, s, h]}, weights, opset=17))
+    assert not at_13.uncosted and not at_17.uncosted
+    assert at_13.total.flops == at_17.total.flops > n * s * h
+    assert at_13.total.params == 2 * h
