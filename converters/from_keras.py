@@ -218,36 +218,38 @@ def _stand_in_weights(variables):
 
 @contextlib.contextmanager
 def _traceable_batch_norm():
-    """Emit 4-D/5-D BatchNorm as FusedBatchNormV3, which Grappler leaves whole, while tracing."""
+    """Emit BatchNorm as TensorFlow's FusedBatchNormV3, which Grappler leaves whole, while tracing.
+
+    The fused op takes 4-D/5-D tensors: 2-D and 3-D ones (after a Dense or a Conv1D) get unit
+    dims inserted around the call, free reshapes in the count.
+    """
     from keras.src import backend
 
     arithmetic = backend.nn.batch_normalization
 
     def batch_normalization(x, mean, variance, axis, offset=None, scale=None, epsilon=1e-3):
-        layout = _fused_layout(len(x.shape), axis)
-        if layout is None or offset is None or scale is None:
+        rank = len(x.shape)
+        channels_last = axis in (-1, rank - 1)
+        if rank > 5 or not (channels_last or axis == 1) or offset is None or scale is None:
             return arithmetic(x, mean, variance, axis, offset, scale, epsilon)
         import tensorflow as tf
 
-        return tf.raw_ops.FusedBatchNormV3(
+        shape = tf.shape(x)
+        if rank < 4:  # [N, C] → [N, 1, 1, C]; [N, T, C] → [N, T, 1, C]; [N, C, L] → [N, C, L, 1]
+            units = tf.ones([4 - rank], dtype=shape.dtype)
+            parts = [shape[:-1], units, shape[-1:]] if channels_last else [shape, units]
+            x = tf.reshape(x, tf.concat(parts, axis=0))
+        layouts = {(True, 4): "NHWC", (True, 5): "NDHWC", (False, 4): "NCHW", (False, 5): "NCDHW"}
+        y = tf.raw_ops.FusedBatchNormV3(
             x=x, scale=scale, offset=offset, mean=mean, variance=variance, epsilon=epsilon,
-            data_format=layout, is_training=False)[0]
+            data_format=layouts[channels_last, max(rank, 4)], is_training=False)[0]
+        return tf.reshape(y, shape) if rank < 4 else y
 
     backend.nn.batch_normalization = batch_normalization
     try:
         yield
     finally:
         backend.nn.batch_normalization = arithmetic
-
-
-def _fused_layout(rank: int, axis: int) -> str | None:
-    if rank not in (4, 5):
-        return None
-    if axis in (-1, rank - 1):
-        return "NHWC" if rank == 4 else "NDHWC"
-    if axis == 1:
-        return "NCHW" if rank == 4 else "NCDHW"
-    return None
 
 
 @contextlib.contextmanager

@@ -82,6 +82,24 @@ class TestWeightValuesDoNotMatter:
         assert merged.total.params == 20  # the TorchScript exporter shares equal initializers
 
 
+@pytest.mark.parametrize("rank", [2, 3])
+def test_batchnorm_after_dense_or_conv1d_counts_like_torch_batchnorm1d(rank):
+    layers = keras.layers
+    if rank == 2:
+        keras_model = keras.Sequential([keras.Input((16,)), layers.Dense(8),
+                                        layers.BatchNormalization()])
+        module, shape, elements = nn.Sequential(nn.Linear(16, 8), nn.BatchNorm1d(8)), (1, 16), 8
+    else:
+        keras_model = keras.Sequential([keras.Input((10, 6)), layers.Conv1D(8, 3),
+                                        layers.BatchNormalization()])
+        module, shape, elements = nn.Sequential(nn.Conv1d(6, 8, 3), nn.BatchNorm1d(8)), \
+            (1, 6, 10), 8 * 8
+    ours, theirs = onnxflops.count(keras_model), onnxflops.count(module, inputs=(shape,))
+    assert totals(ours) == totals(theirs)
+    batch_norm = next(n for n in ours.nodes if n.op_type == "BatchNormalization")
+    assert (batch_norm.flops, batch_norm.params, batch_norm.buffers) == (4 * elements + 16, 16, 16)
+
+
 class TestSharedWeightsStayShared:
     def test_a_tied_torch_weight_is_one_parameter_for_both_exporters(self):
         first, second = nn.Linear(6, 6), nn.Linear(6, 6)
