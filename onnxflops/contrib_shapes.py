@@ -70,7 +70,8 @@ def _outputs(node: onnx.NodeProto, inputs: list[TensorInfo | None]) -> list[Outp
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     try:
         return rule(inputs, attrs)
-    except (ValueError, IndexError, KeyError, ZeroDivisionError, onnx.shape_inference.InferenceError):
+    except (ValueError, IndexError, KeyError, ZeroDivisionError,
+            onnx.shape_inference.InferenceError):
         return []  # inputs this rule does not understand: the outputs stay unknown
 
 

@@ -72,7 +72,8 @@ def expansion_model(node: onnx.NodeProto, opset: int, inputs: list[TensorInfo | 
 def _inlined(model: onnx.ModelProto, op_type: str, domain: str, opset: int) -> onnx.ModelProto:
     """`model` with its one node of `op_type` replaced by that op's function body."""
     inferred = onnx.shape_inference.infer_shapes(model)
-    types = {vi.name: vi.type for vi in list(inferred.graph.input) + list(inferred.graph.value_info)}
+    graph = inferred.graph
+    types = {vi.name: vi.type for vi in list(graph.input) + list(graph.value_info)}
     call = next(n for n in model.graph.node if n.op_type == op_type and n.domain == domain)
     _add_default_attributes(call, _schema(op_type, domain, opset))
     function = function_body(op_type, domain, opset, call,

@@ -50,7 +50,8 @@ TREES = dict(nodes_treeids=[0, 0, 0, 0, 0, 1, 1, 1], nodes_nodeids=[0, 1, 2, 3, 
              nodes_modes=["BRANCH_LEQ", "LEAF", "BRANCH_LEQ", "LEAF", "LEAF",
                           "BRANCH_LEQ", "LEAF", "LEAF"],
              nodes_featureids=[0, 0, 1, 0, 0, 2, 0, 0], nodes_values=[0.5] * 8,
-             nodes_truenodeids=[1, 0, 3, 0, 0, 1, 0, 0], nodes_falsenodeids=[2, 0, 4, 0, 0, 2, 0, 0])
+             nodes_truenodeids=[1, 0, 3, 0, 0, 1, 0, 0],
+             nodes_falsenodeids=[2, 0, 4, 0, 0, 2, 0, 0])
 
 
 def test_tree_ensemble_regressor_walks_each_tree_to_its_deepest_leaf():

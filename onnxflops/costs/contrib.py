@@ -194,14 +194,14 @@ def skip_sum(n: Node, bias_slot: int) -> tuple[TensorInfo, Cost]:
 
 @ms_rule("SkipLayerNormalization", category=NORMALIZATION, weights=(2, 3, 4))
 def skip_layer_norm(n: Node) -> Cost:
-    """input + skip (+ bias) as standard Adds, then the standard LayerNormalization over the last axis"""
+    """input + skip (+ bias) as standard Adds, then the standard LayerNormalization"""
     x, residual = skip_sum(n, 4)
     return residual + n.cost_of("LayerNormalization", [x, n.input(2), *present(n, 3)], [x])
 
 
 @ms_rule("SkipSimplifiedLayerNormalization", category=NORMALIZATION, weights=(2, 3))
 def skip_simplified_layer_norm(n: Node) -> Cost:
-    """input + skip (+ bias) as standard Adds, then the standard RMSNormalization over the last axis"""
+    """input + skip (+ bias) as standard Adds, then the standard RMSNormalization"""
     x, residual = skip_sum(n, 3)
     return residual + n.cost_of("RMSNormalization", [x, n.input(2)], [x])
 
@@ -223,7 +223,7 @@ def layer_norm(n: Node) -> Cost:
 
 @ms_rule("EmbedLayerNormalization", category=NORMALIZATION, weights=(2, 3, 4, 5, 6))
 def embed_layer_norm(n: Node) -> Cost:
-    """word + position (+ segment) embeddings as standard Adds, then the standard LayerNormalization"""
+    """word + position (+ segment) embeddings as standard Adds, then LayerNormalization"""
     ids, word = n.input(0), n.input(2)
     x = like(word, ids.dims + word.dims[-1:])
     embeddings = [x, x] + ([x] if n.has_input(4) else [])
@@ -237,7 +237,7 @@ def nchw(x: TensorInfo, channels_last: bool) -> TensorInfo:
 
 @ms_rule(["GroupNorm", "SkipGroupNorm"], category=NORMALIZATION, weights=(1, 2, 4))
 def group_norm(n: Node) -> Cost:
-    """(+ skip + bias as standard Adds) the standard GroupNormalization, then SiLU (Sigmoid, Mul) when activation = 1"""
+    """(skip, bias Adds) + the standard GroupNormalization (+ Sigmoid, Mul when activation = 1)"""
     x = nchw(n.input(0), n.attr("channels_last", 1))
     gamma = n.input(1)
     residual = added(n, x, n.input(3), *present(n, 4)) if n.op_type == "SkipGroupNorm" else ZERO
@@ -278,7 +278,7 @@ def rotary(n: Node, x: TensorInfo, max_positions) -> Cost:
 
 @ms_rule("Attention", category=ATTENTION, weights=(1, 2))
 def ms_attention(n: Node) -> Cost:
-    """MatMul + Add (the QKV projection), then the standard Attention op per head (+ RoPE on q, k)"""
+    """MatMul + Add (the QKV projection), then the standard Attention (+ RoPE on q, k)"""
     x, w = n.input(0), n.input(1)
     qkv = like(x, x.dims[:-1] + w.dims[-1:])
     projection = n.cost_of("MatMul", [x, w], [qkv]) + added(n, qkv, *present(n, 2))
@@ -332,7 +332,7 @@ def multi_head_attention(n: Node) -> Cost:
 
 @ms_rule("GroupQueryAttention", category=ATTENTION)
 def group_query_attention(n: Node) -> Cost:
-    """RoPE on q and new k when do_rotary, then the standard Attention op with Hq query and Hkv key heads"""
+    """RoPE on q and new k when do_rotary, then the standard Attention with Hq and Hkv heads"""
     hq, hkv = n.attr("num_heads"), n.attr("kv_num_heads")
     query = n.input(0)
     batch, seq, hidden = query.dims
@@ -403,7 +403,7 @@ def qlinear_binary(n: Node) -> Cost:
 @ms_rule(["QLinearSigmoid", "QLinearLeakyRelu", "QLinearSoftmax", "QLinearAveragePool",
           "QLinearGlobalAveragePool", "QLinearReduceMean"], category=QUANTIZATION)
 def qlinear_unary(n: Node) -> Cost:
-    """QDQ form: DequantizeLinear of X, the standard op with the same attributes, QuantizeLinear of Y"""
+    """QDQ form: DequantizeLinear of X, the standard op, QuantizeLinear of Y"""
     op = n.op_type.removeprefix("QLinear")
     channels_last = n.attr("channels_last", 0)
     x = nchw(float_like(n, 1, n.input(0).dims), channels_last)
@@ -462,7 +462,7 @@ def rescaled(y, scales) -> Cost:
 
 @ms_rule("QGemm", category=CONTRACTION, weights=(3, 6))
 def qgemm(n: Node) -> Cost:
-    """int MACs = M·N·K, zero points numel(A) + numel(B), int32 C add; requantize 4·numel(Y) or rescale numel(Y); +numel(Y) for alpha ≠ 1"""
+    """int MACs = M·N·K, zero points, int32 C; 4·numel(Y) requantize or numel(Y) rescale; alpha"""
     a = n.input(0).dims
     k = a[0] if n.attr("transA", 0) else a[1]
     y = n.output().numel
@@ -510,7 +510,7 @@ def qattention(n: Node) -> Cost:
 
 @ms_rule("MatMulNBits", category=CONTRACTION, weights=(1, 5))
 def matmul_nbits(n: Node) -> Cost:
-    """MACs = numel(Y)·K, +numel(Y) bias; as DequantizeLinear of the constant B (folded) + MatMul"""
+    """MACs = numel(Y)·K, +numel(Y) bias: MatMul after DequantizeLinear of the constant B"""
     a = n.input(0)
     k, cols = n.attr("K"), n.attr("N")
     y = a.numel // a.dims[-1] * cols
@@ -525,7 +525,7 @@ def matmul_nbits(n: Node) -> Cost:
 
 @ms_rule("GatherBlockQuantized", category=QUANTIZATION, weights=(0,))
 def gather_block_quantized(n: Node) -> Cost:
-    """numel(Y) zero-point subtractions (int) and numel(Y) scalings: the gathered rows dequantized"""
+    """numel(Y) zero-point subtractions (int) and scalings: the gathered rows dequantized"""
     y = n.output().numel
     return Cost(flops=y, int_ops=y)
 

@@ -63,6 +63,6 @@ def _summary(c: Cost) -> dict:
 
 @rule("SequenceMap", category=CONTROL_FLOW)
 def sequence_map(n: Node) -> Cost:
-    """cost(body) × sequence length: uncostable, since a sequence's length is not part of its type"""
+    """cost(body) × sequence length: uncostable, a sequence's length is not part of its type"""
     raise Uncostable("SequenceMap runs its body once per sequence element, and the length of a "
                      "sequence is not known before run time")

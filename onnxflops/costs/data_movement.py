@@ -23,8 +23,8 @@ def data_movement(n: Node) -> Cost:
 
 @rule("Range", category=DATA_MOVEMENT)
 def range_(n: Node) -> Cost:
-    """numel(Y) + 4, its function body: Sub, Div, Ceil, Relu for the count, then one Add per element"""
-    adds = n.output().numel + 1  # the body's Loop adds delta per element; its Sub is in start's type
+    """numel(Y) + 4 (its function body): Sub, Div, Ceil, Relu for the count, an Add per element"""
+    adds = n.output().numel + 1  # the Loop adds delta per element; Sub is in start's type too
     return Cost(flops=3 + adds) if n.input(0).is_float else Cost(flops=3, int_ops=adds)
 
 

@@ -18,7 +18,7 @@ ADAPTIVE_SAMPLING_RATIO = 2
 
 @rule("RoiAlign", category=POOLING)
 def roi_align(n: Node) -> Cost:
-    """numel(Y)·(9·s² + s²): s² bilinear samples per bin (s = sampling_ratio, 2 when adaptive), then their average or max"""
+    """numel(Y)·s²·(9 + 1): s² bilinear samples per bin, averaged or maxed (s = 2 when adaptive)"""
     s = n.attr("sampling_ratio", 0) or ADAPTIVE_SAMPLING_RATIO
     samples = s * s
     return Cost(flops=n.output().numel * samples * (BILINEAR_SAMPLE_FLOPS + 1))
@@ -26,7 +26,7 @@ def roi_align(n: Node) -> Cost:
 
 @rule("MaxRoiPool", category=POOLING)
 def max_roi_pool(n: Node) -> Cost:
-    """numel(Y)·⌈H/ph⌉·⌈W/pw⌉ comparisons: the bins of an ROI covering the whole map (ROI sizes are data)"""
+    """numel(Y)·⌈H/ph⌉·⌈W/pw⌉ comparisons: bins of a whole-map ROI (ROI sizes are data)"""
     h, w = n.input(0).dims[2:]
     ph, pw = n.attr("pooled_shape")
     return Cost(flops=n.output().numel * -(-h // ph) * -(-w // pw))
@@ -34,7 +34,7 @@ def max_roi_pool(n: Node) -> Cost:
 
 @rule("NonMaxSuppression", category=DETECTION)
 def non_max_suppression(n: Node) -> Cost:
-    """batch·classes·(B·⌈log2 B⌉ + 13·K·B): sort B boxes by score, test each of K kept boxes against all B"""
+    """batch·classes·(B·⌈log2 B⌉ + 13·K·B): sort B boxes, IoU of each of K kept boxes with all B"""
     batch, classes, boxes = n.input(1).dims
     kept = _kept_per_class(n, boxes)
     sort = boxes * (boxes - 1).bit_length()

@@ -10,7 +10,7 @@ from onnxflops.node import Node
 
 @rule("Det", category=OTHER)
 def det(n: Node) -> Cost:
-    """per M×M matrix: LU with partial pivoting, M(M−1) + (M−1)M(2M−1)/3, then M − 1 multiplies of the diagonal"""
+    """per M×M matrix: M(M − 1) + (M − 1)M(2M − 1)/3 (pivoted LU) + M − 1 (diagonal product)"""
     # Step k: M − k pivot comparisons, M − k divisions, (M − k)² multiply-subtracts (2 each).
     x = n.input(0).dims
     m = x[-1]

@@ -54,7 +54,7 @@ def linear_regressor(n: Node) -> Cost:
 
 @ml_rule("LinearClassifier", category=CONTRACTION)
 def linear_classifier(n: Node) -> Cost:
-    """MACs = N·E·C (E scores over C features); +N·E intercept adds; + the post transform; N·(E − 1) argmax comparisons"""
+    """MACs = N·E·C (E scores, C features); +N·E intercepts; the post transform; N·(E − 1) argmax"""
     rows, features = rows_and_features(n)
     scores = len(n.attr("coefficients")) // features
     label = Cost(flops=rows * max(scores - 1, 1))
@@ -71,7 +71,7 @@ def svm_kernel(n: Node, rows, vectors, features) -> Cost:
 
 @ml_rule("SVMRegressor", category=CLASSICAL_ML)
 def svm_regressor(n: Node) -> Cost:
-    """N·SV kernels (C MACs each; RBF +C subtractions, POLY/SIGMOID +3); MACs N·SV for the coefficients; +N (rho)"""
+    """N·SV kernels of C MACs (RBF +C + 2, POLY/SIGMOID +3 FLOPs), N·SV weighting MACs, +N rho"""
     rows, features = rows_and_features(n)
     vectors = n.attr("n_supports", 0)
     if not vectors:  # a linear model: coefficients are the weights
@@ -83,7 +83,7 @@ def svm_regressor(n: Node) -> Cost:
 
 @ml_rule("SVMClassifier", category=CLASSICAL_ML)
 def svm_classifier(n: Node) -> Cost:
-    """N·SV kernels as SVMRegressor; MACs N·len(coefficients)/SV·SV for the decision functions; votes and the post transform"""
+    """N·SV kernels as SVMRegressor, N·|coefficients| MACs, N·(decisions + classes) votes"""
     rows, features = rows_and_features(n)
     classes = len(n.attr("classlabels_ints") or n.attr("classlabels_strings") or [])
     vectors = len(n.attr("support_vectors") or []) // features
@@ -142,7 +142,7 @@ def ensemble_cost(n: Node, depths: list[int], targets) -> Cost:
 
 @ml_rule(["TreeEnsembleClassifier", "TreeEnsembleRegressor"], category=CLASSICAL_ML)
 def legacy_tree_ensemble(n: Node) -> Cost:
-    """estimate: N·(Σ trees' deepest path of comparisons + trees·targets leaf adds); + the post transform"""
+    """estimate: N·(Σ deepest path per tree + trees·targets leaf adds) + the post transform"""
     labels = n.attr("classlabels_int64s") or n.attr("classlabels_strings")
     targets = len(labels) if labels else n.attr("n_targets", 1)
     return ensemble_cost(n, legacy_tree_depths(n), targets)
@@ -150,7 +150,7 @@ def legacy_tree_ensemble(n: Node) -> Cost:
 
 @ml_rule("TreeEnsemble", category=CLASSICAL_ML)
 def tree_ensemble(n: Node) -> Cost:
-    """estimate: N·(Σ trees' deepest path of comparisons + trees·targets leaf adds); + the post transform"""
+    """estimate: N·(Σ deepest path per tree + trees·targets leaf adds) + the post transform"""
     true_leaf, false_leaf = n.attr("nodes_trueleafs"), n.attr("nodes_falseleafs")
     depths = tree_depths(n.attr("tree_roots"), n.attr("nodes_truenodeids"),
                          n.attr("nodes_falsenodeids"),
@@ -160,7 +160,7 @@ def tree_ensemble(n: Node) -> Cost:
 
 @ml_rule("Normalizer", category=CLASSICAL_ML)
 def normalizer(n: Node) -> Cost:
-    """per row of C: MAX 2C − 1 (max, divide), L1 3C − 1 (abs, sum, divide), L2 3C (square, sum, sqrt, divide)"""
+    """per row of C: MAX 2C − 1 (max, divide), L1 3C − 1 (abs, sum, divide), L2 3C (+ sqrt)"""
     rows, features = rows_and_features(n)
     per_row = {"MAX": 2 * features - 1, "L1": 3 * features - 1, "L2": 3 * features}
     return Cost(flops=rows * per_row[n.attr("norm", "MAX")])

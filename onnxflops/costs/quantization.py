@@ -70,7 +70,7 @@ def matmul_integer(n: Node) -> Cost:
 
 @rule("QLinearConv", category=CONTRACTION, weights=(3, 8))
 def qlinear_conv(n: Node) -> Cost:
-    """int MACs = Conv's MACs; zero points numel(X) + numel(W), int32 bias numel(Y) (int ops); requantize 4·numel(Y)"""
+    """int MACs = Conv's; int ops: zero points, numel(X) + numel(W), and bias; requantize 4·numel(Y)"""
     bias = Cost(int_ops=n.output().numel) if n.has_input(8) else Cost()
     return (integer_macs(conv_macs(n, 3)) + zero_point_subtractions(n, ((0, 2), (3, 5)))
             + bias + requantized(n))

@@ -27,7 +27,7 @@ def random_uniform(n: Node) -> Cost:
 
 @rule("Multinomial", category=RANDOM)
 def multinomial(n: Node) -> Cost:
-    """N·(2·C + S·⌈log2 C⌉): exp and running sum per class, then a binary search per sample"""
+    """N·(2·C + S·⌈log2 C⌉): exp and running sum per class, a binary search per sample"""
     batch, classes = n.input(0).dims
     samples = n.attr("sample_size", 1)
     return Cost(flops=batch * (2 * classes + samples * log2_ceil(classes)))

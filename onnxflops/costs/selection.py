@@ -28,7 +28,7 @@ def top_k(n: Node) -> Cost:
 
 @rule("Unique", category=REDUCTION)
 def unique(n: Node) -> Cost:
-    """numel(X)·⌈log2 n⌉ comparisons: a sort of the n items (elements, or slices along the axis)"""
+    """numel(X)·⌈log2 n⌉ comparisons: sorting the n items (elements, or slices on the axis)"""
     x = n.input(0)
     axis = n.attr("axis")
     items = x.numel if axis is None else x.dims[axis]
@@ -37,7 +37,7 @@ def unique(n: Node) -> Cost:
 
 @rule("Hardmax", category=REDUCTION)
 def hardmax(n: Node) -> Cost:
-    """numel(X) − slices comparisons: an argmax per slice (before opset 13, the slices are X flattened at the axis)"""
+    """numel(X) − slices comparisons: an argmax per slice (before opset 13, X flattened at axis)"""
     x = n.input(0)
     axis = n.attr("axis", -1 if n.opset >= 13 else 1) % x.rank
     reduced = x.dims[axis:] if n.opset < 13 else x.dims[axis:axis + 1]

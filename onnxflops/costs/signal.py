@@ -31,7 +31,7 @@ def dft(n: Node) -> Cost:
 
 @rule("STFT", category=SIGNAL)
 def stft(n: Node) -> Cost:
-    """batch·frames·(5·L·⌈log2 L⌉ + L): an FFT of each frame of length L, windowed if a window is given"""
+    """batch·frames·(5·L·⌈log2 L⌉ + L): an FFT per frame of length L, +L multiplies by a window"""
     batch, frames = n.output().dims[:2]
     window = n.input(2).dims[0] if n.has_input(2) else None
     length = int(n.attr_or_input("frame_length", 3, window))

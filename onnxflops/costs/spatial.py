@@ -22,7 +22,7 @@ def interpolation_flops(mode: str, dims: int) -> int:
 
 @rule("GridSample", category=DATA_MOVEMENT)
 def grid_sample(n: Node) -> Cost:
-    """numel(grid)·3 + numel(Y)·3·(taps^d − 1): unnormalize each coordinate, interpolate each output"""
+    """numel(grid)·3 + numel(Y)·3·(taps^d − 1): unnormalize coordinates, interpolate outputs"""
     grid = n.input(1)
     spatial = grid.dims[-1]
     mode = n.attr("mode", "linear" if n.opset >= 20 else "bilinear")
@@ -32,7 +32,7 @@ def grid_sample(n: Node) -> Cost:
 
 @rule("AffineGrid", category=CONTRACTION, weights=(0,))
 def affine_grid(n: Node) -> Cost:
-    """MACs = N·3·4·D·H·W (D = 1 in 2-D): its function body's MatMul of theta, padded to 3×4, with the base grid"""
+    """MACs = N·12·D·H·W (D = 1 in 2-D): its body's MatMul of a 3×4 theta with the base grid"""
     # The base grid depends only on `size`, so it is constant; theta × grid is the run-time work.
     grid = n.output().dims
     batch, points = grid[0], math.prod(grid[1:-1])
@@ -41,7 +41,7 @@ def affine_grid(n: Node) -> Cost:
 
 @rule("DeformConv", category=CONTRACTION, weights=(1, 3))
 def deform_conv(n: Node) -> Cost:
-    """Conv's MACs; + numel(offset) adds, 9 per bilinear sample (+1 with mask) of N·C_in·prod(out)·prod(kernel), +numel(Y) bias"""
+    """Conv's MACs; +numel(offset), (9 + mask)·N·C·prod(out)·prod(k) samples, +numel(Y) bias"""
     x, w, y = n.input(0).dims, n.input(1).dims, n.output()
     kernel = math.prod(w[2:])
     samples = x[0] * x[1] * math.prod(y.dims[2:]) * kernel

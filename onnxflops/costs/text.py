@@ -16,7 +16,7 @@ def string_op(n: Node) -> Cost:
 
 @rule("TfIdfVectorizer", category=TEXT)
 def tf_idf_vectorizer(n: Node) -> Cost:
-    """numel(X)·lookups int ops, lookups = Σ n-gram lengths (1 for unigrams, skips + 1 each beyond); +numel(Y) weightings"""
+    """numel(X)·lookups int ops (1 per unigram, skips + 1 per longer n); +numel(Y) IDF weightings"""
     skips = n.attr("max_skip_count", 0) + 1
     lookups = sum(1 if length == 1 else skips
                   for length in range(n.attr("min_gram_length"), n.attr("max_gram_length") + 1))
