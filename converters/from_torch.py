@@ -27,6 +27,7 @@ from onnxflops.errors import OnnxFlopsError
 
 OPSET = 18
 EXPORTERS = ("dynamo", "legacy")
+_WEIGHTS_ONLY = "TORCH_FORCE_WEIGHTS_ONLY_LOAD"
 
 
 def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights: bool = False,
@@ -69,15 +70,28 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
     return proto
 
 
-def load_exported_program(path):
-    """Load a .pt2 file saved with torch.export.save (weights are not unpickled as code)."""
+def load_exported_program(path, *, unsafe: bool = False):
+    """Load a .pt2 file saved with torch.export.save.
+
+    torch.export.load may unpickle parts of the archive in full (running code they name); unless
+    `unsafe`, every unpickling it does is restricted to weights (TORCH_FORCE_WEIGHTS_ONLY_LOAD).
+    """
     import torch
 
+    previous = os.environ.get(_WEIGHTS_ONLY)
+    if not unsafe:
+        os.environ[_WEIGHTS_ONLY] = "1"
     try:
         return torch.export.load(str(path))
-    except Exception as e:  # a corrupt archive raises zipfile, pickle or runtime errors
-        raise OnnxFlopsError(f"{path}: not a loadable torch.export program ({first_line(e)})") \
-            from None
+    except Exception as e:  # a corrupt or unsafe archive raises zipfile, pickle or runtime errors
+        hint = "" if unsafe else "; if it holds pickled objects and you trust it, use --unsafe"
+        raise OnnxFlopsError(f"{path}: not a loadable torch.export program ({first_line(e)}"
+                             f"{hint})") from None
+    finally:
+        if previous is None:
+            os.environ.pop(_WEIGHTS_ONLY, None)
+        else:
+            os.environ[_WEIGHTS_ONLY] = previous
 
 
 def _export_dynamo(module, args: tuple, names: list[str], opset: int) -> onnx.ModelProto:

@@ -6,8 +6,9 @@
 - a factory spec `package.module:function` naming a function (or class) that returns one of them.
 
 Loading files runs no stored code by default: Keras files load with safe_mode (Lambda layers are
-refused), .pt2 archives through torch.export.load; pickled torch modules (.pt/.pth) are not
-accepted at all. A factory spec imports and runs the user's own module, as naming it asks.
+refused), .pt2 archives through torch.export.load with every unpickling restricted to weights;
+pickled torch modules (.pt/.pth) are not accepted at all. `unsafe=True` lifts the first two. A
+factory spec imports and runs the user's own module, as naming it asks.
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ def convert(model, inputs=None, *, batch: int | None = None, exporter: str = "dy
 
     `inputs` are shapes or example tensors, by input name (a mapping) or in order; `batch` binds
     the batch dim of Keras inputs that leave it open (default 1). `exporter` picks the torch
-    exporter; `unsafe` lets Keras files with Lambda layers load.
+    exporter; `unsafe` lets Keras files with Lambda layers, and .pt2 files with pickled objects,
+    load.
     """
     if isinstance(model, (str, os.PathLike)):
         model = _load(model, unsafe)
@@ -108,7 +110,7 @@ def _load(source: str | os.PathLike, unsafe: bool):
         if suffix in _KERAS_FILES:
             return load_keras_file(path, safe_mode=not unsafe)
         if suffix == ".pt2":
-            return load_exported_program(path)
+            return load_exported_program(path, unsafe=unsafe)
         if suffix in _PICKLES:
             raise OnnxFlopsError(f"{path}: pickled PyTorch files are not loaded (unpickling runs "
                                  "code); save the model with torch.export.save as .pt2, or name "

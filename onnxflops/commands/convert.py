@@ -16,7 +16,8 @@ def register(sub) -> None:
         "convert", help="convert a Keras or PyTorch model to ONNX",
         description="Convert a .keras/.h5 file, a SavedModel directory, a torch.export .pt2 "
                     "file or a package.module:factory spec to ONNX. Files load without running "
-                    "stored code (Keras safe_mode; pickled .pt files are refused).")
+                    "stored code (Keras safe_mode, weights-only unpickling; pickled .pt files are "
+                    "refused).")
     p.add_argument("model", help="a .keras/.h5/.pt2 file, a SavedModel directory, or "
                                  "package.module:factory")
     p.add_argument("--output", "-o", required=True, help="the .onnx file to write")
@@ -32,7 +33,8 @@ def add_conversion_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--exporter", choices=["dynamo", "legacy"], default="dynamo",
                    help="torch exporter: torch.export based (default) or the TorchScript one")
     p.add_argument("--unsafe", action="store_true",
-                   help="let Keras files with Lambda layers load (runs code stored in the file)")
+                   help="let Keras files with Lambda layers and .pt2 archives with pickled objects "
+                        "load (runs code stored in the file: only for files you trust)")
 
 
 def run(args: argparse.Namespace) -> int:
