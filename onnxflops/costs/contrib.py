@@ -513,7 +513,7 @@ def matmul_nbits(n: Node) -> Cost:
     """MACs = numel(Y)·K, +numel(Y) bias: MatMul after DequantizeLinear of the constant B"""
     a = n.input(0)
     k, cols = n.attr("K"), n.attr("N")
-    y = a.numel // a.dims[-1] * cols
+    y = math.prod(a.dims[:-1]) * cols
     bias = Cost(flops=y) if n.has_input(5) else ZERO
     if n.attr("accuracy_level", 0) == 4:
         # int8 compute: A is quantized per block (abs-max, divide, round, saturate), and each

@@ -40,5 +40,5 @@ def hardmax(n: Node) -> Cost:
     """numel(X) − slices comparisons: an argmax per slice (before opset 13, X flattened at axis)"""
     x = n.input(0)
     axis = n.attr("axis", -1 if n.opset >= 13 else 1) % x.rank
-    reduced = x.dims[axis:] if n.opset < 13 else x.dims[axis:axis + 1]
-    return comparisons(n, x.numel - x.numel // math.prod(reduced))
+    kept = x.dims[:axis] if n.opset < 13 else x.dims[:axis] + x.dims[axis + 1:]
+    return comparisons(n, x.numel - math.prod(kept))

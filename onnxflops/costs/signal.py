@@ -6,6 +6,8 @@ The window functions (HannWindow, ...) cost their function bodies (functions.py)
 
 from __future__ import annotations
 
+import math
+
 from onnxflops.costs.registry import SIGNAL, Cost, rule
 from onnxflops.node import Node
 
@@ -25,7 +27,7 @@ def dft(n: Node) -> Cost:
     axis = n.attr_or_input("axis", 2, -2 if n.opset >= 20 else 1)
     axis = int(axis) % x.rank
     length = n.attr_or_input("dft_length", 1, x.dims[axis])
-    transforms = x.numel // (x.dims[axis] * x.dims[-1])
+    transforms = math.prod(d for i, d in enumerate(x.dims[:-1]) if i != axis)
     return Cost(flops=transforms * fft_flops(int(length)))
 
 
