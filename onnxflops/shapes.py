@@ -30,9 +30,13 @@ class AnalyzedModel:
 def analyze(model: onnx.ModelProto) -> AnalyzedModel:
     warnings: list[str] = []
     opsets = {(o.domain if o.domain != "ai.onnx" else ""): o.version for o in model.opset_import}
-    inferred = infer_contrib_shapes(_infer(model, warnings), lambda m: _infer(m, warnings))
+
+    def infer(m: onnx.ModelProto) -> onnx.ModelProto:
+        return infer_contrib_shapes(_infer(m, warnings), lambda again: _infer(again, warnings))
+
+    inferred = infer(model)
     if has_symbolic_inputs(model):
-        inferred = resolve_shapes(model, inferred, lambda m: _infer(m, warnings))
+        inferred = resolve_shapes(model, inferred, infer)
     view = GraphView(inferred.graph)
     view.mark_constants()
     values: dict[str, np.ndarray] = {}

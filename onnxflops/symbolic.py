@@ -92,7 +92,13 @@ def concrete_values(view: GraphView) -> dict[str, np.ndarray]:
         if node.domain in ("", "ai.onnx"):
             _try(values.evaluate, node)
     return {name: np.array(v.tolist(), dtype=np.int64) for name, v in values.values.items()
-            if all(isinstance(x, (int, np.integer)) for x in v.flat)}
+            if _is_integer_tensor(view, name) and all(isinstance(x, (int, np.integer))
+                                                      for x in v.flat)}
+
+
+def _is_integer_tensor(view: GraphView, name: str) -> bool:
+    info = view.info(name)
+    return info is not None and info.dtype in (onnx.TensorProto.INT64, onnx.TensorProto.INT32)
 
 
 def _with_shapes(model: onnx.ModelProto, shapes: dict[str, tuple]) -> onnx.ModelProto:
@@ -146,7 +152,7 @@ def _try(fn: Callable, *args) -> Any:
 
 
 class _ShapeValues:
-    """Values of integer tensors computed from shapes: object arrays of ints, sympy or None."""
+    """Values of small tensors computed from shapes: object arrays of numbers, sympy or None."""
 
     def __init__(self, view: GraphView):
         self.view = view
@@ -159,7 +165,7 @@ class _ShapeValues:
         if name in self.values:
             return self.values[name]
         constant = self.view.value(name)
-        if constant is None or constant.dtype.kind not in "iub":
+        if constant is None or constant.dtype.kind not in "iubf":
             return None
         return constant.astype(object)
 
@@ -279,6 +285,13 @@ def _identity_value(node: onnx.NodeProto, values: _ShapeValues):
     return values.get(node.input[0])
 
 
+def _cast_value(node: onnx.NodeProto, values: _ShapeValues):
+    data, info = values.get(node.input[0]), values.view.info(node.output[0])
+    if data is None or info is None or is_float(info.dtype):
+        return data
+    return np.frompyfunc(lambda x: int(x) if isinstance(x, float) else x, 1, 1)(data)
+
+
 def _where_value(node: onnx.NodeProto, values: _ShapeValues):
     cond, a, b = (values.get(i) for i in node.input)
     if cond is None or a is None or b is None or any(c is None for c in cond.flat):
@@ -300,7 +313,7 @@ _VALUE_OF: dict[str, Callable] = {
     "Shape": _shape_value, "Size": _size_value, "Gather": _gather_value,
     "Unsqueeze": _unsqueeze_value, "Squeeze": _squeeze_value, "Concat": _concat_value,
     "Slice": _slice_value, "Reshape": _reshape_value, "Identity": _identity_value,
-    "Cast": _identity_value, "Where": _where_value,
+    "Cast": _cast_value, "CastLike": _cast_value, "Where": _where_value,
     "Add": _elementwise(lambda a, b: a + b), "Sub": _elementwise(lambda a, b: a - b),
     "Mul": _elementwise(lambda a, b: a * b), "Div": _divide,
     "Equal": _elementwise(lambda a, b: int(a == b)),

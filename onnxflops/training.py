@@ -47,12 +47,7 @@ class GradientFlow:
         return self._grads.get(tuple(proto.output), frozenset())
 
     def carries(self, name: str) -> bool:
-        flow: GradientFlow | None = self
-        while flow is not None:
-            if name in flow._carrying:
-                return True
-            flow = flow.parent
-        return False
+        return name in self._carrying or (self.parent is not None and self.parent.carries(name))
 
     def _needs_gradient(self, proto: onnx.NodeProto, slot: int, name: str) -> bool:
         if not _is_float(self.view, name):

@@ -81,6 +81,27 @@ class TestFormulas:
         assert report.total.macs == 4 * batch * seq * 3 * 5
         assert report.constant_nodes == 5  # the shape arithmetic, as when the dims are bound
 
+    def test_position_embeddings_looked_up_by_a_range_over_seq(self):
+        # x = tokens[ids] + positions[range(seq)], the range's bounds cast from float constants.
+        nodes = [node("Gather", ["tokens", "ids"], ["t"]),
+                 node("Shape", ["ids"], ["s"], start=1, end=2), node("Squeeze", ["s"], ["n"]),
+                 node("Cast", ["zero"], ["start"], to=TensorProto.INT64),
+                 node("Cast", ["one"], ["step"], to=TensorProto.INT64),
+                 node("Range", ["start", "n", "step"], ["positions_used"]),
+                 node("Gather", ["positions", "positions_used"], ["p"]),
+                 node("Add", ["t", "p"], ["x"])]
+        weights = [weight("tokens", (100, 8)), weight("positions", (64, 8)),
+                   weight("zero", (), value=0.0), weight("one", (), value=1.0)]
+        ids = model(nodes, {"ids": ["batch", "seq"]}, weights, input_type=TensorProto.INT64)
+        report = assert_agrees_with_bound_counts(
+            ids, lambda batch, seq: {"ids": (batch, seq)},
+            [dict(batch=1, seq=1), dict(batch=4, seq=33)])
+        assert report.total.flops == 8 * batch * seq
+        # The token table's gradient is scatter-added from the rows looked up; the positions' sums
+        # dY over the batch (their lookup reads no data: it is constant work, like the range).
+        assert report.total.backward_flops == 8 * batch * seq + (8 * batch * seq - 8 * seq)
+        assert report.constant_nodes == 6
+
     def test_a_data_dependent_shape_is_uncosted_with_the_reason(self):
         nodes = [node("NonZero", ["X"], ["idx"]), node("Cast", ["idx"], ["f"], to=1),
                  node("MatMul", ["f", "W"], ["Y"])]
@@ -125,24 +146,18 @@ class TestAgreesWithBoundCounts:
 
 torch = pytest.importorskip("torch")
 
+from models.resnet50 import ResNet50  # noqa: E402  (they need torch)
+from models.torch_models import transformer_encoder  # noqa: E402
+
 
 @pytest.fixture(scope="module")
 def encoder_layer(tmp_path_factory):
-    """nn.TransformerEncoderLayer exported with batch and sequence length left dynamic."""
-    class EncoderLayer(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.layer = torch.nn.TransformerEncoderLayer(
-                d_model=64, nhead=4, dim_feedforward=128, dropout=0.0, batch_first=True,
-                activation="gelu")
-
-        def forward(self, x):
-            return self.layer(x, is_causal=False)
-
+    """An encoder layer (width 32, 2 heads, feed-forward 64) with batch and sequence dynamic."""
     torch.manual_seed(0)
     dims = {0: torch.export.Dim("batch"), 1: torch.export.Dim("seq")}
-    program = torch.onnx.export(EncoderLayer().eval(), (torch.randn(2, 12, 64),), dynamo=True,
-                                optimize=False, verbose=False, dynamic_shapes=(dims,))
+    program = torch.onnx.export(transformer_encoder().eval(), (torch.randn(2, 12, 32),),
+                                dynamo=True, optimize=False, verbose=False,
+                                dynamic_shapes=(dims,))
     path = tmp_path_factory.mktemp("symbolic") / "encoder_layer.onnx"
     onnx.save(program.model_proto, path)
     return str(path)
@@ -150,20 +165,18 @@ def encoder_layer(tmp_path_factory):
 
 def test_transformer_layer_flops_are_a_polynomial_in_batch_and_seq(encoder_layer):
     report = assert_agrees_with_bound_counts(
-        encoder_layer, lambda batch, seq: {"x": (batch, seq, 64)},
+        encoder_layer, lambda batch, seq: {"x": (batch, seq, 32)},
         [dict(batch=1, seq=1), dict(batch=2, seq=12), dict(batch=3, seq=7),
          dict(batch=5, seq=128)])
-    # Per sequence: q·kᵀ and attention·v are seq²·64 MACs each; the projections (4·64²), the
-    # feed-forward (2·64·128) are seq·32,768 MACs.
-    assert report.total.macs == 128 * batch * seq**2 + 32_768 * batch * seq
+    # Per sequence: q·kᵀ and attention·v are seq²·32 MACs each; the projections (4·32²) and the
+    # feed-forward (2·32·64) are seq·8,192 MACs.
+    assert report.total.macs == 64 * batch * seq**2 + 8_192 * batch * seq
     flops = sympy.Poly(report.total.flops, batch, seq)
     assert flops.degree(seq) == 2 and flops.degree(batch) == 1
-    assert report.total.params == 4 * 64 * 64 + 4 * 64 + 2 * 64 * 128 + 128 + 64 + 4 * 64
+    assert report.total.params == 4 * 32 * 32 + 4 * 32 + 2 * 32 * 64 + 64 + 32 + 4 * 32
 
 
 def test_resnet50_counts_as_a_formula_in_batch_height_and_width():
-    from models.resnet50 import ResNet50
-
     torch.manual_seed(0)
     buffer = io.BytesIO()
     torch.onnx.export(ResNet50().eval(), (torch.randn(1, 3, 64, 64),), buffer, dynamo=False,

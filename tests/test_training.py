@@ -143,6 +143,9 @@ class TestReport:
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
+from models.resnet50 import Bottleneck, ResNet50  # noqa: E402  (they need torch)
+from models.torch_models import transformer_encoder  # noqa: E402
+
 
 def torch_flops(module, x) -> tuple[int, int]:
     """FlopCounterMode's forward and loss.backward() counts, attention run as plain matmuls."""
@@ -167,8 +170,6 @@ class SmallResNet(nn.Module):
     """A ResNet stem, two bottlenecks (one with a strided downsample) and the classifier head."""
 
     def __init__(self):
-        from models.resnet50 import Bottleneck
-
         super().__init__()
         self.stem = nn.Sequential(nn.Conv2d(3, 16, 7, stride=2, padding=3, bias=False),
                                   nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(3, 2, padding=1))
@@ -177,16 +178,6 @@ class SmallResNet(nn.Module):
 
     def forward(self, x):
         return self.head(self.blocks(self.stem(x)))
-
-
-class EncoderLayer(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.layer = nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128,
-                                                dropout=0.0, batch_first=True, activation="gelu")
-
-    def forward(self, x):
-        return self.layer(x, is_causal=False)
 
 
 def _seeded(factory):
@@ -200,7 +191,7 @@ def _seeded(factory):
 
 @pytest.mark.parametrize("factory, shape, exporter", [
     (SmallResNet, (2, 3, 32, 32), "legacy"),
-    (EncoderLayer, (2, 12, 64), "dynamo"),
+    (transformer_encoder, (2, 12, 32), "dynamo"),
 ], ids=["resnet-style cnn", "transformer encoder layer"])
 def test_contraction_backward_is_what_flop_counter_mode_counts(factory, shape, exporter):
     module = _seeded(factory)
@@ -221,8 +212,6 @@ def test_contraction_backward_is_what_flop_counter_mode_counts(factory, shape, e
 def test_seed_004_resnet50_backward_flops():
     """torchvision's ResNet-50 at 1×3×224×224: forward 8,178,368,512 FLOPs of contractions,
     backward 16,120,709,120 (ratio 1.971: the first conv computes no input gradient)."""
-    from models.resnet50 import ResNet50
-
     torch.manual_seed(0)
     # Exported small with dynamic spatial dims (fast), counted at 224×224.
     proto = legacy_export(ResNet50().eval(), torch.randn(1, 3, 64, 64), do_constant_folding=False,
