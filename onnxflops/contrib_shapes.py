@@ -1,4 +1,5 @@
-"""Output shapes of onnxruntime's com.microsoft ops, which ONNX shape inference does not know.
+"""Output shapes of onnxruntime's com.microsoft ops, which ONNX shape inference does not know
+(and of the few standard ops it infers no shape for).
 
 Each op's outputs are derived from its inputs: as the standard op it fuses computes them (a
 one-node model of that op, inferred by ONNX), or directly where the rule is plain. The shapes
@@ -300,7 +301,7 @@ _RULES: dict[str, Callable[[list, dict], list[Output]]] = {
         "Gelu", "FastGelu", "BiasGelu", "QuickGelu", "BiasAdd", "BiasDropout", "BiasSoftmax",
         "SimplifiedLayerNormalization", "LayerNormalization", "RotaryEmbedding",
         "QLinearSigmoid", "QLinearLeakyRelu", "QLinearSoftmax", "ComplexMul", "ComplexMulConj",
-        "Inverse", "Trilu")},
+        "Inverse", "Trilu", "GroupNormalization", "MeanVarianceNormalization")},
     "FusedConv": _fused_conv,
     "NhwcConv": _nhwc("Conv"),
     "NhwcFusedConv": _nhwc("Conv"),
@@ -335,5 +336,7 @@ _RULES: dict[str, Callable[[list, dict], list[Output]]] = {
     "DequantizeLinear": _dequantize,
     "GatherBlockQuantized": _gather_block_quantized,
 }
-# onnxruntime's own ops in the default domain, unknown to ONNX (LayerNormalization before 17).
-_DEFAULT_DOMAIN = {"SimplifiedLayerNormalization", "LayerNormalization"}
+# Default-domain ops whose outputs ONNX inference leaves untyped: onnxruntime's own ops
+# (LayerNormalization before opset 17), and standard ops ONNX infers no shape for.
+_DEFAULT_DOMAIN = {"SimplifiedLayerNormalization", "LayerNormalization", "GroupNormalization",
+                   "MeanVarianceNormalization"}

@@ -57,3 +57,14 @@ def test_layer_norm_before_onnx_had_it_is_onnxruntimes_with_the_same_meaning():
     assert not at_13.uncosted and not at_17.uncosted
     assert at_13.total.flops == at_17.total.flops > n * s * h
     assert at_13.total.params == 2 * h
+
+
+@pytest.mark.parametrize("op_type, attrs", [("GroupNormalization", {"num_groups": 2}),
+                                            ("MeanVarianceNormalization", {})])
+def test_normalizations_onnx_infers_no_shape_for_keep_the_graph_costable(op_type, attrs):
+    inputs = ["x", "g", "b"] if op_type == "GroupNormalization" else ["x"]
+    weights = [weight("g", (C,)), weight("b", (C,))] if op_type == "GroupNormalization" else []
+    nodes = [node(op_type, inputs, ["y"], **attrs), node("Relu", ["y"], ["r"])]
+    report = onnxflops.count(model(nodes, {"x": [N, C, H, W]}, weights, opset=21))
+    assert not report.uncosted, report.uncosted
+    assert report.nodes[-1].flops == E
