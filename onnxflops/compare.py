@@ -98,16 +98,18 @@ class Comparison:
     def to_text(self) -> str:
         lines = [f"a: {self.a.model}", f"b: {self.b.model}", ""]
         lines += text_table(["", "a", "b", "b − a"],
-                        [[key, human(getattr(self.a.total, key)), human(getattr(self.b.total, key)),
-                          _delta(getattr(self.a.total, key), getattr(self.b.total, key))]
-                         for key in SHOWN])
-        lines += ["", "by op type (FLOPs)"]
+                            [[key, human(getattr(self.a.total, key)),
+                              human(getattr(self.b.total, key)),
+                              _delta(getattr(self.a.total, key), getattr(self.b.total, key))]
+                             for key in SHOWN])
+        lines += ["", "by op type (FLOPs; ops that compute nothing left out)"]
         lines += text_table(["op", "a", "b", "b − a"],
-                        [[op, human(ta.flops), human(tb.flops), _delta(ta.flops, tb.flops)]
-                         for op, (ta, tb) in self.by_op_type.items()])
+                            [[op, human(ta.flops), human(tb.flops), _delta(ta.flops, tb.flops)]
+                             for op, (ta, tb) in self.by_op_type.items()
+                             if ta.flops or tb.flops])
         lines += ["", "layers in execution order (MACs, params)"]
         lines += text_table(["a", "b", "MACs a", "MACs b", "params a", "params b", ""],
-                        [_layer_cells(row) for row in self.layers], names=2, note=True)
+                            [_layer_cells(row) for row in self.layers], names=2, note=True)
         for row in self.layers:
             lines += [f"  note: {note}" for note in row.notes]
         if self.outputs is not None:
@@ -280,7 +282,7 @@ def _differences(ra: Report, rb: Report, rows: list[LayerRow], tolerance: float)
         elif row.status == "extra":
             found.append(f"layer {_names(row.b)} of b has no counterpart in a")
         elif row.status == "differs":
-            found += row.notes
+            found.append(row.notes[0])  # the numbers; the notes after it explain them
     for side, report in (("a", ra), ("b", rb)):
         if report.uncosted:
             found.append(f"{side} has {len(report.uncosted)} uncosted node(s): the totals exclude "
