@@ -791,6 +791,8 @@ def _instantiated(g: _Editor, body: onnx.ModelProto, inputs: list[str],
                 field[i] = renamed.get(name, name)
         if node.op_type == "Constant":
             g.register_constant(copy.output[0], view.value(node.output[0]))
+        if node.op_type == "Sum" and len(node.input) == 2:
+            copy.op_type = "Add"  # as exporters write it, so per-op tables line up
         nodes.append(copy)
     return nodes
 
