@@ -139,6 +139,20 @@ class TestReport:
         header = next(line for line in text.splitlines() if line.startswith("node "))
         assert "FLOPs  backward FLOPs  params" in header
 
+    def test_ops_lists_the_backward_formulas(self):
+        from onnxflops.costs.gradients import conv_backward
+
+        out = io.StringIO()
+        with redirect_stdout(out):
+            assert main(["ops", "--backward", "--json"]) == 0
+        rows = {(r["domain"], r["op_type"]): r for r in json.loads(out.getvalue())}
+        assert rows[("", "Conv")] == {"domain": "", "op_type": "Conv", "category": "contraction",
+                                      "formula": conv_backward.__doc__.strip().splitlines()[0]}
+        assert rows[("", "Sigmoid")]["formula"] == "3·numel(X): dX = dY·Y·(1 − Y)"
+        assert rows[("", "Relu")]["formula"] == \
+            "backward of the ONNX function body that defines the op"
+        assert all(r["formula"].strip() for r in rows.values())
+
 
 torch = pytest.importorskip("torch")
 nn = torch.nn

@@ -19,20 +19,25 @@ def register(sub) -> None:
                         "ai.onnx.ml, ...)")
     p.add_argument("--json", action="store_true",
                    help="print a JSON list of {domain, op_type, category, formula}")
+    p.add_argument("--backward", action="store_true",
+                   help="the formulas of the backward pass (count --training) instead")
     p.set_defaults(func=run)
 
 
-def table(domain: str | None = None) -> list[dict]:
-    """Every rule as a row, sorted by domain then op type."""
+def table(domain: str | None = None, backward: bool = False) -> list[dict]:
+    """Every rule (or backward rule) as a row, sorted by domain then op type."""
+    from onnxflops.costs.gradients import GRADIENTS
+
     wanted = None if domain is None else ("" if domain in ("", "ai.onnx") else domain)
-    return [{"domain": r.domain, "op_type": r.op_type, "category": r.category,
-             "formula": r.formula}
-            for r in sorted(REGISTRY.rules.values(), key=lambda r: (r.domain, r.op_type))
+    rules = GRADIENTS.values() if backward else REGISTRY.rules.values()
+    return [{"domain": r.domain, "op_type": r.op_type,
+             "category": REGISTRY.lookup(r.domain, r.op_type).category, "formula": r.formula}
+            for r in sorted(rules, key=lambda r: (r.domain, r.op_type))
             if wanted is None or r.domain == wanted]
 
 
 def run(args: argparse.Namespace) -> int:
-    rows = table(args.domain)
+    rows = table(args.domain, args.backward)
     if args.json:
         sys.stdout.write(json.dumps(rows, indent=1, ensure_ascii=False) + "\n")
         return 0

@@ -156,10 +156,16 @@ def sub_backward(n: Node, grads: Grads) -> Cost:
     return per_element_backward(n, grads, 0) + (per_element(n, 1) if 1 in grads else ZERO)
 
 
-@backward(["Mul", "Max", "Min", "Mean"])
-def product_backward(n: Node, grads: Grads) -> Cost:
-    """numel(Y) per operand (dY·other; Max/Min: a comparison to route dY; Mean: dY/n) + broadcast sums"""
+def one_op_per_operand(n: Node, grads: Grads) -> Cost:
     return per_element_backward(n, grads, 1)
+
+
+for _ops, _formula in (
+    (["Mul"], "dA = dY·B, dB = dY·A: numel(Y) each, plus the broadcast sums"),
+    (["Max", "Min"], "numel(Y) comparisons per operand to route dY to it, plus the broadcast sums"),
+    (["Mean"], "dXi = dY/n: numel(Y) per operand, plus the broadcast sums"),
+):
+    backward(_ops, formula=_formula)(one_op_per_operand)
 
 
 @backward("Div")
@@ -194,19 +200,20 @@ def _unary(ops_per_element: int) -> BackwardFn:
     return unary_backward
 
 
-for _ops, _ops_per_element, _formula in (
-    (["Floor", "Ceil", "Round", "Sign", "Hardmax"], 0, "0: the gradient is zero almost everywhere"),
-    (["Neg", "Exp", "Log"], 1, "numel(X): −dY, dY·Y, dY/X"),
-    (["Abs", "Sqrt", "Sin", "Sinh", "Cosh"], 2,
-     "2·numel(X): dY·sign X, dY/(2·Y), dY·cos X, dY·cosh X, dY·sinh X"),
-    (["Reciprocal", "Cos", "Tan", "Atan", "Atanh", "Sigmoid", "Tanh"], 3,
-     "3·numel(X): −dY·Y², −dY·sin X, dY·(1 + Y²), dY/(1 + X²), dY/(1 − X²), dY·Y·(1 − Y), "
-     "dY·(1 − Y²)"),
-    (["Asin", "Asinh", "Acosh", "Erf"], 4,
-     "4·numel(X): dY/√(1 − X²), dY/√(X² + 1), dY/√(X² − 1), dY·(2/√π)·exp(−X²)"),
-    (["Acos"], 5, "5·numel(X): −dY/√(1 − X²)"),
+backward(["Floor", "Ceil", "Round", "Sign", "Hardmax"],
+         formula="0: the gradient is zero almost everywhere")(_unary(0))
+for _op, _ops_per_element, _gradient in (
+    ("Neg", 1, "−dY"), ("Exp", 1, "dY·Y"), ("Log", 1, "dY/X"),
+    ("Abs", 2, "dY·sign(X)"), ("Sqrt", 2, "dY/(2·Y)"), ("Sin", 2, "dY·cos(X)"),
+    ("Sinh", 2, "dY·cosh(X)"), ("Cosh", 2, "dY·sinh(X)"),
+    ("Reciprocal", 3, "−dY·Y²"), ("Cos", 3, "−dY·sin(X)"), ("Tan", 3, "dY·(1 + Y²)"),
+    ("Atan", 3, "dY/(1 + X²)"), ("Atanh", 3, "dY/(1 − X²)"), ("Sigmoid", 3, "dY·Y·(1 − Y)"),
+    ("Tanh", 3, "dY·(1 − Y²)"),
+    ("Asin", 4, "dY/√(1 − X²)"), ("Asinh", 4, "dY/√(X² + 1)"), ("Acosh", 4, "dY/√(X² − 1)"),
+    ("Erf", 4, "dY·(2/√π)·exp(−X²)"), ("Acos", 5, "−dY/√(1 − X²)"),
 ):
-    backward(_ops, formula=_formula)(_unary(_ops_per_element))
+    _times = "" if _ops_per_element == 1 else f"{_ops_per_element}·"
+    backward(_op, formula=f"{_times}numel(X): dX = {_gradient}")(_unary(_ops_per_element))
 
 
 # --- normalization, pooling, reduction -----------------------------------------------------------
