@@ -7,7 +7,7 @@ from the TensorProto header; values are read only from small in-proto tensors (a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import numpy as np
@@ -69,12 +69,13 @@ class TensorInfo:
     name: str
     dtype: int
     shape: tuple[Dim, ...] | None  # None: rank unknown
+    # Every dim is a number or a symbolic formula: asked several times per tensor, so found once.
+    known: bool = field(init=False, repr=False, compare=False)
 
-    @property
-    def known(self) -> bool:
-        """Every dim is a number or a symbolic formula."""
-        return self.shape is not None and all(isinstance(d, int) or is_symbolic(d)
-                                              for d in self.shape)
+    def __post_init__(self) -> None:
+        known = self.shape is not None and all(isinstance(d, int) or is_symbolic(d)
+                                               for d in self.shape)
+        object.__setattr__(self, "known", known)  # the frozen dataclass idiom for derived fields
 
     @property
     def rank(self) -> int:
