@@ -20,6 +20,7 @@ import numpy as np
 import onnx
 
 from onnxflops.graph import SYMBOL_MARK, GraphView, is_float, is_symbolic
+
 # Names sympy prints in the formulas written here: a dim named so gets a trailing underscore.
 _FUNCTIONS = frozenset({"floor", "ceiling", "Max", "Min", "Mod", "Abs"})
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
@@ -73,14 +74,17 @@ def resolve_shapes(model: onnx.ModelProto, inferred: onnx.ModelProto,
     recorded so far, so that they reach the tensors downstream, until no new shape is found.
     """
     written: dict[str, tuple] = {}
+    dtypes: dict[str, int] = {}
     for _ in range(_MAX_ROUNDS):
-        found = {name: dims for name, dims in _computed_shapes(GraphView(inferred.graph)).items()
+        view = GraphView(inferred.graph)
+        found = {name: dims for name, dims in _computed_shapes(view).items()
                  if written.get(name) != dims}
         if not found:
             break
         written.update(found)
+        dtypes.update({name: view.info(name).dtype for name in found if view.info(name)})
         # From `model`, not `inferred`: names inference made up for unknown dims would stick.
-        inferred = infer(_with_shapes(model, written))
+        inferred = infer(_with_shapes(model, written, dtypes))
     return inferred
 
 
@@ -101,7 +105,8 @@ def _is_integer_tensor(view: GraphView, name: str) -> bool:
     return info is not None and info.dtype in (onnx.TensorProto.INT64, onnx.TensorProto.INT32)
 
 
-def _with_shapes(model: onnx.ModelProto, shapes: dict[str, tuple]) -> onnx.ModelProto:
+def _with_shapes(model: onnx.ModelProto, shapes: dict[str, tuple],
+                 dtypes: dict[str, int]) -> onnx.ModelProto:
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
     graph = copy.graph
@@ -111,6 +116,7 @@ def _with_shapes(model: onnx.ModelProto, shapes: dict[str, tuple]) -> onnx.Model
         if vi is None:
             vi = graph.value_info.add(name=name)
         tt = vi.type.tensor_type
+        tt.elem_type = tt.elem_type or dtypes.get(name, 0)
         old = list(tt.shape.dim) if tt.HasField("shape") else []
         tt.ClearField("shape")
         tt.shape.SetInParent()
@@ -374,7 +380,8 @@ def _range_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
     if start is None or limit is None or delta is None or None in (start.item(), limit.item(),
                                                                     delta.item()):
         return None
-    return [sympy.Max(sympy.ceiling((limit.item() - start.item()) / delta.item()), 0)]
+    length = sympy.sympify(limit.item() - start.item()) / delta.item()
+    return [sympy.Max(sympy.ceiling(length), 0)]
 
 
 def _slice_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:

@@ -14,6 +14,7 @@ from typing import Iterable
 import onnx
 
 from onnxflops.costs import REGISTRY
+from onnxflops.costs.registry import ALL_INPUTS
 from onnxflops.graph import GraphView
 from onnxflops.shapes import free_names
 
@@ -35,8 +36,7 @@ class GradientFlow:
                 continue  # constant work: weights assembled before the run carry their sources'
             grads = frozenset(slot for slot, name in enumerate(proto.input)
                               if name and self._needs_gradient(proto, slot, name))
-            if grads or any(_is_float(view, name) and (self.carries(name) or self._is_trainable(name))
-                            for name in _captured(proto)):
+            if grads or self._body_reads_gradient(proto):
                 self._grads[tuple(proto.output)] = grads
                 self._carrying.update(o for o in outputs if _is_float(view, o))
 
@@ -49,6 +49,12 @@ class GradientFlow:
     def carries(self, name: str) -> bool:
         return name in self._carrying or (self.parent is not None and self.parent.carries(name))
 
+    def _body_reads_gradient(self, proto: onnx.NodeProto) -> bool:
+        """A subgraph of the node reads a tensor from outside that carries a gradient or is a
+        weight (a Loop body's matmul by an outer initializer)."""
+        return any(_is_float(self.view, name) and (self.carries(name) or self._is_trainable(name))
+                   for name in _captured(proto))
+
     def _needs_gradient(self, proto: onnx.NodeProto, slot: int, name: str) -> bool:
         if not _is_float(self.view, name):
             return False
@@ -57,6 +63,8 @@ class GradientFlow:
         rule = REGISTRY.lookup(proto.domain, proto.op_type)
         if rule is None or slot in rule.buffers or not rule.is_weight_slot(slot):
             return False
+        if rule.weights == ALL_INPUTS and self.view.info(name).numel == 1:
+            return False  # a scale or an epsilon of elementwise arithmetic, as params has it
         return self._is_trainable(name)
 
     def _is_trainable(self, name: str) -> bool:

@@ -7,6 +7,7 @@ import io
 import json
 from contextlib import redirect_stdout
 
+import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
@@ -75,10 +76,12 @@ class TestWhatCarriesAGradient:
                                  training=True)
         assert [n.backward_flops for n in report.nodes] == [0, 0, 2 * 8 * 16 * 4]
 
-    def test_a_scalar_constant_gets_no_gradient(self):
+    @pytest.mark.parametrize("scale_shape", [(), (1,)], ids=["rank 0", "one element"])
+    def test_a_scalar_constant_gets_no_gradient(self, scale_shape):
         nodes = [node("MatMul", ["X", "W"], ["Y"]), node("Mul", ["Y", "half"], ["Z"]),
                  node("Sigmoid", ["Z"], ["S"])]
-        weights = [weight("W", (16, 4)), weight("half", (), value=0.5)]
+        weights = [weight("W", (16, 4)),
+                   weight("half", scale_shape, value=np.full(scale_shape, 0.5))]
         report = onnxflops.count(model(nodes, {"X": [8, 16]}, weights), training=True)
         _, mul, sigmoid = report.nodes
         assert mul.backward_flops == 8 * 4                           # dY·0.5; no d(half)

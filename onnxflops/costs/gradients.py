@@ -62,12 +62,6 @@ def lookup_backward(domain: str, op_type: str) -> Gradient | None:
     return GRADIENTS.get(("" if domain in ("", "ai.onnx") else domain, op_type))
 
 
-def _broadcast_sums(n: Node, grads: Grads) -> int:
-    """Adds that fold dY back to the shape of each broadcast operand that needs a gradient."""
-    y = n.output().numel
-    return sum(y - n.input(slot).numel for slot in grads)
-
-
 # --- contractions --------------------------------------------------------------------------------
 
 @backward(["Conv", "ConvTranspose"])
