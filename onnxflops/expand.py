@@ -74,6 +74,9 @@ def _inlined(model: onnx.ModelProto, op_type: str, domain: str, opset: int) -> o
     inferred = onnx.shape_inference.infer_shapes(model)
     graph = inferred.graph
     types = {vi.name: vi.type for vi in list(graph.input) + list(graph.value_info)}
+    # Constant inputs too: a context-dependent body (CastLike's) is built from every input's type.
+    types.update({t.name: onnx.helper.make_tensor_type_proto(t.data_type, t.dims)
+                  for t in graph.initializer})
     call = next(n for n in model.graph.node if n.op_type == op_type and n.domain == domain)
     _add_default_attributes(call, _schema(op_type, domain, opset))
     function = function_body(op_type, domain, opset, call,

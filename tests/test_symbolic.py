@@ -81,12 +81,15 @@ class TestFormulas:
         assert report.total.macs == 4 * batch * seq * 3 * 5
         assert report.constant_nodes == 5  # the shape arithmetic, as when the dims are bound
 
-    def test_position_embeddings_looked_up_by_a_range_over_seq(self):
-        # x = tokens[ids] + positions[range(seq)], the range's bounds cast from float constants.
+    @pytest.mark.parametrize("cast", ["Cast", "CastLike"])
+    def test_position_embeddings_looked_up_by_a_range_over_seq(self, cast):
+        # x = tokens[ids] + positions[range(seq)], the range's bounds cast from float constants
+        # (torch.arange(seq) as the dynamo exporter writes it, with CastLike).
+        casts = {"Cast": lambda x, y: node("Cast", [x], [y], to=TensorProto.INT64),
+                 "CastLike": lambda x, y: node("CastLike", [x, "n"], [y])}[cast]
         nodes = [node("Gather", ["tokens", "ids"], ["t"]),
                  node("Shape", ["ids"], ["s"], start=1, end=2), node("Squeeze", ["s"], ["n"]),
-                 node("Cast", ["zero"], ["start"], to=TensorProto.INT64),
-                 node("Cast", ["one"], ["step"], to=TensorProto.INT64),
+                 casts("zero", "start"), casts("one", "step"),
                  node("Range", ["start", "n", "step"], ["positions_used"]),
                  node("Gather", ["positions", "positions_used"], ["p"]),
                  node("Add", ["t", "p"], ["x"])]
