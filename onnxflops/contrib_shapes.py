@@ -26,10 +26,13 @@ def infer_contrib_shapes(model: onnx.ModelProto,
     """`model` (already inferred) with the outputs of com.microsoft nodes typed, and inferred again
     from there, round after round while new outputs are found."""
     while True:
-        known = _known_types(model)
+        contrib = [node for node in model.graph.node if _is_contrib(node)]
+        if not contrib:
+            return model
+        known = _known_types(model, {n for node in contrib for n in (*node.input, *node.output)})
         found = []
-        for node in model.graph.node:
-            if not _is_contrib(node) or all(o in known for o in node.output if o):
+        for node in contrib:
+            if all(o in known for o in node.output if o):
                 continue
             inputs = [known.get(i) if i else None for i in node.input]
             if any(i is None for name, i in zip(node.input, inputs) if name):
@@ -47,16 +50,20 @@ def _is_contrib(node: onnx.NodeProto) -> bool:
     return node.domain == MS or (node.domain in ("", "ai.onnx") and node.op_type in _DEFAULT_DOMAIN)
 
 
-def _known_types(model: onnx.ModelProto) -> dict[str, TensorInfo]:
+def _known_types(model: onnx.ModelProto, names: set[str]) -> dict[str, TensorInfo]:
+    """The known types of the tensors `names` (only those: a large graph has many)."""
     infos = {}
     for vi in list(model.graph.input) + list(model.graph.value_info) + list(model.graph.output):
+        if vi.name not in names:
+            continue
         info = info_from_value_info(vi)
         if info.known and info.dtype:
             infos[vi.name] = info
     for t in model.graph.initializer:
-        infos[t.name] = TensorInfo(t.name, t.data_type, tuple(t.dims))
+        if t.name in names:
+            infos[t.name] = TensorInfo(t.name, t.data_type, tuple(t.dims))
     for node in model.graph.node:
-        if node.op_type == "Constant":
+        if node.op_type == "Constant" and node.output[0] in names:
             for a in node.attribute:
                 if a.name == "value":
                     infos[node.output[0]] = TensorInfo(node.output[0], a.t.data_type,
