@@ -73,10 +73,13 @@ class _Counter:
         rule = REGISTRY.lookup(proto.domain, proto.op_type)
         node = Node(proto, scope, self.opsets.get(_domain(proto.domain), 0), self)
         layer = layer_of(proto)
+        # Looked up once, for the shapes and for the bytes.
+        inputs = [scope.info(name) if name else None for name in proto.input]
+        outputs = [scope.info(name) if name else None for name in proto.output]
         entry = NodeReport(proto.name, proto.op_type, _domain(proto.domain), layer,
                            rule.category if rule else "uncosted",
-                           input_shapes=[_shape(scope.info(i)) for i in proto.input],
-                           output_shapes=[_shape(scope.info(o)) for o in proto.output])
+                           input_shapes=[_shape(i) for i in inputs],
+                           output_shapes=[_shape(o) for o in outputs])
         cost = self._cost(rule, node, count_params)
         if self.flows is not None and count_params:
             backward = self._backward(node) if cost is not None else None
@@ -89,8 +92,8 @@ class _Counter:
         entry.flops = cost.flops_under(self.convention)
         entry.int_ops = cost.all_int_ops
         entry.detail = dict(cost.detail) if cost.detail else None
-        entry.bytes_read = _bytes(scope, proto.input)
-        entry.bytes_written = _bytes(scope, proto.output)
+        entry.bytes_read = _bytes(inputs)
+        entry.bytes_written = _bytes(outputs)
         if rule.category in (CONTRACTION, RECURRENT):
             self.contraction_outputs.update(proto.output)
         if count_params:
@@ -101,7 +104,6 @@ class _Counter:
         return entry
 
     def _cost(self, rule: Rule | None, node: Node, count_params: bool) -> Cost | None:
-        label = node.name or f"{node.op_type} node"
         if rule is None:
             domain = f"{node.domain}::" if _domain(node.domain) else ""
             self.uncosted.append(Uncosted(node.name, node.op_type,
@@ -111,6 +113,7 @@ class _Counter:
             return rule.fn(node)
         except Uncostable as e:
             if count_params:
+                label = node.name or f"{node.op_type} node"
                 self.uncosted.append(Uncosted(label, node.op_type, str(e)))
             return None
 
@@ -132,6 +135,8 @@ class _Counter:
 
     def _weights(self, rule: Rule, proto: onnx.NodeProto, scope: GraphView) -> tuple[int, int]:
         params = buffers = 0
+        if not rule.weights and not rule.buffers:
+            return params, buffers
         for slot, name in enumerate(proto.input):
             if not name or not (scope.is_constant(name) or scope.initializer(name) is not None):
                 continue
@@ -279,18 +284,15 @@ def _is_weight(info: TensorInfo) -> bool:
     return info.dtype not in _NOT_PARAM_DTYPES and info.shape is not None and len(info.shape) > 0
 
 
-def _bytes(scope: GraphView, names) -> int:
-    total = 0
-    for name in names:
-        info = scope.info(name) if name else None
-        if info is not None and info.known:
-            total += info.nbytes
-    return total
+def _bytes(infos: list[TensorInfo | None]) -> int:
+    return sum(info.nbytes for info in infos if info is not None and info.known)
 
 
 def _shape(info: TensorInfo | None) -> list | None:
     if info is None or info.shape is None:
         return None
+    if info.concrete:
+        return list(info.shape)
     return [d.lstrip(SYMBOL_MARK) if is_symbolic(d) else d for d in info.shape]
 
 

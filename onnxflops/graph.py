@@ -69,13 +69,18 @@ class TensorInfo:
     name: str
     dtype: int
     shape: tuple[Dim, ...] | None  # None: rank unknown
-    # Every dim is a number or a symbolic formula: asked several times per tensor, so found once.
+    # Found once, as rules and the counter ask for every tensor several times:
+    # every dim is a number (`concrete`), or a number or a symbolic formula (`known`).
+    concrete: bool = field(init=False, repr=False, compare=False)
     known: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        known = self.shape is not None and all(isinstance(d, int) or is_symbolic(d)
-                                               for d in self.shape)
-        object.__setattr__(self, "known", known)  # the frozen dataclass idiom for derived fields
+        shape = self.shape
+        concrete = shape is not None and all(isinstance(d, int) for d in shape)
+        known = concrete or shape is not None and all(isinstance(d, int) or is_symbolic(d)
+                                                      for d in shape)
+        object.__setattr__(self, "concrete", concrete)  # the frozen dataclass idiom
+        object.__setattr__(self, "known", known)
 
     @property
     def rank(self) -> int:
@@ -86,10 +91,10 @@ class TensorInfo:
     @property
     def dims(self) -> tuple[int, ...]:
         """The shape, symbolic dims as sympy expressions; raises Uncostable when a dim is unknown."""
+        if self.concrete:
+            return self.shape  # type: ignore[return-value]
         if not self.known:
             raise Uncostable(f"shape of '{self.name}' is unknown ({format_shape(self.shape)})")
-        if all(isinstance(d, int) for d in self.shape):
-            return self.shape  # type: ignore[return-value]
         from onnxflops.symbolic import to_expr
 
         return tuple(d if isinstance(d, int) else to_expr(d) for d in self.shape)
