@@ -47,7 +47,7 @@ def analyze(model: onnx.ModelProto) -> AnalyzedModel:
         if found.keys() <= values.keys():
             break
         values.update(found)
-        _adopt_shapes(inferred, _infer(_with_values(inferred, values), warnings))
+        _adopt_shapes(inferred, _infer(_with_values(inferred, values), warnings), values)
         view = GraphView(inferred.graph)
         view.values.update(values)
         view.mark_constants()
@@ -176,10 +176,14 @@ def _with_values(model: onnx.ModelProto, values: dict[str, np.ndarray]) -> onnx.
     return copy
 
 
-def _adopt_shapes(model: onnx.ModelProto, inferred: onnx.ModelProto) -> None:
-    """Take the shapes found in `inferred` for tensors `model` still lacks."""
+def _adopt_shapes(model: onnx.ModelProto, inferred: onnx.ModelProto,
+                  values: dict[str, np.ndarray]) -> None:
+    """Take the shapes found in `inferred` for tensors `model` still lacks, and the shapes of the
+    evaluated `values` (initializers there)."""
     have = {vi.name: vi for vi in model.graph.value_info}
-    for vi in inferred.graph.value_info:
+    evaluated = [onnx.helper.make_tensor_value_info(t.name, t.data_type, t.dims)
+                 for t in inferred.graph.initializer if t.name in values]
+    for vi in [*inferred.graph.value_info, *evaluated]:
         if vi.name in have:
             have[vi.name].CopyFrom(vi)
         else:
