@@ -4,6 +4,7 @@ from onnxflops.api import count
 from onnxflops.compare import Comparison, assert_same_cost, compare
 from onnxflops.costs.registry import CONVENTIONS
 from onnxflops.errors import OnnxFlopsError
+from onnxflops.profiling import Profile, profile
 from onnxflops.report import NodeReport, Report, Totals
 
 __all__ = ["CONVENTIONS", "Comparison", "NodeReport", "OnnxFlopsError", "Report", "Totals",

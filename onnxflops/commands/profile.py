@@ -1,0 +1,81 @@
+"""`onnxflops profile`: latency and per-node achieved FLOP/s of one model under onnxruntime."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from onnxflops.commands.common import add_input_options, input_shapes
+from onnxflops.costs.registry import CONVENTIONS
+from onnxflops.profiling.runtime import OPT_LEVELS, PROVIDERS
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "profile", help="measure latency and achieved FLOP/s under onnxruntime",
+        description="Run a model under onnxruntime: end-to-end latency over timed runs with the "
+                    "profiler off, then per-node times from a profiled session joined to the "
+                    "counted FLOPs (through onnxruntime's fusions), against the machine's "
+                    "measured peak FLOP/s and memory bandwidth.")
+    p.add_argument("model", help="an .onnx file, .keras/.h5/.pt2 file, SavedModel dir or "
+                                 "package.module:factory")
+    add_input_options(p)
+    add_measure_options(p)
+    p.add_argument("--top", type=int, default=20, metavar="N",
+                   help="rows of the node table, slowest first (default 20; 0: all)")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print the JSON document")
+    fmt.add_argument("--csv", action="store_true", help="print one CSV row per executed node")
+    fmt.add_argument("--markdown", action="store_true", help="print Markdown")
+    p.set_defaults(func=run)
+
+
+def add_measure_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--provider", choices=list(PROVIDERS), default="cpu",
+                   help="onnxruntime execution provider (cuda needs onnxruntime-gpu and a GPU)")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="intra-op threads (default: onnxruntime's, one per physical core)")
+    p.add_argument("--runs", type=int, default=100, metavar="N", help="timed runs (default 100)")
+    p.add_argument("--warmup", type=int, default=10, metavar="N",
+                   help="untimed runs first (default 10)")
+    p.add_argument("--profile-runs", type=int, default=10, metavar="N",
+                   help="runs of the profiled session whose per-node median is kept (default 10)")
+    p.add_argument("--opt-level", choices=list(OPT_LEVELS), default="all",
+                   help="onnxruntime graph optimization level (default: all, as deployed)")
+    p.add_argument("--convention", "-c", choices=list(CONVENTIONS), default="default",
+                   help="what FLOPs means (see onnxflops count --help)")
+    p.add_argument("--no-ceilings", dest="ceilings", action="store_false",
+                   help="do not measure peak FLOP/s and bandwidth (no efficiency, no bound)")
+    p.add_argument("--quick", action="store_true",
+                   help="rough ceilings from small problems and at most 2 warm-up runs")
+    p.add_argument("--device-id", type=int, default=0, help="GPU index for --provider cuda")
+
+
+def measure_kwargs(args: argparse.Namespace) -> dict:
+    return dict(inputs=input_shapes(args), batch=args.batch, provider=args.provider,
+                threads=args.threads, runs=args.runs, warmup=args.warmup,
+                profile_runs=args.profile_runs, opt_level=args.opt_level,
+                convention=args.convention, ceilings=args.ceilings, quick=args.quick,
+                device_id=args.device_id)
+
+
+def run(args: argparse.Namespace) -> int:
+    from onnxflops.profiling import profile
+    from onnxflops.profiling.progress import ProgressBar
+
+    bar = ProgressBar(1)
+    bar.start(str(args.model))
+    try:
+        result = profile(args.model, progress=bar.update, **measure_kwargs(args))
+    finally:
+        bar.close()
+    if args.json:
+        out = result.to_json()
+    elif args.csv:
+        out = result.to_csv()
+    elif args.markdown:
+        out = result.to_markdown(args.top or None)
+    else:
+        out = result.to_text(args.top or None)
+    sys.stdout.write(out if out.endswith("\n") else out + "\n")
+    return 0

@@ -1,0 +1,101 @@
+"""Which executed node did the work of which counted node.
+
+onnxruntime fuses, splits and renames nodes (Conv+Relu → FusedConv or an NCHWc Conv between
+reorders, MatMul+Add → Gemm, LayerNorm arithmetic → LayerNormalization, ...) and keeps no map
+back. Its optimized model still names the tensors between fused regions as the original graph
+did: a tensor both graphs compute is a cut point. Cutting each graph at those shared tensors
+splits it into regions; a counted region and an executed region that compute the same shared
+tensor did the same work. Linking them (transitively) gives groups in which every counted node
+belongs to exactly one group, and a group with no executed node is work onnxruntime folded to a
+constant or removed at load time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import onnx
+
+
+@dataclass
+class Group:
+    counted: list[int] = field(default_factory=list)  # indices into the counted nodes
+    executed: list[int] = field(default_factory=list)  # indices into the executed graph's nodes
+
+
+def match(counted: Sequence[onnx.NodeProto], executed: onnx.GraphProto) -> list[Group]:
+    """Groups in execution order; those that onnxruntime does not execute come last."""
+    runs = list(executed.node)
+    folded = {t.name for t in executed.initializer}
+    counted_producer = _producers(counted)
+    executed_producer = _producers(runs)
+    shared = counted_producer.keys() & executed_producer.keys()
+    links = _UnionFind()
+    for side, nodes, producer in (("c", counted, counted_producer), ("e", runs, executed_producer)):
+        for i, node in enumerate(nodes):
+            links.add((side, i))
+            for tensor in node.input:
+                # A tensor onnxruntime folded to a constant does not tie its producer to the
+                # consumer: the producer's work is done at load time, not in the consumer.
+                if tensor in producer and tensor not in shared and tensor not in folded:
+                    links.union((side, producer[tensor]), (side, i))
+    for tensor in shared:
+        links.union(("c", counted_producer[tensor]), ("e", executed_producer[tensor]))
+    groups: dict[tuple, Group] = {}
+    for side, i in links.items():
+        group = groups.setdefault(links.find((side, i)), Group())
+        (group.counted if side == "c" else group.executed).append(i)
+    for g in groups.values():
+        g.counted.sort()
+        g.executed.sort()
+    return sorted(groups.values(), key=lambda g: (not g.executed, g.executed[:1] or g.counted[:1]))
+
+
+def boundary(group: Sequence[int], counted: Sequence[onnx.NodeProto],
+             consumers: dict[str, set[int]], graph_outputs: set[str]) -> tuple[set, set]:
+    """(tensors read from outside, tensors written for outside) of a group of counted nodes:
+    what a fused kernel moves, its intermediates staying in registers and caches."""
+    members = set(group)
+    produced: set[str] = set()
+    read: set[str] = set()
+    for i in group:
+        read.update(t for t in counted[i].input if t and t not in produced)
+        produced.update(t for t in counted[i].output if t)
+    written = {t for t in produced
+               if t in graph_outputs or not consumers.get(t, set()) <= members}
+    return read - produced, written
+
+
+def consumers_of(nodes: Sequence[onnx.NodeProto]) -> dict[str, set[int]]:
+    found: dict[str, set[int]] = {}
+    for i, node in enumerate(nodes):
+        for t in node.input:
+            found.setdefault(t, set()).add(i)
+    return found
+
+
+def _producers(nodes: Sequence[onnx.NodeProto]) -> dict[str, int]:
+    return {t: i for i, node in enumerate(nodes) for t in node.output if t}
+
+
+class _UnionFind:
+    def __init__(self):
+        self.parent: dict = {}
+
+    def add(self, key) -> None:
+        self.parent.setdefault(key, key)
+
+    def find(self, key):
+        root = key
+        while self.parent[root] != root:
+            root = self.parent[root]
+        while self.parent[key] != root:
+            self.parent[key], key = root, self.parent[key]
+        return root
+
+    def union(self, a, b) -> None:
+        self.parent[self.find(a)] = self.find(b)
+
+    def items(self) -> list:
+        return list(self.parent)

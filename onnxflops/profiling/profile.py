@@ -1,0 +1,413 @@
+"""Measure: how fast onnxruntime runs a model, and where the time goes against the counted FLOPs.
+
+count → run untimed warm-ups and N timed runs with the profiler off (end-to-end latency) → run a
+separate profiled session whose optimized graph is saved → join the trace's executed nodes to the
+counted nodes (fusion.match) → scale the per-node times to the unprofiled latency → compare each
+executed node with the machine's ceilings (roofline).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import onnx
+
+from onnxflops.bind import bind_inputs, real_inputs
+from onnxflops.canonical import canonicalize
+from onnxflops.counter import count_model
+from onnxflops.errors import OnnxFlopsError
+from onnxflops.load import load_model
+from onnxflops.normalize import normalize
+from onnxflops.profiling import fusion
+from onnxflops.profiling.ceilings import Ceilings, dominant_float_dtype, machine_ceilings
+from onnxflops.profiling.runtime import (Latency, SessionConfig, check_provider, make_session,
+                                         random_feeds, runnable, runner, time_runs)
+from onnxflops.profiling.trace import END_TO_END_ONLY, NodeTimes, read_trace
+from onnxflops.report import Report, human
+from onnxflops.shapes import analyze
+
+Progress = Callable[[str, float], None]
+
+NOT_EXECUTED = "not executed: onnxruntime folded it to a constant or removed it at load time"
+
+
+@dataclass
+class MeasuredNode:
+    """One executed node (or the few onnxruntime runs in its place) and the counted work it did."""
+    name: str
+    op_type: str
+    original_nodes: list[str]
+    layer: str
+    flops: float
+    bytes: int
+    time_ms: float | None
+    bound: str
+
+    @property
+    def achieved_flops_per_s(self) -> float | None:
+        return _rate(self.flops, self.time_ms)
+
+    @property
+    def intensity(self) -> float | None:
+        """FLOPs per byte moved."""
+        return self.flops / self.bytes if self.bytes else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "op_type": self.op_type, "original_nodes": self.original_nodes,
+                "flops": self.flops, "bytes": self.bytes, "time_ms": self.time_ms,
+                "achieved_flops_per_s": self.achieved_flops_per_s, "bound": self.bound}
+
+
+@dataclass
+class Rollup:
+    """Executed nodes summed by op type or layer."""
+    nodes: int = 0
+    flops: float = 0
+    bytes: int = 0
+    time_ms: float = 0.0
+    latency_share: float = 0.0
+    flops_share: float = 0.0
+
+    @property
+    def achieved_flops_per_s(self) -> float | None:
+        return _rate(self.flops, self.time_ms)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"nodes": self.nodes, "flops": self.flops, "bytes": self.bytes,
+                "time_ms": self.time_ms, "latency_share": self.latency_share,
+                "flops_share": self.flops_share, "achieved_flops_per_s": self.achieved_flops_per_s,
+                "intensity": self.flops / self.bytes if self.bytes else None}
+
+
+@dataclass
+class Unattributed:
+    name: str
+    op_type: str
+    flops: float
+    reason: str
+
+
+@dataclass
+class Profile:
+    model: str
+    provider: str
+    threads: int | None
+    opt_level: str
+    latency: Latency
+    count: Report
+    nodes: list[MeasuredNode]
+    unattributed: list[Unattributed]
+    ceilings: Ceilings | None
+    timing: str  # how per-node times were obtained (see trace.py)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def flops(self) -> float:
+        return self.count.total.flops
+
+    @property
+    def achieved_flops_per_s(self) -> float | None:
+        return _rate(self.flops, self.latency.median)
+
+    @property
+    def efficiency(self) -> float | None:
+        """Achieved over peak FLOP/s, end to end."""
+        if self.ceilings is None or self.achieved_flops_per_s is None:
+            return None
+        return self.achieved_flops_per_s / self.ceilings.peak_flops_per_s
+
+    @property
+    def unattributed_flops(self) -> float:
+        return sum(u.flops for u in self.unattributed)
+
+    def by_op_type(self) -> dict[str, Rollup]:
+        return self._rollup(lambda n: n.op_type)
+
+    def by_layer(self) -> dict[str, Rollup]:
+        return self._rollup(lambda n: n.layer or "(top level)")
+
+    def _rollup(self, key: Callable[[MeasuredNode], str]) -> dict[str, Rollup]:
+        groups: dict[str, Rollup] = {}
+        for n in self.nodes:
+            g = groups.setdefault(key(n), Rollup())
+            g.nodes += 1
+            g.flops += n.flops
+            g.bytes += n.bytes
+            g.time_ms += n.time_ms or 0.0
+        total_time = sum(g.time_ms for g in groups.values())
+        total_flops = sum(g.flops for g in groups.values())
+        for g in groups.values():
+            g.latency_share = g.time_ms / total_time if total_time else 0.0
+            g.flops_share = g.flops / total_flops if total_flops else 0.0
+        return dict(sorted(groups.items(), key=lambda kv: -kv[1].time_ms))
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.ceilings
+        return {
+            "latency_ms": self.latency.to_dict(),
+            "flops": self.flops,
+            "achieved_flops_per_s": self.achieved_flops_per_s,
+            "peak_flops_per_s": c.peak_flops_per_s if c else None,
+            "bandwidth_bytes_per_s": c.bandwidth_bytes_per_s if c else None,
+            "provider": self.provider,
+            "threads": self.threads,
+            "opt_level": self.opt_level,
+            "nodes": [n.to_dict() for n in self.nodes],
+            "by_op_type": {k: v.to_dict() for k, v in self.by_op_type().items()},
+            "unattributed_flops": self.unattributed_flops,
+            "warnings": list(self.warnings),
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def summary_lines(self) -> list[str]:
+        lat = self.latency.to_dict()
+        lines = [f"{self.model}  provider={self.provider}  threads={self.threads or 'default'}  "
+                 f"opt_level={self.opt_level}",
+                 f"latency ms: median {lat['median']:.3f}  p90 {lat['p90']:.3f}  p99 "
+                 f"{lat['p99']:.3f}  min {lat['min']:.3f}  max {lat['max']:.3f}  "
+                 f"({lat['runs']} runs)",
+                 f"FLOPs {human(self.flops)}  achieved {human(self.achieved_flops_per_s, 'FLOP/s')}"]
+        if self.ceilings:
+            c = self.ceilings
+            lines[-1] += (f"  peak {human(c.peak_flops_per_s, 'FLOP/s')} "
+                          f"({100 * self.efficiency:.1f}% of it)  bandwidth "
+                          f"{human(c.bandwidth_bytes_per_s, 'B/s')}  ridge {c.ridge:.1f} FLOP/B"
+                          + ("  [quick ceilings]" if c.quick else ""))
+        lines.append(f"per-node times: {self.timing}")
+        return lines
+
+    def table_rows(self, limit: int | None = None) -> tuple[list[str], list[list[str]]]:
+        header = ["node", "op", "FLOPs", "time ms", "latency %", "FLOPs %", "FLOP/s",
+                  "FLOP/B", "bound"]
+        total_time = sum(n.time_ms or 0.0 for n in self.nodes) or 1.0
+        total_flops = sum(n.flops for n in self.nodes) or 1
+        ranked = sorted(self.nodes, key=lambda n: -(n.time_ms or 0.0))[:limit]
+        rows = [[n.name, n.op_type, human(n.flops), _ms(n.time_ms),
+                 f"{100 * (n.time_ms or 0.0) / total_time:.1f}",
+                 f"{100 * n.flops / total_flops:.1f}", human(n.achieved_flops_per_s),
+                 "-" if n.intensity is None else f"{n.intensity:.2f}", n.bound] for n in ranked]
+        return header, rows
+
+    def to_text(self, limit: int | None = 20) -> str:
+        header, rows = self.table_rows(limit)
+        widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(len(header))]
+        lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w)
+                           for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+                 for r in [header, ["-" * w for w in widths], *rows]]
+        return "\n".join([*self.summary_lines(), "", *lines, *self.notes()]) + "\n"
+
+    def to_markdown(self, limit: int | None = None) -> str:
+        header, rows = self.table_rows(limit)
+        lines = ["| " + " | ".join(header) + " |",
+                 "|" + "|".join("---" if i < 2 else "---:" for i in range(len(header))) + "|",
+                 *("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows)]
+        return "\n".join([*(f"{line}  " for line in self.summary_lines()), "", *lines,
+                          *self.notes()]) + "\n"
+
+    def to_csv(self) -> str:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(["model", "name", "op_type", "original_nodes", "layer", "flops", "bytes",
+                         "time_ms", "achieved_flops_per_s", "bound"])
+        for n in self.nodes:
+            writer.writerow([self.model, n.name, n.op_type, " ".join(n.original_nodes), n.layer,
+                             n.flops, n.bytes, n.time_ms, n.achieved_flops_per_s, n.bound])
+        return out.getvalue()
+
+    def notes(self) -> list[str]:
+        notes = [f"unattributed: {u.name} ({u.op_type}) {human(u.flops)} FLOPs: {u.reason}"
+                 for u in self.unattributed if u.flops]
+        notes += [f"note: {w}" for w in self.warnings]
+        return ["", *notes] if notes else []
+
+
+def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None = None,
+            inputs: Mapping[str, Any] | None = None, *, batch: int | None = None,
+            warmup: int = 10, profile_runs: int = 10, opt_level: str = "all",
+            convention: str = "default", ceilings: bool = True, quick: bool = False,
+            device_id: int = 0, progress: Progress | None = None) -> Profile:
+    """Measure `model` under onnxruntime and join the measured times to the counted FLOPs.
+
+    `inputs` maps input names to shapes or to arrays (fed as they are; other inputs get random
+    data). `threads` sets onnxruntime's intra-op threads (None: its default, one per physical
+    core); `opt_level` its graph optimization level (disable, basic, extended, layout, all).
+    `ceilings` measures (once per machine, then cached) peak FLOP/s and bandwidth; `quick`
+    measures them on small problems and makes fewer warm-up runs, for a fast rough answer.
+    """
+    config = SessionConfig(provider, threads, opt_level, device_id)
+    check_provider(provider)
+    step = progress or (lambda stage, fraction: None)
+    arrays = {k: np.asarray(v) for k, v in (inputs or {}).items() if _is_array(v)}
+    shapes = {k: tuple(a.shape) for k, a in arrays.items()}
+    shapes.update({k: tuple(v) for k, v in (inputs or {}).items() if k not in arrays})
+    step("counting", 0.0)
+    source = _source(model, shapes, batch)
+    counted = _count(source, shapes, batch, convention)
+    feeds = random_feeds(counted.bound, arrays)
+    model_bytes = runnable(source.run)
+    warmup = min(warmup, 2) if quick else warmup
+
+    step("timing", 0.0)
+    session = make_session(model_bytes, config)
+    latency = time_runs(runner(session, feeds, provider, device_id), runs, warmup,
+                        lambda f: step("timing", f))
+    del session
+
+    step("profiling", 0.0)
+    with tempfile.TemporaryDirectory(prefix="onnxflops-") as tmp:
+        optimized_path = os.path.join(tmp, "optimized.onnx")
+        session = make_session(model_bytes, config, profile_prefix=os.path.join(tmp, "trace"),
+                               optimized_path=optimized_path)
+        time_runs(runner(session, feeds, provider, device_id), max(1, profile_runs), warmup,
+                  lambda f: step("profiling", f))
+        times = read_trace(session.end_profiling(), skip_runs=warmup)
+        optimized = onnx.load(optimized_path, load_external_data=False)
+        del session
+
+    step("ceilings", 0.0)
+    machine = machine_ceilings(config, dominant_float_dtype(source.run), quick) if ceilings else None
+    step("done", 1.0)
+    result = _join(counted, optimized.graph, times, latency, machine)
+    result.provider, result.threads, result.opt_level = provider, threads, opt_level
+    return result
+
+
+@dataclass
+class _Counted:
+    report: Report
+    bound: onnx.ModelProto
+    protos: list[onnx.NodeProto]  # the counted graph's node of each entry of report.nodes
+    bytes_of: Callable[[set[str]], int]
+    graph_outputs: set[str]
+
+
+@dataclass
+class _Source:
+    run: onnx.ModelProto  # with its weights
+    count: str | onnx.ModelProto  # what counting loads: a path loads without the weights
+    name: str
+    converted: bool  # conversion bound the input shapes already
+
+
+def _source(model, shapes: dict, batch: int | None) -> _Source:
+    if isinstance(model, onnx.ModelProto):
+        return _Source(model, model, model.graph.name or "model", False)
+    from converters import convert, needs_conversion  # imports no framework by itself
+
+    if needs_conversion(model):
+        converted = convert(model, shapes or None, batch=batch, keep_weights=True)
+        return _Source(converted, converted, Path(str(model)).name, True)
+    path = Path(model)
+    load_model(path)  # one clear line for a missing or unreadable file
+    return _Source(onnx.load(str(path)), str(path), path.name, False)
+
+
+def _count(source: _Source, shapes: dict, batch: int | None, convention: str) -> _Counted:
+    """The counting pipeline (as onnxflops.count runs it), keeping the counted graph's tensors."""
+    bound = bind_inputs(load_model(source.count), None if source.converted else shapes,
+                        None if source.converted else batch)
+    analyzed = canonicalize(analyze(normalize(bound)))
+    inputs = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim]
+              for i in real_inputs(bound)}
+    report = count_model(analyzed, convention, source.name, inputs)
+    view = analyzed.graph
+    protos = _pair(report, list(view.nodes()))
+
+    def bytes_of(tensors: set[str]) -> int:
+        infos = [view.info(t) for t in tensors]
+        return sum(i.nbytes for i in infos if i is not None and i.known)
+
+    return _Counted(report, bound, protos, bytes_of, {o.name for o in view.graph.output})
+
+
+def _pair(report: Report, graph_nodes: list[onnx.NodeProto]) -> list[onnx.NodeProto]:
+    """The graph node behind each counted entry: entries follow graph order, constants skipped."""
+    paired, k = [], 0
+    for entry in report.nodes:
+        while k < len(graph_nodes) and (graph_nodes[k].name, graph_nodes[k].op_type) != \
+                (entry.name, entry.op_type):
+            k += 1
+        if k == len(graph_nodes):
+            raise OnnxFlopsError(f"counted node '{entry.name}' ({entry.op_type}) is not in the "
+                                 "counted graph")
+        paired.append(graph_nodes[k])
+        k += 1
+    return paired
+
+
+def _join(counted: _Counted, executed: onnx.GraphProto, times: NodeTimes, latency: Latency,
+          machine: Ceilings | None) -> Profile:
+    report = counted.report
+    runs = list(executed.node)
+    measured_total_ms = sum(times.median_us.get(n.name, 0.0) for n in runs) / 1e3
+    scale = latency.median / measured_total_ms if measured_total_ms else 0.0
+    consumers = fusion.consumers_of(counted.protos)
+    nodes, unattributed = [], []
+    for group in fusion.match(counted.protos, executed):
+        entries = [report.nodes[i] for i in group.counted]
+        if not group.executed:
+            unattributed += [Unattributed(e.name, e.op_type, e.flops, NOT_EXECUTED)
+                             for e in entries]
+            continue
+        done = [runs[j] for j in group.executed]
+        read, written = fusion.boundary(group.counted, counted.protos, consumers,
+                                        counted.graph_outputs)
+        flops = sum(e.flops for e in entries)
+        moved = counted.bytes_of(read | written)
+        time_ms = None
+        if times.source != END_TO_END_ONLY:
+            time_ms = sum(times.median_us.get(n.name, 0.0) for n in done) / 1e3 * scale
+        main = max(entries, key=lambda e: e.flops, default=None)
+        nodes.append(MeasuredNode(
+            "+".join(n.name for n in done), "+".join(dict.fromkeys(_label(n) for n in done)),
+            [e.name for e in entries], main.layer if main else "", flops, moved, time_ms,
+            machine.bound(flops, moved) if machine else "-"))
+    warnings = []
+    if times.source == END_TO_END_ONLY:
+        warnings.append("this onnxruntime build records no per-node CUDA kernel times (build it "
+                        "with --enable_cuda_profiling for them): end-to-end latency only")
+    elif measured_total_ms:
+        warnings.append(f"per-node times are onnxruntime's profiled kernel times (median of "
+                        f"{times.runs} profiled runs) scaled by {scale:.3f} so that they sum to "
+                        f"the unprofiled median latency {latency.median:.3f} ms (they summed to "
+                        f"{measured_total_ms:.3f} ms)")
+    stray = sorted(set(times.median_us) - {n.name for n in runs})
+    if stray:
+        warnings.append(f"{len(stray)} profiled node(s) not in onnxruntime's optimized graph, "
+                        f"left out: {', '.join(stray[:5])}")
+    if any(u.flops for u in unattributed):
+        warnings.append(f"{human(sum(u.flops for u in unattributed))} counted FLOPs are not "
+                        f"executed at run time (onnxruntime folded them at load time)")
+    return Profile(report.model, "", None, "", latency, report, nodes, unattributed, machine,
+                   times.source, warnings + list(report.warnings))
+
+
+def _label(node: onnx.NodeProto) -> str:
+    """The executed op type as a reader knows it: NCHWc kernels and fused activations shown."""
+    op = node.op_type
+    if node.domain.endswith(".nchwc"):
+        op = f"Nchwc{op}"
+    activation = next((a.s.decode() for a in node.attribute if a.name == "activation"), None)
+    return f"{op}({activation})" if activation else op
+
+
+def _rate(flops: float, time_ms: float | None) -> float | None:
+    return flops / (time_ms / 1e3) if time_ms else None
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def _is_array(value: Any) -> bool:
+    return hasattr(value, "shape") and hasattr(value, "dtype")

@@ -1,0 +1,215 @@
+"""onnxruntime sessions as a benchmark needs them: the provider checked, feeds made, runs timed.
+
+onnxruntime is imported here only, and only when a model is run: counting never needs it.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import onnx
+
+from converters.common import first_line
+from onnxflops.errors import OnnxFlopsError
+
+PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
+OPT_LEVELS = ("disable", "basic", "extended", "layout", "all")
+_ORT_LEVELS = {"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC",
+               "extended": "ORT_ENABLE_EXTENDED", "layout": "ORT_ENABLE_LAYOUT",
+               "all": "ORT_ENABLE_ALL"}
+_IR_LIMIT = re.compile(r"max supported IR version: (\d+)")
+
+
+def import_ort():
+    try:
+        import onnxruntime
+    except ImportError:
+        raise OnnxFlopsError("measuring latency needs onnxruntime: pip install onnxruntime "
+                             "(or onnxruntime-gpu for --provider cuda)") from None
+    return onnxruntime
+
+
+def check_provider(provider: str) -> str:
+    """The onnxruntime name of `provider`, or one line saying what to install to get it."""
+    if provider not in PROVIDERS:
+        raise OnnxFlopsError(f"unknown provider '{provider}': choose one of {', '.join(PROVIDERS)}")
+    ort = import_ort()
+    name = PROVIDERS[provider]
+    available = ort.get_available_providers()
+    if name not in available:
+        raise OnnxFlopsError(
+            f"provider '{provider}' is not available: this onnxruntime {ort.__version__} has only "
+            f"{', '.join(p.removesuffix('ExecutionProvider') for p in available)}; for CUDA run "
+            "'pip uninstall onnxruntime && pip install onnxruntime-gpu' on a machine with an NVIDIA "
+            "GPU, its driver and CUDA 12 with cuDNN 9")
+    return name
+
+
+@dataclass
+class SessionConfig:
+    provider: str = "cpu"
+    threads: int | None = None  # None: onnxruntime's default (one per physical core)
+    opt_level: str = "all"
+    device_id: int = 0
+
+    def __post_init__(self):
+        if self.opt_level not in OPT_LEVELS:
+            raise OnnxFlopsError(f"unknown optimization level '{self.opt_level}': choose one of "
+                                 f"{', '.join(OPT_LEVELS)}")
+        if self.threads is not None and self.threads < 1:
+            raise OnnxFlopsError(f"--threads {self.threads}: must be a positive integer")
+
+
+def make_session(model: bytes | str, config: SessionConfig, *, profile_prefix: str | None = None,
+                 optimized_path: str | None = None):
+    """An InferenceSession on the configured provider; fails with one line if it falls back."""
+    ort = import_ort()
+    provider = check_provider(config.provider)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # the NCHWc "hardware specific model" notice is expected
+    options.graph_optimization_level = getattr(ort.GraphOptimizationLevel,
+                                               _ORT_LEVELS[config.opt_level])
+    if config.threads is not None:
+        options.intra_op_num_threads = config.threads
+    if profile_prefix is not None:
+        options.enable_profiling = True
+        options.profile_file_prefix = profile_prefix
+    if optimized_path is not None:
+        # Only the graph is read back: weights go to a side file, so models over 2 GB save too.
+        options.optimized_model_filepath = optimized_path
+        options.add_session_config_entry(
+            "session.optimized_model_external_initializers_file_name", "weights.bin")
+        options.add_session_config_entry(
+            "session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+    providers: list[Any] = [provider]
+    if config.provider == "cuda":
+        providers = [(provider, {"device_id": config.device_id}), "CPUExecutionProvider"]
+    try:
+        session = ort.InferenceSession(model, options, providers=providers)
+    except Exception as e:  # onnxruntime raises its own Fail/InvalidGraph/... types
+        raise OnnxFlopsError(f"onnxruntime cannot load the model: {first_line(e)}") from None
+    if session.get_providers()[0] != provider:
+        raise OnnxFlopsError(f"onnxruntime could not start {provider} (no usable GPU or CUDA "
+                             "libraries missing) and fell back to the CPU")
+    return session
+
+
+def runnable(model: onnx.ModelProto) -> bytes:
+    """The model as onnxruntime takes it: every node named (its profile events are by node name)
+    and the IR version lowered where the installed onnxruntime supports an older one only."""
+    ort = import_ort()
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    taken = {n.name for n in copy.graph.node}
+    for i, node in enumerate(copy.graph.node):
+        if not node.name:
+            node.name = _fresh(f"{node.op_type}_{i}", taken)
+    try:
+        ort.InferenceSession(copy.SerializeToString(), providers=["CPUExecutionProvider"],
+                             sess_options=_no_optimization(ort))
+    except Exception as e:
+        limit = _IR_LIMIT.search(str(e))
+        if limit is None:
+            raise OnnxFlopsError(f"onnxruntime cannot load the model: {first_line(e)}") from None
+        copy.ir_version = int(limit.group(1))
+    return copy.SerializeToString()
+
+
+def _no_optimization(ort):
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3
+    return options
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    name, k = base, 0
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    taken.add(name)
+    return name
+
+
+def random_feeds(model: onnx.ModelProto, given: dict[str, np.ndarray] | None = None,
+                 seed: int = 0) -> dict[str, np.ndarray]:
+    """One array per real input of a bound model: standard normal floats, small integers
+    (valid indices for any table), or the arrays the caller gave."""
+    rng = np.random.default_rng(seed)
+    weights = {t.name for t in model.graph.initializer}
+    feeds = {}
+    for vi in model.graph.input:
+        if vi.name in weights:
+            continue
+        if given and vi.name in given:
+            feeds[vi.name] = given[vi.name]
+            continue
+        tensor = vi.type.tensor_type
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type)
+        shape = [d.dim_value for d in tensor.shape.dim]
+        if np.issubdtype(dtype, np.floating):
+            feeds[vi.name] = rng.standard_normal(shape).astype(dtype)
+        elif dtype == np.bool_:
+            feeds[vi.name] = np.ones(shape, dtype)
+        else:
+            feeds[vi.name] = rng.integers(0, 2, size=shape).astype(dtype)
+    return feeds
+
+
+def runner(session, feeds: dict[str, np.ndarray], provider: str, device_id: int = 0) -> Callable:
+    """A no-argument call that runs the model once. On CUDA the inputs are copied to the device
+    once and the outputs stay there (I/O binding), and each call waits for the device, so that
+    the time is the model's, not the host copies'."""
+    if provider != "cuda":
+        return lambda: session.run(None, feeds)
+    ort = import_ort()
+    binding = session.io_binding()
+    for name, value in feeds.items():
+        binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(value, "cuda",
+                                                                           device_id))
+    for out in session.get_outputs():
+        binding.bind_output(out.name, "cuda", device_id)
+
+    def run_bound():
+        session.run_with_iobinding(binding)
+        binding.synchronize_outputs()
+
+    return run_bound
+
+
+@dataclass
+class Latency:
+    """End-to-end times of the timed runs, in milliseconds."""
+    times_ms: list[float]
+
+    def percentile(self, q: float) -> float:
+        return float(np.percentile(self.times_ms, q))
+
+    @property
+    def median(self) -> float:
+        return self.percentile(50)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"median": self.median, "p90": self.percentile(90), "p99": self.percentile(99),
+                "min": min(self.times_ms), "max": max(self.times_ms), "runs": len(self.times_ms)}
+
+
+def time_runs(run: Callable, runs: int, warmup: int,
+              progress: Callable[[float], None] | None = None) -> Latency:
+    """`warmup` untimed runs (allocations, caches, lazy kernel choices), then `runs` timed ones."""
+    if runs < 1:
+        raise OnnxFlopsError(f"--runs {runs}: must be at least 1")
+    for _ in range(warmup):
+        run()
+    times = []
+    for i in range(runs):
+        start = time.perf_counter_ns()
+        run()
+        times.append((time.perf_counter_ns() - start) / 1e6)
+        if progress is not None:
+            progress((i + 1) / runs)
+    return Latency(times)

@@ -1,0 +1,288 @@
+"""Measuring under onnxruntime: latency statistics, the executed-to-counted node map through
+onnxruntime's fusions, the trace reading, the machine ceilings and the CUDA-absent error."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from builders import model, node, weight
+from onnxflops.cli import main
+from onnxflops.profiling import ceilings, fusion, trace
+
+pytest.importorskip("onnxruntime")
+
+import onnxflops  # noqa: E402  (after the skip: profiling needs onnxruntime)
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    """Ceilings are measured afresh in each test's own cache, never read from the user's."""
+    monkeypatch.setenv("ONNXFLOPS_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def layer_norm_nodes(x: str, y: str) -> list[onnx.NodeProto]:
+    """LayerNorm spelled as arithmetic, as older exporters write it."""
+    return [node("ReduceMean", [x], ["mu"], axes=[-1], name="ln_mean"),
+            node("Sub", [x, "mu"], ["d"], name="ln_sub"),
+            node("Pow", ["d", "two"], ["d2"], name="ln_pow"),
+            node("ReduceMean", ["d2"], ["var"], axes=[-1], name="ln_var"),
+            node("Add", ["var", "eps"], ["ve"], name="ln_eps"),
+            node("Sqrt", ["ve"], ["sd"], name="ln_sqrt"),
+            node("Div", ["d", "sd"], ["n"], name="ln_div"),
+            node("Mul", ["n", "gamma"], ["ng"], name="ln_scale"),
+            node("Add", ["ng", "beta"], [y], name="ln_shift")]
+
+
+# Conv(3→8, 3x3, pad 1)+Relu on 1x3x16x16 → Reshape → MatMul(2048→64)+Add → LayerNorm(64).
+CONV_MACS = 8 * 16 * 16 * 3 * 3 * 3
+MATMUL_MACS = 2048 * 64
+
+
+@pytest.fixture(scope="module")
+def fusable():
+    return model(
+        [node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+         node("Relu", ["c"], ["r"], name="relu"),
+         node("Reshape", ["r", "shape"], ["f"], name="flatten"),
+         node("MatMul", ["f", "W"], ["m"], name="mm"),
+         node("Add", ["m", "B"], ["a"], name="bias"),
+         *layer_norm_nodes("a", "y")],
+        {"x": [1, 3, 16, 16]},
+        [weight("w", (8, 3, 3, 3)), weight("b", (8,)), weight("shape", None, np.int64, [1, -1]),
+         weight("W", (2048, 64)), weight("B", (64,)), weight("two", None, value=2.0),
+         weight("eps", None, value=1e-5), weight("gamma", (64,)), weight("beta", (64,))],
+        opset=13)
+
+
+@pytest.fixture(scope="module")
+def profiled(fusable):
+    return onnxflops.profile(fusable, runs=15, threads=1, quick=True, profile_runs=3,
+                             ceilings=False)
+
+
+def by_original(prof) -> dict[tuple[str, ...], object]:
+    return {tuple(n.original_nodes): n for n in prof.nodes}
+
+
+def test_latency_statistics_are_sane(profiled):
+    lat = profiled.latency.to_dict()
+    assert lat["runs"] == 15
+    assert 0 < lat["min"] <= lat["median"] <= lat["p90"] <= lat["p99"] <= lat["max"]
+    assert profiled.achieved_flops_per_s == pytest.approx(profiled.flops / (lat["median"] / 1e3))
+
+
+def test_every_counted_flop_lands_on_exactly_one_executed_node(profiled):
+    counted = profiled.count
+    names = [name for n in profiled.nodes for name in n.original_nodes]
+    names += [u.name for u in profiled.unattributed]
+    assert sorted(names) == sorted(n.name for n in counted.nodes)
+    assert sum(n.flops for n in profiled.nodes) + profiled.unattributed_flops == \
+        counted.total.flops
+    assert profiled.unattributed_flops == 0
+
+
+def test_conv_relu_fused_into_one_nchwc_conv(profiled):
+    conv = by_original(profiled)[("conv", "relu")]
+    # At level "all" onnxruntime runs Conv+Relu as an NCHWc Conv with a Relu activation, then
+    # reorders its output back to NCHW: both are the work of the two counted nodes.
+    assert conv.op_type == "NchwcConv(Relu)+NchwcReorderOutput"
+    assert conv.flops == 2 * CONV_MACS + 8 * 16 * 16 + 8 * 16 * 16  # bias adds, then Relu
+    # What the fused kernel moves: input, weights, bias and its output, not the Conv→Relu tensor.
+    assert conv.bytes == 4 * (3 * 16 * 16 + 8 * 3 * 3 * 3 + 8 + 8 * 16 * 16)
+
+
+def test_conv_relu_is_fused_conv_at_extended_level(fusable):
+    prof = onnxflops.profile(fusable, runs=3, threads=1, warmup=1, profile_runs=2,
+                             opt_level="extended", ceilings=False)
+    assert by_original(prof)[("conv", "relu")].op_type == "FusedConv(Relu)"
+    assert by_original(prof)[("mm", "bias")].op_type == "Gemm"
+
+
+def test_matmul_add_fused_into_gemm(profiled):
+    gemm = by_original(profiled)[("mm", "bias")]
+    assert gemm.op_type == "Gemm"
+    assert gemm.name == "mm/MatMulAddFusion"
+    assert gemm.flops == 2 * MATMUL_MACS + 64
+
+
+def test_layer_norm_arithmetic_fused_into_one_layer_normalization(profiled):
+    ln = [n for n in profiled.nodes if n.op_type == "LayerNormalization"]
+    assert len(ln) == 1
+    # Every counted node after the Gemm's output is the LayerNorm's work, whatever the counter
+    # rewrote it to.
+    before = {"conv", "relu", "flatten", "mm", "bias"}
+    assert set(ln[0].original_nodes) == {n.name for n in profiled.count.nodes} - before
+    # x, gamma, beta in and y out; plus what LayerNormalization's ONNX function body (opset 13
+    # has no LayerNormalization op) reads besides: epsilon and the int64 shape it reshapes to.
+    assert ln[0].bytes == 4 * (64 + 64 + 64 + 64) + 4 + 2 * 8
+
+
+def test_node_times_are_scaled_to_the_unprofiled_latency(profiled):
+    assert sum(n.time_ms for n in profiled.nodes) == pytest.approx(profiled.latency.median)
+    assert any("scaled by" in w for w in profiled.warnings)
+    shares = profiled.by_op_type()
+    assert sum(g.latency_share for g in shares.values()) == pytest.approx(1.0)
+    assert shares["Gemm"].flops_share == pytest.approx(
+        (2 * MATMUL_MACS + 64) / profiled.count.total.flops)
+
+
+def test_json_has_exactly_the_documented_keys(profiled):
+    doc = json.loads(profiled.to_json())
+    assert list(doc) == ["latency_ms", "flops", "achieved_flops_per_s", "peak_flops_per_s",
+                         "bandwidth_bytes_per_s", "provider", "threads", "opt_level", "nodes",
+                         "by_op_type", "unattributed_flops", "warnings"]
+    assert list(doc["latency_ms"]) == ["median", "p90", "p99", "min", "max", "runs"]
+    assert list(doc["nodes"][0]) == ["name", "op_type", "original_nodes", "flops", "bytes",
+                                     "time_ms", "achieved_flops_per_s", "bound"]
+    assert doc["threads"] == 1 and doc["provider"] == "cpu" and doc["opt_level"] == "all"
+
+
+def test_loop_body_is_not_counted_twice():
+    body = helper.make_graph(
+        [node("MatMul", ["s_in", "W"], ["t"], name="body_mm"),
+         node("Tanh", ["t"], ["s_out"], name="body_tanh"),
+         node("Identity", ["cond_in"], ["cond_out"], name="body_cond")], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("s_in", TensorProto.FLOAT, [1, 32])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [1, 32])])
+    m = model([node("Loop", ["trips", "go", "x"], ["y"], name="loop", body=body)],
+              {"x": [1, 32]}, [weight("trips", None, np.int64, 5), weight("go", None, np.bool_, True),
+                               weight("W", (32, 32))])
+    prof = onnxflops.profile(m, runs=5, warmup=1, profile_runs=3, ceilings=False)
+    assert [n.name for n in prof.nodes] == ["loop"]
+    assert prof.nodes[0].flops == prof.count.total.flops > 5 * 2 * 32 * 32
+    assert prof.nodes[0].time_ms == pytest.approx(prof.latency.median)
+
+
+def test_model_written_with_a_newer_ir_version_than_onnxruntime_reads(tmp_path):
+    m = model([node("Relu", ["x"], ["y"])], {"x": [1, 8]})
+    m.ir_version = 99
+    prof = onnxflops.profile(m, runs=2, warmup=0, profile_runs=1, ceilings=False)
+    assert prof.latency.median > 0
+
+
+def test_given_arrays_are_fed_and_give_the_shapes(fusable):
+    m = model([node("Relu", ["x"], ["y"])], {"x": ["n", 8]})
+    prof = onnxflops.profile(m, runs=2, warmup=0, profile_runs=1, ceilings=False,
+                             inputs={"x": np.ones((3, 8), np.float32)})
+    assert prof.count.inputs == {"x": [3, 8]}
+    assert prof.flops == 3 * 8
+
+
+def test_ceilings_are_measured_once_then_read_from_the_cache(monkeypatch):
+    config = onnxflops.profiling.runtime.SessionConfig(threads=1)
+    first = ceilings.machine_ceilings(config, quick=True)
+    assert first.peak_flops_per_s > 1e8 and first.bandwidth_bytes_per_s > 1e8
+    assert (ceilings.cache_dir() / "ceilings.json").exists()
+
+    def no_second_measurement(*args):
+        raise AssertionError("measured again")
+
+    monkeypatch.setattr(ceilings, "measure", no_second_measurement)
+    assert ceilings.machine_ceilings(config, quick=True) == first
+    other_threads = onnxflops.profiling.runtime.SessionConfig(threads=2)
+    with pytest.raises(AssertionError, match="measured again"):
+        ceilings.machine_ceilings(other_threads, quick=True)
+
+
+def test_bound_follows_the_ridge_point():
+    c = ceilings.Ceilings(100e9, 10e9, "float32", True, "")
+    assert c.ridge == 10
+    assert c.bound(2000, 100) == "compute"
+    assert c.bound(500, 100) == "memory"
+
+
+def test_profile_with_ceilings_reports_efficiency(fusable):
+    prof = onnxflops.profile(fusable, runs=3, warmup=1, profile_runs=2, threads=1, quick=True)
+    doc = prof.to_dict()
+    assert doc["peak_flops_per_s"] > 0 and doc["bandwidth_bytes_per_s"] > 0
+    assert 0 < prof.efficiency == pytest.approx(doc["achieved_flops_per_s"] /
+                                                doc["peak_flops_per_s"])
+    ridge = prof.ceilings.ridge
+    for n in prof.nodes:
+        if n.flops:
+            assert n.bound == ("compute" if n.flops / n.bytes >= ridge else "memory")
+
+
+# The trace reader on hand-written traces: a CUDA build with and without kernel events.
+
+def _event(cat, name, ts, dur, **args):
+    return {"cat": cat, "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": 1, "args": args}
+
+
+def _write(tmp_path, events):
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(events))
+    return path
+
+
+def test_trace_takes_cuda_kernel_times_over_launch_times(tmp_path):
+    cuda = "CUDAExecutionProvider"
+    events = []
+    for run, start in enumerate((0, 1000)):
+        events += [_event("Session", "model_run", start, 900),
+                   _event("Node", "conv_kernel_time", start + 10, 5, provider=cuda),
+                   _event("Kernel", "implicit_gemm", start + 20, 300 + run * 100),
+                   _event("Kernel", "bias_relu", start + 330, 40),
+                   _event("Node", "shape_kernel_time", start + 400, 7,
+                          provider="CPUExecutionProvider")]
+    times = trace.read_trace(_write(tmp_path, events))
+    assert times.source == trace.DEVICE_KERNELS
+    assert times.median_us == {"conv": (340 + 440) / 2, "shape": 7}
+
+
+def test_trace_without_kernel_events_on_cuda_is_end_to_end_only(tmp_path):
+    events = [_event("Session", "model_run", 0, 900),
+              _event("Node", "conv_kernel_time", 10, 5, provider="CUDAExecutionProvider")]
+    times = trace.read_trace(_write(tmp_path, events))
+    assert times.source == trace.END_TO_END_ONLY and times.median_us == {}
+
+
+def test_trace_skips_warmup_runs_and_nested_body_events(tmp_path):
+    events = [_event("Session", "model_run", 0, 500),
+              _event("Node", "loop_kernel_time", 10, 400),  # a warm-up run: left out
+              _event("Session", "model_run", 1000, 200),
+              _event("Node", "loop_kernel_time", 1010, 100),
+              _event("Node", "body_mm_kernel_time", 1020, 30),
+              _event("Node", "body_mm_kernel_time", 1060, 30)]
+    times = trace.read_trace(_write(tmp_path, events), skip_runs=1)
+    assert times.median_us == {"loop": 100}
+    assert times.runs == 1
+
+
+def test_fusion_match_on_hand_built_graphs():
+    # onnxruntime fused Conv+Relu, and folded Shape to the constant `s` at load time: the Shape
+    # node's group has no executed node, so its work is reported as unattributed.
+    counted = [node("Conv", ["x", "w"], ["c"], name="conv"), node("Relu", ["c"], ["r"]),
+               node("Shape", ["r"], ["s"], name="shape"), node("Reshape", ["r", "s"], ["f"]),
+               node("Gemm", ["f", "W"], ["y"], name="gemm")]
+    executed = helper.make_graph(
+        [node("FusedConv", ["x", "w"], ["r"], name="fused"),
+         node("Reshape", ["r", "s"], ["f"], name="reshape"),
+         node("Gemm", ["f", "W"], ["y"], name="gemm")], "g", [], [],
+        [helper.make_tensor("s", TensorProto.INT64, [1], [-1])])
+    groups = fusion.match(counted, executed)
+    assert [(g.counted, g.executed) for g in groups] == [([0, 1], [0]), ([3], [1]), ([4], [2]),
+                                                         ([2], [])]
+
+
+def test_cuda_absent_is_one_clear_line(capsys, tmp_path, fusable):
+    import onnxruntime
+
+    if "CUDAExecutionProvider" in onnxruntime.get_available_providers():
+        pytest.skip("this machine has CUDA")
+    path = tmp_path / "m.onnx"
+    onnx.save(fusable, str(path))
+    code = main(["profile", str(path), "--provider", "cuda"])
+    out, err = capsys.readouterr()
+    assert code != 0 and out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert err.startswith("onnxflops: error: provider 'cuda' is not available")
+    assert "pip install onnxruntime-gpu" in err
