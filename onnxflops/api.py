@@ -24,13 +24,13 @@ ModelSource = str | os.PathLike | onnx.ModelProto
 
 def count(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
           batch: int | None = None, convention: str = "default", *, training: bool = False,
-          symbolic: bool = False) -> Report:
+          symbolic: bool = False, exporter: str = "dynamo", unsafe: bool = False) -> Report:
     """Count MACs, FLOPs, params and memory traffic of `model` with its inputs bound as given.
 
     `model` is an .onnx path or an onnx.ModelProto, or a framework model converted first (a
     keras.Model, a torch nn.Module, a .keras/.h5/.pt2 file, a SavedModel directory or a
     `package.module:factory` spec); for those, `inputs` are shapes or tensors, by input name or
-    in order (see converters.convert).
+    in order, and `exporter` / `unsafe` are passed on (see converters.convert).
 
     `training`: also count the backward pass of a training step (`total.backward_flops`, ...).
     `symbolic`: dims left unbound stay symbols, and the counts are sympy formulas in them.
@@ -42,7 +42,8 @@ def count(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
         from converters import convert, needs_conversion  # imports no framework by itself
 
         if needs_conversion(model):
-            model, inputs, batch = convert(model, inputs, batch=batch), None, None
+            model = convert(model, inputs, batch=batch, exporter=exporter, unsafe=unsafe)
+            inputs, batch = None, None
     proto = load_model(model)
     bound = bind_inputs(proto, inputs, batch, allow_unbound=symbolic)
     analyzed = canonicalize(analyze(normalize(bound)))

@@ -136,3 +136,13 @@ def test_a_real_process_prints_no_traceback(tmp_path):
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert done.stderr.count("\n") == 1
+
+
+def test_count_converts_a_factory_spec_with_the_chosen_exporter(capsys):
+    pytest.importorskip("torch")
+    code, out, _ = run(capsys, "count", "models.torch_models:mlp", "--input", "input=1x64",
+                       "--exporter", "legacy", "--json")
+    total = json.loads(out)["total"]
+    assert code == 0
+    assert total["macs"] == 64 * 128 + 128 * 64 + 64 * 10
+    assert total["params"] == (64 * 128 + 128) + (128 * 64 + 64) + (64 * 10 + 10)

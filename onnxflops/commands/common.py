@@ -16,3 +16,11 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
 
 def input_shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
     return dict(parse_input_spec(spec) for spec in args.input)
+
+
+def add_conversion_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--exporter", choices=["dynamo", "legacy"], default="dynamo",
+                   help="torch exporter: torch.export based (default) or the TorchScript one")
+    p.add_argument("--unsafe", action="store_true",
+                   help="let Keras files with Lambda layers and .pt2 archives with pickled objects "
+                        "load (runs code stored in the file: only for files you trust)")

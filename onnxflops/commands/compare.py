@@ -6,8 +6,7 @@ import argparse
 import sys
 
 from onnxflops.bind import parse_input_spec
-from onnxflops.commands.common import add_input_options, input_shapes
-from onnxflops.commands.convert import add_conversion_options
+from onnxflops.commands.common import add_conversion_options, add_input_options, input_shapes
 from onnxflops.compare import compare
 from onnxflops.costs.registry import CONVENTIONS
 

@@ -7,7 +7,7 @@ import sys
 
 import onnx
 
-from onnxflops.commands.common import add_input_options, input_shapes
+from onnxflops.commands.common import add_conversion_options, add_input_options, input_shapes
 from onnxflops.errors import OnnxFlopsError
 
 
@@ -27,14 +27,6 @@ def register(sub) -> None:
                    help="write the graph onnxflops counts: weights replaced by distinct stand-in "
                         "values, so that no exporter simplification depends on them")
     p.set_defaults(func=run)
-
-
-def add_conversion_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--exporter", choices=["dynamo", "legacy"], default="dynamo",
-                   help="torch exporter: torch.export based (default) or the TorchScript one")
-    p.add_argument("--unsafe", action="store_true",
-                   help="let Keras files with Lambda layers and .pt2 archives with pickled objects "
-                        "load (runs code stored in the file: only for files you trust)")
 
 
 def run(args: argparse.Namespace) -> int:

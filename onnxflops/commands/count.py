@@ -6,15 +6,17 @@ import argparse
 import sys
 
 from onnxflops.api import count
-from onnxflops.commands.common import add_input_options, input_shapes
+from onnxflops.commands.common import add_conversion_options, add_input_options, input_shapes
 from onnxflops.costs.registry import CONVENTIONS
 
 
 def register(sub) -> None:
     p = sub.add_parser("count", help="count MACs, FLOPs, params and bytes of a model",
                        description="Count MACs, FLOPs, params and memory traffic of a model.")
-    p.add_argument("model", help="an .onnx file")
+    p.add_argument("model", help="an .onnx file; or a .keras/.h5/.pt2 file, a SavedModel directory or "
+                                 "a package.module:factory spec, converted first")
     add_input_options(p)
+    add_conversion_options(p)
     p.add_argument("--convention", "-c", choices=list(CONVENTIONS), default="default",
                    help="what FLOPs means: " + "; ".join(f"{k}: {v}" for k, v in CONVENTIONS.items()))
     p.add_argument("--by", choices=["node", "op", "layer", "category"], default="op",
@@ -33,7 +35,8 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     report = count(args.model, inputs=input_shapes(args), batch=args.batch,
-                   convention=args.convention, training=args.training, symbolic=args.symbolic)
+                   convention=args.convention, training=args.training, symbolic=args.symbolic,
+                   exporter=args.exporter, unsafe=args.unsafe)
     if args.json:
         out = report.to_json()
     elif args.csv:
