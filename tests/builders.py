@@ -29,3 +29,18 @@ def model(nodes, inputs: dict, weights=(), outputs=None, opset: int = 17,
 
 def node(op_type: str, inputs, outputs, name: str | None = None, **attrs) -> onnx.NodeProto:
     return helper.make_node(op_type, list(inputs), list(outputs), name=name or outputs[0], **attrs)
+
+
+def flop_counter_flops(module, *inputs) -> int:
+    """What torch.utils.flop_counter.FlopCounterMode counts for one forward pass.
+
+    Grad is enabled so torch's fused inference fast paths do not hide matmuls, and attention runs
+    on the math backend: FlopCounterMode has no formula for the CPU flash-attention kernel.
+    """
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with torch.enable_grad(), sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as c:
+        module(*inputs)
+    return c.get_total_flops()

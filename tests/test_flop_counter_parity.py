@@ -9,20 +9,10 @@ from __future__ import annotations
 import pytest
 
 import onnxflops
+from builders import flop_counter_flops
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
-
-
-def flop_counter_flops(module, *inputs) -> int:
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    from torch.utils.flop_counter import FlopCounterMode
-
-    # FlopCounterMode has no formula for the CPU flash-attention kernel; the math backend runs
-    # attention as the bmm calls it does count.
-    with torch.enable_grad(), sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as c:
-        module(*inputs)
-    return c.get_total_flops()
 
 
 def exported(module, inputs, tmp_path, exporter: str):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from builders import flop_counter_flops
 from conversions import SIDES, converted, counted
 from models import PAIRS, pair
 
@@ -92,8 +93,6 @@ def test_lstm_difference_between_frameworks_is_exactly_one_bias_vector(side):
 
 @pytest.mark.parametrize("name", [p.name for p in PAIRS])
 def test_flop_counter_mode_agrees_with_twice_the_macs(name):
-    from test_flop_counter_parity import flop_counter_flops
-
     if name == "lstm2":
         pytest.skip("FlopCounterMode has no formula for torch's fused CPU LSTM kernel (it reports "
                     "0); the LSTM's MACs are checked against the analytic formula only")
@@ -135,8 +134,7 @@ class TestSeed003:
         assert counted("seed003_conv_gru_dense", side).to_dict()["total"]["macs"] == 124_904_960
 
     def test_flop_counter_mode_number(self):
-        from test_flop_counter_parity import flop_counter_flops
-
+    
         p = pair("seed003_conv_gru_dense")
         assert flop_counter_flops(p.torch_module(), *p.torch_example()) == 249_809_920
 
