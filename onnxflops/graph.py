@@ -54,6 +54,9 @@ def dtype_name(dtype: int) -> str:
 _TYPE_ONLY_INPUTS = {"CastLike": (1,), "RandomNormalLike": (0,), "RandomUniformLike": (0,),
                      "EyeLike": (0,)}
 
+# (De)quantizing a weight carries the weight; its scale and zero point are not parameters.
+_WEIGHT_CARRYING_INPUTS = {"DequantizeLinear": (0,), "QuantizeLinear": (0,)}
+
 Dim = Any  # int, a symbol name (str) while unbound, or None when unknown
 
 # A dim_param starting with this is a symbolic dim (symbolic.py): rules get it as a sympy expression.
@@ -258,7 +261,11 @@ class GraphView:
                 else ()
             if all(not i or slot in type_only or self.is_constant(i)
                    for slot, i in enumerate(node.input)):
-                sources = frozenset().union(*(self.weight_sources(i) for i in node.input if i))
+                carried = _WEIGHT_CARRYING_INPUTS.get(node.op_type) \
+                    if node.domain in ("", "ai.onnx") else None
+                sources = frozenset().union(*(self.weight_sources(i)
+                                              for slot, i in enumerate(node.input)
+                                              if i and (carried is None or slot in carried)))
                 for o in node.output:
                     if o:
                         self.constant.add(o)

@@ -151,10 +151,12 @@ def resnet_style_macs() -> int:
 
 
 @pytest.mark.parametrize("form", ["qdq", "qoperator"])
-def test_quantized_model_has_the_macs_of_its_float_original(resnet_style, form):
+def test_quantized_model_has_the_macs_and_params_of_its_float_original(resnet_style, form):
     float_report, quantized = resnet_style["float"], resnet_style[form]
     assert not float_report.uncosted and not quantized.uncosted
     assert float_report.total.macs == quantized.total.macs == resnet_style_macs()
+    # scales and zero points are quantization parameters, not weights
+    assert quantized.total.params == float_report.total.params
 
 
 def test_qoperator_model_does_its_macs_in_integers(resnet_style):
