@@ -8,7 +8,7 @@ import sys
 
 from onnxflops.errors import OnnxFlopsError
 
-COMMANDS = ("count", "convert", "compare", "ops", "profile")
+COMMANDS = ("count", "convert", "compare", "ops", "profile", "report")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,7 +25,9 @@ from onnxflops.profiling.runtime import SessionConfig, import_ort, make_session
 # Side of the MatMul and elements copied, per provider: full measurement, quick one.
 _MATMUL_SIDE = {"cpu": (2048, 256), "cuda": (8192, 1024)}
 _COPY_ELEMENTS = {"cpu": (64 << 20, 1 << 20), "cuda": (256 << 20, 4 << 20)}
-_RUNS = (5, 3)
+# Fewest runs and seconds spent per measurement (full, quick): the best run is kept, so more runs
+# mean less chance that other work on the machine lowers the figure.
+_RUNS = ((10, 1.0), (3, 0.0))
 
 
 @dataclass
@@ -77,12 +79,12 @@ def measure(config: SessionConfig, dtype: str = "float32", quick: bool = False) 
     level = 1 if quick else 0
     side = _MATMUL_SIDE[config.provider][level]
     elements = _COPY_ELEMENTS[config.provider][level]
-    runs = _RUNS[level]
+    runs, seconds = _RUNS[level]
     matmul = _single_op_model("MatMul", dtype, [side, side], 2)
     copy = _single_op_model("Identity", dtype, [elements], 1)
     itemsize = np.dtype(dtype).itemsize
-    best_matmul = _best_time(matmul, config, [side, side], 2, dtype, runs)
-    best_copy = _best_time(copy, config, [elements], 1, dtype, runs)
+    best_matmul = _best_time(matmul, config, [side, side], 2, dtype, runs, seconds)
+    best_copy = _best_time(copy, config, [elements], 1, dtype, runs, seconds)
     return Ceilings(2 * side ** 3 / best_matmul, 2 * elements * itemsize / best_copy, dtype,
                     quick, time.strftime("%Y-%m-%dT%H:%M:%S"))
 
@@ -100,8 +102,9 @@ def _single_op_model(op_type: str, dtype: str, shape: list[int], inputs: int) ->
 
 
 def _best_time(model: bytes, config: SessionConfig, shape: list[int], inputs: int, dtype: str,
-               runs: int) -> float:
-    """Seconds of the fastest run, inputs and output bound in place (no allocation timed)."""
+               runs: int, seconds: float) -> float:
+    """Seconds of the fastest of at least `runs` runs taking at least `seconds` in all, inputs
+    and output bound in place (no allocation timed)."""
     ort = import_ort()
     session = make_session(model, SessionConfig(config.provider, config.threads, "all",
                                                 config.device_id))
@@ -113,13 +116,14 @@ def _best_time(model: bytes, config: SessionConfig, shape: list[int], inputs: in
                                                                               config.device_id))
     out = ort.OrtValue.ortvalue_from_shape_and_type(shape, x.dtype, device, config.device_id)
     binding.bind_ortvalue_output("y", out)
-    times = []
-    for _ in range(runs + 1):  # the first run warms up
+    session.run_with_iobinding(binding)  # warm-up
+    times: list[float] = []
+    while len(times) < runs or sum(times) < seconds:
         start = time.perf_counter()
         session.run_with_iobinding(binding)
         binding.synchronize_outputs()
         times.append(time.perf_counter() - start)
-    return min(times[1:])
+    return min(times)
 
 
 def _machine() -> str:

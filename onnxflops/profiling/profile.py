@@ -207,12 +207,8 @@ class Profile:
         return "\n".join([*self.summary_lines(), "", *lines, *self.notes()]) + "\n"
 
     def to_markdown(self, limit: int | None = None) -> str:
-        header, rows = self.table_rows(limit)
-        lines = ["| " + " | ".join(header) + " |",
-                 "|" + "|".join("---" if i < 2 else "---:" for i in range(len(header))) + "|",
-                 *("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows)]
-        return "\n".join([*(f"{line}  " for line in self.summary_lines()), "", *lines,
-                          *self.notes()]) + "\n"
+        return "\n".join([*(f"{line}  " for line in self.summary_lines()), "",
+                          *markdown_table(*self.table_rows(limit)), *self.notes()]) + "\n"
 
     def to_csv(self) -> str:
         out = io.StringIO()
@@ -399,6 +395,13 @@ def _label(node: onnx.NodeProto) -> str:
         op = f"Nchwc{op}"
     activation = next((a.s.decode() for a in node.attribute if a.name == "activation"), None)
     return f"{op}({activation})" if activation else op
+
+
+def markdown_table(header: list[str], rows: list[list[str]], text_columns: int = 2) -> list[str]:
+    """Lines of a Markdown table, the first `text_columns` left-aligned, numbers right-aligned."""
+    return ["| " + " | ".join(header) + " |",
+            "|" + "|".join("---" if i < text_columns else "---:" for i in range(len(header))) + "|",
+            *("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows)]
 
 
 def _rate(flops: float, time_ms: float | None) -> float | None:

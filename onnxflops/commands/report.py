@@ -1,0 +1,76 @@
+"""`onnxflops report`: measure one or more models and write a self-contained HTML report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from onnxflops.commands.common import add_input_options
+from onnxflops.commands.profile import add_measure_options, measure_kwargs
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "report", help="measure models and write an HTML report with plots",
+        description="Count and measure each model under onnxruntime, then write one "
+                    "self-contained HTML file: a summary per model, latency share against FLOPs "
+                    "share per op type, per-node FLOPs against latency, the roofline under the "
+                    "measured ceilings and, for several models, latency against GFLOPs.")
+    p.add_argument("models", nargs="+", metavar="MODEL",
+                   help="an .onnx file, .keras/.h5/.pt2 file, SavedModel dir or "
+                        "package.module:factory (inputs that a model lacks are ignored for it)")
+    add_input_options(p)
+    add_measure_options(p)
+    p.add_argument("--output", "-o", default="onnxflops-report.html", metavar="FILE",
+                   help="the HTML file to write (default onnxflops-report.html)")
+    p.add_argument("--title", default="onnxflops report")
+    for fmt in ("markdown", "json", "csv"):
+        p.add_argument(f"--{fmt}", metavar="FILE",
+                       help=f"also write the report as {fmt.upper() if fmt != 'markdown' else 'Markdown'}"
+                            " ('-' for standard output)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from onnxflops import htmlreport
+    from onnxflops.profiling import profile
+    from onnxflops.profiling.progress import ProgressBar
+
+    kwargs = measure_kwargs(args)
+    bar = ProgressBar(len(args.models))
+    profiles = []
+    try:
+        for model in args.models:
+            bar.start(str(model))
+            profiles.append(profile(model, progress=bar.update,
+                                    **{**kwargs, "inputs": _inputs_for(model, kwargs["inputs"])}))
+            bar.finish_one()
+    finally:
+        bar.close()
+    _write(args.output, htmlreport.to_html(profiles, args.title))
+    for fmt, render in (("markdown", htmlreport.to_markdown), ("json", htmlreport.to_json),
+                        ("csv", htmlreport.to_csv)):
+        target = getattr(args, fmt)
+        if target:
+            _write(target, render(profiles))
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def _inputs_for(model: str, shapes: dict) -> dict:
+    """The --input bindings that name an input of this ONNX model (others name other models')."""
+    if not shapes or not str(model).endswith(".onnx"):
+        return shapes
+    from onnxflops.bind import real_inputs
+    from onnxflops.load import load_model
+
+    names = {i.name for i in real_inputs(load_model(model))}
+    return {k: v for k, v in shapes.items() if k in names}
+
+
+def _write(target: str, text: str) -> None:
+    if target == "-":
+        sys.stdout.write(text)
+    else:
+        Path(target).write_text(text, encoding="utf-8")

@@ -1,0 +1,194 @@
+"""The report: self-contained HTML whose plots a real browser lays out, and the other formats.
+
+The browser test runs Debian's chromium headless and skips where it is not installed;
+tests/render_report_in_chromium.sh installs it and runs this file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import shutil
+import struct
+import subprocess
+
+import numpy as np
+import pytest
+
+from builders import model, node, weight
+from onnxflops.cli import main
+
+pytest.importorskip("onnxruntime")
+
+from onnxflops import htmlreport  # noqa: E402
+from onnxflops.profiling import profile  # noqa: E402
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                  "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--hide-scrollbars"]
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def profiles(cache):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("ONNXFLOPS_CACHE_DIR", str(cache))
+    cnn = model([node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+                 node("Relu", ["c"], ["r"], name="relu"),
+                 node("GlobalAveragePool", ["r"], ["p"], name="pool"),
+                 node("Flatten", ["p"], ["f"], name="flatten"),
+                 node("Gemm", ["f", "fc.w", "fc.b"], ["y"], transB=1, name="fc")],
+                {"x": [1, 3, 32, 32]},
+                [weight("w", (16, 3, 3, 3)), weight("b", (16,)), weight("fc.w", (10, 16)),
+                 weight("fc.b", (10,))])
+    cnn.graph.name = "cnn"
+    mlp = model([node("MatMul", ["x", "w1"], ["h"], name="fc1"),
+                 node("Relu", ["h"], ["a"], name="act"),
+                 node("MatMul", ["a", "w2"], ["y"], name="fc2")],
+                {"x": [4, 64]}, [weight("w1", (64, 128)), weight("w2", (128, 8))])
+    mlp.graph.name = "mlp"
+    try:
+        yield [profile(m, runs=5, warmup=1, profile_runs=2, threads=1, quick=True)
+               for m in (cnn, mlp)]
+    finally:
+        mp.undo()
+
+
+@pytest.fixture(scope="module")
+def page(profiles):
+    return htmlreport.to_html(profiles, "two models")
+
+
+def plots(html: str) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for kind, body in re.findall(r'<svg class="plot" data-plot="(\w+)".*?>(.*?)</svg>', html,
+                                 re.S):
+        found.setdefault(kind, []).append(body)
+    return found
+
+
+def test_html_is_self_contained(page):
+    assert page.startswith("<!DOCTYPE html>")
+    assert "<script" not in page and "<link" not in page and "<img" not in page
+    # No URL other than the SVG namespace: nothing is fetched when the file is opened.
+    assert set(re.findall(r"https?://[^\s\"']+", page)) == {"http://www.w3.org/2000/svg"}
+
+
+def test_html_has_every_plot_with_a_mark_per_node(page, profiles):
+    found = plots(page)
+    assert {k: len(v) for k, v in found.items()} == {"models": 1, "shares": 2, "nodes": 2,
+                                                      "roofline": 2}
+    assert found["models"][0].count("<circle") == 2
+    for p, shares, nodes, roofline in zip(profiles, found["shares"], found["nodes"],
+                                          found["roofline"]):
+        timed = [n for n in p.nodes if n.flops and n.time_ms]
+        assert shares.count("<rect x=\"170\"") == 2 * len(p.by_op_type())
+        assert nodes.count("<circle") == len(timed)
+        assert roofline.count("<circle") == len(timed)
+        assert roofline.count("<polyline") == 1  # bandwidth slope, then the peak
+
+
+def test_summary_table_numbers(page, profiles):
+    cnn = profiles[0]
+    # Conv 16x3x3x3 over 32x32 (+bias), Relu, average pool, Gemm 16→10 (+bias).
+    conv = 2 * 16 * 32 * 32 * 27 + 16 * 32 * 32
+    assert cnn.count.total.macs == 16 * 32 * 32 * 27 + 160
+    assert cnn.flops >= conv + 16 * 32 * 32 + 2 * 160
+    assert f"<td>{htmlreport.human(cnn.flops)}</td>" in page
+    assert f"<td>{cnn.latency.median:.3f}</td>" in page
+
+
+def test_json_markdown_csv(profiles):
+    doc = json.loads(htmlreport.to_json(profiles))
+    assert [m["model"] for m in doc["models"]] == ["cnn", "mlp"]
+    assert doc["models"][1]["flops"] == profiles[1].flops
+    rows = list(csv.DictReader(io.StringIO(htmlreport.to_csv(profiles))))
+    assert len(rows) == sum(len(p.nodes) for p in profiles)
+    assert {r["model"] for r in rows} == {"cnn", "mlp"}
+    text = htmlreport.to_markdown(profiles)
+    assert text.count("\n## ") == 2 and "| model | inputs |" in text
+
+
+def test_report_command_writes_every_format(tmp_path, cache, monkeypatch, capsys):
+    import onnx
+
+    monkeypatch.setenv("ONNXFLOPS_CACHE_DIR", str(cache))
+    path = tmp_path / "mlp.onnx"
+    onnx.save(model([node("MatMul", ["x", "w"], ["y"], name="fc")], {"x": ["n", 8]},
+                    [weight("w", (8, 4))]), str(path))
+    out = tmp_path / "r.html"
+    code = main(["report", str(path), "--input", "x=2x8", "--runs", "3", "--warmup", "0",
+                 "--profile-runs", "1", "--quick", "-o", str(out), "--json",
+                 str(tmp_path / "r.json"), "--csv", str(tmp_path / "r.csv"), "--markdown", "-"])
+    stdout, _ = capsys.readouterr()
+    assert code == 0
+    assert "data-plot=\"roofline\"" in out.read_text()
+    assert json.loads((tmp_path / "r.json").read_text())["models"][0]["flops"] == 2 * 2 * 8 * 4
+    assert (tmp_path / "r.csv").read_text().startswith("model,name,op_type")
+    assert stdout.startswith("# onnxflops report")
+
+
+# A real browser: chromium lays the page out; a script added to a copy of the page measures every
+# plot and every mark and writes the result into the DOM that --dump-dom prints.
+_MEASURE = """<script>
+const out = [];
+for (const svg of document.querySelectorAll('svg.plot')) {
+  const box = svg.getBoundingClientRect();
+  let visible = 0, marks = 0;
+  for (const c of svg.querySelectorAll('circle, rect, polyline')) {
+    const b = c.getBoundingClientRect();
+    marks += 1;
+    // A zero share is a bar of zero width: placed, at the axis.
+    const placed = b.width > 0 || b.height > 0;
+    if (placed && b.left >= box.left && b.right <= box.right && b.top >= box.top
+        && b.bottom <= box.bottom) visible += 1;
+  }
+  out.push([svg.dataset.plot, Math.round(box.width), Math.round(box.height), marks, visible]);
+}
+const pre = document.createElement('pre');
+pre.id = 'measured';
+pre.textContent = JSON.stringify(out);
+document.body.appendChild(pre);
+</script>"""
+
+
+def _chromium(tmp_path, *args: str) -> subprocess.CompletedProcess:
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    if binary is None:
+        pytest.skip("chromium is not installed (tests/render_report_in_chromium.sh installs it)")
+    profile_dir = tmp_path / "chromium-profile"
+    profile_dir.mkdir(exist_ok=True)
+    return subprocess.run([binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile_dir}", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_chromium_lays_out_every_plot(tmp_path, page):
+    measured_page = tmp_path / "measured.html"
+    measured_page.write_text(page.replace("</body>", _MEASURE + "</body>"), encoding="utf-8")
+    dom = _chromium(tmp_path, "--dump-dom", measured_page.as_uri()).stdout
+    found = re.search(r'<pre id="measured">(.*?)</pre>', dom, re.S)
+    assert found, "chromium printed no DOM"
+    results = json.loads(found.group(1).replace("&quot;", '"'))
+    assert sorted(r[0] for r in results) == ["models", "nodes", "nodes", "roofline", "roofline",
+                                             "shares", "shares"]
+    for kind, width, height, marks, visible in results:
+        assert width == 640 and height >= 100, kind
+        assert marks > 0 and visible == marks, kind
+
+
+def test_chromium_screenshot_is_the_full_page(tmp_path, page):
+    html = tmp_path / "report.html"
+    html.write_text(page, encoding="utf-8")
+    shot = tmp_path / "report.png"
+    _chromium(tmp_path, f"--screenshot={shot}", "--window-size=1400,3000", html.as_uri())
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    assert (width, height) == (1400, 3000)
+    assert len(data) > 50_000  # a blank page of that size compresses to a few KB
