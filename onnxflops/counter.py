@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import re
+
 import numpy as np
 import onnx
 
@@ -300,12 +303,16 @@ def _domain(domain: str) -> str:
     return "" if domain in ("", "ai.onnx") else domain
 
 
+_KERAS_LAYER_SCOPE = re.compile(r".+_\d+$")
+
+
 def layer_of(proto: onnx.NodeProto) -> str:
     """The module or layer a node came from, from the name scope its exporter left.
 
     torch's exporters give the module path (`layer1.0.conv1`): the dynamo exporter in metadata, the
-    legacy one in names like `/layer1/layer1.0/conv1/Conv`. Others (tf2onnx: `model/conv_1/Conv2D`)
-    give a slash-separated scope, kept as it is.
+    legacy one in names like `/layer1/layer1.0/conv1/Conv`. tf2onnx gives the TensorFlow scope,
+    where Keras 3 layers are the leading components with a `_N` suffix
+    (`model_1/ff1_1/Tensordot/MatMul` → `model_1/ff1_1`); other scopes are kept as they are.
     """
     for prop in proto.metadata_props:
         if prop.key == "pkg.torch.onnx.name_scopes":
@@ -316,7 +323,8 @@ def layer_of(proto: onnx.NodeProto) -> str:
         return ""
     scope = proto.name.rsplit("/", 1)[0]
     if not proto.name.startswith("/"):
-        return scope
+        layers = list(itertools.takewhile(_KERAS_LAYER_SCOPE.match, scope.split("/")))
+        return "/".join(layers) if layers else scope
     path = ""
     for part in scope.strip("/").split("/"):
         path = part if not path or part.startswith(path + ".") else f"{path}.{part}"
