@@ -75,15 +75,14 @@ class Builder:
     nodes: list[onnx.NodeProto] = field(default_factory=list)
     scope_metadata: bool = False
 
-    def op(self, op_type: str, inputs: list[str], name: str, n_out: int = 1, **attrs) -> str:
-        outputs = [f"{name}_out{i}" if i else f"{name}_out" for i in range(n_out)]
-        node = helper.make_node(op_type, inputs, outputs, name=name, **attrs)
+    def op(self, op_type: str, inputs: list[str], name: str, **attrs) -> str:
+        node = helper.make_node(op_type, inputs, [f"{name}_out"], name=name, **attrs)
         if self.scope_metadata:  # what the torch dynamo exporter leaves on every node
-            scopes = [s for s in name.strip("/").split("/")[:-1]]
+            scopes = name.strip("/").split("/")[:-1]
             node.metadata_props.add(key="pkg.torch.onnx.name_scopes",
                                     value=str(scopes + [op_type.lower()]))
         self.nodes.append(node)
-        return outputs[0]
+        return node.output[0]
 
     def const(self, name: str, value: float | list[int]) -> str:
         if isinstance(value, list):
