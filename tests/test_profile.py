@@ -4,6 +4,7 @@ onnxruntime's fusions, the trace reading, the machine ceilings and the CUDA-abse
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import onnx
@@ -286,3 +287,19 @@ def test_cuda_absent_is_one_clear_line(capsys, tmp_path, fusable):
     assert len(err.strip().splitlines()) == 1
     assert err.startswith("onnxflops: error: provider 'cuda' is not available")
     assert "pip install onnxruntime-gpu" in err
+
+
+def test_nodes_onnxruntime_makes_at_load_time_are_timed():
+    # onnxruntime expands CastLike to a Cast it names only in the trace, not in the saved graph.
+    m = model([node("CastLike", ["zero", "x"], ["z"], name="like"),
+               node("Expand", ["z", "shape"], ["bias"], name="expand"),
+               node("Add", ["x", "bias"], ["y"], name="add")],
+              {"x": [2, 8]}, [weight("zero", None, value=0.0),
+                              weight("shape", None, np.int64, [8])])
+    prof = onnxflops.profile(m, runs=3, warmup=1, profile_runs=2, ceilings=False)
+    assert not any("not in onnxruntime's optimized graph" in w for w in prof.warnings)
+    # The counter sees a constant zero bias (CastLike reads only x's type), so the Add is the
+    # only counted node; onnxruntime computes the bias at each run, in the Add's group.
+    [group] = prof.nodes
+    assert group.original_nodes == ["add"]
+    assert re.fullmatch(r"Cast_\d+\+expand\+add", group.name) and group.time_ms > 0

@@ -36,6 +36,8 @@ from onnxflops.shapes import analyze
 
 Progress = Callable[[str, float], None]
 
+_SUBGRAPH_OPS = {"Loop", "Scan", "If"}
+
 NOT_EXECUTED = "not executed: onnxruntime folded it to a constant or removed it at load time"
 
 
@@ -345,7 +347,8 @@ def _join(counted: _Counted, executed: onnx.GraphProto, times: NodeTimes, latenc
           machine: Ceilings | None) -> Profile:
     report = counted.report
     runs = list(executed.node)
-    measured_total_ms = sum(times.median_us.get(n.name, 0.0) for n in runs) / 1e3
+    names = _trace_names(runs, times)
+    measured_total_ms = sum(times.median_us.get(name, 0.0) for name in names) / 1e3
     scale = latency.median / measured_total_ms if measured_total_ms else 0.0
     consumers = fusion.consumers_of(counted.protos)
     nodes, unattributed = [], []
@@ -356,18 +359,21 @@ def _join(counted: _Counted, executed: onnx.GraphProto, times: NodeTimes, latenc
                              for e in entries]
             continue
         done = [runs[j] for j in group.executed]
+        done_names = [names[j] for j in group.executed]
         read, written = fusion.boundary(group.counted, counted.protos, consumers,
                                         counted.graph_outputs)
         flops = sum(e.flops for e in entries)
         moved = counted.bytes_of(read | written)
         time_ms = None
         if times.source != END_TO_END_ONLY:
-            time_ms = sum(times.median_us.get(n.name, 0.0) for n in done) / 1e3 * scale
+            time_ms = sum(times.median_us.get(name, 0.0) for name in done_names) / 1e3 * scale
         main = max(entries, key=lambda e: e.flops, default=None)
+        # A Loop's bytes are its inputs and outputs, not what its body moves at each step.
+        bound = "-" if machine is None or any(e.op_type in _SUBGRAPH_OPS for e in entries) \
+            else machine.bound(flops, moved)
         nodes.append(MeasuredNode(
-            "+".join(n.name for n in done), "+".join(dict.fromkeys(_label(n) for n in done)),
-            [e.name for e in entries], main.layer if main else "", flops, moved, time_ms,
-            machine.bound(flops, moved) if machine else "-"))
+            _joined(done_names), _joined(list(dict.fromkeys(map(_label, done)))),
+            [e.name for e in entries], main.layer if main else "", flops, moved, time_ms, bound))
     warnings = []
     if times.source == END_TO_END_ONLY:
         warnings.append("this onnxruntime build records no per-node CUDA kernel times (build it "
@@ -377,7 +383,7 @@ def _join(counted: _Counted, executed: onnx.GraphProto, times: NodeTimes, latenc
                         f"{times.runs} profiled runs) scaled by {scale:.3f} so that they sum to "
                         f"the unprofiled median latency {latency.median:.3f} ms (they summed to "
                         f"{measured_total_ms:.3f} ms)")
-    stray = sorted(set(times.median_us) - {n.name for n in runs})
+    stray = sorted(set(times.median_us) - set(names))
     if stray:
         warnings.append(f"{len(stray)} profiled node(s) not in onnxruntime's optimized graph, "
                         f"left out: {', '.join(stray[:5])}")
@@ -386,6 +392,23 @@ def _join(counted: _Counted, executed: onnx.GraphProto, times: NodeTimes, latenc
                         f"executed at run time (onnxruntime folded them at load time)")
     return Profile(report.model, "", None, "", latency, report, nodes, unattributed, machine,
                    times.source, warnings + list(report.warnings))
+
+
+def _trace_names(runs: list[onnx.NodeProto], times: NodeTimes) -> list[str]:
+    """The trace's name of each executed node. Nodes that onnxruntime makes while it loads the
+    model (a Cast from a CastLike, ...) are named in the trace but saved without a name: those
+    take, op type by op type and in execution order, the trace's names that the graph lacks."""
+    named = {n.name for n in runs if n.name}
+    spare: dict[str, list[str]] = {}
+    for name, op_type in times.op_types.items():
+        if name not in named:
+            spare.setdefault(op_type, []).append(name)
+    return [n.name or (spare.get(n.op_type) or [""]).pop(0) for n in runs]
+
+
+def _joined(names: list[str], most: int = 3) -> str:
+    """Names of the executed nodes standing for one group: a few in full, else the first."""
+    return "+".join(names) if len(names) <= most else f"{names[0]}+{len(names) - 1} more"
 
 
 def _label(node: onnx.NodeProto) -> str:

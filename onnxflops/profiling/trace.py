@@ -26,6 +26,7 @@ class NodeTimes:
     median_us: dict[str, float]  # executed node name → median over the runs of its time per run
     source: str
     runs: int
+    op_types: dict[str, str]  # executed node name → op type, in the order the nodes first ran
 
     @property
     def total_us(self) -> float:
@@ -35,6 +36,7 @@ class NodeTimes:
 @dataclass
 class _Event:
     node: str
+    op_type: str
     ts: int
     dur: int
     tid: int
@@ -59,7 +61,8 @@ def read_trace(path: str | Path, skip_runs: int = 0) -> NodeTimes:
     for e in events:
         if e.get("cat") == "Node" and e.get("name", "").endswith(_NODE_SUFFIX):
             args = e.get("args", {})
-            nodes.append(_Event(e["name"][:-len(_NODE_SUFFIX)], e["ts"], e["dur"], e.get("tid", 0),
+            nodes.append(_Event(e["name"][:-len(_NODE_SUFFIX)], args.get("op_name", ""), e["ts"],
+                                e["dur"], e.get("tid", 0),
                                 args.get("provider", "CPUExecutionProvider")
                                 == "CPUExecutionProvider"))
         elif e.get("cat") == "Kernel" and nodes:
@@ -76,13 +79,13 @@ def read_trace(path: str | Path, skip_runs: int = 0) -> NodeTimes:
         own = event.dur if event.on_host else event.device_us
         times = per_run[run]
         times[outer.node] = times.get(outer.node, 0.0) + own
-    names = {outer.node for _, outer in top}
-    median = {name: statistics.median(run.get(name, 0.0) for run in per_run) for name in names}
+    op_types = {outer.node: outer.op_type for _, outer in sorted(top, key=lambda p: p[1].ts)}
+    median = {name: statistics.median(run.get(name, 0.0) for run in per_run) for name in op_types}
     has_host = any(e.on_host for e in nodes)
     source = DEVICE_KERNELS if saw_device else HOST_KERNELS if has_host else END_TO_END_ONLY
     if source == END_TO_END_ONLY:
         median = {}
-    return NodeTimes(median, source, len(per_run))
+    return NodeTimes(median, source, len(per_run), op_types)
 
 
 def _outermost(events: list[_Event]) -> list[tuple[_Event, _Event]]:
