@@ -88,11 +88,7 @@ def _summary_rows(profiles: Sequence[Profile]) -> tuple[list[str], list[list[str
 
 
 def _model_section(p: Profile) -> str:
-    ops = p.by_op_type()
-    op_rows = [[name, str(g.nodes), human(g.flops), f"{g.time_ms:.4f}",
-                f"{100 * g.latency_share:.1f}", f"{100 * g.flops_share:.1f}",
-                human(g.achieved_flops_per_s),
-                "-" if not g.bytes else f"{g.flops / g.bytes:.2f}"] for name, g in ops.items()]
+    rollup_header = ["nodes", "FLOPs", "time ms", "latency %", "FLOPs %", "FLOP/s", "FLOP/B"]
     node_header, node_rows = p.table_rows(TOP_NODES)
     plots = [_figure(_share_plot(p), "Share of latency beside share of FLOPs, per executed op "
                                      "type: an op type whose latency share far exceeds its FLOPs "
@@ -108,11 +104,19 @@ def _model_section(p: Profile) -> str:
         f"<p class=\"notes\">{'<br>'.join(escape(line) for line in p.summary_lines())}</p>",
         f"<div class=\"plots\">{''.join(plots)}</div>",
         "<h3>By op type (as executed)</h3>",
-        _table(["op type", "nodes", "FLOPs", "time ms", "latency %", "FLOPs %", "FLOP/s",
-                "FLOP/B"], op_rows),
+        _table(["op type", *rollup_header], _rollup_rows(p.by_op_type())),
+        f"<h3>By layer (top {TOP_NODES} by time)</h3>",
+        _table(["layer", *rollup_header], _rollup_rows(p.by_layer())[:TOP_NODES]),
         f"<h3>Slowest executed nodes (top {TOP_NODES})</h3>",
         _table(node_header, node_rows),
         f"<ul class=\"notes\">{notes}</ul>" if notes else ""])
+
+
+def _rollup_rows(groups: dict) -> list[list[str]]:
+    return [[name, str(g.nodes), human(g.flops), f"{g.time_ms:.4f}",
+             f"{100 * g.latency_share:.1f}", f"{100 * g.flops_share:.1f}",
+             human(g.achieved_flops_per_s), "-" if not g.bytes else f"{g.flops / g.bytes:.2f}"]
+            for name, g in groups.items()]
 
 
 def _share_plot(p: Profile) -> str:

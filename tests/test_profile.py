@@ -240,8 +240,11 @@ def test_trace_takes_cuda_kernel_times_over_launch_times(tmp_path):
 
 
 def test_trace_without_kernel_events_on_cuda_is_end_to_end_only(tmp_path):
+    # Shape ops fall back to the CPU even in a CUDA session: their host times alone would
+    # leave the CUDA nodes timed at zero.
     events = [_event("Session", "model_run", 0, 900),
-              _event("Node", "conv_kernel_time", 10, 5, provider="CUDAExecutionProvider")]
+              _event("Node", "conv_kernel_time", 10, 5, provider="CUDAExecutionProvider"),
+              _event("Node", "shape_kernel_time", 20, 3, provider="CPUExecutionProvider")]
     times = trace.read_trace(_write(tmp_path, events))
     assert times.source == trace.END_TO_END_ONLY and times.median_us == {}
 
@@ -303,3 +306,24 @@ def test_nodes_onnxruntime_makes_at_load_time_are_timed():
     [group] = prof.nodes
     assert group.original_nodes == ["add"]
     assert re.fullmatch(r"Cast_\d+\+expand\+add", group.name) and group.time_ms > 0
+
+
+def test_rollup_by_layer_and_share_of_the_roofline():
+    m = model([node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], name="/block1/conv/Conv"),
+               node("Relu", ["c"], ["r"], name="/block1/relu/Relu"),
+               node("Flatten", ["r"], ["f"], name="/head/flatten/Flatten"),
+               node("Gemm", ["f", "fc"], ["y"], transB=1, name="/head/fc/Gemm")],
+              {"x": [1, 4, 8, 8]}, [weight("w", (8, 4, 3, 3)), weight("fc", (10, 512))])
+    prof = onnxflops.profile(m, runs=3, warmup=1, profile_runs=2, threads=1, quick=True)
+    layers = prof.by_layer()
+    assert layers["block1.conv"].flops == 2 * 8 * 8 * 8 * 4 * 9 + 8 * 8 * 8  # Conv, then Relu
+    assert layers["head.fc"].flops == 2 * 512 * 10
+    assert sum(g.time_ms for g in layers.values()) == pytest.approx(prof.latency.median)
+    header, rows = prof.table_rows()
+    gemm = next(r for r, n in zip(rows, sorted(prof.nodes, key=lambda n: -n.time_ms))
+                if n.original_nodes == ["/head/fc/Gemm"])
+    n = next(n for n in prof.nodes if n.original_nodes == ["/head/fc/Gemm"])
+    roof = min(prof.ceilings.peak_flops_per_s,
+               n.flops / n.bytes * prof.ceilings.bandwidth_bytes_per_s)
+    assert float(gemm[header.index("% of roof")]) == pytest.approx(
+        100 * n.achieved_flops_per_s / roof, abs=0.06)

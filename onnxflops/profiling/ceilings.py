@@ -43,6 +43,12 @@ class Ceilings:
         """Arithmetic intensity (FLOPs per byte) above which a kernel is compute-bound."""
         return self.peak_flops_per_s / self.bandwidth_bytes_per_s
 
+    def attainable(self, flops: float, bytes_moved: float) -> float:
+        """The roofline: the FLOP/s a kernel of this arithmetic intensity can reach at best."""
+        if bytes_moved <= 0:
+            return self.peak_flops_per_s
+        return min(self.peak_flops_per_s, flops / bytes_moved * self.bandwidth_bytes_per_s)
+
     def bound(self, flops: float, bytes_moved: float) -> str:
         if bytes_moved <= 0:
             return "compute" if flops > 0 else "-"

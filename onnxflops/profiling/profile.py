@@ -190,15 +190,22 @@ class Profile:
 
     def table_rows(self, limit: int | None = None) -> tuple[list[str], list[list[str]]]:
         header = ["node", "op", "FLOPs", "time ms", "latency %", "FLOPs %", "FLOP/s",
-                  "FLOP/B", "bound"]
+                  "% of roof", "FLOP/B", "bound"]
         total_time = sum(n.time_ms or 0.0 for n in self.nodes) or 1.0
         total_flops = sum(n.flops for n in self.nodes) or 1
         ranked = sorted(self.nodes, key=lambda n: -(n.time_ms or 0.0))[:limit]
         rows = [[n.name, n.op_type, human(n.flops), _ms(n.time_ms),
                  f"{100 * (n.time_ms or 0.0) / total_time:.1f}",
                  f"{100 * n.flops / total_flops:.1f}", human(n.achieved_flops_per_s),
-                 "-" if n.intensity is None else f"{n.intensity:.2f}", n.bound] for n in ranked]
+                 self._of_roof(n), "-" if n.intensity is None else f"{n.intensity:.2f}", n.bound]
+                for n in ranked]
         return header, rows
+
+    def _of_roof(self, n: MeasuredNode) -> str:
+        """Achieved FLOP/s as a share of what the roofline allows at the node's intensity."""
+        if self.ceilings is None or not n.achieved_flops_per_s or n.bound == "-":
+            return "-"
+        return f"{100 * n.achieved_flops_per_s / self.ceilings.attainable(n.flops, n.bytes):.1f}"
 
     def to_text(self, limit: int | None = 20) -> str:
         header, rows = self.table_rows(limit)

@@ -81,8 +81,8 @@ def read_trace(path: str | Path, skip_runs: int = 0) -> NodeTimes:
         times[outer.node] = times.get(outer.node, 0.0) + own
     op_types = {outer.node: outer.op_type for _, outer in sorted(top, key=lambda p: p[1].ts)}
     median = {name: statistics.median(run.get(name, 0.0) for run in per_run) for name in op_types}
-    has_host = any(e.on_host for e in nodes)
-    source = DEVICE_KERNELS if saw_device else HOST_KERNELS if has_host else END_TO_END_ONLY
+    on_device = any(not e.on_host for e in nodes)
+    source = DEVICE_KERNELS if saw_device else END_TO_END_ONLY if on_device else HOST_KERNELS
     if source == END_TO_END_ONLY:
         median = {}
     return NodeTimes(median, source, len(per_run), op_types)
