@@ -327,3 +327,18 @@ def test_rollup_by_layer_and_share_of_the_roofline():
                n.flops / n.bytes * prof.ceilings.bandwidth_bytes_per_s)
     assert float(gemm[header.index("% of roof")]) == pytest.approx(
         100 * n.achieved_flops_per_s / roof, abs=0.06)
+
+
+def test_without_fusion_each_executed_region_still_maps_back(fusable):
+    prof = onnxflops.profile(fusable, runs=3, warmup=1, profile_runs=2, opt_level="disable",
+                             ceilings=False)
+    groups = by_original(prof)
+    assert groups[("conv",)].op_type == "Conv" and groups[("relu",)].op_type == "Relu"
+    assert groups[("mm",)].op_type == "MatMul" and groups[("bias",)].op_type == "Add"
+    # The LayerNorm arithmetic runs as the nine nodes the model has; the counter saw it as one
+    # LayerNormalization (written as its function body): one group holds both sides.
+    [ln] = [n for n in prof.nodes if n.name.startswith("ln_mean")]
+    assert ln.name == "ln_mean+8 more"
+    assert ln.op_type == "ReduceMean+Sub+Pow+Add+Sqrt+Div+Mul"
+    assert set(ln.original_nodes) == {n.name for n in prof.count.nodes} - {
+        "conv", "relu", "flatten", "mm", "bias"}

@@ -178,7 +178,7 @@ def test_chromium_lays_out_every_plot(tmp_path, page):
     assert sorted(r[0] for r in results) == ["models", "nodes", "nodes", "roofline", "roofline",
                                              "shares", "shares"]
     for kind, width, height, marks, visible in results:
-        assert width == 640 and height >= 100, kind
+        assert width == 600 and height >= 100, kind
         assert marks > 0 and visible == marks, kind
 
 

@@ -379,7 +379,7 @@ def _join(counted: _Counted, executed: onnx.GraphProto, times: NodeTimes, latenc
         bound = "-" if machine is None or any(e.op_type in _SUBGRAPH_OPS for e in entries) \
             else machine.bound(flops, moved)
         nodes.append(MeasuredNode(
-            _joined(done_names), _joined(list(dict.fromkeys(map(_label, done)))),
+            _joined(done_names), _op_label(done, entries),
             [e.name for e in entries], main.layer if main else "", flops, moved, time_ms, bound))
     warnings = []
     if times.source == END_TO_END_ONLY:
@@ -416,6 +416,16 @@ def _trace_names(runs: list[onnx.NodeProto], times: NodeTimes) -> list[str]:
 def _joined(names: list[str], most: int = 3) -> str:
     """Names of the executed nodes standing for one group: a few in full, else the first."""
     return "+".join(names) if len(names) <= most else f"{names[0]}+{len(names) - 1} more"
+
+
+def _op_label(done: list[onnx.NodeProto], entries: list) -> str:
+    """The executed op types; where onnxruntime ran many kinds of node for what the counter saw
+    as a few ops (LayerNorm or GELU left as arithmetic), those ops and the node count."""
+    labels = list(dict.fromkeys(map(_label, done)))
+    counted = list(dict.fromkeys(e.op_type for e in entries))
+    if len(labels) <= 3 or not counted or len(counted) >= len(labels):
+        return "+".join(labels)
+    return f"{'+'.join(counted)} ({len(done)} nodes)"
 
 
 def _label(node: onnx.NodeProto) -> str:

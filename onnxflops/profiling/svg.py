@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Sequence
 
-WIDTH, HEIGHT = 640, 400
+WIDTH, HEIGHT = 600, 380
 MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 78, 24, 30, 52
 
 
@@ -40,7 +40,8 @@ class _LogAxis:
     @classmethod
     def fit(cls, values: Sequence[float], start: float, end: float) -> "_LogAxis":
         logs = [math.log10(v) for v in values if v > 0] or [0.0, 1.0]
-        low, high = math.floor(min(logs)), math.ceil(max(logs))
+        # A point close to a decade line gets the next decade too, so it is not on the frame.
+        low, high = math.floor(min(logs) - 0.15), math.ceil(max(logs) + 0.15)
         return cls(low, high if high > low else low + 1, start, end)
 
     def __call__(self, value: float) -> float:
@@ -71,8 +72,10 @@ def scatter(points: Sequence[Point], x_label: str, y_label: str, *, lines: Seque
         body.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="5" fill="{p.color}" '
                     f'fill-opacity="0.8" stroke="#333" stroke-width="0.5">'
                     f'<title>{escape(p.title)}</title></circle>')
-        if p.label:
-            body.append(f'<text x="{cx + 8:.1f}" y="{cy + 4:.1f}" font-size="11">'
+        if p.label:  # on the side with room for it
+            right = cx < (MARGIN_LEFT + WIDTH) / 2
+            body.append(f'<text x="{cx + (8 if right else -8):.1f}" y="{cy + 4:.1f}" '
+                        f'font-size="11" text-anchor="{"start" if right else "end"}">'
                         f'{escape(p.label)}</text>')
     body.append(_legend(legend))
     return _svg(kind, body)
