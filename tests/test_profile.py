@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -16,6 +19,8 @@ from onnxflops.cli import main
 from onnxflops.profiling import ceilings, fusion, trace
 
 pytest.importorskip("onnxruntime")
+
+ROOT = Path(__file__).resolve().parent.parent
 
 import onnxflops  # noqa: E402  (after the skip: profiling needs onnxruntime)
 
@@ -342,3 +347,11 @@ def test_without_fusion_each_executed_region_still_maps_back(fusable):
     assert ln.op_type == "ReduceMean+Sub+Pow+Add+Sqrt+Div+Mul"
     assert set(ln.original_nodes) == {n.name for n in prof.count.nodes} - {
         "conv", "relu", "flatten", "mm", "bias"}
+
+
+def test_counting_does_not_import_onnxruntime(tmp_path):
+    path = tmp_path / "m.onnx"
+    onnx.save(model([node("Relu", ["x"], ["y"])], {"x": [1, 8]}), str(path))
+    script = (f"import sys, onnxflops; onnxflops.count({str(path)!r}); "
+              "sys.exit('onnxruntime' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", script], cwd=ROOT).returncode == 0
