@@ -159,7 +159,7 @@ def _roofline_caption(p: Profile) -> str:
     return (f"Roofline: measured peak {human(c.peak_flops_per_s, 'FLOP/s')} (large MatMul) and "
             f"bandwidth {human(c.bandwidth_bytes_per_s, 'B/s')} (large copy), {c.dtype}"
             + (", quick measurement" if c.quick else "") + ". Blue: compute-bound, red: "
-            "memory-bound.")
+            "memory-bound. A point above the slanted roof ran from cache, faster than memory.")
 
 
 def _bound_legend(p: Profile) -> list[tuple[str, str]]:

@@ -355,3 +355,14 @@ def test_counting_does_not_import_onnxruntime(tmp_path):
     script = (f"import sys, onnxflops; onnxflops.count({str(path)!r}); "
               "sys.exit('onnxruntime' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", script], cwd=ROOT).returncode == 0
+
+
+def test_missing_weights_file_is_one_clear_line(tmp_path, capsys):
+    path = tmp_path / "m.onnx"
+    onnx.save(model([node("MatMul", ["x", "w"], ["y"])], {"x": [1, 64]}, [weight("w", (64, 64))]),
+              str(path), save_as_external_data=True, location="m.data", size_threshold=0)
+    (tmp_path / "m.data").unlink()
+    code = main(["profile", str(path)])
+    err = capsys.readouterr().err
+    assert code != 0 and len(err.strip().splitlines()) == 1
+    assert err.startswith(f"onnxflops: error: {path}: cannot read its weights to run it")

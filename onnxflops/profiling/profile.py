@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import onnx
 
+from converters.common import first_line
 from onnxflops.bind import bind_inputs, real_inputs
 from onnxflops.canonical import canonicalize
 from onnxflops.counter import count_model
@@ -314,7 +315,12 @@ def _source(model, shapes: dict, batch: int | None) -> _Source:
         return _Source(converted, converted, Path(str(model)).name, True)
     path = Path(model)
     load_model(path)  # one clear line for a missing or unreadable file
-    return _Source(onnx.load(str(path)), str(path), path.name, False)
+    try:
+        weighted = onnx.load(str(path))
+    except Exception as e:  # onnx raises several types for a missing or short data file
+        raise OnnxFlopsError(f"{path}: cannot read its weights to run it ({first_line(e)})") \
+            from None
+    return _Source(weighted, str(path), path.name, False)
 
 
 def _count(source: _Source, shapes: dict, batch: int | None, convention: str) -> _Counted:
