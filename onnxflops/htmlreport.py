@@ -8,8 +8,6 @@ under the measured peak and bandwidth). For several models: latency against GFLO
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import time
 from html import escape

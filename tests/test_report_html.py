@@ -14,7 +14,6 @@ import shutil
 import struct
 import subprocess
 
-import numpy as np
 import pytest
 
 from builders import model, node, weight
