@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -17,9 +18,18 @@ from onnxflops.graph import SYMBOL_MARK, is_symbolic
 from onnxflops.load import load_model
 from onnxflops.normalize import normalize
 from onnxflops.report import Report
-from onnxflops.shapes import analyze
+from onnxflops.shapes import AnalyzedModel, analyze
 
 ModelSource = str | os.PathLike | onnx.ModelProto
+
+
+@dataclass
+class Counted:
+    """A count with the model it was made on: what measuring joins its timings to."""
+
+    report: Report
+    bound: onnx.ModelProto  # the loaded model with its inputs bound: what onnxruntime runs
+    analyzed: AnalyzedModel  # the analyzed, canonical model whose nodes the report lists
 
 
 def count(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
@@ -35,6 +45,15 @@ def count(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
     `training`: also count the backward pass of a training step (`total.backward_flops`, ...).
     `symbolic`: dims left unbound stay symbols, and the counts are sympy formulas in them.
     """
+    return count_with_model(model, inputs, batch, convention, training=training,
+                            symbolic=symbolic, exporter=exporter, unsafe=unsafe).report
+
+
+def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
+                     batch: int | None = None, convention: str = "default", *,
+                     training: bool = False, symbolic: bool = False, exporter: str = "dynamo",
+                     unsafe: bool = False) -> Counted:
+    """`count`, keeping the bound and the analyzed model beside the report."""
     if convention not in CONVENTIONS:
         raise OnnxFlopsError(f"unknown convention '{convention}': choose one of "
                              f"{', '.join(CONVENTIONS)}")
@@ -48,7 +67,8 @@ def count(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
     bound = bind_inputs(proto, inputs, batch, allow_unbound=symbolic)
     analyzed = canonicalize(analyze(normalize(bound)))
     shapes = {i.name: _declared(i) for i in real_inputs(bound)}
-    return count_model(analyzed, convention, _model_name(model, proto), shapes, training)
+    report = count_model(analyzed, convention, _model_name(model, proto), shapes, training)
+    return Counted(report, bound, analyzed)
 
 
 def _declared(vi: onnx.ValueInfoProto) -> list[int | str]:

@@ -21,19 +21,15 @@ import numpy as np
 import onnx
 
 from converters.common import first_line
-from onnxflops.bind import bind_inputs, real_inputs
-from onnxflops.canonical import canonicalize
-from onnxflops.counter import count_model
+from onnxflops.api import count_with_model
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.load import load_model
-from onnxflops.normalize import normalize
 from onnxflops.profiling import fusion
 from onnxflops.profiling.ceilings import Ceilings, dominant_float_dtype, machine_ceilings
 from onnxflops.profiling.runtime import (Latency, SessionConfig, check_provider, make_session,
                                          random_feeds, runnable, runner, time_runs)
 from onnxflops.profiling.trace import END_TO_END_ONLY, NodeTimes, read_trace
 from onnxflops.report import Report, human
-from onnxflops.shapes import analyze
 
 Progress = Callable[[str, float], None]
 
@@ -324,21 +320,18 @@ def _source(model, shapes: dict, batch: int | None) -> _Source:
 
 
 def _count(source: _Source, shapes: dict, batch: int | None, convention: str) -> _Counted:
-    """The counting pipeline (as onnxflops.count runs it), keeping the counted graph's tensors."""
-    bound = bind_inputs(load_model(source.count), None if source.converted else shapes,
-                        None if source.converted else batch)
-    analyzed = canonicalize(analyze(normalize(bound)))
-    inputs = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim]
-              for i in real_inputs(bound)}
-    report = count_model(analyzed, convention, source.name, inputs)
-    view = analyzed.graph
+    """The count as onnxflops.count makes it, keeping the counted graph's tensors."""
+    counted = count_with_model(source.count, None if source.converted else shapes,
+                               None if source.converted else batch, convention)
+    report, view = counted.report, counted.analyzed.graph
+    report.model = source.name
     protos = _pair(report, list(view.nodes()))
 
     def bytes_of(tensors: set[str]) -> int:
         infos = [view.info(t) for t in tensors]
         return sum(i.nbytes for i in infos if i is not None and i.known)
 
-    return _Counted(report, bound, protos, bytes_of, {o.name for o in view.graph.output})
+    return _Counted(report, counted.bound, protos, bytes_of, {o.name for o in view.graph.output})
 
 
 def _pair(report: Report, graph_nodes: list[onnx.NodeProto]) -> list[onnx.NodeProto]:
