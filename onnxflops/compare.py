@@ -333,12 +333,8 @@ def text_table(header: list[str], rows: list[list[str]], names: int = 1,
 def _check_outputs(sides: list[_Side], reports: tuple[Report, Report], batch: int | None,
                    exporter: str, tolerance: float, layout: str, seed: int) -> OutputCheck:
     """Run both models with their real weights on the same random inputs under onnxruntime."""
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        raise OnnxFlopsError("checking outputs needs onnxruntime (pip install onnxruntime)") \
-            from None
     from converters import convert, needs_conversion
+    from onnxflops.profiling.runtime import SessionConfig, make_session, runnable
 
     sessions = []
     for side in sides:
@@ -346,8 +342,9 @@ def _check_outputs(sides: list[_Side], reports: tuple[Report, Report], batch: in
         if needs_conversion(model):
             model = convert(model, side.bindings, batch=batch, exporter=exporter,
                             keep_weights=True)
-        model = model.SerializeToString() if isinstance(model, onnx.ModelProto) else str(model)
-        sessions.append(ort.InferenceSession(model, providers=["CPUExecutionProvider"]))
+        elif not isinstance(model, onnx.ModelProto):
+            model = onnx.load(str(model))
+        sessions.append(make_session(runnable(model), SessionConfig("cpu")))
     notes: list[str] = []
     feeds_a = _random_feeds(sessions[0], reports[0], seed)
     feeds_b = _matching_feeds(sessions[1], reports[1], list(feeds_a.values()), layout, notes)

@@ -28,7 +28,7 @@ def import_ort():
     try:
         import onnxruntime
     except ImportError:
-        raise OnnxFlopsError("measuring latency needs onnxruntime: pip install onnxruntime "
+        raise OnnxFlopsError("running a model needs onnxruntime: pip install onnxruntime "
                              "(or onnxruntime-gpu for --provider cuda)") from None
     return onnxruntime
 
