@@ -1,9 +1,10 @@
 """Stage 4: infer every tensor's shape and find the constant subgraphs.
 
 ONNX shape inference with data propagation runs first. Where it leaves dims unknown (shape
-arithmetic it cannot fold), the small constant tensors feeding them are evaluated with onnx's
-reference evaluator and inference runs again with those values in place. Dims left symbolic
-(counting with symbolic=True) are carried through the shape arithmetic by symbolic.py.
+arithmetic it cannot fold), the small constant tensors feeding them are evaluated (evaluate.py,
+or onnx's reference evaluator for the ops it does not cover) and inference runs again with those
+values in place. Dims left symbolic (counting with symbolic=True) are carried through the shape
+arithmetic by symbolic.py.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import onnx
 from onnx import numpy_helper
 
 from onnxflops.contrib_shapes import infer_contrib_shapes
+from onnxflops.evaluate import evaluate
 from onnxflops.graph import MAX_VALUE_ELEMENTS, GraphView, is_float
 from onnxflops.symbolic import has_symbolic_inputs, resolve_shapes
 
@@ -137,6 +139,10 @@ def _evaluate_constants(view: GraphView, opsets: dict[str, int],
     produced = {o for n in nodes for o in n.output if o}
     feeds = {i: view.value(i) for n in nodes for i in n.input
              if i and i not in produced}
+    try:
+        return evaluate(nodes, feeds, opsets.get("", 0))
+    except Exception:  # noqa: BLE001 - an op numpy does not cover, or one it cannot run as given
+        pass
     graph = onnx.helper.make_graph(
         nodes, "constants", [],
         [onnx.helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in produced],
