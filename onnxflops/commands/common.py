@@ -24,3 +24,11 @@ def add_conversion_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--unsafe", action="store_true",
                    help="let Keras files with Lambda layers and .pt2 archives with pickled objects "
                         "load (runs code stored in the file: only for files you trust)")
+
+
+def add_format_options(p: argparse.ArgumentParser, rows: str) -> None:
+    """--json, --csv (one row per `rows`) and --markdown, one at a time; a table otherwise."""
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print the JSON document")
+    fmt.add_argument("--csv", action="store_true", help=f"print one CSV row per {rows}")
+    fmt.add_argument("--markdown", action="store_true", help="print Markdown")

@@ -6,7 +6,12 @@ import argparse
 import sys
 
 from onnxflops.api import count
-from onnxflops.commands.common import add_conversion_options, add_input_options, input_shapes
+from onnxflops.commands.common import (
+    add_conversion_options,
+    add_format_options,
+    add_input_options,
+    input_shapes,
+)
 from onnxflops.costs.registry import CONVENTIONS
 
 
@@ -26,10 +31,7 @@ def register(sub) -> None:
                         "training (forward + backward) FLOPs")
     p.add_argument("--symbolic", action="store_true",
                    help="keep dims left unbound as symbols: the counts are formulas in them")
-    fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="print the JSON document")
-    fmt.add_argument("--csv", action="store_true", help="print one CSV row per node")
-    fmt.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    add_format_options(p, "node")
     p.set_defaults(func=run)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from onnxflops.commands.common import add_input_options, input_shapes
+from onnxflops.commands.common import add_format_options, add_input_options, input_shapes
 from onnxflops.costs.registry import CONVENTIONS
 from onnxflops.profiling.runtime import OPT_LEVELS, PROVIDERS
 
@@ -23,10 +23,7 @@ def register(sub) -> None:
     add_measure_options(p)
     p.add_argument("--top", type=int, default=20, metavar="N",
                    help="rows of the node table, slowest first (default 20; 0: all)")
-    fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="print the JSON document")
-    fmt.add_argument("--csv", action="store_true", help="print one CSV row per executed node")
-    fmt.add_argument("--markdown", action="store_true", help="print Markdown")
+    add_format_options(p, "executed node")
     p.set_defaults(func=run)
 
 
