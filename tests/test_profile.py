@@ -102,6 +102,27 @@ def test_conv_relu_fused_into_one_nchwc_conv(profiled):
     assert conv.bytes == 4 * (3 * 16 * 16 + 8 * 3 * 3 * 3 + 8 + 8 * 16 * 16)
 
 
+def test_a_chain_of_nchwc_convs_is_one_row_per_conv():
+    # onnxruntime keeps a chain of convs in its blocked NCHWc layout, renaming every tensor
+    # between them; each NCHWc node is named after the tensor it computes, which cuts the chain.
+    chain = model(
+        [node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1], name="conv1"),
+         node("Relu", ["c1"], ["r1"], name="relu1"),
+         node("Conv", ["r1", "w2"], ["c2"], group=16, pads=[1, 1, 1, 1], name="depthwise"),
+         node("Relu", ["c2"], ["r2"], name="relu2"),
+         node("Conv", ["r2", "w3"], ["y"], name="pointwise")],
+        {"x": [1, 8, 16, 16]},
+        [weight("w1", (16, 8, 3, 3)), weight("w2", (16, 1, 3, 3)), weight("w3", (32, 16, 1, 1))],
+        opset=13)
+    prof = onnxflops.profile(chain, runs=3, threads=1, warmup=1, profile_runs=2, ceilings=False)
+    rows = by_original(prof)
+    pixels = 16 * 16
+    assert rows[("conv1", "relu1")].flops == 2 * pixels * 16 * 8 * 9 + pixels * 16
+    assert rows[("depthwise", "relu2")].flops == 2 * pixels * 16 * 9 + pixels * 16
+    assert rows[("pointwise",)].flops == 2 * pixels * 32 * 16
+    assert rows[("conv1", "relu1")].op_type == "NchwcConv(Relu)"
+
+
 def test_conv_relu_is_fused_conv_at_extended_level(fusable):
     prof = onnxflops.profile(fusable, runs=3, threads=1, warmup=1, profile_runs=2,
                              opt_level="extended", ceilings=False)

@@ -3,7 +3,8 @@
 onnxruntime fuses, splits and renames nodes (Conv+Relu → FusedConv or an NCHWc Conv between
 reorders, MatMul+Add → Gemm, LayerNorm arithmetic → LayerNormalization, ...) and keeps no map
 back. Its optimized model still names the tensors between fused regions as the original graph
-did: a tensor both graphs compute is a cut point. Cutting each graph at those shared tensors
+did (or, for NCHWc nodes, names the node after the tensor it computes in blocked layout): a
+tensor both graphs compute is a cut point. Cutting each graph at those shared tensors
 splits it into regions; a counted region and an executed region that compute the same shared
 tensor did the same work. Linking them (transitively) gives groups in which every counted node
 belongs to exactly one group, and a group with no executed node is work onnxruntime folded to a
@@ -28,14 +29,16 @@ def match(counted: Sequence[onnx.NodeProto], executed: onnx.GraphProto) -> list[
     """Groups in execution order; those that onnxruntime does not execute come last."""
     runs = list(executed.node)
     folded = {t.name for t in executed.initializer}
-    counted_producer = _producers(counted)
-    executed_producer = _producers(runs)
+    counted_producer = _producers(counted, {})
+    aliases = _layout_aliases(runs, counted_producer)
+    executed_producer = _producers(runs, aliases)
     shared = counted_producer.keys() & executed_producer.keys()
     links = _UnionFind()
-    for side, nodes, producer in (("c", counted, counted_producer), ("e", runs, executed_producer)):
+    for side, nodes, producer, alias in (("c", counted, counted_producer, {}),
+                                         ("e", runs, executed_producer, aliases)):
         for i, node in enumerate(nodes):
             links.add((side, i))
-            for tensor in node.input:
+            for tensor in (alias.get(t, t) for t in node.input):
                 # A tensor onnxruntime folded to a constant does not tie its producer to the
                 # consumer: the producer's work is done at load time, not in the consumer.
                 if tensor in producer and tensor not in shared and tensor not in folded:
@@ -75,8 +78,25 @@ def consumers_of(nodes: Sequence[onnx.NodeProto]) -> dict[str, set[int]]:
     return found
 
 
-def _producers(nodes: Sequence[onnx.NodeProto]) -> dict[str, int]:
-    return {t: i for i, node in enumerate(nodes) for t in node.output if t}
+def _producers(nodes: Sequence[onnx.NodeProto], aliases: dict[str, str]) -> dict[str, int]:
+    return {aliases.get(t, t): i for i, node in enumerate(nodes) for t in node.output if t}
+
+
+def _layout_aliases(runs: Sequence[onnx.NodeProto], counted: dict[str, int]) -> dict[str, str]:
+    """Executed tensors that are counted tensors in another memory layout.
+
+    onnxruntime's NCHWc transformer names each blocked-layout node after the tensor it computes
+    (`<tensor>_nchwc`). Without these cut points a whole chain of NCHWc convs would be one region.
+    Where a reorder writes the original tensor back, that reorder is its producer instead.
+    """
+    written = {t for node in runs for t in node.output}
+    aliases = {}
+    for node in runs:
+        original = node.name.removesuffix("_nchwc")
+        if node.domain == "com.microsoft.nchwc" and original != node.name and node.output \
+                and original in counted and original not in written:
+            aliases[node.output[0]] = original
+    return aliases
 
 
 class _UnionFind:
