@@ -729,16 +729,13 @@ def _substitute(g: _Editor, region: _Region, op_type: str, attributes: dict, sin
 
     A region that already does the run-time work of the replacement is left as it is.
     """
-    if g.opset >= since:
-        replacement = [helper.make_node(op_type, inputs, [region.output], **attributes)]
-        work = [op_type]
-    else:
-        body = _expanded(op_type, tuple(sorted(attributes.items())), since,
-                         tuple((g.info(i).dtype, g.info(i).shape) for i in inputs))
-        replacement = _instantiated(g, body, inputs, region.output)
-        work = _run_time_ops(body)
-    if _same_work(work, region.op_types()):
+    body = None if g.opset >= since else _expanded(
+        op_type, tuple(sorted(attributes.items())), since,
+        tuple((g.info(i).dtype, g.info(i).shape) for i in inputs))
+    if _same_work([op_type] if body is None else _run_time_ops(body), region.op_types()):
         return False
+    replacement = [helper.make_node(op_type, inputs, [region.output], **attributes)] \
+        if body is None else _instantiated(g, body, inputs, region.output)
     g.replace(region.nodes, [g.named_after(n, region.nodes[-1]) for n in replacement])
     return True
 
