@@ -9,7 +9,6 @@ launched them; only they time a CUDA node (its node event times the launch).
 from __future__ import annotations
 
 import json
-import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,6 +79,8 @@ def read_trace(path: str | Path, skip_runs: int = 0) -> NodeTimes:
         times = per_run[run]
         times[outer.node] = times.get(outer.node, 0.0) + own
     op_types = {outer.node: outer.op_type for _, outer in sorted(top, key=lambda p: p[1].ts)}
+    import statistics  # pulls in decimal and fractions: loaded when measuring, not at CLI start
+
     median = {name: statistics.median(run.get(name, 0.0) for run in per_run) for name in op_types}
     on_device = any(not e.on_host for e in nodes)
     source = DEVICE_KERNELS if saw_device else END_TO_END_ONLY if on_device else HOST_KERNELS
