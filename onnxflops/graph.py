@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 import onnx
@@ -158,10 +158,7 @@ class GraphView:
         self.constant: set[str] = set()
         # For each constant tensor computed from weights: the initializers it was computed from.
         self.derived_from: dict[str, frozenset[str]] = {}
-        for vi in list(graph.input) + list(graph.value_info) + list(graph.output):
-            info = info_from_value_info(vi)
-            if info.shape is not None or vi.name not in self.tensors:
-                self.tensors[vi.name] = info
+        self.read_types([*graph.input, *graph.value_info, *graph.output])
         # An initializer that is also a graph input is a default the caller may override: a
         # variable, not a constant (ONNX semantics; TF-style graphs whose weights are inputs).
         overridable = {vi.name for vi in graph.input}
@@ -185,6 +182,13 @@ class GraphView:
                     if info is None:
                         self.tensors[name] = TensorInfo(
                             name, onnx.helper.np_dtype_to_tensor_dtype(value.dtype), value.shape)
+
+    def read_types(self, typed: Iterable[onnx.ValueInfoProto]) -> None:
+        """Take the types of these tensors (a later one without a shape keeps an earlier shape)."""
+        for vi in typed:
+            info = info_from_value_info(vi)
+            if info.shape is not None or vi.name not in self.tensors:
+                self.tensors[vi.name] = info
 
     def info(self, name: str) -> TensorInfo | None:
         scope: GraphView | None = self

@@ -17,7 +17,7 @@ from onnx import numpy_helper
 
 from onnxflops.contrib_shapes import infer_contrib_shapes
 from onnxflops.evaluate import evaluate
-from onnxflops.graph import MAX_VALUE_ELEMENTS, GraphView, is_float
+from onnxflops.graph import MAX_VALUE_ELEMENTS, GraphView, TensorInfo, is_float
 from onnxflops.symbolic import has_symbolic_inputs, resolve_shapes
 
 
@@ -49,8 +49,8 @@ def analyze(model: onnx.ModelProto) -> AnalyzedModel:
         if found.keys() <= values.keys():
             break
         values.update(found)
-        _adopt_shapes(inferred, _infer(_with_values(inferred, values), warnings), values)
-        view = GraphView(inferred.graph)
+        adopted = _adopt_shapes(inferred, _infer(_with_values(inferred, values), warnings), values)
+        view.read_types(vi for vi in adopted if not _known(view.info(vi.name)))
         view.values.update(values)
         view.mark_constants()
     return AnalyzedModel(inferred, view, opsets, warnings)
@@ -110,8 +110,7 @@ def _infer(model: onnx.ModelProto, warnings: list[str]) -> onnx.ModelProto:
 def has_unknown_outputs(view: GraphView) -> bool:
     for node in view.graph.node:
         for name in node.output:
-            info = view.info(name) if name else None
-            if name and (info is None or not info.known):
+            if name and not _known(view.info(name)):
                 return True
     return False
 
@@ -160,6 +159,10 @@ def _evaluate_constants(view: GraphView, opsets: dict[str, int],
     return {n: np.asarray(v) for n, v in zip(names, outputs) if v is not None}
 
 
+def _known(info: TensorInfo | None) -> bool:
+    return info is not None and info.known
+
+
 def _small(view: GraphView, name: str) -> bool:
     info = view.info(name)
     if info is None or not info.known:
@@ -183,9 +186,9 @@ def _with_values(model: onnx.ModelProto, values: dict[str, np.ndarray]) -> onnx.
 
 
 def _adopt_shapes(model: onnx.ModelProto, inferred: onnx.ModelProto,
-                  values: dict[str, np.ndarray]) -> None:
+                  values: dict[str, np.ndarray]) -> list[onnx.ValueInfoProto]:
     """Take the shapes found in `inferred` for tensors `model` still lacks, and the shapes of the
-    evaluated `values` (initializers there)."""
+    evaluated `values` (initializers there). Returns the value infos of `model` it rewrote."""
     have = {vi.name: vi for vi in model.graph.value_info}
     evaluated = [onnx.helper.make_tensor_value_info(t.name, t.data_type, t.dims)
                  for t in inferred.graph.initializer if t.name in values]
@@ -194,13 +197,17 @@ def _adopt_shapes(model: onnx.ModelProto, inferred: onnx.ModelProto,
             have[vi.name].CopyFrom(vi)
         else:
             model.graph.value_info.append(vi)
+            have[vi.name] = model.graph.value_info[-1]
     outs = {o.name: o for o in inferred.graph.output}
+    rewritten = list(have.values())
     for o in model.graph.output:
         if o.name in outs:
             o.CopyFrom(outs[o.name])
+            rewritten.append(o)
     nodes = {n.output[0]: n for n in inferred.graph.node if n.output}
     for n in model.graph.node:
         # Subgraph bodies carry their own inferred value_info.
         twin = nodes.get(n.output[0]) if n.output else None
         if twin is not None and any(a.type == onnx.AttributeProto.GRAPH for a in n.attribute):
             n.CopyFrom(twin)
+    return rewritten
