@@ -10,7 +10,7 @@ import onnx
 
 from onnxflops.costs import REGISTRY
 from onnxflops.costs.gradients import lookup_backward
-from onnxflops.costs.registry import ALL_INPUTS, CONTRACTION, RECURRENT, ZERO, Cost, Rule
+from onnxflops.costs.registry import ZERO, Cost, Rule
 from onnxflops.errors import Uncostable
 from onnxflops.graph import SYMBOL_MARK, GraphView, TensorInfo, is_symbolic
 from onnxflops.node import Node
@@ -18,6 +18,7 @@ from onnxflops.report import NodeReport, Report, Totals, Uncosted
 from onnxflops.expand import expansion_model
 from onnxflops.shapes import AnalyzedModel, analyze, has_unknown_outputs, refine_subgraph
 from onnxflops.training import GradientFlow
+from onnxflops.weights import is_hyperparameter
 
 _NOT_PARAM_DTYPES = {onnx.TensorProto.INT64, onnx.TensorProto.BOOL, onnx.TensorProto.STRING,
                      onnx.TensorProto.UNDEFINED}
@@ -45,7 +46,6 @@ class _Counter:
         # Weights met inside subgraphs are credited to the node that owns the subgraph.
         self.sub_params = 0
         self.sub_buffers = 0
-        self.contraction_outputs: set[str] = set()
 
     def run(self, name: str, inputs: dict[str, list]) -> Report:
         graph = self.analyzed.graph
@@ -97,8 +97,6 @@ class _Counter:
         entry.detail = dict(cost.detail) if cost.detail else None
         entry.bytes_read = _bytes(inputs)
         entry.bytes_written = _bytes(outputs)
-        if rule.category in (CONTRACTION, RECURRENT):
-            self.contraction_outputs.update(proto.output)
         if count_params:
             entry.params, entry.buffers = self._weights(rule, proto, scope)
             entry.params += self.sub_params
@@ -150,10 +148,7 @@ class _Counter:
                 info = scope.info(source)
                 if source in self.seen_weights or info is None or not _is_weight(info):
                     continue
-                if rule.weights == ALL_INPUTS and info.numel == 1 and not any(
-                        i in self.contraction_outputs for i in proto.input):
-                    # A one-element operand of elementwise arithmetic is a scale or an epsilon,
-                    # unless it is the bias added to a contraction's output (a Dense(1) layer).
+                if is_hyperparameter(scope, proto, rule, info):
                     continue
                 self.seen_weights.add(source)
                 if is_buffer:

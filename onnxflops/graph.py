@@ -152,6 +152,7 @@ class GraphView:
     def __init__(self, graph: onnx.GraphProto, parent: "GraphView | None" = None):
         self.graph = graph
         self.parent = parent
+        self._producers: dict[str, onnx.NodeProto] | None = None
         self.tensors: dict[str, TensorInfo] = {}
         self.initializers: dict[str, onnx.TensorProto] = {}
         self.values: dict[str, np.ndarray] = {}
@@ -228,6 +229,12 @@ class GraphView:
 
     def nodes(self) -> Iterator[onnx.NodeProto]:
         return iter(self.graph.node)
+
+    def producer(self, name: str) -> onnx.NodeProto | None:
+        """The node of this graph that computes `name` (None for inputs and initializers)."""
+        if self._producers is None:
+            self._producers = {o: node for node in self.graph.node for o in node.output if o}
+        return self._producers.get(name)
 
     def weight_sources(self, name: str) -> frozenset[str]:
         """The initializers (or Constant outputs) a constant tensor was computed from."""

@@ -14,9 +14,9 @@ from typing import Iterable
 import onnx
 
 from onnxflops.costs import REGISTRY
-from onnxflops.costs.registry import ALL_INPUTS
 from onnxflops.graph import GraphView
 from onnxflops.shapes import free_names
+from onnxflops.weights import is_hyperparameter
 
 
 class GradientFlow:
@@ -63,8 +63,8 @@ class GradientFlow:
         rule = REGISTRY.lookup(proto.domain, proto.op_type)
         if rule is None or slot in rule.buffers or not rule.is_weight_slot(slot):
             return False
-        if rule.weights == ALL_INPUTS and self.view.info(name).numel == 1:
-            return False  # a scale or an epsilon of elementwise arithmetic, as params has it
+        if is_hyperparameter(self.view, proto, rule, self.view.info(name)):
+            return False
         return self._is_trainable(name)
 
     def _is_trainable(self, name: str) -> bool:

@@ -87,6 +87,15 @@ class TestWhatCarriesAGradient:
         assert mul.backward_flops == 8 * 4                           # dY·0.5; no d(half)
         assert sigmoid.backward_flops == 3 * 8 * 4                   # dY·S·(1 − S)
 
+    def test_a_dense_1_bias_is_a_param_and_gets_a_gradient(self):
+        # Y = X·W + b with one output unit: b has one element but is the layer's bias
+        nodes = [node("MatMul", ["X", "W"], ["Y"]), node("Add", ["Y", "b"], ["Z"])]
+        weights = [weight("W", (16, 1)), weight("b", (1,))]
+        report = onnxflops.count(model(nodes, {"X": [8, 16]}, weights), training=True)
+        _, add = report.nodes
+        assert add.params == 1
+        assert add.backward_flops == 8 * 1 - 1  # db = Σ over the batch of dZ
+
     def test_batch_norm_gradient_uses_batch_statistics_and_skips_running_ones(self):
         bn = node("BatchNormalization", ["C", "s", "b", "mean", "var"], ["Y"])
         stats = [weight("s", (4,)), weight("b", (4,)), weight("mean", (4,)),
