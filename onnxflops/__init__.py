@@ -7,6 +7,6 @@ from onnxflops.errors import OnnxFlopsError
 from onnxflops.profiling import Profile, profile
 from onnxflops.report import NodeReport, Report, Totals
 
-__all__ = ["CONVENTIONS", "Comparison", "NodeReport", "OnnxFlopsError", "Report", "Totals",
-           "assert_same_cost", "compare", "count"]
+__all__ = ["CONVENTIONS", "Comparison", "NodeReport", "OnnxFlopsError", "Profile", "Report",
+           "Totals", "assert_same_cost", "compare", "count", "profile"]
 __version__ = "0.1.0"

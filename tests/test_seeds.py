@@ -5,7 +5,6 @@ Keras-side and cross-framework numbers are in test_parity.py; seed 004 (backward
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import onnxflops

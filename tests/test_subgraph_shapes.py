@@ -10,7 +10,7 @@ from builders import model, node, weight
 
 
 def test_loop_body_reads_unsqueeze_axes_from_the_outer_scope():
-    trips, n, k = 3, 4, 5
+    trips, n = 3, 4
     # Each iteration: y = MatMul(Unsqueeze(x, axes), W) with axes an outer-scope constant.
     body = helper.make_graph(
         [node("Unsqueeze", ["x", "axes"], ["row"]),
