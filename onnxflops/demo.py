@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from onnxflops.compare import compare, text_table
+from onnxflops.comparison import compare, text_table
 from onnxflops.report import Report, human
 
 PAIR = "seed003_conv_gru_dense"

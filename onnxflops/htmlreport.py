@@ -13,7 +13,7 @@ import time
 from html import escape
 from typing import Sequence
 
-from onnxflops.profiling.profile import Profile, markdown_table
+from onnxflops.profiling.measure import Profile, markdown_table
 from onnxflops.profiling.svg import Line, Point, paired_bars, scatter
 from onnxflops.report import human
 

@@ -7,7 +7,6 @@ import sys
 
 from onnxflops.bind import parse_input_spec
 from onnxflops.commands.common import add_conversion_options, add_input_options, input_shapes
-from onnxflops.compare import compare
 from onnxflops.costs.registry import CONVENTIONS
 
 
@@ -41,6 +40,8 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from onnxflops.comparison import compare
+
     result = compare(
         args.a, args.b, input_shapes(args) or None, args.tolerance,
         inputs_a=_bindings(args.input_a), inputs_b=_bindings(args.input_b), batch=args.batch,

@@ -7,7 +7,7 @@ import sys
 
 from onnxflops.commands.common import add_format_options, add_input_options, input_shapes
 from onnxflops.costs.registry import CONVENTIONS
-from onnxflops.profiling.runtime import OPT_LEVELS, PROVIDERS
+from onnxflops.profiling import OPT_LEVELS, PROVIDERS
 
 
 def register(sub) -> None:

@@ -15,12 +15,8 @@ import onnx
 
 from converters.common import first_line
 from onnxflops.errors import OnnxFlopsError
+from onnxflops.profiling import OPT_LEVELS, PROVIDERS
 
-PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
-OPT_LEVELS = ("disable", "basic", "extended", "layout", "all")
-_ORT_LEVELS = {"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC",
-               "extended": "ORT_ENABLE_EXTENDED", "layout": "ORT_ENABLE_LAYOUT",
-               "all": "ORT_ENABLE_ALL"}
 _IR_LIMIT = re.compile(r"max supported IR version: (\d+)")
 
 
@@ -72,7 +68,7 @@ def make_session(model: bytes | str, config: SessionConfig, *, profile_prefix: s
     options = ort.SessionOptions()
     options.log_severity_level = 3  # the NCHWc "hardware specific model" notice is expected
     options.graph_optimization_level = getattr(ort.GraphOptimizationLevel,
-                                               _ORT_LEVELS[config.opt_level])
+                                               OPT_LEVELS[config.opt_level])
     if config.threads is not None:
         options.intra_op_num_threads = config.threads
     if profile_prefix is not None:
