@@ -15,7 +15,7 @@ from onnxflops.errors import OnnxFlopsError
 
 # Initializers at most this large keep their bytes: they are shape arithmetic, axes, scalars.
 SMALL_TENSOR_ELEMENTS = 4096
-# A tensor record shorter than this cannot hold more: no dtype packs more than four elements a byte.
+# A tensor record no longer than this cannot hold more: no dtype packs more than four elements a byte.
 _SMALL_TENSOR_RECORD = SMALL_TENSOR_ELEMENTS // 4
 
 # Field numbers in onnx.proto, and protobuf's wire types, that the reader walks through.
@@ -87,45 +87,45 @@ def _header(t: onnx.TensorProto) -> onnx.TensorProto:
 def _read_without_weights(path: Path) -> onnx.ModelProto:
     """Parse an .onnx file, its large initializers reduced to headers without reading their data.
 
-    The file is memory-mapped and its protobuf records walked down to the graph's initializers;
-    every other record is passed to protobuf as it is, so peak memory holds no weight bytes.
+    The file is memory-mapped and its records walked down to the graph's initializers; the runs of
+    records between large initializers go to protobuf's parser as they are (parsing records one
+    after another merges them: repeated fields append), so peak memory holds no weight bytes.
     """
     if path.stat().st_size == 0:
         raise ValueError("the file is empty")
+    model = onnx.ModelProto()
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        kept = bytearray()
         try:
             for number, wire, start, payload, end in _records(data, 0, len(data)):
                 if number == _MODEL_GRAPH and wire == _LENGTH_DELIMITED:
-                    _append_record(kept, number, _graph_without_weights(data, payload, end))
+                    _merge_graph_without_weights(model.graph, data, payload, end)
                 else:
-                    kept += data[start:end]
+                    model.MergeFromString(data[start:end])
         except IndexError:
             raise ValueError("truncated: the file ends inside a record") from None
-    return onnx.ModelProto.FromString(kept)
+    return model
 
 
-def _graph_without_weights(data: mmap.mmap, begin: int, end: int) -> bytearray:
-    kept = bytearray()
-    unchanged_from = begin  # records are copied in runs, not one by one
-    for number, wire, start, payload, stop in _records(data, begin, end):
-        if number != _GRAPH_INITIALIZER or wire != _LENGTH_DELIMITED \
-                or stop - payload < _SMALL_TENSOR_RECORD:
+def _merge_graph_without_weights(graph: onnx.GraphProto, data: mmap.mmap, begin: int,
+                                 end: int) -> None:
+    unchanged_from = begin
+    for _, _, start, payload, stop in _records(data, begin, end, only=_GRAPH_INITIALIZER,
+                                               longer_than=_SMALL_TENSOR_RECORD):
+        tensor = _tensor_header(data, payload, stop)
+        if not _is_large(tensor):
             continue
-        kept += data[unchanged_from:start]
-        _append_record(kept, number, _tensor_without_weights(data, payload, stop))
+        graph.MergeFromString(data[unchanged_from:start])
+        graph.initializer.append(_header(tensor))
         _unmap_before(data, stop)
         unchanged_from = stop
-    kept += data[unchanged_from:end]
-    return kept
+    graph.MergeFromString(data[unchanged_from:end])
 
 
-def _tensor_without_weights(data: mmap.mmap, begin: int, end: int) -> bytes:
-    """The record of a large tensor as its header alone; any other tensor's as it is."""
-    header = b"".join(data[start:stop] for number, _, start, _, stop in _records(data, begin, end)
-                      if number not in _TENSOR_DATA)
-    tensor = onnx.TensorProto.FromString(header)
-    return _header(tensor).SerializeToString() if _is_large(tensor) else data[begin:end]
+def _tensor_header(data: mmap.mmap, begin: int, end: int) -> onnx.TensorProto:
+    """The tensor record's fields but its data."""
+    return onnx.TensorProto.FromString(b"".join(
+        data[start:stop] for number, _, start, _, stop in _records(data, begin, end)
+        if number not in _TENSOR_DATA))
 
 
 def _unmap_before(data: mmap.mmap, end: int) -> None:
@@ -135,15 +135,29 @@ def _unmap_before(data: mmap.mmap, end: int) -> None:
         data.madvise(mmap.MADV_DONTNEED, 0, end - end % mmap.PAGESIZE)
 
 
-def _records(data: mmap.mmap, begin: int, end: int) -> Iterator[tuple[int, int, int, int, int]]:
-    """(field number, wire type, record start, payload start, record end) of each record."""
+def _records(data: mmap.mmap, begin: int, end: int, only: int | None = None,
+             longer_than: int = -1) -> Iterator[tuple[int, int, int, int, int]]:
+    """(field number, wire type, record start, payload start, record end) of each record; with
+    `only`, just of that field's length-delimited records whose payload is longer than
+    `longer_than` (a graph has a record per node: the others are stepped over in this loop)."""
+    wanted = None if only is None else only << 3 | _LENGTH_DELIMITED
     pos = begin
     while pos < end:
         start = pos
-        key, pos = _varint(data, pos)
+        key = data[pos]
+        pos += 1
+        if key >= 0x80:
+            key, pos = _varint(data, start)
         wire = key & 7
         if wire == _LENGTH_DELIMITED:
-            size, pos = _varint(data, pos)
+            size = shift = 0
+            while True:  # _varint inline: a call per record would cost a third of the walk
+                byte = data[pos]
+                pos += 1
+                size |= (byte & 0x7F) << shift
+                if byte < 0x80:
+                    break
+                shift += 7
             payload, pos = pos, pos + size
         elif wire == _VARINT:
             payload = pos
@@ -154,7 +168,8 @@ def _records(data: mmap.mmap, begin: int, end: int) -> Iterator[tuple[int, int, 
             raise ValueError(f"unexpected protobuf wire type {wire} at byte {start}")
         if pos > end:
             raise ValueError(f"truncated: a record at byte {start} runs past the end")
-        yield key >> 3, wire, start, payload, pos
+        if wanted is None or key == wanted and pos - payload > longer_than:
+            yield key >> 3, wire, start, payload, pos
 
 
 def _varint(data: mmap.mmap, pos: int) -> tuple[int, int]:
@@ -167,15 +182,6 @@ def _varint(data: mmap.mmap, pos: int) -> tuple[int, int]:
         if byte < 0x80:
             return value, pos
         shift += 7
-
-
-def _append_record(out: bytearray, number: int, payload: bytes | bytearray) -> None:
-    for value in (number << 3 | _LENGTH_DELIMITED, len(payload)):
-        while value >= 0x80:
-            out.append(value & 0x7F | 0x80)
-            value >>= 7
-        out.append(value)
-    out += payload
 
 
 def _first_line(e: BaseException) -> str:
