@@ -40,8 +40,10 @@ def real_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
 
 
 def bind_inputs(model: onnx.ModelProto, inputs: Mapping[str, Shape] | None = None,
-                batch: int | None = None, *, allow_unbound: bool = False) -> onnx.ModelProto:
-    """Return a copy of `model` whose inputs have the given concrete shapes.
+                batch: int | None = None, *, allow_unbound: bool = False,
+                in_place: bool = False) -> onnx.ModelProto:
+    """Return a copy of `model` whose inputs have the given concrete shapes; with `in_place`,
+    `model` itself so changed (for a model the caller owns: copying a large graph takes time).
 
     `batch` binds every symbolic or unknown leading dim. A dynamic dim left unbound is an error naming
     the input and the dim, unless `allow_unbound` (symbolic counting) keeps it as a symbol: named
@@ -57,15 +59,16 @@ def bind_inputs(model: onnx.ModelProto, inputs: Mapping[str, Shape] | None = Non
     if batch is not None and batch <= 0:
         raise OnnxFlopsError(f"--batch {batch}: must be a positive integer")
 
-    bound = onnx.ModelProto()
-    bound.CopyFrom(model)
-    by_name = {i.name: i for i in bound.graph.input}
-    for vi in real_inputs(model):
-        target = by_name[vi.name]
-        declared = info_from_value_info(vi).shape
-        shape = _resolve(vi.name, declared, inputs.get(vi.name), batch, allow_unbound)
-        if shape is not None:
-            _set_shape(target, shape)
+    # Every shape is resolved before any is set: an error leaves `model` as it was.
+    shapes = {vi.name: _resolve(vi.name, info_from_value_info(vi).shape, inputs.get(vi.name),
+                                batch, allow_unbound) for vi in graph_inputs}
+    bound = model
+    if not in_place:
+        bound = onnx.ModelProto()
+        bound.CopyFrom(model)
+    for vi in bound.graph.input:
+        if shapes.get(vi.name) is not None:
+            _set_shape(vi, shapes[vi.name])
     # Shapes the exporter recorded for intermediate tensors may still carry the old symbols.
     del bound.graph.value_info[:]
     for out in bound.graph.output:

@@ -1,0 +1,42 @@
+"""Binding input shapes: on a copy by default, on the model itself with in_place."""
+
+from __future__ import annotations
+
+import onnx
+import pytest
+
+from builders import model, node, weight
+from onnxflops.bind import bind_inputs
+from onnxflops.errors import OnnxFlopsError
+
+
+def two_dynamic_inputs() -> onnx.ModelProto:
+    m = model([node("MatMul", ["x", "w"], ["y"]), node("Identity", ["mask"], ["m"])],
+              {"x": ["batch", "seq", 8], "mask": ["batch", "keys"]}, [weight("w", (8, 4))],
+              outputs=["y", "m"])
+    m.graph.value_info.append(onnx.helper.make_tensor_value_info("stale", 1, ["batch", 4]))
+    return m
+
+
+def dims(vi: onnx.ValueInfoProto) -> list:
+    return [d.dim_value or d.dim_param for d in vi.type.tensor_type.shape.dim]
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+def test_binding_sets_the_shapes_and_drops_the_recorded_intermediate_ones(in_place):
+    original = two_dynamic_inputs()
+    before = original.SerializeToString()
+    bound = bind_inputs(original, {"x": (2, 16, 8), "mask": (2, 5)}, in_place=in_place)
+    assert [dims(i) for i in bound.graph.input] == [[2, 16, 8], [2, 5]]
+    assert len(bound.graph.value_info) == 0
+    assert (bound is original) == in_place
+    assert (original.SerializeToString() == before) != in_place
+
+
+def test_in_place_changes_nothing_when_a_shape_is_refused():
+    original = two_dynamic_inputs()
+    before = original.SerializeToString()
+    # x binds, then mask's second dim is left dynamic
+    with pytest.raises(OnnxFlopsError, match="input 'mask' dim 1 \\('keys'\\) is dynamic"):
+        bind_inputs(original, {"x": (3, 16, 8)}, batch=3, in_place=True)
+    assert original.SerializeToString() == before
