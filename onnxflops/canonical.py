@@ -50,10 +50,9 @@ _CONTROL_FLOW = {"Loop", "If", "Scan"}
 
 def _rewrite_graph(graph: onnx.GraphProto, view: GraphView, opset: int) -> bool:
     changed = False
-    present = set()
-    for node in graph.node:
-        present.add(node.op_type)
-        if node.op_type in _CONTROL_FLOW:
+    present = {row[1] for row in view.rows()}
+    for node, op_type, _, _, _ in view.rows() if present & _CONTROL_FLOW else ():
+        if op_type in _CONTROL_FLOW:
             for body in _bodies(node):
                 inner = GraphView(body, view)
                 inner.mark_constants()
@@ -82,23 +81,33 @@ class _Editor:
         self.opset = opset
         self._fresh = itertools.count()
         self.outputs = {o.name for o in graph.output}
-        self.refresh()
+        self._read()
 
     def refresh(self) -> None:
-        # Holding the node wrappers keeps their identity (and so `position`) stable.
-        self.nodes = list(self.graph.node)
+        """Read the graph again after an edit."""
+        self.view.nodes_changed()
+        self._read()
+
+    def _read(self) -> None:
+        # Holding the node wrappers (in the view's rows) keeps their identity, and so `position`.
+        self.rows = self.view.rows()
+        self.nodes = [row[0] for row in self.rows]
         self.position = {id(n): i for i, n in enumerate(self.nodes)}
-        self.producer = {o: n for n in self.nodes for o in n.output}
+        self.producer = {o: row[0] for row in self.rows for o in row[4]}
         self._consumers: dict[str, list[onnx.NodeProto]] | None = None
+
+    def of_type(self, op_types: set[str] | dict) -> list[onnx.NodeProto]:
+        """The standard-domain nodes of these op types, in graph order."""
+        return [row[0] for row in self.rows if row[1] in op_types and not row[2]]
 
     @property
     def consumers(self) -> dict[str, list[onnx.NodeProto]]:
         """Who reads each tensor (subgraphs included); built when a rule first needs it."""
         if self._consumers is None:
             self._consumers = {}
-            for node in self.nodes:
-                read = list(node.input)
-                if node.op_type in _CONTROL_FLOW:
+            for node, op_type, _, inputs, _ in self.rows:
+                read = list(inputs)
+                if op_type in _CONTROL_FLOW:
                     read += set().union(*map(_outer_names, _bodies(node)))
                 for i in read:
                     self._consumers.setdefault(i, []).append(node)
@@ -221,10 +230,9 @@ _BROADCASTS = {"Expand", "Cast", "CastLike", "Reshape", "Unsqueeze", "Identity",
 def drop_broadcast_zero_bias(g: _Editor) -> bool:
     """Conv(x, w, Expand(0)) → Conv(x, w): a bias broadcast from a zero constant holds no params."""
     changed = False
-    for node in g.nodes:
+    for node in g.of_type(_BIAS_SLOT):
         slot = _BIAS_SLOT.get(node.op_type)
-        if node.domain in _STANDARD and slot is not None and len(node.input) > slot \
-                and _is_broadcast_zero(g, node.input[slot]):
+        if len(node.input) > slot and _is_broadcast_zero(g, node.input[slot]):
             del node.input[slot:]
             changed = True
     return changed
@@ -254,9 +262,7 @@ _INTEGER_TYPES = {onnx.TensorProto.INT32, onnx.TensorProto.INT64, onnx.TensorPro
 def compare_integers_as_integers(g: _Editor) -> bool:
     """Less(Cast<float>(i), 12.0) → Less(i, 12): counters and indices compared as what they are."""
     changed = False
-    for node in list(g.nodes):
-        if node.op_type not in _COMPARISONS or node.domain not in _STANDARD:
-            continue
+    for node in g.of_type(_COMPARISONS):
         uncast = [_integer_before_cast(g, i) for i in node.input]
         dtypes = {g.info(u).dtype for u in uncast if u is not None}
         bounds = [g.scalar(i) if u is None else None for i, u in zip(node.input, uncast)]
@@ -292,9 +298,7 @@ def _integer_before_cast(g: _Editor, name: str) -> str | None:
 def read_loop_invariants_from_outer_scope(g: _Editor) -> bool:
     """Loop state the body returns unchanged is read from the outer scope instead of carried."""
     changed = False
-    for node in g.nodes:
-        if node.op_type != "Loop" or node.domain not in _STANDARD:
-            continue
+    for node in g.of_type({"Loop"}):
         body = next(a.g for a in node.attribute if a.name == "body")
         carried = len(node.input) - 2
         invariant = [k for k in range(carried)
@@ -356,9 +360,8 @@ _VIEWS = {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Identity"}
 def scale_products_not_operands(g: _Editor) -> bool:
     """MatMul(q·a, k·b) → MatMul(q, k)·(a·b): a scalar factor counts once, on the product."""
     changed = False
-    for node in list(g.nodes):
-        if node.op_type != "MatMul" or node.domain not in _STANDARD \
-                or any(g.is_constant(i) for i in node.input):
+    for node in g.of_type({"MatMul"}):
+        if any(g.is_constant(i) for i in node.input):
             continue  # products of two activations (attention's q·kᵀ), not layers with weights
         found = {id(f[1]): f for f in map(lambda i: _scalar_factor_feeding(g, i), node.input) if f}
         info = g.info(node.output[0])
@@ -592,9 +595,8 @@ _PROBE = np.linspace(-4.0, 4.0, 33)
 def fuse_activations(g: _Editor) -> bool:
     """0.5·x·(1 + erf(x/√2)) in any arrangement (and GELU's tanh form) → Gelu."""
     changed = False
-    for anchor in list(g.nodes):
-        if anchor.op_type not in ("Erf", "Tanh") or id(anchor) not in g.position \
-                or not _scaled(g, anchor.input[0]):
+    for anchor in g.of_type({"Erf", "Tanh"}):
+        if id(anchor) not in g.position or not _scaled(g, anchor.input[0]):
             continue  # GELU takes erf(x/√2) or tanh(√(2/π)·(...))
         for source in _sources_above(g, anchor.input[0]):
             region = _first_match(g, source, anchor, weights_allowed=False,
@@ -638,8 +640,8 @@ def _match_activation(g: _Editor, region: _Region):
 def fuse_layer_norms(g: _Editor) -> bool:
     """(x − mean)/√(var + ε)·γ + β in any arrangement (tf2onnx writes 13 ops) → LayerNormalization."""
     changed = False
-    for variance in list(g.nodes):
-        if variance.op_type not in _REDUCTIONS or id(variance) not in g.position:
+    for variance in g.of_type(_REDUCTIONS):
+        if id(variance) not in g.position:
             continue
         mean = _mean_of_deviation(g, variance.input[0])
         if mean is None:

@@ -26,7 +26,7 @@ def infer_contrib_shapes(model: onnx.ModelProto,
     """`model` (already inferred) with the outputs of com.microsoft nodes typed, and inferred again
     from there, round after round while new outputs are found."""
     while True:
-        contrib = [node for node in model.graph.node if _is_contrib(node)]
+        contrib = _contrib_nodes(model)
         if not contrib:
             return model
         known = _known_types(model, {n for node in contrib for n in (*node.input, *node.output)})
@@ -46,8 +46,15 @@ def infer_contrib_shapes(model: onnx.ModelProto,
         model = infer(model)
 
 
-def _is_contrib(node: onnx.NodeProto) -> bool:
-    return node.domain == MS or (node.domain in ("", "ai.onnx") and node.op_type in _DEFAULT_DOMAIN)
+def _contrib_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
+    opsets = {o.domain or "ai.onnx": o.version for o in model.opset_import}
+    untyped = {op for op, standard_since in _DEFAULT_DOMAIN.items()
+               if opsets.get("ai.onnx", 0) < standard_since}
+    # Field reads cost per node: ask for the domain only where it can matter.
+    with_ms = MS in opsets
+    return [node for node in model.graph.node
+            if node.op_type in untyped and node.domain in ("", "ai.onnx")
+            or with_ms and node.domain == MS]
 
 
 def _known_types(model: onnx.ModelProto, names: set[str]) -> dict[str, TensorInfo]:
@@ -343,7 +350,9 @@ _RULES: dict[str, Callable[[list, dict], list[Output]]] = {
     "DequantizeLinear": _dequantize,
     "GatherBlockQuantized": _gather_block_quantized,
 }
-# Default-domain ops whose outputs ONNX inference leaves untyped: onnxruntime's own ops
-# (LayerNormalization before opset 17), and standard ops ONNX infers no shape for.
-_DEFAULT_DOMAIN = {"SimplifiedLayerNormalization", "LayerNormalization", "GroupNormalization",
-                   "MeanVarianceNormalization"}
+# Default-domain ops whose outputs ONNX inference leaves untyped below the opset given:
+# onnxruntime's own ops (LayerNormalization before it became standard in opset 17), and
+# standard ops ONNX infers no shape for at any opset.
+_ALWAYS = 1 << 30
+_DEFAULT_DOMAIN = {"SimplifiedLayerNormalization": _ALWAYS, "LayerNormalization": 17,
+                   "GroupNormalization": _ALWAYS, "MeanVarianceNormalization": _ALWAYS}

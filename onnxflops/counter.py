@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
+from typing import Any, NamedTuple
 
 import numpy as np
 import onnx
@@ -12,7 +14,7 @@ from onnxflops.costs import REGISTRY
 from onnxflops.costs.gradients import lookup_backward
 from onnxflops.costs.registry import ZERO, Cost, Rule
 from onnxflops.errors import Uncostable
-from onnxflops.graph import SYMBOL_MARK, GraphView, TensorInfo, is_symbolic
+from onnxflops.graph import SYMBOL_MARK, GraphView, NodeRow, TensorInfo, is_symbolic
 from onnxflops.node import Node
 from onnxflops.report import NodeReport, Report, Totals, Uncosted
 from onnxflops.expand import expansion_model
@@ -41,6 +43,7 @@ class _Counter:
         self.expansions: dict[tuple, AnalyzedModel] = {}
         self.opsets = analyzed.opsets
         self.seen_weights: set[str] = set()
+        self.outcomes: dict[tuple, _Outcome | object] = {}  # by node signature
         self.uncosted: list[Uncosted] = []
         self.warnings: list[str] = list(analyzed.warnings)
         # Weights met inside subgraphs are credited to the node that owns the subgraph.
@@ -52,13 +55,13 @@ class _Counter:
         nodes: list[NodeReport] = []
         total, constant_work = Totals(), Totals()
         constant_nodes = 0
-        for proto in graph.nodes():
-            if _is_constant_node(proto, graph):
-                if proto.op_type != "Constant":
+        for row in graph.rows():
+            if graph.is_constant_row(row):
+                if row[1] != "Constant":
                     constant_nodes += 1
-                    constant_work.add(self._report(proto, graph, count_params=False))
+                    constant_work.add(self._report(row, graph, count_params=False))
                 continue
-            entry = self._report(proto, graph)
+            entry = self._report(row, graph)
             nodes.append(entry)
             total.add(entry)
         missing = sorted({u.op_type for u in self.uncosted if u.reason.startswith("no cost rule")})
@@ -71,38 +74,61 @@ class _Counter:
         return Report(name, self.convention, inputs, total, nodes, constant_work, constant_nodes,
                       self.uncosted, self.warnings)
 
-    def _report(self, proto: onnx.NodeProto, scope: GraphView,
-                count_params: bool = True) -> NodeReport:
-        rule = REGISTRY.lookup(proto.domain, proto.op_type)
-        node = Node(proto, scope, self.opsets.get(_domain(proto.domain), 0), self)
-        layer = layer_of(proto)
-        # Looked up once, for the shapes and for the bytes.
-        inputs = [scope.info(name) if name else None for name in proto.input]
-        outputs = [scope.info(name) if name else None for name in proto.output]
-        entry = NodeReport(proto.name, proto.op_type, _domain(proto.domain), layer,
-                           rule.category if rule else "uncosted",
-                           input_shapes=[_shape(i) for i in inputs],
-                           output_shapes=[_shape(o) for o in outputs])
-        cost = self._cost(rule, node, count_params)
+    def _report(self, row: NodeRow, scope: GraphView, count_params: bool = True) -> NodeReport:
+        proto, op_type, domain, input_names, output_names = row
+        rule = REGISTRY.lookup(domain, op_type)
+        info = scope.info
+        # Looked up once, for the cost, the shapes and the bytes.
+        inputs = [info(name) if name else None for name in input_names]
+        outputs = [info(name) if name else None for name in output_names]
+        opset = self.opsets.get(domain, 0)
+        # Training counts each node's backward from its own Node: no reuse then.
+        signature = self._signature(row, inputs, outputs, opset) \
+            if rule is not None and scope is self.analyzed.graph and self.flows is None else None
+        outcome = valued = node = None
+        if signature is not None:
+            outcome = self.outcomes.get(signature)
+            if outcome is _VALUE_DEPENDENT:
+                valued = (signature, _constant_inputs(input_names, scope))
+                outcome = self.outcomes.get(valued)
+        if outcome is None:
+            node = Node(proto, scope, opset, self)
+            cost = self._cost(rule, node, count_params)
+            outcome = _Outcome.of(rule, cost, self.convention, inputs, outputs)
+            if signature is not None and cost is not None:
+                if node.read_values:
+                    self.outcomes[signature] = _VALUE_DEPENDENT
+                    valued = valued or (signature, _constant_inputs(input_names, scope))
+                    self.outcomes[valued] = outcome
+                else:
+                    self.outcomes[signature] = outcome
+        category, costed, macs, flops, int_ops, detail, read, written, in_shapes, out_shapes = outcome
+        entry = NodeReport(proto.name, op_type, domain, layer_of(proto), category, macs, flops,
+                           int_ops, 0, 0, read, written, in_shapes, out_shapes, detail)
         if self.flows is not None and count_params:
-            backward = self._backward(node) if cost is not None else None
+            backward = self._backward(node) if costed else None
             backward = backward or ZERO  # uncosted: reported, and left out of the totals
             entry.backward_macs = backward.macs
             entry.backward_flops = backward.flops_under(self.convention)
-        if cost is None:
-            return entry
-        entry.macs = cost.macs
-        entry.flops = cost.flops_under(self.convention)
-        entry.int_ops = cost.all_int_ops
-        entry.detail = dict(cost.detail) if cost.detail else None
-        entry.bytes_read = _bytes(inputs)
-        entry.bytes_written = _bytes(outputs)
-        if count_params:
+        if costed and count_params:
             entry.params, entry.buffers = self._weights(rule, proto, scope)
             entry.params += self.sub_params
             entry.buffers += self.sub_buffers
             self.sub_params = self.sub_buffers = 0
         return entry
+
+    @staticmethod
+    def _signature(row: NodeRow, inputs: list[TensorInfo | None], outputs: list[TensorInfo | None],
+                   opset: int) -> tuple | None:
+        """What a rule's result can depend on, short of constant values: nodes alike in it cost
+        alike (graphs repeat a few kinds of node thousands of times). None: never reuse (a
+        subgraph's cost credits its weights to the node that owns it)."""
+        proto, op_type, domain, input_names, output_names = row
+        attributes = proto.attribute
+        if attributes and any(a.type in _SUBGRAPH_TYPES for a in attributes):
+            return None
+        return (op_type, domain, opset, tuple(a.SerializeToString() for a in attributes),
+                _type_keys(input_names, inputs), _type_keys(output_names, outputs))
 
     def _cost(self, rule: Rule | None, node: Node, count_params: bool) -> Cost | None:
         if rule is None:
@@ -214,9 +240,10 @@ class _Counter:
     def _sum_graph(self, view: GraphView, opsets: dict[str, int], where: str) -> Cost:
         """Cost of one run of an inner graph; weights it reads are credited to the outer node."""
         total = ZERO
-        for proto in view.nodes():
-            if _is_constant_node(proto, view):
+        for row in view.rows():
+            if view.is_constant_row(row):
                 continue
+            proto = row[0]
             rule = REGISTRY.lookup(proto.domain, proto.op_type)
             if rule is None:
                 raise Uncostable(f"{where} holds {proto.op_type}, which has no cost rule")
@@ -273,9 +300,45 @@ def _expansion_key(node: Node) -> tuple:
             tuple(None if v is None else v.tobytes() for v in values))
 
 
-def _is_constant_node(proto: onnx.NodeProto, scope: GraphView) -> bool:
-    outputs = [o for o in proto.output if o]
-    return bool(outputs) and all(scope.is_constant(o) for o in outputs)
+# A signature whose nodes' costs also depend on the values of their constant inputs.
+_VALUE_DEPENDENT = object()
+_SUBGRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+
+
+def _type_keys(names: tuple[str, ...], infos: list[TensorInfo | None]) -> tuple:
+    # An absent optional tensor (None) differs from a present one of unknown type (False).
+    return tuple(None if not name else info.type_key if info is not None else False
+                 for name, info in zip(names, infos))
+
+
+def _constant_inputs(names: tuple[str, ...], scope: GraphView) -> tuple[str, ...]:
+    """Names of the constant inputs (their values, within one graph)."""
+    return tuple(name if name in scope.constant else "" for name in names)
+
+
+class _Outcome(NamedTuple):
+    """What a node's report takes from its rule, types and shapes: the same for nodes alike."""
+
+    category: str
+    costed: bool
+    macs: Any
+    flops: Any
+    int_ops: Any
+    detail: dict | None
+    bytes_read: Any
+    bytes_written: Any
+    input_shapes: list
+    output_shapes: list
+
+    @classmethod
+    def of(cls, rule: Rule | None, cost: Cost | None, convention: str,
+           inputs: list[TensorInfo | None], outputs: list[TensorInfo | None]) -> "_Outcome":
+        shapes = [_shape(i) for i in inputs], [_shape(o) for o in outputs]
+        if cost is None:
+            return cls(rule.category if rule else "uncosted", False, 0, 0, 0, None, 0, 0, *shapes)
+        return cls(rule.category, True, cost.macs, cost.flops_under(convention), cost.all_int_ops,
+                   dict(cost.detail) if cost.detail else None, _bytes(inputs), _bytes(outputs),
+                   *shapes)
 
 
 def _is_weight(info: TensorInfo) -> bool:
@@ -311,13 +374,24 @@ def layer_of(proto: onnx.NodeProto) -> str:
     """
     for prop in proto.metadata_props:
         if prop.key == "pkg.torch.onnx.name_scopes":
-            scopes = [s.strip(" '\"") for s in prop.value.strip("[]").split(",")]
-            scopes = [s for s in scopes[:-1] if s]
-            return scopes[-1] if scopes else ""
-    if "/" not in proto.name:
+            return _layer_of_name_scopes(prop.value)
+    name = proto.name
+    if "/" not in name:
         return ""
-    scope = proto.name.rsplit("/", 1)[0]
-    if not proto.name.startswith("/"):
+    return _layer_of_scope(name.rsplit("/", 1)[0], name.startswith("/"))
+
+
+# Nodes of one layer share its scope: each scope is parsed once.
+@functools.lru_cache(maxsize=4096)
+def _layer_of_name_scopes(value: str) -> str:
+    scopes = [s.strip(" '\"") for s in value.strip("[]").split(",")]
+    scopes = [s for s in scopes[:-1] if s]
+    return scopes[-1] if scopes else ""
+
+
+@functools.lru_cache(maxsize=4096)
+def _layer_of_scope(scope: str, torch_style: bool) -> str:
+    if not torch_style:
         layers = list(itertools.takewhile(_KERAS_LAYER_SCOPE.match, scope.split("/")))
         return "/".join(layers) if layers else scope
     path = ""

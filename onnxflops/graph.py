@@ -7,7 +7,6 @@ from the TensorProto header; values are read only from small in-proto tensors (a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 import numpy as np
@@ -67,23 +66,43 @@ def is_symbolic(d: Dim) -> bool:
     return isinstance(d, str) and d.startswith(SYMBOL_MARK)
 
 
-@dataclass(frozen=True, slots=True)
 class TensorInfo:
-    name: str
-    dtype: int
-    shape: tuple[Dim, ...] | None  # None: rank unknown
-    # Found once, as rules and the counter ask for every tensor several times:
-    # every dim is a number (`concrete`), or a number or a symbolic formula (`known`).
-    concrete: bool = field(init=False, repr=False, compare=False)
-    known: bool = field(init=False, repr=False, compare=False)
+    """A tensor's name, dtype and shape (None: rank unknown), as the cost rules read them."""
 
-    def __post_init__(self) -> None:
-        shape = self.shape
+    # What rules and the counter ask for every tensor several times is found once: every dim is a
+    # number (`concrete`), or a number or a symbolic formula (`known`); element and byte counts.
+    __slots__ = ("name", "dtype", "shape", "type_key", "concrete", "known", "_numel", "_nbytes")
+
+    def __init__(self, name: str, dtype: int, shape: tuple[Dim, ...] | None):
+        self.name = name
+        self.dtype = dtype
+        self.shape = shape
+        self.type_key = (dtype, shape)  # equal for tensors of one type, whatever their names
         concrete = shape is not None and all(isinstance(d, int) for d in shape)
-        known = concrete or shape is not None and all(isinstance(d, int) or is_symbolic(d)
-                                                      for d in shape)
-        object.__setattr__(self, "concrete", concrete)  # the frozen dataclass idiom
-        object.__setattr__(self, "known", known)
+        self.concrete = concrete
+        self.known = concrete or shape is not None and all(isinstance(d, int) or is_symbolic(d)
+                                                           for d in shape)
+        self._numel = math.prod(shape) if concrete else None
+        self._nbytes = (self._numel * dtype_bits(dtype) + 7) // 8 if concrete else None
+
+    def renamed(self, name: str) -> "TensorInfo":
+        """The same type under another name (graphs repeat a few types over thousands of tensors)."""
+        info = object.__new__(TensorInfo)
+        info.name, info.dtype, info.shape, info.type_key = name, self.dtype, self.shape, self.type_key
+        info.concrete, info.known = self.concrete, self.known
+        info._numel, info._nbytes = self._numel, self._nbytes
+        return info
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TensorInfo):
+            return NotImplemented
+        return (self.name, self.dtype, self.shape) == (other.name, other.dtype, other.shape)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.dtype, self.shape))
+
+    def __repr__(self) -> str:
+        return f"TensorInfo(name={self.name!r}, dtype={self.dtype!r}, shape={self.shape!r})"
 
     @property
     def rank(self) -> int:
@@ -104,10 +123,12 @@ class TensorInfo:
 
     @property
     def numel(self) -> int:
-        return math.prod(self.dims)
+        return self._numel if self.concrete else math.prod(self.dims)
 
     @property
     def nbytes(self) -> int:
+        if self.concrete:
+            return self._nbytes
         return (self.numel * dtype_bits(self.dtype) + 7) // 8
 
     @property
@@ -146,12 +167,22 @@ def has_inline_data(t: onnx.TensorProto) -> bool:
     return t.data_location != onnx.TensorProto.EXTERNAL
 
 
+# A node as the passes over a graph read it: (proto, op type, domain with "" for the standard
+# one, input names, output names), an absent optional tensor named "". Reading a proto's fields
+# costs about a microsecond per node, so a graph's rows are read once and shared.
+NodeRow = tuple[onnx.NodeProto, str, str, tuple[str, ...], tuple[str, ...]]
+
+_STANDARD_DOMAINS = ("", "ai.onnx")
+_SUBGRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+
+
 class GraphView:
     """Tensors of one graph (and, through `parent`, of the scopes around it)."""
 
     def __init__(self, graph: onnx.GraphProto, parent: "GraphView | None" = None):
         self.graph = graph
         self.parent = parent
+        self._rows: list[NodeRow] | None = None
         self._producers: dict[str, onnx.NodeProto] | None = None
         self.tensors: dict[str, TensorInfo] = {}
         self.initializers: dict[str, onnx.TensorProto] = {}
@@ -169,9 +200,9 @@ class GraphView:
             if t.name not in overridable:
                 self.constant.add(t.name)
         self._constant_outputs: set[str] = set()
-        for node in graph.node:
-            if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
-                name = node.output[0]
+        for node, op_type, domain, _, outputs in self.rows():
+            if op_type == "Constant" and not domain:
+                name = outputs[0]
                 self._constant_outputs.add(name)
                 self.constant.add(name)
                 info = _constant_node_info(node)
@@ -184,12 +215,32 @@ class GraphView:
                         self.tensors[name] = TensorInfo(
                             name, onnx.helper.np_dtype_to_tensor_dtype(value.dtype), value.shape)
 
+    def rows(self) -> list[NodeRow]:
+        """The graph's nodes in order, their fields read once (see NodeRow)."""
+        if self._rows is None:
+            self._rows = [(node, node.op_type,
+                           "" if node.domain in _STANDARD_DOMAINS else node.domain,
+                           tuple(node.input), tuple(node.output)) for node in self.graph.node]
+        return self._rows
+
+    def nodes_changed(self) -> None:
+        """The graph's node list or a node's inputs or outputs were edited: read them again."""
+        self._rows = None
+        self._producers = None
+
     def read_types(self, typed: Iterable[onnx.ValueInfoProto]) -> None:
         """Take the types of these tensors (a later one without a shape keeps an earlier shape)."""
+        by_type: dict[bytes, TensorInfo] = {}  # a graph repeats a few types over many tensors
+        tensors = self.tensors
         for vi in typed:
-            info = info_from_value_info(vi)
-            if info.shape is not None or vi.name not in self.tensors:
-                self.tensors[vi.name] = info
+            name, key = vi.name, vi.type.SerializeToString()
+            seen = by_type.get(key)
+            if seen is None:
+                info = by_type[key] = info_from_type(name, vi.type)
+            else:
+                info = seen.renamed(name)
+            if info.shape is not None or name not in tensors:
+                tensors[name] = info
 
     def info(self, name: str) -> TensorInfo | None:
         scope: GraphView | None = self
@@ -228,12 +279,12 @@ class GraphView:
         return None
 
     def nodes(self) -> Iterator[onnx.NodeProto]:
-        return iter(self.graph.node)
+        return (row[0] for row in self.rows())
 
     def producer(self, name: str) -> onnx.NodeProto | None:
         """The node of this graph that computes `name` (None for inputs and initializers)."""
         if self._producers is None:
-            self._producers = {o: node for node in self.graph.node for o in node.output if o}
+            self._producers = {o: row[0] for row in self.rows() for o in row[4] if o}
         return self._producers.get(name)
 
     def weight_sources(self, name: str) -> frozenset[str]:
@@ -254,30 +305,31 @@ class GraphView:
         Slice/Concat, initializer ops); the counter reports them as constant work.
         """
         symbolic_shapes = False
-        for node in self.graph.node:
-            if node.op_type == "Constant" or any(
-                    a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
-                    for a in node.attribute):
+        is_constant = self.constant.__contains__ if self.parent is None else self.is_constant
+        for node, op_type, domain, inputs, outputs in self.rows():
+            if op_type == "Constant":
                 continue
-            if node.op_type in ("Shape", "Size") and node.domain in ("", "ai.onnx"):
-                info = self.info(node.input[0])
+            if op_type in ("Shape", "Size") and not domain:
+                info = self.info(inputs[0])
                 if info is not None and info.known:
-                    self.constant.add(node.output[0])
+                    self.constant.add(outputs[0])
                     value = _shape_op_value(node, info.shape)
                     if value is not None:
-                        self.values[node.output[0]] = value
+                        self.values[outputs[0]] = value
                     symbolic_shapes |= value is None
                 continue
-            type_only = _TYPE_ONLY_INPUTS.get(node.op_type, ()) if node.domain in ("", "ai.onnx") \
-                else ()
-            if all(not i or slot in type_only or self.is_constant(i)
-                   for slot, i in enumerate(node.input)):
-                carried = _WEIGHT_CARRYING_INPUTS.get(node.op_type) \
-                    if node.domain in ("", "ai.onnx") else None
+            type_only = () if domain else _TYPE_ONLY_INPUTS.get(op_type, ())
+            for slot, i in enumerate(inputs):
+                if i and not is_constant(i) and slot not in type_only:
+                    break
+            else:
+                if _holds_subgraph(node):
+                    continue
+                carried = None if domain else _WEIGHT_CARRYING_INPUTS.get(op_type)
                 sources = frozenset().union(*(self.weight_sources(i)
-                                              for slot, i in enumerate(node.input)
+                                              for slot, i in enumerate(inputs)
                                               if i and (carried is None or slot in carried)))
-                for o in node.output:
+                for o in outputs:
                     if o:
                         self.constant.add(o)
                         self.derived_from[o] = sources
@@ -286,6 +338,18 @@ class GraphView:
 
             for name, value in concrete_values(self).items():
                 self.values.setdefault(name, value)
+
+    def is_constant_row(self, row: NodeRow) -> bool:
+        """Whether a node computes only constants (work done once, not per run)."""
+        outputs = row[4]
+        if self.parent is None:
+            constant = self.constant
+            return any(outputs) and all(not o or o in constant for o in outputs)
+        return any(outputs) and all(not o or self.is_constant(o) for o in outputs)
+
+
+def _holds_subgraph(node: onnx.NodeProto) -> bool:
+    return any(a.type in _SUBGRAPH_TYPES for a in node.attribute)
 
 
 def _small_initializer_value(scope: GraphView, t: onnx.TensorProto) -> np.ndarray | None:

@@ -30,12 +30,15 @@ class Engine(Protocol):
 class Node:
     """A node with its tensors resolved. Rules read shapes, dtypes, attributes and small constants."""
 
-    __slots__ = ("proto", "scope", "opset", "_attrs", "_engine")
+    __slots__ = ("proto", "scope", "opset", "read_values", "_attrs", "_engine")
 
     def __init__(self, proto: onnx.NodeProto, scope: GraphView, opset: int, engine: Engine):
         self.proto = proto
         self.scope = scope
         self.opset = opset
+        # Whether the rule read a constant input's value: then its cost may vary with that value,
+        # not only with the node's types and attributes.
+        self.read_values = False
         self._attrs: dict[str, Any] | None = None
         self._engine = engine
 
@@ -91,6 +94,7 @@ class Node:
         """The value of a small constant input (axes, pads, scales, shapes), or None."""
         if not self.has_input(i):
             return None
+        self.read_values = True
         return self.scope.value(self.proto.input[i])
 
     def attr_or_input(self, attr: str, i: int, default: Any = None) -> Any:

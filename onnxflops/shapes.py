@@ -51,6 +51,7 @@ def analyze(model: onnx.ModelProto) -> AnalyzedModel:
         values.update(found)
         adopted = _adopt_shapes(inferred, _infer(_with_values(inferred, values), warnings), values)
         view.read_types(vi for vi in adopted if not _known(view.info(vi.name)))
+        view.nodes_changed()  # subgraph nodes took their refined bodies
         view.values.update(values)
         view.mark_constants()
     return AnalyzedModel(inferred, view, opsets, warnings)
@@ -108,8 +109,8 @@ def _infer(model: onnx.ModelProto, warnings: list[str]) -> onnx.ModelProto:
 
 
 def has_unknown_outputs(view: GraphView) -> bool:
-    for node in view.graph.node:
-        for name in node.output:
+    for row in view.rows():
+        for name in row[4]:
             if name and not _known(view.info(name)):
                 return True
     return False
@@ -120,11 +121,10 @@ def _evaluate_constants(view: GraphView, opsets: dict[str, int],
     """Values of the small constant tensors, from the constant nodes that produce them."""
     known = {n: v for n, v in view.values.items()}
     nodes = []
-    for node in view.graph.node:
-        if node.op_type == "Constant" or not all(i == "" or i in known or view.value(i) is not None
-                                                 for i in node.input):
+    for node, op_type, _, inputs, outputs in view.rows():
+        if op_type == "Constant" or not all(view.is_constant(o) for o in outputs if o):
             continue
-        if not all(view.is_constant(o) for o in node.output if o):
+        if not all(i == "" or i in known or view.value(i) is not None for i in inputs):
             continue
         if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
                for a in node.attribute):
