@@ -17,7 +17,10 @@ def main(argv: list[str] | None = None) -> int:
         description="Count FLOPs, MACs, params and memory traffic of a neural network, "
                     "the same whichever framework it came from.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS:
+    argv = sys.argv[1:] if argv is None else argv
+    # The command being run is the only one registered: building every parser costs milliseconds
+    # at each start. All are, to list them (--help, no command, an unknown one).
+    for name in [argv[0]] if argv and argv[0] in COMMANDS else COMMANDS:
         importlib.import_module(f"onnxflops.commands.{name}").register(sub)
     args = parser.parse_args(argv)
     try:

@@ -146,3 +146,26 @@ def test_count_converts_a_factory_spec_with_the_chosen_exporter(capsys):
     assert code == 0
     assert total["macs"] == 64 * 128 + 128 * 64 + 64 * 10
     assert total["params"] == (64 * 128 + 128) + (128 * 64 + 64) + (64 * 10 + 10)
+
+
+def test_counting_loads_no_measuring_comparing_or_other_command_code(dynamic_cnn):
+    script = ("import sys; from onnxflops.cli import main; main(sys.argv[1:]); "
+              "print(' '.join(sys.modules), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", script, "count", dynamic_cnn, "--input",
+                           "input=1x3x8x8"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    loaded = set(done.stderr.split())
+    assert "onnxflops.commands.count" in loaded
+    assert not loaded & {"onnxflops.comparison", "onnxflops.profiling.measure",
+                         "onnxflops.profiling.runtime", "onnxflops.htmlreport", "onnxruntime",
+                         "difflib", "statistics", "onnxflops.commands.compare",
+                         "onnxflops.commands.profile", "onnxflops.commands.report"}
+
+
+def test_the_package_names_the_functions_even_once_their_modules_are_loaded():
+    script = ("import onnxflops.comparison, onnxflops.profiling.measure, onnxflops; "
+              "from onnxflops import Comparison, Profile; "
+              "print(onnxflops.compare.__qualname__, onnxflops.profile.__qualname__, "
+              "onnxflops.profiling.profile.__qualname__, Comparison.__name__, Profile.__name__)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.stdout.split() == ["compare", "profile", "profile", "Comparison", "Profile"]
