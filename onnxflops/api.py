@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import onnx
 
@@ -63,12 +65,27 @@ def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | N
         if needs_conversion(model):
             model = convert(model, inputs, batch=batch, exporter=exporter, unsafe=unsafe)
             inputs, batch = None, None
-    proto = load_model(model)
-    bound = bind_inputs(proto, inputs, batch, allow_unbound=symbolic)
-    analyzed = canonicalize(analyze(normalize(bound)))
-    shapes = {i.name: _declared(i) for i in real_inputs(bound)}
-    report = count_model(analyzed, convention, _model_name(model, proto), shapes, training)
+    with _collector_paused():
+        proto = load_model(model)
+        bound = bind_inputs(proto, inputs, batch, allow_unbound=symbolic)
+        analyzed = canonicalize(analyze(normalize(bound)))
+        shapes = {i.name: _declared(i) for i in real_inputs(bound)}
+        report = count_model(analyzed, convention, _model_name(model, proto), shapes, training)
     return Counted(report, bound, analyzed)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused: counting a large graph makes hundreds of
+    thousands of objects that all live until the report is done, and the collector would walk
+    them over and over (a sixth of the time on a 50,000-node graph) to find no cycles."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _declared(vi: onnx.ValueInfoProto) -> list[int | str]:

@@ -91,10 +91,16 @@ class _Editor:
     def _read(self) -> None:
         # Holding the node wrappers (in the view's rows) keeps their identity, and so `position`.
         self.rows = self.view.rows()
-        self.nodes = [row[0] for row in self.rows]
-        self.position = {id(n): i for i, n in enumerate(self.nodes)}
-        self.producer = {o: row[0] for row in self.rows for o in row[4]}
+        self.producer = self.view.producers()
+        self._position: dict[int, int] | None = None
         self._consumers: dict[str, list[onnx.NodeProto]] | None = None
+
+    @property
+    def position(self) -> dict[int, int]:
+        """Each node's index in the graph, by id of its proto wrapper."""
+        if self._position is None:
+            self._position = {id(row[0]): i for i, row in enumerate(self.rows)}
+        return self._position
 
     def of_type(self, op_types: set[str] | dict) -> list[onnx.NodeProto]:
         """The standard-domain nodes of these op types, in graph order."""

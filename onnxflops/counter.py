@@ -111,7 +111,7 @@ class _Counter:
             entry.backward_macs = backward.macs
             entry.backward_flops = backward.flops_under(self.convention)
         if costed and count_params:
-            entry.params, entry.buffers = self._weights(rule, proto, scope)
+            entry.params, entry.buffers = self._weights(rule, row, scope)
             entry.params += self.sub_params
             entry.buffers += self.sub_buffers
             self.sub_params = self.sub_buffers = 0
@@ -124,10 +124,12 @@ class _Counter:
         alike (graphs repeat a few kinds of node thousands of times). None: never reuse (a
         subgraph's cost credits its weights to the node that owns it)."""
         proto, op_type, domain, input_names, output_names = row
-        attributes = proto.attribute
-        if attributes and any(a.type in _SUBGRAPH_TYPES for a in attributes):
-            return None
-        return (op_type, domain, opset, tuple(a.SerializeToString() for a in attributes),
+        attributes = ()
+        if proto.attribute:
+            if any(a.type in _SUBGRAPH_TYPES for a in proto.attribute):
+                return None
+            attributes = tuple([a.SerializeToString() for a in proto.attribute])
+        return (op_type, domain, opset, attributes,
                 _type_keys(input_names, inputs), _type_keys(output_names, outputs))
 
     def _cost(self, rule: Rule | None, node: Node, count_params: bool) -> Cost | None:
@@ -160,15 +162,15 @@ class _Counter:
             self.uncosted.append(Uncosted(label, node.op_type, f"backward: {e}"))
             return None
 
-    def _weights(self, rule: Rule, proto: onnx.NodeProto, scope: GraphView) -> tuple[int, int]:
+    def _weights(self, rule: Rule, row: NodeRow, scope: GraphView) -> tuple[int, int]:
         params = buffers = 0
         if not rule.weights and not rule.buffers:
             return params, buffers
-        for slot, name in enumerate(proto.input):
-            if not name or not (scope.is_constant(name) or scope.initializer(name) is not None):
-                continue
+        proto = row[0]
+        for slot, name in enumerate(row[3]):
             is_buffer = slot in rule.buffers
-            if not (is_buffer or rule.is_weight_slot(slot)):
+            if not name or not (is_buffer or rule.is_weight_slot(slot)) \
+                    or not (scope.is_constant(name) or scope.initializer(name) is not None):
                 continue
             for source in scope.weight_sources(name):
                 info = scope.info(source)
@@ -252,7 +254,7 @@ class _Counter:
                 total = total + rule.fn(inner)
             except Uncostable as e:
                 raise Uncostable(f"in {where}, node '{proto.name}' ({proto.op_type}): {e}") from None
-            params, buffers = self._weights(rule, proto, view)
+            params, buffers = self._weights(rule, row, view)
             self.sub_params += params
             self.sub_buffers += buffers
         return total
@@ -307,8 +309,8 @@ _SUBGRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 
 def _type_keys(names: tuple[str, ...], infos: list[TensorInfo | None]) -> tuple:
     # An absent optional tensor (None) differs from a present one of unknown type (False).
-    return tuple(None if not name else info.type_key if info is not None else False
-                 for name, info in zip(names, infos))
+    return tuple([info.type_key if info is not None else (False if name else None)
+                  for name, info in zip(names, infos)])
 
 
 def _constant_inputs(names: tuple[str, ...], scope: GraphView) -> tuple[str, ...]:

@@ -160,7 +160,7 @@ def info_from_type(name: str, tp: onnx.TypeProto) -> TensorInfo:
 
 
 def info_from_initializer(t: onnx.TensorProto) -> TensorInfo:
-    return TensorInfo(t.name, t.data_type, tuple(int(d) for d in t.dims))
+    return TensorInfo(t.name, t.data_type, tuple(t.dims))
 
 
 def has_inline_data(t: onnx.TensorProto) -> bool:
@@ -283,9 +283,13 @@ class GraphView:
 
     def producer(self, name: str) -> onnx.NodeProto | None:
         """The node of this graph that computes `name` (None for inputs and initializers)."""
+        return self.producers().get(name)
+
+    def producers(self) -> dict[str, onnx.NodeProto]:
+        """The node of this graph that computes each tensor."""
         if self._producers is None:
             self._producers = {o: row[0] for row in self.rows() for o in row[4] if o}
-        return self._producers.get(name)
+        return self._producers
 
     def weight_sources(self, name: str) -> frozenset[str]:
         """The initializers (or Constant outputs) a constant tensor was computed from."""
@@ -342,9 +346,8 @@ class GraphView:
     def is_constant_row(self, row: NodeRow) -> bool:
         """Whether a node computes only constants (work done once, not per run)."""
         outputs = row[4]
-        if self.parent is None:
-            constant = self.constant
-            return any(outputs) and all(not o or o in constant for o in outputs)
+        if len(outputs) == 1 and self.parent is None:  # most nodes: the quick answer
+            return outputs[0] in self.constant
         return any(outputs) and all(not o or self.is_constant(o) for o in outputs)
 
 

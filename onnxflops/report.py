@@ -39,10 +39,10 @@ class Totals:
         self.buffers += other.buffers
         self.bytes_read += other.bytes_read
         self.bytes_written += other.bytes_written
-        for key in BACKWARD:
-            if getattr(other, key) is not None:
-                mine = getattr(self, key)
-                setattr(self, key, getattr(other, key) + (0 if mine is None else mine))
+        if other.backward_flops is not None:
+            mine = (0, 0) if self.backward_flops is None else (self.backward_macs, self.backward_flops)
+            self.backward_macs = other.backward_macs + mine[0]
+            self.backward_flops = other.backward_flops + mine[1]
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: _plain(getattr(self, k)) for k in SUMMED}
@@ -119,7 +119,10 @@ class Report:
     def _group(self, key: Callable[[NodeReport], str]) -> dict[str, Totals]:
         groups: dict[str, Totals] = {}
         for n in self.nodes:
-            groups.setdefault(key(n), Totals()).add(n)
+            group = groups.get(key(n))
+            if group is None:
+                group = groups[key(n)] = Totals()
+            group.add(n)
         return groups
 
     def to_dict(self) -> dict[str, Any]:
