@@ -67,7 +67,8 @@ def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | N
             inputs, batch = None, None
     with _collector_paused():
         proto = load_model(model)
-        bound = bind_inputs(proto, inputs, batch, allow_unbound=symbolic)
+        # `proto` is our own copy (load_model never hands back the caller's model): bind it in place.
+        bound = bind_inputs(proto, inputs, batch, allow_unbound=symbolic, in_place=True)
         analyzed = canonicalize(analyze(normalize(bound)))
         shapes = {i.name: _declared(i) for i in real_inputs(bound)}
         report = count_model(analyzed, convention, _model_name(model, proto), shapes, training)

@@ -77,7 +77,7 @@ class _Counter:
     def _report(self, row: NodeRow, scope: GraphView, count_params: bool = True) -> NodeReport:
         proto, op_type, domain, input_names, output_names = row
         rule = REGISTRY.lookup(domain, op_type)
-        info = scope.info
+        info = scope.tensors.get if scope.parent is None else scope.info  # the same, for the top
         # Looked up once, for the cost, the shapes and the bytes.
         inputs = [info(name) if name else None for name in input_names]
         outputs = [info(name) if name else None for name in output_names]
@@ -170,7 +170,8 @@ class _Counter:
         for slot, name in enumerate(row[3]):
             is_buffer = slot in rule.buffers
             if not name or not (is_buffer or rule.is_weight_slot(slot)) \
-                    or not (scope.is_constant(name) or scope.initializer(name) is not None):
+                    or name not in scope.constant and not (scope.is_constant(name)
+                                                           or scope.initializer(name) is not None):
                 continue
             for source in scope.weight_sources(name):
                 info = scope.info(source)
