@@ -37,7 +37,7 @@ def infer_contrib_shapes(model: onnx.ModelProto,
             inputs = [known.get(i) if i else None for i in node.input]
             if any(i is None for name, i in zip(node.input, inputs) if name):
                 continue
-            for name, out in zip(node.output, _outputs(node, inputs)):
+            for name, out in zip(node.output, contrib_outputs(node, inputs)):
                 if name and out is not None and name not in known:
                     found.append(helper.make_tensor_value_info(name, out[0], out[1]))
         if not found:
@@ -48,13 +48,17 @@ def infer_contrib_shapes(model: onnx.ModelProto,
 
 def _contrib_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
     opsets = {o.domain or "ai.onnx": o.version for o in model.opset_import}
-    untyped = {op for op, standard_since in _DEFAULT_DOMAIN.items()
-               if opsets.get("ai.onnx", 0) < standard_since}
+    opset = opsets.get("ai.onnx", 0)
     # Field reads cost per node: ask for the domain only where it can matter.
     with_ms = MS in opsets
     return [node for node in model.graph.node
-            if node.op_type in untyped and node.domain in ("", "ai.onnx")
-            or with_ms and node.domain == MS]
+            if node.op_type in _DEFAULT_DOMAIN and node.domain in ("", "ai.onnx")
+            and is_contrib(node.op_type, "", opset) or with_ms and node.domain == MS]
+
+
+def is_contrib(op_type: str, domain: str, opset: int) -> bool:
+    """Whether ONNX inference leaves this op's outputs untyped, for the rules here to type."""
+    return domain == MS or not domain and opset < _DEFAULT_DOMAIN.get(op_type, 0)
 
 
 def _known_types(model: onnx.ModelProto, names: set[str]) -> dict[str, TensorInfo]:
@@ -78,7 +82,8 @@ def _known_types(model: onnx.ModelProto, names: set[str]) -> dict[str, TensorInf
     return infos
 
 
-def _outputs(node: onnx.NodeProto, inputs: list[TensorInfo | None]) -> list[Output]:
+def contrib_outputs(node: onnx.NodeProto, inputs: list[TensorInfo | None]) -> list[Output]:
+    """(dtype, shape) of each output of a node `is_contrib` accepts, from its inputs' types."""
     rule = _RULES.get(node.op_type)
     if rule is None:
         return []

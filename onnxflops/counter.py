@@ -55,13 +55,14 @@ class _Counter:
         nodes: list[NodeReport] = []
         total, constant_work = Totals(), Totals()
         constant_nodes = 0
-        for row in graph.rows():
+        for position, row in enumerate(graph.rows()):
             if graph.is_constant_row(row):
                 if row[1] != "Constant":
                     constant_nodes += 1
-                    constant_work.add(self._report(row, graph, count_params=False))
+                    constant_work.add(self._report(row, graph, graph.kinds.get(position),
+                                                   count_params=False))
                 continue
-            entry = self._report(row, graph)
+            entry = self._report(row, graph, graph.kinds.get(position))
             nodes.append(entry)
             total.add(entry)
         missing = sorted({u.op_type for u in self.uncosted if u.reason.startswith("no cost rule")})
@@ -74,24 +75,28 @@ class _Counter:
         return Report(name, self.convention, inputs, total, nodes, constant_work, constant_nodes,
                       self.uncosted, self.warnings)
 
-    def _report(self, row: NodeRow, scope: GraphView, count_params: bool = True) -> NodeReport:
+    def _report(self, row: NodeRow, scope: GraphView, kind: tuple | None = None,
+                count_params: bool = True) -> NodeReport:
+        """`kind`: what analysis found the node alike in with others (see GraphView.kinds)."""
         proto, op_type, domain, input_names, output_names = row
         rule = REGISTRY.lookup(domain, op_type)
-        info = scope.tensors.get if scope.parent is None else scope.info  # the same, for the top
-        # Looked up once, for the cost, the shapes and the bytes.
-        inputs = [info(name) if name else None for name in input_names]
-        outputs = [info(name) if name else None for name in output_names]
         opset = self.opsets.get(domain, 0)
         # Training counts each node's backward from its own Node: no reuse then.
-        signature = self._signature(row, inputs, outputs, opset) \
-            if rule is not None and scope is self.analyzed.graph and self.flows is None else None
-        outcome = valued = node = None
+        reuse = rule is not None and scope is self.analyzed.graph and self.flows is None
+        inputs = outputs = signature = outcome = valued = node = None
+        if reuse and kind is not None:
+            signature = (_KIND, kind)
+        elif reuse:
+            inputs, outputs = _infos(row, scope)
+            signature = self._signature(row, inputs, outputs, opset)
         if signature is not None:
             outcome = self.outcomes.get(signature)
             if outcome is _VALUE_DEPENDENT:
                 valued = (signature, _constant_inputs(input_names, scope))
                 outcome = self.outcomes.get(valued)
         if outcome is None:
+            if inputs is None:
+                inputs, outputs = _infos(row, scope)
             node = Node(proto, scope, opset, self)
             cost = self._cost(rule, node, count_params)
             outcome = _Outcome.of(rule, cost, self.convention, inputs, outputs)
@@ -305,6 +310,14 @@ def _expansion_key(node: Node) -> tuple:
 
 # A signature whose nodes' costs also depend on the values of their constant inputs.
 _VALUE_DEPENDENT = object()
+_KIND = "kind"  # tags a signature taken from analysis, apart from the counter's own
+
+
+def _infos(row: NodeRow, scope: GraphView) -> tuple[list, list]:
+    """The node's input and output infos (None for an absent or untyped tensor)."""
+    info = scope.tensors.get if scope.parent is None else scope.info  # the same, for the top
+    return ([info(name) if name else None for name in row[3]],
+            [info(name) if name else None for name in row[4]])
 _SUBGRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 
 

@@ -183,6 +183,9 @@ class GraphView:
         self.graph = graph
         self.parent = parent
         self._rows: list[NodeRow] | None = None
+        # By node position: a key equal for nodes whose types and attributes (so whose costs) are
+        # alike, where shape inference found it; dropped when the nodes are edited.
+        self.kinds: dict[int, tuple] = {}
         self._producers: dict[str, onnx.NodeProto] | None = None
         self.tensors: dict[str, TensorInfo] = {}
         self.initializers: dict[str, onnx.TensorProto] = {}
@@ -227,6 +230,7 @@ class GraphView:
         """The graph's node list or a node's inputs or outputs were edited: read them again."""
         self._rows = None
         self._producers = None
+        self.kinds = {}
 
     def read_types(self, typed: Iterable[onnx.ValueInfoProto]) -> None:
         """Take the types of these tensors (a later one without a shape keeps an earlier shape)."""
@@ -309,39 +313,44 @@ class GraphView:
         Slice/Concat, initializer ops); the counter reports them as constant work.
         """
         symbolic_shapes = False
-        is_constant = self.constant.__contains__ if self.parent is None else self.is_constant
-        for node, op_type, domain, inputs, outputs in self.rows():
-            if op_type == "Constant":
-                continue
-            if op_type in ("Shape", "Size") and not domain:
-                info = self.info(inputs[0])
-                if info is not None and info.known:
-                    self.constant.add(outputs[0])
-                    value = _shape_op_value(node, info.shape)
-                    if value is not None:
-                        self.values[outputs[0]] = value
-                    symbolic_shapes |= value is None
-                continue
-            type_only = () if domain else _TYPE_ONLY_INPUTS.get(op_type, ())
-            for slot, i in enumerate(inputs):
-                if i and not is_constant(i) and slot not in type_only:
-                    break
-            else:
-                if _holds_subgraph(node):
-                    continue
-                carried = None if domain else _WEIGHT_CARRYING_INPUTS.get(op_type)
-                sources = frozenset().union(*(self.weight_sources(i)
-                                              for slot, i in enumerate(inputs)
-                                              if i and (carried is None or slot in carried)))
-                for o in outputs:
-                    if o:
-                        self.constant.add(o)
-                        self.derived_from[o] = sources
+        for row in self.rows():
+            symbolic_shapes |= self.mark_constant(row)
         if symbolic_shapes:  # what shape arithmetic reads off them that no symbol reaches
             from onnxflops.symbolic import concrete_values
 
             for name, value in concrete_values(self).items():
                 self.values.setdefault(name, value)
+
+    def mark_constant(self, row: NodeRow) -> bool:
+        """Mark one node's outputs if it is constant (its inputs marked already, as in graph
+        order). True where it is a Shape or Size reporting a symbolic dim."""
+        node, op_type, domain, inputs, outputs = row
+        if op_type == "Constant":
+            return False
+        if op_type in ("Shape", "Size") and not domain:
+            info = self.info(inputs[0])
+            if info is None or not info.known:
+                return False
+            self.constant.add(outputs[0])
+            value = _shape_op_value(node, info.shape)
+            if value is not None:
+                self.values[outputs[0]] = value
+            return value is None
+        is_constant = self.constant.__contains__ if self.parent is None else self.is_constant
+        type_only = () if domain else _TYPE_ONLY_INPUTS.get(op_type, ())
+        for slot, i in enumerate(inputs):
+            if i and not is_constant(i) and slot not in type_only:
+                return False
+        if _holds_subgraph(node):
+            return False
+        carried = None if domain else _WEIGHT_CARRYING_INPUTS.get(op_type)
+        sources = frozenset().union(*(self.weight_sources(i) for slot, i in enumerate(inputs)
+                                      if i and (carried is None or slot in carried)))
+        for o in outputs:
+            if o:
+                self.constant.add(o)
+                self.derived_from[o] = sources
+        return False
 
     def is_constant_row(self, row: NodeRow) -> bool:
         """Whether a node computes only constants (work done once, not per run)."""

@@ -1,10 +1,10 @@
 """Stage 4: infer every tensor's shape and find the constant subgraphs.
 
-ONNX shape inference with data propagation runs first. Where it leaves dims unknown (shape
-arithmetic it cannot fold), the small constant tensors feeding them are evaluated (evaluate.py,
-or onnx's reference evaluator for the ops it does not cover) and inference runs again with those
-values in place. Dims left symbolic (counting with symbolic=True) are carried through the shape
-arithmetic by symbolic.py.
+With every input bound, ONNX's inference runs node by node, once per distinct kind of node, and
+the constant shape arithmetic is evaluated on the way (inference.py). What the numpy evaluator
+does not cover is evaluated by onnx's reference evaluator, and the nodes it unblocks are typed
+in another pass. Dims left symbolic (counting with symbolic=True) take whole-model inference,
+whose data propagation carries the symbols, and symbolic.py's arithmetic on them.
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 
 from onnxflops.contrib_shapes import infer_contrib_shapes
 from onnxflops.evaluate import evaluate
-from onnxflops.graph import MAX_VALUE_ELEMENTS, GraphView, TensorInfo, is_float
+from onnxflops.graph import GraphView, TensorInfo
+from onnxflops.inference import NodeTyper, free_names, infer_model, small
 from onnxflops.symbolic import has_symbolic_inputs, resolve_shapes
 
 
@@ -30,15 +31,40 @@ class AnalyzedModel:
 
 
 def analyze(model: onnx.ModelProto) -> AnalyzedModel:
+    """Type every tensor of `model` (left as it is) and find its constants."""
     warnings: list[str] = []
     opsets = {(o.domain if o.domain != "ai.onnx" else ""): o.version for o in model.opset_import}
-
-    def infer(m: onnx.ModelProto) -> onnx.ModelProto:
-        return infer_contrib_shapes(_infer(m, warnings), lambda again: _infer(again, warnings))
-
-    inferred = infer(model)
     if has_symbolic_inputs(model):
-        inferred = resolve_shapes(model, inferred, infer)
+        return _analyze_symbolic(model, opsets, warnings)
+    analyzed = onnx.ModelProto()
+    analyzed.CopyFrom(model)  # canonicalize edits it; `model` stays what onnxruntime runs
+    view = GraphView(analyzed.graph)
+    typer = NodeTyper(view, analyzed, opsets, warnings)
+    typer.type_graph()
+    # Shape arithmetic the numpy evaluator does not cover: onnx's reference evaluator, as
+    # long as it finds values that type more nodes.
+    while has_unknown_outputs(view):
+        found = _evaluate_constants(view, opsets, warnings)
+        if found.keys() <= view.values.keys():
+            break
+        view.values.update(found)
+        for name, value in found.items():
+            if not _known(view.info(name)):
+                view.tensors[name] = TensorInfo(name, helper.np_dtype_to_tensor_dtype(value.dtype),
+                                                value.shape)
+        typer.type_graph()
+    return AnalyzedModel(analyzed, view, opsets, warnings)
+
+
+def _analyze_symbolic(model: onnx.ModelProto, opsets: dict[str, int],
+                      warnings: list[str]) -> AnalyzedModel:
+    """Whole-model inference, whose data propagation carries symbolic dims through shape
+    arithmetic, completed by symbolic.py's arithmetic on the symbols."""
+    def infer(m: onnx.ModelProto) -> onnx.ModelProto:
+        return infer_contrib_shapes(infer_model(m, warnings),
+                                    lambda again: infer_model(again, warnings))
+
+    inferred = resolve_shapes(model, infer(model), infer)
     view = GraphView(inferred.graph)
     view.mark_constants()
     values: dict[str, np.ndarray] = {}
@@ -49,7 +75,8 @@ def analyze(model: onnx.ModelProto) -> AnalyzedModel:
         if found.keys() <= values.keys():
             break
         values.update(found)
-        adopted = _adopt_shapes(inferred, _infer(_with_values(inferred, values), warnings), values)
+        adopted = _adopt_shapes(inferred, infer_model(_with_values(inferred, values), warnings),
+                                values)
         view.read_types(vi for vi in adopted if not _known(view.info(vi.name)))
         view.nodes_changed()  # subgraph nodes took their refined bodies
         view.values.update(values)
@@ -86,28 +113,6 @@ def refine_subgraph(view: GraphView, opsets: dict[str, int]) -> None:
             view.values[name] = refined.values[name]
 
 
-def free_names(graph: onnx.GraphProto) -> set[str]:
-    """Tensors a graph (or a subgraph nested in it) reads from the scopes around it."""
-    defined = {i.name for i in graph.input} | {t.name for t in graph.initializer}
-    defined |= {o for n in graph.node for o in n.output}
-    read = {i for n in graph.node for i in n.input if i}
-    for n in graph.node:
-        for a in n.attribute:
-            for g in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
-                read |= free_names(g)
-    return read - defined
-
-
-def _infer(model: onnx.ModelProto, warnings: list[str]) -> onnx.ModelProto:
-    try:
-        return onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
-    except onnx.shape_inference.InferenceError as e:
-        warnings.append("shape inference: " + str(e).strip().splitlines()[0])
-    except (RuntimeError, ValueError) as e:
-        warnings.append("shape inference failed: " + str(e).strip().splitlines()[0])
-    return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
-
-
 def has_unknown_outputs(view: GraphView) -> bool:
     for row in view.rows():
         for name in row[4]:
@@ -129,7 +134,7 @@ def _evaluate_constants(view: GraphView, opsets: dict[str, int],
         if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
                for a in node.attribute):
             continue
-        if not all(_small(view, o) for o in node.output if o):
+        if not all(small(view, o) for o in node.output if o):
             continue
         nodes.append(node)
         known.update({o: None for o in node.output if o})
@@ -161,14 +166,6 @@ def _evaluate_constants(view: GraphView, opsets: dict[str, int],
 
 def _known(info: TensorInfo | None) -> bool:
     return info is not None and info.known
-
-
-def _small(view: GraphView, name: str) -> bool:
-    info = view.info(name)
-    if info is None or not info.known:
-        return info is None or not is_float(info.dtype)
-    numel = info.numel  # symbolic for a tensor shaped by symbols: never evaluated
-    return isinstance(numel, int) and numel <= MAX_VALUE_ELEMENTS
 
 
 def _with_values(model: onnx.ModelProto, values: dict[str, np.ndarray]) -> onnx.ModelProto:

@@ -15,7 +15,7 @@ import onnx
 
 from onnxflops.costs import REGISTRY
 from onnxflops.graph import GraphView
-from onnxflops.shapes import free_names
+from onnxflops.inference import free_names
 from onnxflops.weights import is_hyperparameter
 
 

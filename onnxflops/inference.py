@@ -1,0 +1,215 @@
+"""ONNX shape inference: over a whole model, or node by node once per distinct kind of node.
+
+A graph repeats a few kinds of node thousands of times. `NodeTyper` types a graph's tensors in
+graph order and runs ONNX's inference (`onnx.shape_inference.infer_node_outputs`: the op's own
+inference function, the one `infer_shapes` runs) once per node signature: op, opset, attributes,
+input types, and the values of the inputs inference reads (shapes, axes, sizes). Constant shape
+arithmetic is evaluated as it is met (evaluate.py), so its values reach the Reshape, Expand or
+Slice that reads them, which is what ONNX's data propagation does. Nodes holding subgraphs are
+inferred as one-node models, bodies included; onnxruntime's ops by contrib_shapes.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import onnx
+from onnx import defs, helper, numpy_helper
+
+from onnxflops.contrib_shapes import contrib_outputs, is_contrib
+from onnxflops.evaluate import evaluate
+from onnxflops.graph import (
+    MAX_VALUE_ELEMENTS,
+    GraphView,
+    NodeRow,
+    TensorInfo,
+    info_from_type,
+    is_float,
+)
+
+# Inference reads the values of integer inputs (shapes, axes, pads, sizes), and of float inputs
+# only for these ops (scales, bounds).
+_READS_FLOAT_VALUES = {"Resize", "Upsample", "Range"}
+_SHAPE_DATA_TYPES = {onnx.TensorProto.INT64, onnx.TensorProto.INT32}
+_SUBGRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+
+Outputs = list[TensorInfo | None]  # one per output name; None where the type stays unknown
+
+
+def infer_model(model: onnx.ModelProto, warnings: list[str]) -> onnx.ModelProto:
+    """`infer_shapes` with data propagation, strict first; what strict mode rejects is a warning."""
+    try:
+        return onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+    except onnx.shape_inference.InferenceError as e:
+        warnings.append("shape inference: " + str(e).strip().splitlines()[0])
+    except (RuntimeError, ValueError) as e:
+        warnings.append("shape inference failed: " + str(e).strip().splitlines()[0])
+    return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+
+
+def free_names(graph: onnx.GraphProto) -> set[str]:
+    """Tensors a graph (or a subgraph nested in it) reads from the scopes around it."""
+    defined = {i.name for i in graph.input} | {t.name for t in graph.initializer}
+    defined |= {o for n in graph.node for o in n.output}
+    read = {i for n in graph.node for i in n.input if i}
+    for n in graph.node:
+        for g in _bodies(n):
+            read |= free_names(g)
+    return read - defined
+
+
+def _bodies(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+    return [g for a in node.attribute
+            for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs))]
+
+
+class NodeTyper:
+    """Types the tensors of one graph (`view`, whose inputs and initializers are typed)."""
+
+    def __init__(self, view: GraphView, model: onnx.ModelProto, opsets: dict[str, int],
+                 warnings: list[str]):
+        self.view = view
+        self.opset_imports = list(model.opset_import)
+        self.ir_version = model.ir_version
+        self.opsets = opsets
+        self.warnings = warnings
+        self.by_signature: dict[tuple, Outputs] = {}
+        self.schemas: dict[tuple, defs.OpSchema | None] = {}
+
+    def type_graph(self) -> None:
+        """Type every node's outputs where they are unknown, and mark and evaluate constants."""
+        view = self.view
+        # This runs once per node of graphs of any size: the top graph's tensors are read directly.
+        lookup = view.tensors.get if view.parent is None else view.info
+        for position, row in enumerate(view.rows()):
+            for name in row[4]:
+                if name and not _known(lookup(name)):
+                    self._type(position, row, lookup)
+                    break
+            view.mark_constant(row)
+            if view.is_constant_row(row):
+                self._evaluate(row)
+
+    def _type(self, position: int, row: NodeRow,
+              lookup: Callable[[str], TensorInfo | None]) -> None:
+        proto, op_type, domain, inputs, outputs = row
+        if op_type == "Constant" and not domain:
+            return  # typed from its value by the view
+        infos = [lookup(name) if name else None for name in inputs]
+        for name, info in zip(inputs, infos):
+            if name and info is None:
+                return  # an input nothing could type: its producer is reported, and so is this
+        attributes = proto.attribute
+        if is_contrib(op_type, domain, self.opsets.get("", 0)):
+            found = [None if out is None else TensorInfo(name, *out)
+                     for name, out in zip(outputs, contrib_outputs(proto, infos))]
+        elif attributes and any(a.type in _SUBGRAPH_TYPES for a in attributes):
+            found = self._infer_with_bodies(row)
+        else:
+            data = [self._data(op_type, name, info) for name, info in zip(inputs, infos)]
+            signature = (op_type, domain, tuple([a.SerializeToString() for a in attributes]),
+                         tuple([None if info is None else info.type_key for info in infos]),
+                         tuple([None if value is None else value.tobytes() for value in data]),
+                         tuple([bool(name) for name in outputs]))
+            found = self.by_signature.get(signature)
+            if found is None:
+                found = self.by_signature[signature] = self._infer_node(row, infos, data)
+            if all(info is None or info.known for info in infos) and all(
+                    info is not None and info.known for name, info in zip(outputs, found) if name):
+                self.view.kinds[position] = signature  # every type from it: nodes alike
+        tensors = self.view.tensors
+        for name, info in zip(outputs, found):
+            if name and info is not None and (info.shape is not None or tensors.get(name) is None
+                                              or tensors[name].shape is None):
+                tensors[name] = info.renamed(name)  # a shape the model declared is kept
+
+    def _data(self, op_type: str, name: str, info: TensorInfo | None) -> np.ndarray | None:
+        """The value of an input that inference reads, where it is known."""
+        if info is not None and (info.dtype in _SHAPE_DATA_TYPES or op_type in _READS_FLOAT_VALUES):
+            return self.view.value(name)
+        return None
+
+    def _infer_node(self, row: NodeRow, infos: list[TensorInfo | None],
+                    data: list[np.ndarray | None]) -> Outputs:
+        proto, op_type, domain, inputs, outputs = row
+        unknown: Outputs = [None] * len(outputs)
+        schema = self._schema(op_type, domain)
+        if schema is None:
+            return unknown  # an op ONNX does not know: the counter reports it
+        types = {name: helper.make_tensor_type_proto(info.dtype, info.shape)
+                 for name, info in zip(inputs, infos) if name}
+        values = {name: numpy_helper.from_array(np.asarray(value), name)
+                  for name, value in zip(inputs, data) if value is not None}
+        try:
+            found = onnx.shape_inference.infer_node_outputs(
+                schema, proto, types, values, opset_imports=self.opset_imports,
+                ir_version=self.ir_version)
+        except Exception as e:  # noqa: BLE001 - inference raises several kinds; the node stays untyped
+            label = proto.name or f"{op_type} node"
+            self.warnings.append(f"shape inference: {label} ({op_type}): "
+                                 f"{str(e).strip().splitlines()[0]}")
+            return unknown
+        return [info_from_type(name, found[name]) if name in found else None
+                for name in outputs]
+
+    def _schema(self, op_type: str, domain: str) -> defs.OpSchema | None:
+        key = (op_type, domain)
+        if key not in self.schemas:
+            try:
+                self.schemas[key] = defs.get_schema(op_type, self.opsets.get(domain, 0), domain)
+            except defs.SchemaError:
+                self.schemas[key] = None
+        return self.schemas[key]
+
+    def _infer_with_bodies(self, row: NodeRow) -> Outputs:
+        """A node with subgraphs, inferred as a one-node model; it takes its inferred bodies."""
+        proto, op_type, domain, inputs, outputs = row
+        view = self.view
+        read = sorted({i for i in inputs if i}.union(*map(free_names, _bodies(proto))))
+        values = {name: view.value(name) for name in read}
+        given = [helper.make_tensor_value_info(name, info.dtype, info.shape) for name in read
+                 if values[name] is None and (info := view.info(name)) is not None]
+        constants = [numpy_helper.from_array(np.asarray(value), name)
+                     for name, value in values.items() if value is not None]
+        graph = helper.make_graph([proto], "node", given,
+                                  [helper.make_value_info(o, onnx.TypeProto()) for o in outputs if o],
+                                  constants)
+        model = helper.make_model(graph, opset_imports=self.opset_imports,
+                                  ir_version=self.ir_version)
+        inferred = infer_model(model, self.warnings)
+        proto.CopyFrom(inferred.graph.node[0])  # its bodies now carry their inferred types
+        found = {vi.name: vi.type for vi in inferred.graph.output}
+        return [info_from_type(name, found[name]) if name in found else None for name in outputs]
+
+    def _evaluate(self, row: NodeRow) -> None:
+        """The value of a small constant node (shape arithmetic), typed from it where unknown."""
+        proto, op_type, domain, inputs, outputs = row
+        view = self.view
+        if len(outputs) != 1 or op_type in ("Constant", "Shape", "Size") \
+                or not small(view, outputs[0]):
+            return
+        feeds = {name: view.value(name) for name in inputs if name}
+        if any(value is None for value in feeds.values()):
+            return
+        try:
+            value = evaluate([proto], feeds, self.opsets.get("", 0))[outputs[0]]
+        except Exception:  # noqa: BLE001 - an op numpy does not cover, or one it cannot run as given
+            return  # shapes.analyze evaluates what is left with onnx's reference evaluator
+        view.values[outputs[0]] = value
+        if not _known(view.info(outputs[0])):
+            view.tensors[outputs[0]] = TensorInfo(
+                outputs[0], helper.np_dtype_to_tensor_dtype(value.dtype), value.shape)
+
+
+def small(view: GraphView, name: str) -> bool:
+    """Whether a tensor is small enough to hold its value (shape arithmetic, not a weight)."""
+    info = view.info(name)
+    if info is None or not info.known:
+        return info is None or not is_float(info.dtype)
+    numel = info.numel  # symbolic for a tensor shaped by symbols: never evaluated
+    return isinstance(numel, int) and numel <= MAX_VALUE_ELEMENTS
+
+
+def _known(info: TensorInfo | None) -> bool:
+    return info is not None and info.known

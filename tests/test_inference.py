@@ -1,0 +1,113 @@
+"""Shapes node by node: ONNX inference once per distinct kind of node, shape arithmetic on the way."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import onnxflops
+from builders import model, node, weight
+from onnxflops.api import count_with_model
+from onnxflops.shapes import analyze
+
+
+def residual_blocks(blocks: int, width: int = 8) -> onnx.ModelProto:
+    """`blocks` alike blocks MatMul → Add → Relu → Reshape → Reshape, each with its own weights."""
+    nodes, weights, x = [], [weight("to_heads", (4,), np.int64, [0, 2, 2, width // 4]),
+                             weight("to_rows", (3,), np.int64, [0, 2, width])], "x"
+    for i in range(blocks):
+        weights += [weight(f"w{i}", (width, width)), weight(f"b{i}", (width,))]
+        nodes += [node("MatMul", [x, f"w{i}"], [f"m{i}"]), node("Add", [f"m{i}", f"b{i}"], [f"a{i}"]),
+                  node("Relu", [f"a{i}"], [f"r{i}"]),
+                  node("Reshape", [f"r{i}", "to_heads"], [f"h{i}"]),
+                  node("Reshape", [f"h{i}", "to_rows"], [f"y{i}"])]
+        x = f"y{i}"
+    return model(nodes, {"x": [3, 2, width]}, weights)
+
+
+def test_each_kind_of_node_is_inferred_once(monkeypatch):
+    calls = []
+    infer = onnx.shape_inference.infer_node_outputs
+
+    def counted(schema, proto, *args, **kwargs):
+        calls.append(proto.op_type)
+        return infer(schema, proto, *args, **kwargs)
+
+    monkeypatch.setattr(onnx.shape_inference, "infer_node_outputs", counted)
+    m = residual_blocks(50)
+    analyze(m)
+    # MatMul, Add, Relu, and the two Reshapes (different target shapes): five kinds of 250 nodes.
+    assert sorted(calls) == ["Add", "MatMul", "Relu", "Reshape", "Reshape"]
+    report = onnxflops.count(m)
+    assert report.total.macs == 50 * (3 * 2) * 8 * 8
+    assert report.nodes[-1].output_shapes == [[3, 2, 8]]
+    assert report.nodes[3].output_shapes == [[3, 2, 2, 2]]
+
+
+def test_shape_arithmetic_is_evaluated_before_the_reshape_that_reads_it():
+    # Reshape(x, Concat(Shape(x)[0], 2·Shape(x)[1], [−1])): values ONNX's data propagation folds.
+    nodes = [node("Shape", ["x"], ["s"]),
+             node("Gather", ["s", "zero"], ["n"], axis=0), node("Gather", ["s", "one"], ["c"], axis=0),
+             node("Mul", ["c", "two"], ["c2"]),
+             node("Concat", ["n", "c2", "minus_one"], ["shape"], axis=0),
+             node("Reshape", ["x", "shape"], ["y"]), node("MatMul", ["y", "w"], ["z"])]
+    constants = [weight("zero", (1,), np.int64, [0]), weight("one", (1,), np.int64, [1]),
+                 weight("two", (1,), np.int64, [2]), weight("minus_one", (1,), np.int64, [-1]),
+                 weight("w", (2, 5))]
+    report = onnxflops.count(model(nodes, {"x": [4, 6, 4]}, constants))
+    assert [n.op_type for n in report.nodes] == ["Reshape", "MatMul"]  # the rest is constant
+    assert report.nodes[0].output_shapes == [[4, 12, 2]]
+    assert report.total.macs == 4 * 12 * 2 * 5
+
+
+def test_a_node_inference_rejects_is_a_warning_naming_it_and_is_uncosted():
+    bad = node("MatMul", ["x", "w"], ["y"], name="mismatched")  # inner dims 3 and 4
+    report = onnxflops.count(model([bad], {"x": [2, 3]}, [weight("w", (4, 5))]))
+    assert any("mismatched (MatMul)" in w for w in report.warnings)
+    assert [u.name for u in report.uncosted] == ["mismatched"]
+
+
+def test_loop_bodies_are_typed_with_the_node():
+    # A loop of 3 steps whose body multiplies the carried [2, 4] state by a weight of the outer scope.
+    body = helper.make_graph(
+        [node("MatMul", ["h", "w"], ["h_next"]), node("Identity", ["cond"], ["cond_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h_next", TensorProto.FLOAT, None)])
+    loop = node("Loop", ["steps", "", "x"], ["y"], body=body)
+    m = model([loop], {"x": [2, 4]}, [weight("steps", (), np.int64, 3), weight("w", (4, 4))])
+    analyzed = analyze(m)
+    assert analyzed.graph.info("y").dtype == TensorProto.FLOAT  # its shape: unknown to ONNX too
+    report = onnxflops.count(m)
+    assert report.total.macs == 3 * 2 * 4 * 4
+    assert report.total.params == 16
+
+
+def test_canonicalize_leaves_the_bound_model_as_onnxruntime_runs_it():
+    half, one, root2 = (helper.make_node("Constant", [], [n], value=helper.make_tensor(
+        n, TensorProto.FLOAT, [], [v])) for n, v in (("half", 0.5), ("one", 1.0),
+                                                     ("r2", math.sqrt(2))))
+    gelu = [half, one, root2, node("Div", ["x", "r2"], ["d"]), node("Erf", ["d"], ["e"]),
+            node("Add", ["e", "one"], ["p"]), node("Mul", ["x", "p"], ["xp"]),
+            node("Mul", ["xp", "half"], ["y"])]
+    counted = count_with_model(model(gelu, {"x": [2, 8]}, opset=20))
+    assert [n.op_type for n in counted.report.nodes] == ["Gelu"]
+    assert [n.op_type for n in counted.bound.graph.node] == [n.op_type for n in gelu]
+
+
+@pytest.mark.parametrize("blocks", [1, 7])
+def test_node_by_node_types_equal_whole_model_inference(blocks):
+    m = residual_blocks(blocks)
+    for i in m.graph.input:
+        i.type.tensor_type.shape.dim[0].dim_value = 3
+    whole = onnx.shape_inference.infer_shapes(m, strict_mode=True, data_prop=True)
+    expected = {vi.name: tuple(d.dim_value for d in vi.type.tensor_type.shape.dim)
+                for vi in [*whole.graph.value_info, *whole.graph.output]}
+    view = analyze(m).graph
+    assert {name: view.info(name).shape for name in expected} == expected
