@@ -81,6 +81,7 @@ class _Editor:
         self.opset = opset
         self._fresh = itertools.count()
         self.outputs = {o.name for o in graph.output}
+        self._removed: dict[int, onnx.NodeProto] = {}
         self._read()
 
     def refresh(self) -> None:
@@ -193,7 +194,12 @@ class _Editor:
             self.graph.node.insert(at + offset, node)
         for index in sorted((self.position[id(n)] for n in removed), reverse=True):
             del self.graph.node[index]
+        self._removed.update((id(n), n) for n in removed)  # held: their ids stay theirs
         self.refresh()
+
+    def removed(self, node: onnx.NodeProto) -> bool:
+        """Whether an earlier rewrite took `node` out of the graph."""
+        return id(node) in self._removed
 
     def named_after(self, node: onnx.NodeProto, template: onnx.NodeProto) -> onnx.NodeProto:
         """Give a new node the name scope and metadata of the node it replaces, so it keeps its layer."""
@@ -602,7 +608,7 @@ def fuse_activations(g: _Editor) -> bool:
     """0.5·x·(1 + erf(x/√2)) in any arrangement (and GELU's tanh form) → Gelu."""
     changed = False
     for anchor in g.of_type({"Erf", "Tanh"}):
-        if id(anchor) not in g.position or not _scaled(g, anchor.input[0]):
+        if g.removed(anchor) or not _scaled(g, anchor.input[0]):
             continue  # GELU takes erf(x/√2) or tanh(√(2/π)·(...))
         for source in _sources_above(g, anchor.input[0]):
             region = _first_match(g, source, anchor, weights_allowed=False,
@@ -647,7 +653,7 @@ def fuse_layer_norms(g: _Editor) -> bool:
     """(x − mean)/√(var + ε)·γ + β in any arrangement (tf2onnx writes 13 ops) → LayerNormalization."""
     changed = False
     for variance in g.of_type(_REDUCTIONS):
-        if id(variance) not in g.position:
+        if g.removed(variance):
             continue
         mean = _mean_of_deviation(g, variance.input[0])
         if mean is None:

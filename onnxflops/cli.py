@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from onnxflops.errors import OnnxFlopsError
@@ -33,5 +34,20 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def run() -> None:
+    """The console script: `main`, then end the process as soon as its output is out.
+
+    Tearing the interpreter down frees a large graph's objects one by one, which takes longer
+    than some whole counts; there is nothing left to clean up once the output is written.
+    """
+    code = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # a reader that stopped early (| head): the normal exit reports it
+        sys.exit(code)
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

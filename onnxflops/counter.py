@@ -173,10 +173,10 @@ class _Counter:
             return params, buffers
         proto = row[0]
         for slot, name in enumerate(row[3]):
+            if not name or not scope.holds_value(name):
+                continue
             is_buffer = slot in rule.buffers
-            if not name or not (is_buffer or rule.is_weight_slot(slot)) \
-                    or name not in scope.constant and not (scope.is_constant(name)
-                                                           or scope.initializer(name) is not None):
+            if not (is_buffer or rule.is_weight_slot(slot)):
                 continue
             for source in scope.weight_sources(name):
                 info = scope.info(source)

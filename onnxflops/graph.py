@@ -271,6 +271,12 @@ class GraphView:
             scope = scope.parent
         return False
 
+    def holds_value(self, name: str) -> bool:
+        """Whether a tensor is constant or an initializer (one a caller may override)."""
+        if name in self.constant or name in self.initializers:
+            return True
+        return self.parent is not None and self.parent.holds_value(name)
+
     def value(self, name: str) -> np.ndarray | None:
         scope: GraphView | None = self
         while scope is not None:

@@ -74,7 +74,8 @@ class NodeTyper:
         self.ir_version = model.ir_version
         self.opsets = opsets
         self.warnings = warnings
-        self.by_signature: dict[tuple, Outputs] = {}
+        # Each signature's output types, and whether they are all known.
+        self.by_signature: dict[tuple, tuple[Outputs, bool]] = {}
         self.schemas: dict[tuple, defs.OpSchema | None] = {}
 
     def type_graph(self) -> None:
@@ -97,9 +98,13 @@ class NodeTyper:
         if op_type == "Constant" and not domain:
             return  # typed from its value by the view
         infos = [lookup(name) if name else None for name in inputs]
+        inputs_known = True
         for name, info in zip(inputs, infos):
-            if name and info is None:
-                return  # an input nothing could type: its producer is reported, and so is this
+            if info is None:
+                if name:
+                    return  # an input nothing could type: its producer is reported, and so is this
+            elif not info.known:
+                inputs_known = False
         attributes = proto.attribute
         if is_contrib(op_type, domain, self.opsets.get("", 0)):
             found = [None if out is None else TensorInfo(name, *out)
@@ -107,16 +112,20 @@ class NodeTyper:
         elif attributes and any(a.type in _SUBGRAPH_TYPES for a in attributes):
             found = self._infer_with_bodies(row)
         else:
-            data = [self._data(op_type, name, info) for name, info in zip(inputs, infos)]
-            signature = (op_type, domain, tuple([a.SerializeToString() for a in attributes]),
+            data = self._data(op_type, inputs, infos)
+            signature = (op_type, domain,
+                         tuple([a.SerializeToString() for a in attributes]) if attributes else (),
                          tuple([None if info is None else info.type_key for info in infos]),
-                         tuple([None if value is None else value.tobytes() for value in data]),
-                         tuple([bool(name) for name in outputs]))
-            found = self.by_signature.get(signature)
-            if found is None:
-                found = self.by_signature[signature] = self._infer_node(row, infos, data)
-            if all(info is None or info.known for info in infos) and all(
-                    info is not None and info.known for name, info in zip(outputs, found) if name):
+                         tuple([None if v is None else v.tobytes() for v in data]) if data else (),
+                         tuple([not name for name in outputs]) if "" in outputs else ())
+            inferred = self.by_signature.get(signature)
+            if inferred is None:
+                found = self._infer_node(row, infos, data)
+                known = all(info is not None and info.known
+                            for name, info in zip(outputs, found) if name)
+                inferred = self.by_signature[signature] = found, known
+            found, outputs_known = inferred
+            if inputs_known and outputs_known:
                 self.view.kinds[position] = signature  # every type from it: nodes alike
         tensors = self.view.tensors
         for name, info in zip(outputs, found):
@@ -124,14 +133,18 @@ class NodeTyper:
                                               or tensors[name].shape is None):
                 tensors[name] = info.renamed(name)  # a shape the model declared is kept
 
-    def _data(self, op_type: str, name: str, info: TensorInfo | None) -> np.ndarray | None:
-        """The value of an input that inference reads, where it is known."""
-        if info is not None and (info.dtype in _SHAPE_DATA_TYPES or op_type in _READS_FLOAT_VALUES):
-            return self.view.value(name)
-        return None
+    def _data(self, op_type: str, inputs: tuple[str, ...],
+              infos: list[TensorInfo | None]) -> list[np.ndarray | None]:
+        """The values of the inputs inference reads, where known; [] where there are none."""
+        reads_floats = op_type in _READS_FLOAT_VALUES
+        data = [self.view.value(name) if info is not None and (
+            reads_floats or info.dtype in _SHAPE_DATA_TYPES) else None
+            for name, info in zip(inputs, infos)]
+        return data if any(value is not None for value in data) else []
 
     def _infer_node(self, row: NodeRow, infos: list[TensorInfo | None],
                     data: list[np.ndarray | None]) -> Outputs:
+        """ONNX's inference of one node; `data`: input values by position, or []."""
         proto, op_type, domain, inputs, outputs = row
         unknown: Outputs = [None] * len(outputs)
         schema = self._schema(op_type, domain)

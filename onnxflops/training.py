@@ -69,7 +69,7 @@ class GradientFlow:
 
     def _is_trainable(self, name: str) -> bool:
         view = self.view
-        if not (view.is_constant(name) or view.initializer(name) is not None):
+        if not view.holds_value(name):
             return False
         for source in view.weight_sources(name):
             info = view.info(source)
