@@ -30,7 +30,7 @@ class Counted:
     """A count with the model it was made on: what measuring joins its timings to."""
 
     report: Report
-    bound: onnx.ModelProto  # the loaded model with its inputs bound: what onnxruntime runs
+    bound: onnx.ModelProto | None  # the loaded model with its inputs bound: what onnxruntime runs
     analyzed: AnalyzedModel  # the analyzed, canonical model whose nodes the report lists
 
 
@@ -48,14 +48,19 @@ def count(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
     `symbolic`: dims left unbound stay symbols, and the counts are sympy formulas in them.
     """
     return count_with_model(model, inputs, batch, convention, training=training,
-                            symbolic=symbolic, exporter=exporter, unsafe=unsafe).report
+                            symbolic=symbolic, exporter=exporter, unsafe=unsafe,
+                            keep_bound=False).report
 
 
 def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
                      batch: int | None = None, convention: str = "default", *,
                      training: bool = False, symbolic: bool = False, exporter: str = "dynamo",
-                     unsafe: bool = False) -> Counted:
-    """`count`, keeping the bound and the analyzed model beside the report."""
+                     unsafe: bool = False, keep_bound: bool = True) -> Counted:
+    """`count`, keeping the bound and the analyzed model beside the report.
+
+    `keep_bound=False`: the bound model is analyzed in place rather than copied, and
+    `Counted.bound` is None.
+    """
     if convention not in CONVENTIONS:
         raise OnnxFlopsError(f"unknown convention '{convention}': choose one of "
                              f"{', '.join(CONVENTIONS)}")
@@ -69,10 +74,10 @@ def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | N
         proto = load_model(model)
         # `proto` is our own copy (load_model never hands back the caller's model): bind it in place.
         bound = bind_inputs(proto, inputs, batch, allow_unbound=symbolic, in_place=True)
-        analyzed = canonicalize(analyze(normalize(bound)))
         shapes = {i.name: _declared(i) for i in real_inputs(bound)}
+        analyzed = canonicalize(analyze(normalize(bound), owned=not keep_bound))
         report = count_model(analyzed, convention, _model_name(model, proto), shapes, training)
-    return Counted(report, bound, analyzed)
+    return Counted(report, bound if keep_bound else None, analyzed)
 
 
 @contextlib.contextmanager

@@ -52,13 +52,13 @@ def _contrib_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
     # Field reads cost per node: ask for the domain only where it can matter.
     with_ms = MS in opsets
     return [node for node in model.graph.node
-            if node.op_type in _DEFAULT_DOMAIN and node.domain in ("", "ai.onnx")
+            if node.op_type in CONTRIB_DEFAULT_DOMAIN and node.domain in ("", "ai.onnx")
             and is_contrib(node.op_type, "", opset) or with_ms and node.domain == MS]
 
 
 def is_contrib(op_type: str, domain: str, opset: int) -> bool:
     """Whether ONNX inference leaves this op's outputs untyped, for the rules here to type."""
-    return domain == MS or not domain and opset < _DEFAULT_DOMAIN.get(op_type, 0)
+    return domain == MS or not domain and opset < CONTRIB_DEFAULT_DOMAIN.get(op_type, 0)
 
 
 def _known_types(model: onnx.ModelProto, names: set[str]) -> dict[str, TensorInfo]:
@@ -359,5 +359,5 @@ _RULES: dict[str, Callable[[list, dict], list[Output]]] = {
 # onnxruntime's own ops (LayerNormalization before it became standard in opset 17), and
 # standard ops ONNX infers no shape for at any opset.
 _ALWAYS = 1 << 30
-_DEFAULT_DOMAIN = {"SimplifiedLayerNormalization": _ALWAYS, "LayerNormalization": 17,
+CONTRIB_DEFAULT_DOMAIN = {"SimplifiedLayerNormalization": _ALWAYS, "LayerNormalization": 17,
                    "GroupNormalization": _ALWAYS, "MeanVarianceNormalization": _ALWAYS}

@@ -17,7 +17,7 @@ import numpy as np
 import onnx
 from onnx import defs, helper, numpy_helper
 
-from onnxflops.contrib_shapes import contrib_outputs, is_contrib
+from onnxflops.contrib_shapes import CONTRIB_DEFAULT_DOMAIN, contrib_outputs, is_contrib
 from onnxflops.evaluate import evaluate
 from onnxflops.graph import (
     MAX_VALUE_ELEMENTS,
@@ -98,21 +98,23 @@ class NodeTyper:
         if op_type == "Constant" and not domain:
             return  # typed from its value by the view
         infos = [lookup(name) if name else None for name in inputs]
-        inputs_known = True
+        inputs_known, reads_data = True, op_type in _READS_FLOAT_VALUES
         for name, info in zip(inputs, infos):
             if info is None:
                 if name:
                     return  # an input nothing could type: its producer is reported, and so is this
-            elif not info.known:
-                inputs_known = False
+            else:
+                inputs_known = inputs_known and info.known
+                reads_data = reads_data or info.dtype in _SHAPE_DATA_TYPES
         attributes = proto.attribute
-        if is_contrib(op_type, domain, self.opsets.get("", 0)):
+        if (domain or op_type in CONTRIB_DEFAULT_DOMAIN) \
+                and is_contrib(op_type, domain, self.opsets.get("", 0)):
             found = [None if out is None else TensorInfo(name, *out)
                      for name, out in zip(outputs, contrib_outputs(proto, infos))]
         elif attributes and any(a.type in _SUBGRAPH_TYPES for a in attributes):
             found = self._infer_with_bodies(row)
         else:
-            data = self._data(op_type, inputs, infos)
+            data = self._data(op_type, inputs, infos) if reads_data else []
             signature = (op_type, domain,
                          tuple([a.SerializeToString() for a in attributes]) if attributes else (),
                          tuple([None if info is None else info.type_key for info in infos]),

@@ -8,6 +8,10 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Iterable
 
+import onnx
+
+from onnxflops.layers import layer_of
+
 SUMMED = ("macs", "flops", "int_ops", "params", "buffers", "bytes_read", "bytes_written")
 # Counted only for training, None otherwise: the backward pass (training FLOPs = flops + these).
 BACKWARD = ("backward_macs", "backward_flops")
@@ -57,7 +61,9 @@ class NodeReport:
     name: str
     op_type: str
     domain: str
-    layer: str
+    # The layer's name, or the node it is read from when first asked: a table by op type or
+    # category never needs it, and reading 50,000 name scopes takes a while.
+    layer_source: str | onnx.NodeProto = field(repr=False, compare=False)
     category: str
     macs: Any = 0
     flops: Any = 0
@@ -72,6 +78,12 @@ class NodeReport:
     backward_macs: Any = None
     backward_flops: Any = None
 
+    @property
+    def layer(self) -> str:
+        if not isinstance(self.layer_source, str):
+            self.layer_source = layer_of(self.layer_source)
+        return self.layer_source
+
     def to_dict(self) -> dict[str, Any]:
         # Only the counts can be symbolic; shapes hold ints, symbol names and None already.
         d = {name: getattr(self, name) for name in _NODE_KEYS}
@@ -85,7 +97,8 @@ class NodeReport:
         return d
 
 
-_NODE_KEYS = tuple(f.name for f in fields(NodeReport) if f.name not in ("detail", *BACKWARD))
+_NODE_KEYS = tuple("layer" if f.name == "layer_source" else f.name for f in fields(NodeReport)
+                   if f.name not in ("detail", *BACKWARD))
 
 
 @dataclass

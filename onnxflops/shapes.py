@@ -30,14 +30,20 @@ class AnalyzedModel:
     warnings: list[str] = field(default_factory=list)
 
 
-def analyze(model: onnx.ModelProto) -> AnalyzedModel:
-    """Type every tensor of `model` (left as it is) and find its constants."""
+def analyze(model: onnx.ModelProto, *, owned: bool = False) -> AnalyzedModel:
+    """Type every tensor of `model` and find its constants.
+
+    The analyzed model is a copy that canonicalize may edit, or with `owned` (the caller hands
+    `model` over) `model` itself.
+    """
     warnings: list[str] = []
     opsets = {(o.domain if o.domain != "ai.onnx" else ""): o.version for o in model.opset_import}
     if has_symbolic_inputs(model):
         return _analyze_symbolic(model, opsets, warnings)
-    analyzed = onnx.ModelProto()
-    analyzed.CopyFrom(model)  # canonicalize edits it; `model` stays what onnxruntime runs
+    analyzed = model
+    if not owned:
+        analyzed = onnx.ModelProto()
+        analyzed.CopyFrom(model)
     view = GraphView(analyzed.graph)
     typer = NodeTyper(view, analyzed, opsets, warnings)
     typer.type_graph()

@@ -1,0 +1,46 @@
+"""The layer a node came from, read off the name scope its exporter left."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+
+import onnx
+
+_KERAS_LAYER_SCOPE = re.compile(r".+_\d+$")
+
+
+def layer_of(proto: onnx.NodeProto) -> str:
+    """The module or layer a node came from, from the name scope its exporter left.
+
+    torch's exporters give the module path (`layer1.0.conv1`): the dynamo exporter in metadata, the
+    legacy one in names like `/layer1/layer1.0/conv1/Conv`. tf2onnx gives the TensorFlow scope,
+    where Keras 3 layers are the leading components with a `_N` suffix
+    (`model_1/ff1_1/Tensordot/MatMul` → `model_1/ff1_1`); other scopes are kept as they are.
+    """
+    for prop in proto.metadata_props:
+        if prop.key == "pkg.torch.onnx.name_scopes":
+            return _layer_of_name_scopes(prop.value)
+    name = proto.name
+    cut = name.rfind("/")
+    return _layer_of_scope(name[:cut]) if cut >= 0 else ""
+
+
+# Nodes of one layer share its scope: each scope is parsed once.
+@functools.lru_cache(maxsize=4096)
+def _layer_of_name_scopes(value: str) -> str:
+    scopes = [s.strip(" '\"") for s in value.strip("[]").split(",")]
+    scopes = [s for s in scopes[:-1] if s]
+    return scopes[-1] if scopes else ""
+
+
+@functools.lru_cache(maxsize=4096)
+def _layer_of_scope(scope: str) -> str:
+    if not scope.startswith("/"):  # torch's legacy names start with one
+        layers = list(itertools.takewhile(_KERAS_LAYER_SCOPE.match, scope.split("/")))
+        return "/".join(layers) if layers else scope
+    path = ""
+    for part in scope.strip("/").split("/"):
+        path = part if not path or part.startswith(path + ".") else f"{path}.{part}"
+    return path
