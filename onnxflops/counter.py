@@ -76,10 +76,9 @@ class _Counter:
                 count_params: bool = True) -> NodeReport:
         """`kind`: what analysis found the node alike in with others (see GraphView.kinds)."""
         proto, op_type, domain, input_names, output_names = row
-        rule = REGISTRY.lookup(domain, op_type)
         opset = self.opsets.get(domain, 0)
         # Training counts each node's backward from its own Node: no reuse then.
-        reuse = rule is not None and scope is self.analyzed.graph and self.flows is None
+        reuse = scope is self.analyzed.graph and self.flows is None
         inputs = outputs = signature = outcome = valued = node = None
         if reuse and kind is not None:
             signature = (_KIND, kind)
@@ -92,6 +91,7 @@ class _Counter:
                 valued = (signature, _constant_inputs(input_names, scope))
                 outcome = self.outcomes.get(valued)
         if outcome is None:
+            rule = REGISTRY.lookup(domain, op_type)
             if inputs is None:
                 inputs, outputs = _infos(row, scope)
             node = Node(proto, scope, opset, self)
@@ -104,7 +104,8 @@ class _Counter:
                     self.outcomes[valued] = outcome
                 else:
                     self.outcomes[signature] = outcome
-        category, costed, macs, flops, int_ops, detail, read, written, in_shapes, out_shapes = outcome
+        rule, category, costed, macs, flops, int_ops, detail, read, written, in_shapes, out_shapes \
+            = outcome
         entry = NodeReport(proto.name, op_type, domain, proto, category, macs, flops,
                            int_ops, 0, 0, read, written, in_shapes, out_shapes, detail)
         if self.flows is not None and count_params:
@@ -318,13 +319,13 @@ def _infos(row: NodeRow, scope: GraphView) -> tuple[list, list]:
 _SUBGRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 
 
-def _type_keys(names: tuple[str, ...], infos: list[TensorInfo | None]) -> tuple:
+def _type_keys(names: list[str], infos: list[TensorInfo | None]) -> tuple:
     # An absent optional tensor (None) differs from a present one of unknown type (False).
     return tuple([info.type_key if info is not None else (False if name else None)
                   for name, info in zip(names, infos)])
 
 
-def _constant_inputs(names: tuple[str, ...], scope: GraphView) -> tuple[str, ...]:
+def _constant_inputs(names: list[str], scope: GraphView) -> tuple[str, ...]:
     """Names of the constant inputs (their values, within one graph)."""
     return tuple(name if name in scope.constant else "" for name in names)
 
@@ -332,6 +333,7 @@ def _constant_inputs(names: tuple[str, ...], scope: GraphView) -> tuple[str, ...
 class _Outcome(NamedTuple):
     """What a node's report takes from its rule, types and shapes: the same for nodes alike."""
 
+    rule: Rule | None
     category: str
     costed: bool
     macs: Any
@@ -348,8 +350,9 @@ class _Outcome(NamedTuple):
            inputs: list[TensorInfo | None], outputs: list[TensorInfo | None]) -> "_Outcome":
         shapes = [_shape(i) for i in inputs], [_shape(o) for o in outputs]
         if cost is None:
-            return cls(rule.category if rule else "uncosted", False, 0, 0, 0, None, 0, 0, *shapes)
-        return cls(rule.category, True, cost.macs, cost.flops_under(convention), cost.all_int_ops,
+            return cls(rule, rule.category if rule else "uncosted", False, 0, 0, 0, None, 0, 0,
+                       *shapes)
+        return cls(rule, rule.category, True, cost.macs, cost.flops_under(convention), cost.all_int_ops,
                    dict(cost.detail) if cost.detail else None, _bytes(inputs), _bytes(outputs),
                    *shapes)
 

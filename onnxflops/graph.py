@@ -170,7 +170,7 @@ def has_inline_data(t: onnx.TensorProto) -> bool:
 # A node as the passes over a graph read it: (proto, op type, domain with "" for the standard
 # one, input names, output names), an absent optional tensor named "". Reading a proto's fields
 # costs about a microsecond per node, so a graph's rows are read once and shared.
-NodeRow = tuple[onnx.NodeProto, str, str, tuple[str, ...], tuple[str, ...]]
+NodeRow = tuple[onnx.NodeProto, str, str, list[str], list[str]]
 
 _STANDARD_DOMAINS = ("", "ai.onnx")
 _SUBGRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
@@ -221,9 +221,10 @@ class GraphView:
     def rows(self) -> list[NodeRow]:
         """The graph's nodes in order, their fields read once (see NodeRow)."""
         if self._rows is None:
+            # Slicing copies a repeated field fastest (a list; rows never change it).
             self._rows = [(node, node.op_type,
                            "" if node.domain in _STANDARD_DOMAINS else node.domain,
-                           tuple(node.input), tuple(node.output)) for node in self.graph.node]
+                           node.input[:], node.output[:]) for node in self.graph.node]
         return self._rows
 
     def nodes_changed(self) -> None:

@@ -33,6 +33,7 @@ from onnxflops.graph import (
 _READS_FLOAT_VALUES = {"Resize", "Upsample", "Range"}
 _SHAPE_DATA_TYPES = {onnx.TensorProto.INT64, onnx.TensorProto.INT32}
 _SUBGRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+_CONTROL_FLOW = {"If", "Loop", "Scan", "SequenceMap"}  # the standard ops that hold subgraphs
 
 Outputs = list[TensorInfo | None]  # one per output name; None where the type stays unknown
 
@@ -111,7 +112,8 @@ class NodeTyper:
                 and is_contrib(op_type, domain, self.opsets.get("", 0)):
             found = [None if out is None else TensorInfo(name, *out)
                      for name, out in zip(outputs, contrib_outputs(proto, infos))]
-        elif attributes and any(a.type in _SUBGRAPH_TYPES for a in attributes):
+        elif (op_type in _CONTROL_FLOW if not domain else attributes and any(
+                a.type in _SUBGRAPH_TYPES for a in attributes)):
             found = self._infer_with_bodies(row)
         else:
             data = self._data(op_type, inputs, infos) if reads_data else []
@@ -135,7 +137,7 @@ class NodeTyper:
                                               or tensors[name].shape is None):
                 tensors[name] = info.renamed(name)  # a shape the model declared is kept
 
-    def _data(self, op_type: str, inputs: tuple[str, ...],
+    def _data(self, op_type: str, inputs: list[str],
               infos: list[TensorInfo | None]) -> list[np.ndarray | None]:
         """The values of the inputs inference reads, where known; [] where there are none."""
         reads_floats = op_type in _READS_FLOAT_VALUES

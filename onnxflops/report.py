@@ -121,22 +121,28 @@ class Report:
     warnings: list[str]
 
     def by_op_type(self) -> dict[str, Totals]:
-        return self._group(lambda n: n.op_type if not n.domain else f"{n.domain}::{n.op_type}")
+        return self._group("op")[0]
 
     def by_layer(self) -> dict[str, Totals]:
-        return self._group(lambda n: n.layer)
+        return self._group("layer")[0]
 
     def by_category(self) -> dict[str, Totals]:
-        return self._group(lambda n: n.category)
+        return self._group("category")[0]
 
-    def _group(self, key: Callable[[NodeReport], str]) -> dict[str, Totals]:
+    def _group(self, by: str) -> tuple[dict[str, Totals], dict[str, int]]:
+        """Totals and node counts per group, in order of first appearance."""
+        key = _GROUP_KEYS[by]
         groups: dict[str, Totals] = {}
+        counts: dict[str, int] = {}
         for n in self.nodes:
-            group = groups.get(key(n))
+            k = key(n)
+            group = groups.get(k)
             if group is None:
-                group = groups[key(n)] = Totals()
+                group = groups[k] = Totals()
+                counts[k] = 0
             group.add(n)
-        return groups
+            counts[k] += 1
+        return groups, counts
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -200,14 +206,8 @@ class Report:
                      human(n.bytes_written, "B")] for n in self.nodes]
             entries: list = self.nodes
         else:
-            groups = {"op": self.by_op_type, "layer": self.by_layer,
-                      "category": self.by_category}[by]()
+            groups, counts = self._group(by)
             header = [by, "nodes", "MACs", "FLOPs", "params", "read", "written"]
-            counts: dict[str, int] = {}
-            key = {"op": lambda n: n.op_type if not n.domain else f"{n.domain}::{n.op_type}",
-                   "layer": lambda n: n.layer, "category": lambda n: n.category}[by]
-            for n in self.nodes:
-                counts[key(n)] = counts.get(key(n), 0) + 1
             rows = [[k or "(top level)", str(counts[k]), human(t.macs), human(t.flops),
                      human(t.params), human(t.bytes_read, "B"), human(t.bytes_written, "B")]
                     for k, t in groups.items()]
@@ -286,6 +286,13 @@ def _one_record_per_line(doc: dict[str, Any], pad: str) -> str:
         return f"{open_}\n{pad * 2}" + f",\n{pad * 2}".join(records) + f"\n{pad}{close}"
 
     return "{\n" + ",\n".join(f"{pad}{json.dumps(k)}: {block(v)}" for k, v in doc.items()) + "\n}"
+
+
+_GROUP_KEYS: dict[str, Callable[[NodeReport], str]] = {
+    "op": lambda n: n.op_type if not n.domain else f"{n.domain}::{n.op_type}",
+    "layer": lambda n: n.layer,
+    "category": lambda n: n.category,
+}
 
 
 def _groups_dict(groups: dict[str, Totals]) -> dict[str, dict]:

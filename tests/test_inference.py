@@ -12,6 +12,7 @@ from onnx import TensorProto, helper
 import onnxflops
 from builders import model, node, weight
 from onnxflops.api import count_with_model
+from onnxflops.inference import _CONTROL_FLOW
 from onnxflops.shapes import analyze
 
 
@@ -111,3 +112,10 @@ def test_node_by_node_types_equal_whole_model_inference(blocks):
                 for vi in [*whole.graph.value_info, *whole.graph.output]}
     view = analyze(m).graph
     assert {name: view.info(name).shape for name in expected} == expected
+
+
+def test_the_standard_ops_known_to_hold_subgraphs_are_all_there_are():
+    graph_attributes = (onnx.defs.OpSchema.AttrType.GRAPH, onnx.defs.OpSchema.AttrType.GRAPHS)
+    holding = {s.name for s in onnx.defs.get_all_schemas_with_history()
+               if s.domain == "" and any(a.type in graph_attributes for a in s.attributes.values())}
+    assert holding == _CONTROL_FLOW
