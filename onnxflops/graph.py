@@ -159,10 +159,6 @@ def info_from_type(name: str, tp: onnx.TypeProto) -> TensorInfo:
     return TensorInfo(name, tt.elem_type, dims)
 
 
-def info_from_initializer(t: onnx.TensorProto) -> TensorInfo:
-    return TensorInfo(t.name, t.data_type, tuple(t.dims))
-
-
 def has_inline_data(t: onnx.TensorProto) -> bool:
     return t.data_location != onnx.TensorProto.EXTERNAL
 
@@ -197,11 +193,15 @@ class GraphView:
         # An initializer that is also a graph input is a default the caller may override: a
         # variable, not a constant (ONNX semantics; TF-style graphs whose weights are inputs).
         overridable = {vi.name for vi in graph.input}
+        by_type: dict[tuple, TensorInfo] = {}
         for t in graph.initializer:
-            self.initializers[t.name] = t
-            self.tensors[t.name] = info_from_initializer(t)
-            if t.name not in overridable:
-                self.constant.add(t.name)
+            name, key = t.name, (t.data_type, tuple(t.dims))
+            seen = by_type.get(key)
+            self.tensors[name] = seen.renamed(name) if seen is not None \
+                else by_type.setdefault(key, TensorInfo(name, *key))
+            self.initializers[name] = t
+            if name not in overridable:
+                self.constant.add(name)
         self._constant_outputs: set[str] = set()
         for node, op_type, domain, _, outputs in self.rows():
             if op_type == "Constant" and not domain:

@@ -79,35 +79,43 @@ class NodeTyper:
         self.by_signature: dict[tuple, tuple[Outputs, bool]] = {}
         self.schemas: dict[tuple, defs.OpSchema | None] = {}
 
-    def type_graph(self) -> None:
-        """Type every node's outputs where they are unknown, and mark and evaluate constants."""
+    def type_graph(self) -> bool:
+        """Type every node's outputs where they are unknown, and mark and evaluate constants.
+        True when some output is still unknown."""
         view = self.view
         # This runs once per node of graphs of any size: the top graph's tensors are read directly.
         lookup = view.tensors.get if view.parent is None else view.info
+        unknown_left = False
         for position, row in enumerate(view.rows()):
+            typed = True
             for name in row[4]:
                 if name and not _known(lookup(name)):
-                    self._type(position, row, lookup)
+                    typed = self._type(position, row, lookup)
                     break
             view.mark_constant(row)
             if view.is_constant_row(row):
                 self._evaluate(row)
+            if not typed:  # rare: look again, after the evaluation
+                unknown_left |= not all(_known(lookup(name)) for name in row[4] if name)
+        return unknown_left
 
     def _type(self, position: int, row: NodeRow,
-              lookup: Callable[[str], TensorInfo | None]) -> None:
+              lookup: Callable[[str], TensorInfo | None]) -> bool:
+        """Type the node's outputs; False where some may have stayed unknown."""
         proto, op_type, domain, inputs, outputs = row
         if op_type == "Constant" and not domain:
-            return  # typed from its value by the view
+            return False  # typed from its value by the view, where it has one
         infos = [lookup(name) if name else None for name in inputs]
         inputs_known, reads_data = True, op_type in _READS_FLOAT_VALUES
         for name, info in zip(inputs, infos):
             if info is None:
                 if name:
-                    return  # an input nothing could type: its producer is reported, and so is this
+                    return False  # an input nothing could type: its producer is reported, so is this
             else:
                 inputs_known = inputs_known and info.known
                 reads_data = reads_data or info.dtype in _SHAPE_DATA_TYPES
         attributes = proto.attribute
+        outputs_known = False
         if (domain or op_type in CONTRIB_DEFAULT_DOMAIN) \
                 and is_contrib(op_type, domain, self.opsets.get("", 0)):
             found = [None if out is None else TensorInfo(name, *out)
@@ -136,6 +144,7 @@ class NodeTyper:
             if name and info is not None and (info.shape is not None or tensors.get(name) is None
                                               or tensors[name].shape is None):
                 tensors[name] = info.renamed(name)  # a shape the model declared is kept
+        return outputs_known
 
     def _data(self, op_type: str, inputs: list[str],
               infos: list[TensorInfo | None]) -> list[np.ndarray | None]:

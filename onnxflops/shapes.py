@@ -46,10 +46,10 @@ def analyze(model: onnx.ModelProto, *, owned: bool = False) -> AnalyzedModel:
         analyzed.CopyFrom(model)
     view = GraphView(analyzed.graph)
     typer = NodeTyper(view, analyzed, opsets, warnings)
-    typer.type_graph()
+    unknown_left = typer.type_graph()
     # Shape arithmetic the numpy evaluator does not cover: onnx's reference evaluator, as
     # long as it finds values that type more nodes.
-    while has_unknown_outputs(view):
+    while unknown_left:
         found = _evaluate_constants(view, opsets, warnings)
         if found.keys() <= view.values.keys():
             break
@@ -58,7 +58,7 @@ def analyze(model: onnx.ModelProto, *, owned: bool = False) -> AnalyzedModel:
             if not _known(view.info(name)):
                 view.tensors[name] = TensorInfo(name, helper.np_dtype_to_tensor_dtype(value.dtype),
                                                 value.shape)
-        typer.type_graph()
+        unknown_left = typer.type_graph()
     return AnalyzedModel(analyzed, view, opsets, warnings)
 
 
