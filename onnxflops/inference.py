@@ -36,6 +36,8 @@ _SUBGRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 _CONTROL_FLOW = {"If", "Loop", "Scan", "SequenceMap"}  # the standard ops that hold subgraphs
 
 Outputs = list[TensorInfo | None]  # one per output name; None where the type stays unknown
+# How the nodes of a signature are typed, where not from it alone (see NodeTyper._how).
+_UNTYPED_INPUT, _EACH_NODE, _READS_VALUES = object(), object(), object()
 
 
 def infer_model(model: onnx.ModelProto, warnings: list[str]) -> onnx.ModelProto:
@@ -75,8 +77,8 @@ class NodeTyper:
         self.ir_version = model.ir_version
         self.opsets = opsets
         self.warnings = warnings
-        # Each signature's output types, and whether they are all known.
-        self.by_signature: dict[tuple, tuple[Outputs, bool]] = {}
+        # By node signature (see _type): how its nodes are typed, or their types.
+        self.by_signature: dict[tuple, object] = {}
         self.schemas: dict[tuple, defs.OpSchema | None] = {}
 
     def type_graph(self) -> bool:
@@ -105,39 +107,29 @@ class NodeTyper:
         proto, op_type, domain, inputs, outputs = row
         if op_type == "Constant" and not domain:
             return False  # typed from its value by the view, where it has one
-        infos = [lookup(name) if name else None for name in inputs]
-        inputs_known, reads_data = True, op_type in _READS_FLOAT_VALUES
-        for name, info in zip(inputs, infos):
-            if info is None:
-                if name:
-                    return False  # an input nothing could type: its producer is reported, so is this
-            else:
-                inputs_known = inputs_known and info.known
-                reads_data = reads_data or info.dtype in _SHAPE_DATA_TYPES
         attributes = proto.attribute
-        outputs_known = False
-        if (domain or op_type in CONTRIB_DEFAULT_DOMAIN) \
-                and is_contrib(op_type, domain, self.opsets.get("", 0)):
-            found = [None if out is None else TensorInfo(name, *out)
-                     for name, out in zip(outputs, contrib_outputs(proto, infos))]
-        elif (op_type in _CONTROL_FLOW if not domain else attributes and any(
-                a.type in _SUBGRAPH_TYPES for a in attributes)):
-            found = self._infer_with_bodies(row)
+        # Everything about the node but its names and its inputs' values. An input without a
+        # type is True, an absent one False.
+        signature = (op_type, domain,
+                     tuple([a.SerializeToString() for a in attributes]) if attributes else (),
+                     tuple([info.type_key if (info := lookup(name)) is not None else bool(name)
+                            for name in inputs]),
+                     tuple([not name for name in outputs]) if "" in outputs else ())
+        how = self.by_signature.get(signature)
+        if how is None:
+            how = self.by_signature[signature] = self._how(row, lookup)
+        if how is _UNTYPED_INPUT:
+            return False  # its producer is reported, and so is this node
+        if how is _EACH_NODE:
+            found, outputs_known = self._type_one(row, lookup), False
         else:
-            data = self._data(op_type, inputs, infos) if reads_data else []
-            signature = (op_type, domain,
-                         tuple([a.SerializeToString() for a in attributes]) if attributes else (),
-                         tuple([None if info is None else info.type_key for info in infos]),
-                         tuple([None if v is None else v.tobytes() for v in data]) if data else (),
-                         tuple([not name for name in outputs]) if "" in outputs else ())
-            inferred = self.by_signature.get(signature)
-            if inferred is None:
-                found = self._infer_node(row, infos, data)
-                known = all(info is not None and info.known
-                            for name, info in zip(outputs, found) if name)
-                inferred = self.by_signature[signature] = found, known
-            found, outputs_known = inferred
-            if inputs_known and outputs_known:
+            if how is _READS_VALUES:
+                signature = (signature, self._values(row, lookup))
+                how = self.by_signature.get(signature)
+                if how is None:
+                    how = self.by_signature[signature] = self._inferred(row, lookup)
+            found, outputs_known, alike = how
+            if alike:
                 self.view.kinds[position] = signature  # every type from it: nodes alike
         tensors = self.view.tensors
         for name, info in zip(outputs, found):
@@ -146,14 +138,51 @@ class NodeTyper:
                 tensors[name] = info.renamed(name)  # a shape the model declared is kept
         return outputs_known
 
-    def _data(self, op_type: str, inputs: list[str],
-              infos: list[TensorInfo | None]) -> list[np.ndarray | None]:
-        """The values of the inputs inference reads, where known; [] where there are none."""
+    def _how(self, row: NodeRow, lookup: Callable[[str], TensorInfo | None]):
+        """How nodes of one signature are typed: _UNTYPED_INPUT, _EACH_NODE (subgraphs,
+        onnxruntime's ops), _READS_VALUES (inference reads input values), or their types."""
+        proto, op_type, domain, inputs, outputs = row
+        infos = [lookup(name) if name else None for name in inputs]
+        if any(info is None for name, info in zip(inputs, infos) if name):
+            return _UNTYPED_INPUT
+        if (domain or op_type in CONTRIB_DEFAULT_DOMAIN) \
+                and is_contrib(op_type, domain, self.opsets.get("", 0)) \
+                or (op_type in _CONTROL_FLOW if not domain else any(
+                    a.type in _SUBGRAPH_TYPES for a in proto.attribute)):
+            return _EACH_NODE
+        if op_type in _READS_FLOAT_VALUES or any(info is not None and info.dtype in _SHAPE_DATA_TYPES
+                                                 for info in infos):
+            return _READS_VALUES
+        return self._inferred(row, lookup)
+
+    def _type_one(self, row: NodeRow, lookup: Callable[[str], TensorInfo | None]) -> Outputs:
+        proto, op_type, domain, inputs, outputs = row
+        if any(a.type in _SUBGRAPH_TYPES for a in proto.attribute):
+            return self._infer_with_bodies(row)
+        infos = [lookup(name) if name else None for name in inputs]
+        return [None if out is None else TensorInfo(name, *out)
+                for name, out in zip(outputs, contrib_outputs(proto, infos))]
+
+    def _values(self, row: NodeRow, lookup: Callable[[str], TensorInfo | None]) -> tuple:
+        """The input values inference reads, as bytes (None where unknown or not read)."""
+        return tuple([None if value is None else value.tobytes()
+                      for value in self._data(row, lookup)])
+
+    def _data(self, row: NodeRow,
+              lookup: Callable[[str], TensorInfo | None]) -> list[np.ndarray | None]:
+        """The values of the inputs inference reads, where known."""
+        op_type, inputs = row[1], row[3]
         reads_floats = op_type in _READS_FLOAT_VALUES
-        data = [self.view.value(name) if info is not None and (
-            reads_floats or info.dtype in _SHAPE_DATA_TYPES) else None
-            for name, info in zip(inputs, infos)]
-        return data if any(value is not None for value in data) else []
+        return [self.view.value(name) if (info := lookup(name) if name else None) is not None
+                and (reads_floats or info.dtype in _SHAPE_DATA_TYPES) else None for name in inputs]
+
+    def _inferred(self, row: NodeRow, lookup: Callable[[str], TensorInfo | None]) -> tuple:
+        """(output types, whether all are known, whether they make the node's kind)."""
+        inputs, outputs = row[3], row[4]
+        infos = [lookup(name) if name else None for name in inputs]
+        found = self._infer_node(row, infos, self._data(row, lookup))
+        known = all(info is not None and info.known for name, info in zip(outputs, found) if name)
+        return found, known, known and all(info is None or info.known for info in infos)
 
     def _infer_node(self, row: NodeRow, infos: list[TensorInfo | None],
                     data: list[np.ndarray | None]) -> Outputs:
