@@ -56,7 +56,7 @@ class Totals:
         return d
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False)
 class NodeReport:
     name: str
     op_type: str
@@ -84,11 +84,22 @@ class NodeReport:
             self.layer_source = layer_of(self.layer_source)
         return self.layer_source
 
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{key}={getattr(self, key)!r}"
+                          for key in (*_NODE_KEYS, "detail", *BACKWARD))
+        return f"NodeReport({shown})"
+
     def to_dict(self) -> dict[str, Any]:
         # Only the counts can be symbolic; shapes hold ints, symbol names and None already.
-        d = {name: getattr(self, name) for name in _NODE_KEYS}
+        d = {"name": self.name, "op_type": self.op_type, "domain": self.domain,
+             "layer": self.layer, "category": self.category, "macs": self.macs,
+             "flops": self.flops, "int_ops": self.int_ops, "params": self.params,
+             "buffers": self.buffers, "bytes_read": self.bytes_read,
+             "bytes_written": self.bytes_written, "input_shapes": self.input_shapes,
+             "output_shapes": self.output_shapes}
         for key in SUMMED:
-            d[key] = _plain(d[key])
+            if type(d[key]) is not int:  # ints, or symbolic formulas (spelled out: 50,000 nodes)
+                d[key] = _plain(d[key])
         for key in BACKWARD:
             if getattr(self, key) is not None:
                 d[key] = _plain(getattr(self, key))
