@@ -32,7 +32,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from onnxflops.expand import expansion_model
-from onnxflops.graph import GraphView, TensorInfo, is_float
+from onnxflops.graph import GraphView, TensorInfo, bodies, free_names, is_float
 from onnxflops.shapes import AnalyzedModel
 
 _STANDARD = ("", "ai.onnx")
@@ -53,7 +53,7 @@ def _rewrite_graph(graph: onnx.GraphProto, view: GraphView, opset: int) -> bool:
     present = {row[1] for row in view.rows()}
     for node, op_type, _, _, _ in view.rows() if present & _CONTROL_FLOW else ():
         if op_type in _CONTROL_FLOW:
-            for body in _bodies(node):
+            for body in bodies(node):
                 inner = GraphView(body, view)
                 inner.mark_constants()
                 changed |= _rewrite_graph(body, inner, opset)
@@ -65,11 +65,6 @@ def _rewrite_graph(graph: onnx.GraphProto, view: GraphView, opset: int) -> bool:
                 changed = True
                 editor.refresh()
     return changed
-
-
-def _bodies(node: onnx.NodeProto) -> list[onnx.GraphProto]:
-    return [g for a in node.attribute
-            for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs))]
 
 
 class _Editor:
@@ -115,7 +110,7 @@ class _Editor:
             for node, op_type, _, inputs, _ in self.rows:
                 read = list(inputs)
                 if op_type in _CONTROL_FLOW:
-                    read += set().union(*map(_outer_names, _bodies(node)))
+                    read += set().union(*map(free_names, bodies(node)))
                 for i in read:
                     self._consumers.setdefault(i, []).append(node)
         return self._consumers
@@ -220,17 +215,6 @@ class _Editor:
         self.view.constant.add(name)
         self.view.tensors[name] = TensorInfo(name, helper.np_dtype_to_tensor_dtype(value.dtype),
                                              value.shape)
-
-
-def _outer_names(graph: onnx.GraphProto) -> set[str]:
-    """Names a subgraph (or one nested in it) reads from the scopes around it."""
-    local = {i.name for i in graph.input} | {t.name for t in graph.initializer}
-    local |= {o for n in graph.node for o in n.output}
-    used = {i for n in graph.node for i in n.input if i}
-    for n in graph.node:
-        if n.op_type in _CONTROL_FLOW:
-            used |= set().union(*map(_outer_names, _bodies(n)))
-    return used - local
 
 
 # --- zero biases that are not parameters -------------------------------------------------------
@@ -360,7 +344,7 @@ def _rename_uses(graph: onnx.GraphProto, old: str, new: str) -> None:
         for i, name in enumerate(node.input):
             if name == old:
                 node.input[i] = new
-        for body in _bodies(node):
+        for body in bodies(node):
             _rename_in_graph(body, old, new)
 
 

@@ -11,7 +11,7 @@ from onnxflops.costs import REGISTRY
 from onnxflops.costs.gradients import lookup_backward
 from onnxflops.costs.registry import ZERO, Cost, Rule
 from onnxflops.errors import Uncostable
-from onnxflops.graph import SYMBOL_MARK, GraphView, NodeRow, TensorInfo, is_symbolic
+from onnxflops.graph import SYMBOL_MARK, GraphView, NodeRow, TensorInfo, holds_subgraph, is_symbolic
 from onnxflops.node import Node
 from onnxflops.report import NodeReport, Report, Totals, Uncosted
 from onnxflops.expand import expansion_model
@@ -129,7 +129,7 @@ class _Counter:
         proto, op_type, domain, input_names, output_names = row
         attributes = ()
         if proto.attribute:
-            if any(a.type in _SUBGRAPH_TYPES for a in proto.attribute):
+            if holds_subgraph(proto):
                 return None
             attributes = tuple([a.SerializeToString() for a in proto.attribute])
         return (op_type, domain, opset, attributes,
@@ -316,7 +316,6 @@ def _infos(row: NodeRow, scope: GraphView) -> tuple[list, list]:
     info = scope.tensors.get if scope.parent is None else scope.info  # the same, for the top
     return ([info(name) if name else None for name in row[3]],
             [info(name) if name else None for name in row[4]])
-_SUBGRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 
 
 def _type_keys(names: list[str], infos: list[TensorInfo | None]) -> tuple:

@@ -348,7 +348,7 @@ class GraphView:
         for slot, i in enumerate(inputs):
             if i and not is_constant(i) and slot not in type_only:
                 return False
-        if _holds_subgraph(node):
+        if holds_subgraph(node):
             return False
         carried = None if domain else _WEIGHT_CARRYING_INPUTS.get(op_type)
         sources = frozenset().union(*(self.weight_sources(i) for slot, i in enumerate(inputs)
@@ -367,8 +367,25 @@ class GraphView:
         return any(outputs) and all(not o or self.is_constant(o) for o in outputs)
 
 
-def _holds_subgraph(node: onnx.NodeProto) -> bool:
+def holds_subgraph(node: onnx.NodeProto) -> bool:
     return any(a.type in _SUBGRAPH_TYPES for a in node.attribute)
+
+
+def bodies(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+    """The subgraphs a node holds (Loop's body, If's branches, ...)."""
+    return [g for a in node.attribute
+            for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs))]
+
+
+def free_names(graph: onnx.GraphProto) -> set[str]:
+    """Tensors a graph (or a subgraph nested in it) reads from the scopes around it."""
+    defined = {i.name for i in graph.input} | {t.name for t in graph.initializer}
+    defined |= {o for n in graph.node for o in n.output}
+    read = {i for n in graph.node for i in n.input if i}
+    for n in graph.node:
+        for body in bodies(n):
+            read |= free_names(body)
+    return read - defined
 
 
 def _small_initializer_value(scope: GraphView, t: onnx.TensorProto) -> np.ndarray | None:

@@ -24,6 +24,9 @@ from onnxflops.graph import (
     GraphView,
     NodeRow,
     TensorInfo,
+    bodies,
+    free_names,
+    holds_subgraph,
     info_from_type,
     is_float,
 )
@@ -32,7 +35,6 @@ from onnxflops.graph import (
 # only for these ops (scales, bounds).
 _READS_FLOAT_VALUES = {"Resize", "Upsample", "Range"}
 _SHAPE_DATA_TYPES = {onnx.TensorProto.INT64, onnx.TensorProto.INT32}
-_SUBGRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 _CONTROL_FLOW = {"If", "Loop", "Scan", "SequenceMap"}  # the standard ops that hold subgraphs
 
 Outputs = list[TensorInfo | None]  # one per output name; None where the type stays unknown
@@ -49,22 +51,6 @@ def infer_model(model: onnx.ModelProto, warnings: list[str]) -> onnx.ModelProto:
     except (RuntimeError, ValueError) as e:
         warnings.append("shape inference failed: " + str(e).strip().splitlines()[0])
     return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
-
-
-def free_names(graph: onnx.GraphProto) -> set[str]:
-    """Tensors a graph (or a subgraph nested in it) reads from the scopes around it."""
-    defined = {i.name for i in graph.input} | {t.name for t in graph.initializer}
-    defined |= {o for n in graph.node for o in n.output}
-    read = {i for n in graph.node for i in n.input if i}
-    for n in graph.node:
-        for g in _bodies(n):
-            read |= free_names(g)
-    return read - defined
-
-
-def _bodies(node: onnx.NodeProto) -> list[onnx.GraphProto]:
-    return [g for a in node.attribute
-            for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs))]
 
 
 class NodeTyper:
@@ -147,8 +133,7 @@ class NodeTyper:
             return _UNTYPED_INPUT
         if (domain or op_type in CONTRIB_DEFAULT_DOMAIN) \
                 and is_contrib(op_type, domain, self.opsets.get("", 0)) \
-                or (op_type in _CONTROL_FLOW if not domain else any(
-                    a.type in _SUBGRAPH_TYPES for a in proto.attribute)):
+                or (op_type in _CONTROL_FLOW if not domain else holds_subgraph(proto)):
             return _EACH_NODE
         if op_type in _READS_FLOAT_VALUES or any(info is not None and info.dtype in _SHAPE_DATA_TYPES
                                                  for info in infos):
@@ -157,7 +142,7 @@ class NodeTyper:
 
     def _type_one(self, row: NodeRow, lookup: Callable[[str], TensorInfo | None]) -> Outputs:
         proto, op_type, domain, inputs, outputs = row
-        if any(a.type in _SUBGRAPH_TYPES for a in proto.attribute):
+        if holds_subgraph(proto):
             return self._infer_with_bodies(row)
         infos = [lookup(name) if name else None for name in inputs]
         return [None if out is None else TensorInfo(name, *out)
@@ -221,7 +206,7 @@ class NodeTyper:
         """A node with subgraphs, inferred as a one-node model; it takes its inferred bodies."""
         proto, op_type, domain, inputs, outputs = row
         view = self.view
-        read = sorted({i for i in inputs if i}.union(*map(free_names, _bodies(proto))))
+        read = sorted({i for i in inputs if i}.union(*map(free_names, bodies(proto))))
         values = {name: view.value(name) for name in read}
         given = [helper.make_tensor_value_info(name, info.dtype, info.shape) for name in read
                  if values[name] is None and (info := view.info(name)) is not None]

@@ -17,8 +17,8 @@ from onnx import helper, numpy_helper
 
 from onnxflops.contrib_shapes import infer_contrib_shapes
 from onnxflops.evaluate import evaluate
-from onnxflops.graph import GraphView, TensorInfo
-from onnxflops.inference import NodeTyper, free_names, infer_model, small
+from onnxflops.graph import GraphView, TensorInfo, free_names, holds_subgraph
+from onnxflops.inference import NodeTyper, infer_model, small
 from onnxflops.symbolic import has_symbolic_inputs, resolve_shapes
 
 
@@ -137,8 +137,7 @@ def _evaluate_constants(view: GraphView, opsets: dict[str, int],
             continue
         if not all(i == "" or i in known or view.value(i) is not None for i in inputs):
             continue
-        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
-               for a in node.attribute):
+        if holds_subgraph(node):
             continue
         if not all(small(view, o) for o in node.output if o):
             continue

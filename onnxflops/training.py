@@ -14,8 +14,7 @@ from typing import Iterable
 import onnx
 
 from onnxflops.costs import REGISTRY
-from onnxflops.graph import GraphView
-from onnxflops.inference import free_names
+from onnxflops.graph import GraphView, bodies, free_names
 from onnxflops.weights import is_hyperparameter
 
 
@@ -53,7 +52,7 @@ class GradientFlow:
         """A subgraph of the node reads a tensor from outside that carries a gradient or is a
         weight (a Loop body's matmul by an outer initializer)."""
         return any(_is_float(self.view, name) and (self.carries(name) or self._is_trainable(name))
-                   for name in _captured(proto))
+                   for name in set().union(*map(free_names, bodies(proto))))
 
     def _needs_gradient(self, proto: onnx.NodeProto, slot: int, name: str) -> bool:
         if not _is_float(self.view, name):
@@ -76,13 +75,6 @@ class GradientFlow:
             if info is not None and info.is_float and info.shape:
                 return True
         return False
-
-
-def _captured(proto: onnx.NodeProto) -> set[str]:
-    """Tensors the node's subgraphs read from the scopes around them."""
-    bodies = [b for a in proto.attribute
-              for b in ([a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs)]
-    return set().union(*map(free_names, bodies))
 
 
 def _is_float(view: GraphView, name: str) -> bool:
