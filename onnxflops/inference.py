@@ -227,7 +227,7 @@ class NodeTyper:
         proto, op_type, domain, inputs, outputs = row
         view = self.view
         if len(outputs) != 1 or op_type in ("Constant", "Shape", "Size") \
-                or not small(view, outputs[0]):
+                or outputs[0] in view.values or not small(view, outputs[0]):
             return
         feeds = {name: view.value(name) for name in inputs if name}
         if any(value is None for value in feeds.values()):
