@@ -72,7 +72,7 @@ def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | N
             inputs, batch = None, None
     with _collector_paused():
         proto = load_model(model)
-        # `proto` is our own copy (load_model never hands back the caller's model): bind it in place.
+        # `proto` is our own copy (load_model never returns the caller's model): bound in place.
         bound = bind_inputs(proto, inputs, batch, allow_unbound=symbolic, in_place=True)
         shapes = {i.name: _declared(i) for i in real_inputs(bound)}
         analyzed = canonicalize(analyze(normalize(bound), owned=not keep_bound))

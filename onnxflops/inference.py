@@ -29,11 +29,12 @@ from onnxflops.graph import (
     holds_subgraph,
     info_from_type,
     is_float,
+    is_symbolic,
 )
 
-# Inference reads the values of integer inputs (shapes, axes, pads, sizes), and of float inputs
-# only for these ops (scales, bounds).
-_READS_FLOAT_VALUES = {"Resize", "Upsample", "Range"}
+# Inference reads the values of integer inputs (shapes, axes, pads, sizes), and of inputs of any
+# type for these ops (scales, bounds, a depth).
+_READS_ANY_VALUES = {"Resize", "Upsample", "Range", "OneHot"}
 _SHAPE_DATA_TYPES = {onnx.TensorProto.INT64, onnx.TensorProto.INT32}
 _CONTROL_FLOW = {"If", "Loop", "Scan", "SequenceMap"}  # the standard ops that hold subgraphs
 
@@ -135,8 +136,8 @@ class NodeTyper:
                 and is_contrib(op_type, domain, self.opsets.get("", 0)) \
                 or (op_type in _CONTROL_FLOW if not domain else holds_subgraph(proto)):
             return _EACH_NODE
-        if op_type in _READS_FLOAT_VALUES or any(info is not None and info.dtype in _SHAPE_DATA_TYPES
-                                                 for info in infos):
+        if op_type in _READS_ANY_VALUES or any(info is not None and info.dtype in _SHAPE_DATA_TYPES
+                                               for info in infos):
             return _READS_VALUES
         return self._inferred(row, lookup)
 
@@ -157,9 +158,9 @@ class NodeTyper:
               lookup: Callable[[str], TensorInfo | None]) -> list[np.ndarray | None]:
         """The values of the inputs inference reads, where known."""
         op_type, inputs = row[1], row[3]
-        reads_floats = op_type in _READS_FLOAT_VALUES
+        reads_any = op_type in _READS_ANY_VALUES
         return [self.view.value(name) if (info := lookup(name) if name else None) is not None
-                and (reads_floats or info.dtype in _SHAPE_DATA_TYPES) else None for name in inputs]
+                and (reads_any or info.dtype in _SHAPE_DATA_TYPES) else None for name in inputs]
 
     def _inferred(self, row: NodeRow, lookup: Callable[[str], TensorInfo | None]) -> tuple:
         """(output types, whether all are known, whether they make the node's kind)."""
@@ -190,7 +191,7 @@ class NodeTyper:
             self.warnings.append(f"shape inference: {label} ({op_type}): "
                                  f"{str(e).strip().splitlines()[0]}")
             return unknown
-        return [info_from_type(name, found[name]) if name in found else None
+        return [_unnamed(info_from_type(name, found[name])) if name in found else None
                 for name in outputs]
 
     def _schema(self, op_type: str, domain: str) -> defs.OpSchema | None:
@@ -220,7 +221,8 @@ class NodeTyper:
         inferred = infer_model(model, self.warnings)
         proto.CopyFrom(inferred.graph.node[0])  # its bodies now carry their inferred types
         found = {vi.name: vi.type for vi in inferred.graph.output}
-        return [info_from_type(name, found[name]) if name in found else None for name in outputs]
+        return [_unnamed(info_from_type(name, found[name])) if name in found else None
+                for name in outputs]
 
     def _evaluate(self, row: NodeRow) -> None:
         """The value of a small constant node (shape arithmetic), typed from it where unknown."""
@@ -249,6 +251,15 @@ def small(view: GraphView, name: str) -> bool:
         return info is None or not is_float(info.dtype)
     numel = info.numel  # symbolic for a tensor shaped by symbols: never evaluated
     return isinstance(numel, int) and numel <= MAX_VALUE_ELEMENTS
+
+
+def _unnamed(info: TensorInfo) -> TensorInfo:
+    """Dims inference could not find are None: its names for them (`unk__0`) restart with each
+    node inferred alone, and would make unrelated dims look equal."""
+    if info.shape is None or info.known:
+        return info
+    return TensorInfo(info.name, info.dtype, tuple(d if isinstance(d, int) or is_symbolic(d)
+                                                   else None for d in info.shape))
 
 
 def _known(info: TensorInfo | None) -> bool:

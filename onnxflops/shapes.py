@@ -17,7 +17,7 @@ from onnx import helper, numpy_helper
 
 from onnxflops.contrib_shapes import infer_contrib_shapes
 from onnxflops.evaluate import evaluate
-from onnxflops.graph import GraphView, TensorInfo, free_names, holds_subgraph
+from onnxflops.graph import GraphView, TensorInfo, free_names, holds_subgraph, info_from_value_info
 from onnxflops.inference import NodeTyper, infer_model, small
 from onnxflops.symbolic import has_symbolic_inputs, resolve_shapes
 
@@ -59,7 +59,31 @@ def analyze(model: onnx.ModelProto, *, owned: bool = False) -> AnalyzedModel:
                 view.tensors[name] = TensorInfo(name, helper.np_dtype_to_tensor_dtype(value.dtype),
                                                 value.shape)
         unknown_left = typer.type_graph()
+    if unknown_left and _whole_model_types(analyzed, view, warnings):
+        typer.type_graph()
     return AnalyzedModel(analyzed, view, opsets, warnings)
+
+
+def _whole_model_types(model: onnx.ModelProto, view: GraphView, warnings: list[str]) -> bool:
+    """Types whole-model inference finds for tensors node-by-node typing left unknown: its data
+    propagation carries shape values that are only partly known (the Shape of a tensor with a
+    data-dependent dim), which no constant evaluation gives. True where it found any."""
+    evaluated = {name: value for name, value in view.values.items()
+                 if name not in view.initializers}
+    inferred = infer_model(_with_values(model, evaluated), warnings)
+    found = False
+    for vi in [*inferred.graph.value_info, *inferred.graph.output]:
+        info, better = view.info(vi.name), info_from_value_info(vi)
+        if _known_dims(better) > _known_dims(info):
+            view.tensors[vi.name] = better
+            found = True
+    return found
+
+
+def _known_dims(info: TensorInfo | None) -> int:
+    if info is None or info.shape is None:
+        return -1
+    return sum(isinstance(d, int) for d in info.shape)
 
 
 def _analyze_symbolic(model: onnx.ModelProto, opsets: dict[str, int],

@@ -119,3 +119,54 @@ def test_the_standard_ops_known_to_hold_subgraphs_are_all_there_are():
     holding = {s.name for s in onnx.defs.get_all_schemas_with_history()
                if s.domain == "" and any(a.type in graph_attributes for a in s.attributes.values())}
     assert holding == _CONTROL_FLOW
+
+
+def test_one_hot_reads_a_float_depth():
+    # OneHot's depth may be of any numeric type (whole-model inference reads it too): a float 7 makes 7 classes, 2x3 ids → 2x3x7;
+    # the MatMul by a 7x4 weight then costs 2·3·7·4 MACs.
+    m = model([node("OneHot", ["ids", "depth", "values"], ["hot"]),
+               node("MatMul", ["hot", "w"], ["y"])],
+              {"ids": [2, 3]},
+              [weight("depth", (), value=7.0), weight("values", (2,), value=[0.0, 1.0]),
+               weight("w", (7, 4))],
+              input_type=TensorProto.INT64)
+    report = onnxflops.count(m)
+    assert report.nodes[0].output_shapes == [[2, 3, 7]]
+    assert not report.uncosted
+    assert report.total.macs == 2 * 3 * 7 * 4
+
+
+def test_a_known_dim_of_a_data_dependent_shape_reaches_a_reshape():
+    # NonZero of a rank-2 tensor is 2×(count of non-zeros): Shape(nz)[0] is 2 whatever the data,
+    # so x6 reshapes to 2x3 and the MatMul by a 3x4 weight costs 2·3·4 MACs.
+    m = model([node("NonZero", ["x"], ["nz"]),
+               node("Shape", ["nz"], ["shape"]),
+               node("Gather", ["shape", "first"], ["rows"], axis=0),
+               node("Concat", ["rows", "three"], ["target"], axis=0),
+               node("Reshape", ["x6", "target"], ["r"]),
+               node("MatMul", ["r", "w"], ["y"])],
+              {"x": [3, 5], "x6": [6]},
+              [weight("first", (1,), np.int64, [0]), weight("three", (1,), np.int64, [3]),
+               weight("w", (3, 4))])
+    report = onnxflops.count(m)
+    assert next(n for n in report.nodes if n.op_type == "Reshape").output_shapes == [[2, 3]]
+    assert not report.uncosted
+    assert report.total.macs == 2 * 3 * 4
+
+
+def test_dims_inference_cannot_find_have_no_names_that_could_look_equal():
+    # Two loops with run-time trip counts, each inferred as a one-node model, whose stacked
+    # outputs have an unknown first dim: ONNX would name both `unk__0`.
+    def loop(trips: str, out: str) -> onnx.NodeProto:
+        body = helper.make_graph(
+            [node("Identity", ["cond"], ["cond_out"]), node("Identity", ["v"], ["scan"])], "body",
+            [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+             helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+            [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+             helper.make_tensor_value_info("scan", TensorProto.FLOAT, [3])])
+        return node("Loop", [trips, ""], [out], body=body)
+
+    m = model([loop("n", "a"), loop("k", "b")], {"n": [], "k": []}, [weight("v", (3,))],
+              outputs=["a", "b"], input_type=TensorProto.INT64)
+    report = onnxflops.count(m)
+    assert [n.output_shapes for n in report.nodes] == [[[None, 3]], [[None, 3]]]
