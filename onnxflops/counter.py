@@ -37,7 +37,7 @@ class _Counter:
         if training:
             self.flows = {id(analyzed.graph): GradientFlow(analyzed.graph)}
         self.bodies: dict[tuple, GraphView] = {}  # by (scope, node outputs, attribute)
-        self.expansions: dict[tuple, AnalyzedModel] = {}
+        self.expansions: dict[tuple, tuple[AnalyzedModel, tuple[str, ...]]] = {}
         self.opsets = analyzed.opsets
         self.seen_weights: set[str] = set()
         self.outcomes: dict[tuple, _Outcome | object] = {}  # by node signature
@@ -218,7 +218,7 @@ class _Counter:
         key = _expansion_key(node)
         cost = _EXPANSIONS.get(key)
         if cost is None:
-            analyzed = self._expansion(node, key)
+            analyzed, _ = self._expansion(node, key)
             cost = self._sum_graph(analyzed.graph, analyzed.opsets,
                                    f"the function body of {node.op_type}")
             _EXPANSIONS[key] = cost
@@ -228,20 +228,22 @@ class _Counter:
         key = _expansion_key(node)
         cost = _EXPANSION_BACKWARDS.get((key, grads))
         if cost is None:
-            analyzed = self._expansion(node, key)
-            flow = GradientFlow(analyzed.graph, [node.proto.input[i] for i in grads])
+            analyzed, formal_inputs = self._expansion(node, key)
+            flow = GradientFlow(analyzed.graph, [formal_inputs[i] for i in grads])
             cost = self._sum_backward(analyzed.graph, analyzed.opsets, flow,
                                       f"the function body of {node.op_type}")
             _EXPANSION_BACKWARDS[(key, grads)] = cost
         return cost
 
-    def _expansion(self, node: Node, key: tuple) -> AnalyzedModel:
-        analyzed = self.expansions.get(key)
-        if analyzed is None:
+    def _expansion(self, node: Node, key: tuple) -> tuple[AnalyzedModel, tuple[str, ...]]:
+        """The analyzed function body for nodes like `node`, and the names its inputs have there
+        (those of the first such node: the body is shared)."""
+        found = self.expansions.get(key)
+        if found is None:
             inputs, values = _expansion_inputs(node)
             analyzed = analyze(expansion_model(node.proto, node.opset, inputs, values))
-            self.expansions[key] = analyzed
-        return analyzed
+            found = self.expansions[key] = analyzed, tuple(node.proto.input)
+        return found
 
     def _sum_graph(self, view: GraphView, opsets: dict[str, int], where: str) -> Cost:
         """Cost of one run of an inner graph; weights it reads are credited to the outer node."""

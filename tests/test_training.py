@@ -27,6 +27,31 @@ def dense(m: int, p: int, n: int, *, x_is_variable: bool = False) -> onnx.ModelP
     return model(nodes, {"X": [m, p]}, weights)
 
 
+def test_nodes_alike_that_cost_their_function_body_each_get_its_backward():
+    # One function body (expanded from the first HardSigmoid, which needs no gradient: it reads
+    # the input) serves both: the gradient must enter it through the body's own input names.
+    def network(first_on_input: bool) -> onnx.ModelProto:
+        nodes = [node("HardSigmoid", ["X"], ["H1"])] if first_on_input else []
+        nodes += [node("MatMul", ["H1" if first_on_input else "X", "W1"], ["Z"]),
+                  node("HardSigmoid", ["Z"], ["H2"]), node("MatMul", ["H2", "W2"], ["Y"])]
+        return model(nodes, {"X": [3, 7]}, [weight("W1", (7, 7)), weight("W2", (7, 2))])
+
+    report = onnxflops.count(network(True), training=True)
+    alone = onnxflops.count(network(False), training=True).nodes[1]
+    assert not report.uncosted
+    assert report.nodes[0].backward_flops == 0
+    assert report.nodes[2].backward_flops == alone.backward_flops > 0
+
+
+def test_comparisons_carry_no_gradient():
+    # Clip's body compares, then selects (Where): the selection routes dY, the comparison is free.
+    nodes = [node("MatMul", ["X", "W"], ["Z"]), node("Clip", ["Z", "low", "high"], ["Y"])]
+    weights = [weight("W", (8, 2)), weight("low", (), value=0.0), weight("high", (), value=6.0)]
+    report = onnxflops.count(model(nodes, {"X": [4, 8]}, weights), training=True)
+    assert not report.uncosted
+    assert report.nodes[1].backward_flops == 0
+
+
 class TestContractions:
     def test_a_dense_layer_on_the_input_computes_only_its_weight_gradients(self):
         report = onnxflops.count(dense(25, 16, 9), training=True)

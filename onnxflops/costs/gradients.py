@@ -196,6 +196,9 @@ def _unary(ops_per_element: int) -> BackwardFn:
 
 backward(["Floor", "Ceil", "Round", "Sign", "Hardmax"],
          formula="0: the gradient is zero almost everywhere")(_unary(0))
+# Clip's and Relu's function bodies compare before they select (Where).
+backward(["Less", "Greater", "Equal", "IsNaN", "IsInf", "Not", "And", "Or", "Xor"],
+         formula="0: a boolean output carries no gradient")(_unary(0))
 for _op, _ops_per_element, _gradient in (
     ("Neg", 1, "−dY"), ("Exp", 1, "dY·Y"), ("Log", 1, "dY/X"),
     ("Abs", 2, "dY·sign(X)"), ("Sqrt", 2, "dY/(2·Y)"), ("Sin", 2, "dY·cos(X)"),
