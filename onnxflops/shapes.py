@@ -59,18 +59,23 @@ def analyze(model: onnx.ModelProto, *, owned: bool = False) -> AnalyzedModel:
                 view.tensors[name] = TensorInfo(name, helper.np_dtype_to_tensor_dtype(value.dtype),
                                                 value.shape)
         unknown_left = typer.type_graph()
-    if unknown_left and _whole_model_types(analyzed, view, warnings):
+    if unknown_left and _whole_model_types(analyzed, view):
         typer.type_graph()
     return AnalyzedModel(analyzed, view, opsets, warnings)
 
 
-def _whole_model_types(model: onnx.ModelProto, view: GraphView, warnings: list[str]) -> bool:
+def _whole_model_types(model: onnx.ModelProto, view: GraphView) -> bool:
     """Types whole-model inference finds for tensors node-by-node typing left unknown: its data
     propagation carries shape values that are only partly known (the Shape of a tensor with a
-    data-dependent dim), which no constant evaluation gives. True where it found any."""
+    data-dependent dim), which no constant evaluation gives. True where it found any. What it
+    rejects, node-by-node typing has reported already."""
     evaluated = {name: value for name, value in view.values.items()
                  if name not in view.initializers}
-    inferred = infer_model(_with_values(model, evaluated), warnings)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(_with_values(model, evaluated),
+                                                     strict_mode=False, data_prop=True)
+    except (onnx.shape_inference.InferenceError, RuntimeError, ValueError):
+        return False
     found = False
     for vi in [*inferred.graph.value_info, *inferred.graph.output]:
         info, better = view.info(vi.name), info_from_value_info(vi)
