@@ -170,6 +170,7 @@ class _Counter:
         if not rule.weights and not rule.buffers:
             return params, buffers
         proto = row[0]
+        packed = rule.packed(_attributes(proto)) if rule.packed else {}
         for slot, name in enumerate(row[3]):
             if not name or not scope.holds_value(name):
                 continue
@@ -183,10 +184,12 @@ class _Counter:
                 if is_hyperparameter(scope, proto, rule, info):
                     continue
                 self.seen_weights.add(source)
+                # A packed slot's count holds where the slot reads the packed tensor itself.
+                count = packed[slot] if slot in packed and source == name else info.numel
                 if is_buffer:
-                    buffers += info.numel
+                    buffers += count
                 else:
-                    params += info.numel
+                    params += count
         return params, buffers
 
     def subgraph_cost(self, node: Node, attr: str, inputs: list[TensorInfo | None]) -> Cost:
@@ -356,6 +359,10 @@ class _Outcome(NamedTuple):
         return cls(rule, rule.category, True, cost.macs, cost.flops_under(convention), cost.all_int_ops,
                    dict(cost.detail) if cost.detail else None, _bytes(inputs), _bytes(outputs),
                    *shapes)
+
+
+def _attributes(proto: onnx.NodeProto) -> dict[str, Any]:
+    return {a.name: onnx.helper.get_attribute_value(a) for a in proto.attribute}
 
 
 def _is_weight(info: TensorInfo) -> bool:

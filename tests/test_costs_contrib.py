@@ -283,6 +283,8 @@ class TestQuantizedContrib:
         fused_report, unfused_report = costed(model_f), costed(model_u)
         assert totals(fused_report) == totals(unfused_report) == (m * n * k,
                                                                    2 * m * n * k + m * n, 0)
+        # Params: the k·n weights (two 4-bit ones to each byte of B) and the bias, as unpacked.
+        assert fused_report.total.params == unfused_report.total.params == k * n + n
         (matmul,) = fused_report.nodes
         # A in fp32, B as 4-bit pairs packed in bytes, scales, zero points, bias
         assert matmul.bytes_read == 4 * m * k + n * k // 2 + 4 * n * blocks + n + 4 * n

@@ -508,7 +508,8 @@ def qattention(n: Node) -> Cost:
     return projection + _ms_attention_core(n, like(n.input(3), x.dims), qkv)
 
 
-@ms_rule("MatMulNBits", category=CONTRACTION, weights=(1, 5))
+@ms_rule("MatMulNBits", category=CONTRACTION, weights=(1, 5),
+         packed=lambda attrs: {1: attrs["N"] * attrs["K"]})
 def matmul_nbits(n: Node) -> Cost:
     """MACs = numel(Y)·K, +numel(Y) bias: MatMul after DequantizeLinear of the constant B"""
     a = n.input(0)

@@ -95,6 +95,9 @@ class Rule:
     formula: str
     weights: tuple[int, ...] | str = ()
     buffers: tuple[int, ...] = ()
+    # For weights packed several to an element: the weights each packed slot holds, from the
+    # node's attributes (MatMulNBits packs two 4-bit weights a byte).
+    packed: Callable[[Mapping[str, Any]], Mapping[int, Any]] | None = None
 
     def is_weight_slot(self, i: int) -> bool:
         return self.weights == ALL_INPUTS or i in self.weights
@@ -106,13 +109,15 @@ class Registry:
 
     def register(self, op_types: str | Iterable[str], *, category: str, domain: str = "",
                  weights: tuple[int, ...] | str = (), buffers: tuple[int, ...] = (),
+                 packed: Callable[[Mapping[str, Any]], Mapping[int, Any]] | None = None,
                  formula: str | None = None) -> Callable:
         """Decorator: register `fn` as the rule for each op type in `op_types`.
 
         `weights` lists the input slots whose initializers are learned parameters (ALL_INPUTS for
         elementwise ops, whose initializer operands are biases and scales); `buffers` lists slots
-        holding non-learned state (BatchNormalization's running statistics). The formula defaults to
-        the first line of the rule's docstring.
+        holding non-learned state (BatchNormalization's running statistics); `packed` gives the
+        weights held by slots that pack several to an element. The formula defaults to the first
+        line of the rule's docstring.
         """
         names = [op_types] if isinstance(op_types, str) else list(op_types)
 
@@ -122,7 +127,7 @@ class Registry:
                 key = (domain, name)
                 if key in self.rules:
                     raise ValueError(f"duplicate cost rule for {domain or 'ai.onnx'}::{name}")
-                self.rules[key] = Rule(domain, name, category, fn, text, weights, buffers)
+                self.rules[key] = Rule(domain, name, category, fn, text, weights, buffers, packed)
             return fn
 
         return wrap
