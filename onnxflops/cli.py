@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import os
 import sys
@@ -38,12 +37,9 @@ def main(argv: list[str] | None = None) -> int:
 def run() -> None:
     """The console script: `main`, then end the process as soon as its output is out.
 
-    A process that runs one command and exits needs no cycle collection: the collector would
-    walk a large graph's objects again and again. Tearing the interpreter down would free them
-    one by one, which takes longer than some whole counts; nothing needs cleaning up once the
-    output is written.
+    Tearing the interpreter down would free a large graph's objects one by one, which takes
+    longer than some whole counts; nothing needs cleaning up once the output is written.
     """
-    gc.disable()
     code = main()
     try:
         sys.stdout.flush()
