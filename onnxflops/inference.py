@@ -6,7 +6,8 @@ inference function, the one `infer_shapes` runs) once per node signature: op, op
 input types, and the values of the inputs inference reads (shapes, axes, sizes). Constant shape
 arithmetic is evaluated as it is met (evaluate.py), so its values reach the Reshape, Expand or
 Slice that reads them, which is what ONNX's data propagation does. Nodes holding subgraphs are
-inferred as one-node models, bodies included; onnxruntime's ops by contrib_shapes.
+inferred as one-node models, bodies included; onnxruntime's ops by contrib_shapes. What stays
+unknown, shapes.analyze hands to onnx's reference evaluator, then to whole-model inference.
 """
 
 from __future__ import annotations
