@@ -136,6 +136,11 @@ class TensorInfo:
         return is_float(self.dtype)
 
 
+def is_known(info: TensorInfo | None) -> bool:
+    """Whether a tensor has a type whose every dim is a number or a symbolic formula."""
+    return info is not None and info.known
+
+
 def format_shape(shape: tuple[Dim, ...] | None) -> str:
     if shape is None:
         return "?"

@@ -30,6 +30,7 @@ from onnxflops.graph import (
     holds_subgraph,
     info_from_type,
     is_float,
+    is_known,
     is_symbolic,
 )
 
@@ -79,14 +80,14 @@ class NodeTyper:
         for position, row in enumerate(view.rows()):
             typed = True
             for name in row[4]:
-                if name and not _known(lookup(name)):
+                if name and not is_known(lookup(name)):
                     typed = self._type(position, row, lookup)
                     break
             view.mark_constant(row)
             if view.is_constant_row(row):
                 self._evaluate(row)
             if not typed:  # rare: look again, after the evaluation
-                unknown_left |= not all(_known(lookup(name)) for name in row[4] if name)
+                unknown_left |= not all(is_known(lookup(name)) for name in row[4] if name)
         return unknown_left
 
     def _type(self, position: int, row: NodeRow,
@@ -240,7 +241,7 @@ class NodeTyper:
         except Exception:  # noqa: BLE001 - an op numpy does not cover, or one it cannot run as given
             return  # shapes.analyze evaluates what is left with onnx's reference evaluator
         view.values[outputs[0]] = value
-        if not _known(view.info(outputs[0])):
+        if not is_known(view.info(outputs[0])):
             view.tensors[outputs[0]] = TensorInfo(
                 outputs[0], helper.np_dtype_to_tensor_dtype(value.dtype), value.shape)
 
@@ -261,7 +262,3 @@ def _unnamed(info: TensorInfo) -> TensorInfo:
         return info
     return TensorInfo(info.name, info.dtype, tuple(d if isinstance(d, int) or is_symbolic(d)
                                                    else None for d in info.shape))
-
-
-def _known(info: TensorInfo | None) -> bool:
-    return info is not None and info.known

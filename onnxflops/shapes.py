@@ -17,7 +17,14 @@ from onnx import helper, numpy_helper
 
 from onnxflops.contrib_shapes import infer_contrib_shapes
 from onnxflops.evaluate import evaluate
-from onnxflops.graph import GraphView, TensorInfo, free_names, holds_subgraph, info_from_value_info
+from onnxflops.graph import (
+    GraphView,
+    TensorInfo,
+    free_names,
+    holds_subgraph,
+    info_from_value_info,
+    is_known,
+)
 from onnxflops.inference import NodeTyper, infer_model, small
 from onnxflops.symbolic import has_symbolic_inputs, resolve_shapes
 
@@ -55,7 +62,7 @@ def analyze(model: onnx.ModelProto, *, owned: bool = False) -> AnalyzedModel:
             break
         view.values.update(found)
         for name, value in found.items():
-            if not _known(view.info(name)):
+            if not is_known(view.info(name)):
                 view.tensors[name] = TensorInfo(name, helper.np_dtype_to_tensor_dtype(value.dtype),
                                                 value.shape)
         unknown_left = typer.type_graph()
@@ -112,7 +119,7 @@ def _analyze_symbolic(model: onnx.ModelProto, opsets: dict[str, int],
         values.update(found)
         adopted = _adopt_shapes(inferred, infer_model(_with_values(inferred, values), warnings),
                                 values)
-        view.read_types(vi for vi in adopted if not _known(view.info(vi.name)))
+        view.read_types(vi for vi in adopted if not is_known(view.info(vi.name)))
         view.nodes_changed()  # subgraph nodes took their refined bodies
         view.values.update(values)
         view.mark_constants()
@@ -151,7 +158,7 @@ def refine_subgraph(view: GraphView, opsets: dict[str, int]) -> None:
 def has_unknown_outputs(view: GraphView) -> bool:
     for row in view.rows():
         for name in row[4]:
-            if name and not _known(view.info(name)):
+            if name and not is_known(view.info(name)):
                 return True
     return False
 
@@ -196,10 +203,6 @@ def _evaluate_constants(view: GraphView, opsets: dict[str, int],
         return {}
     names = [o.name for o in graph.output]
     return {n: np.asarray(v) for n, v in zip(names, outputs) if v is not None}
-
-
-def _known(info: TensorInfo | None) -> bool:
-    return info is not None and info.known
 
 
 def _with_values(model: onnx.ModelProto, values: dict[str, np.ndarray]) -> onnx.ModelProto:
