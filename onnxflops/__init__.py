@@ -5,11 +5,11 @@ import importlib
 from onnxflops.api import count
 from onnxflops.costs.registry import CONVENTIONS
 from onnxflops.errors import OnnxFlopsError
-from onnxflops.report import NodeReport, Report, Totals
+from onnxflops.report.tables import NodeReport, Report, Totals
 
 # Loaded on first use: counting, and so every start of the command line, needs neither.
-_LAZY = {"Comparison": "onnxflops.comparison", "assert_same_cost": "onnxflops.comparison",
-         "compare": "onnxflops.comparison", "Profile": "onnxflops.profiling.measure",
+_LAZY = {"Comparison": "onnxflops.comparison.compare", "assert_same_cost": "onnxflops.comparison.compare",
+         "compare": "onnxflops.comparison.compare", "Profile": "onnxflops.profiling.measure",
          "profile": "onnxflops.profiling.measure"}
 
 __all__ = ["CONVENTIONS", "Comparison", "NodeReport", "OnnxFlopsError", "Profile", "Report",

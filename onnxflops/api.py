@@ -11,16 +11,16 @@ from typing import Iterator, Mapping, Sequence
 
 import onnx
 
-from onnxflops.bind import bind_inputs, real_inputs
-from onnxflops.canonical import canonicalize
+from onnxflops.bind.inputs import bind_inputs, real_inputs
+from onnxflops.canonical.rewrites import canonicalize
 from onnxflops.costs.registry import CONVENTIONS
-from onnxflops.counter import count_model
+from onnxflops.counting.counter import count_model
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.graph import SYMBOL_MARK, is_symbolic
-from onnxflops.load import load_model
-from onnxflops.normalize import normalize
-from onnxflops.report import Report
-from onnxflops.shapes import AnalyzedModel, analyze
+from onnxflops.load.reader import load_model
+from onnxflops.normalize.functions import normalize
+from onnxflops.report.tables import Report
+from onnxflops.analysis.analyze import AnalyzedModel, analyze
 
 ModelSource = str | os.PathLike | onnx.ModelProto
 

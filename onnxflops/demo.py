@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import sys
 
-from onnxflops.comparison import compare, text_table
-from onnxflops.report import Report, human
+from onnxflops.comparison.compare import compare, text_table
+from onnxflops.report.tables import Report, human
 
 PAIR = "seed003_conv_gru_dense"
 INPUT = (1, 1, 100, 256)

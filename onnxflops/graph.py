@@ -117,7 +117,7 @@ class TensorInfo:
             return self.shape  # type: ignore[return-value]
         if not self.known:
             raise Uncostable(f"shape of '{self.name}' is unknown ({format_shape(self.shape)})")
-        from onnxflops.symbolic import to_expr
+        from onnxflops.analysis.symbolic import to_expr
 
         return tuple(d if isinstance(d, int) else to_expr(d) for d in self.shape)
 
@@ -328,7 +328,7 @@ class GraphView:
         for row in self.rows():
             symbolic_shapes |= self.mark_constant(row)
         if symbolic_shapes:  # what shape arithmetic reads off them that no symbol reaches
-            from onnxflops.symbolic import concrete_values
+            from onnxflops.analysis.symbolic import concrete_values
 
             for name, value in concrete_values(self).items():
                 self.values.setdefault(name, value)

@@ -6,7 +6,7 @@ import onnx
 import pytest
 
 from builders import model, node, weight
-from onnxflops.bind import bind_inputs
+from onnxflops.bind.inputs import bind_inputs
 from onnxflops.errors import OnnxFlopsError
 
 

@@ -6,7 +6,7 @@ import pytest
 from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
-from onnxflops.evaluate import evaluate
+from onnxflops.analysis.evaluate import evaluate
 
 FEEDS = {
     "a": np.arange(24, dtype=np.int64).reshape(2, 3, 4),

@@ -12,8 +12,8 @@ from onnx import TensorProto, helper
 import onnxflops
 from builders import model, node, weight
 from onnxflops.api import count_with_model
-from onnxflops.inference import _CONTROL_FLOW
-from onnxflops.shapes import analyze
+from onnxflops.analysis.inference import _CONTROL_FLOW
+from onnxflops.analysis.analyze import analyze
 
 
 def residual_blocks(blocks: int, width: int = 8) -> onnx.ModelProto:

@@ -10,7 +10,7 @@ from onnx import TensorProto, helper
 
 from builders import model, node, weight
 from onnxflops.errors import OnnxFlopsError
-from onnxflops.load import load_model
+from onnxflops.load.reader import load_model
 
 # More than 4096 elements each: loaded as headers.
 LARGE = {"conv.w": (64, 32, 3, 3), "fc.w": (10, 4096 + 1)}

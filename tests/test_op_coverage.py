@@ -11,10 +11,10 @@ from onnx import TensorProto, helper
 
 from onnxflops.costs import REGISTRY
 from onnxflops.costs.functions import expanded
-from onnxflops.counter import count_model
-from onnxflops.expand import expansion_model
+from onnxflops.counting.counter import count_model
+from onnxflops.analysis.expand import expansion_model
 from onnxflops.graph import TensorInfo
-from onnxflops.shapes import analyze
+from onnxflops.analysis.analyze import analyze
 from typed_models import FLOAT, INT64, costed, typed_model
 
 OPSET = onnx.defs.onnx_opset_version()

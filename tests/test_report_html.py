@@ -21,7 +21,7 @@ from onnxflops.cli import main
 
 pytest.importorskip("onnxruntime")
 
-from onnxflops import htmlreport  # noqa: E402
+from onnxflops.html import page as htmlreport  # noqa: E402
 from onnxflops.profiling import profile  # noqa: E402
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",

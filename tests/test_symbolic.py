@@ -16,7 +16,7 @@ from onnx import TensorProto
 import onnxflops
 from builders import model, node, weight
 from onnxflops.cli import main
-from onnxflops.report import BACKWARD, SUMMED
+from onnxflops.report.tables import BACKWARD, SUMMED
 
 batch, seq, height, width = sympy.symbols("batch seq height width", integer=True, positive=True)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from onnxflops.bind import parse_input_spec
+from onnxflops.bind.inputs import parse_input_spec
 from onnxflops.commands.common import add_conversion_options, add_input_options, input_shapes
 from onnxflops.costs.registry import CONVENTIONS
 
@@ -40,7 +40,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from onnxflops.comparison import compare
+    from onnxflops.comparison.compare import compare
 
     result = compare(
         args.a, args.b, input_shapes(args) or None, args.tolerance,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from onnxflops.costs.elementwise import per_element
 from onnxflops.costs.registry import ACTIVATION, Cost, rule
-from onnxflops.node import Node
+from onnxflops.costs.node import Node
 
 
 @rule(["Sigmoid", "Tanh"], category=ACTIVATION)

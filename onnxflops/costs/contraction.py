@@ -6,7 +6,7 @@ import math
 
 from onnxflops.costs.registry import CONTRACTION, Cost, rule
 from onnxflops.errors import Uncostable
-from onnxflops.node import Node
+from onnxflops.costs.node import Node
 
 
 @rule("Conv", category=CONTRACTION, weights=(1, 2))

@@ -39,7 +39,7 @@ from onnxflops.costs.registry import (
 )
 from onnxflops.errors import Uncostable
 from onnxflops.graph import TensorInfo
-from onnxflops.node import Node
+from onnxflops.costs.node import Node
 
 MS = "com.microsoft"
 UINT8 = 2

@@ -6,7 +6,7 @@ Float work is FLOPs; integer and boolean work (index arithmetic, masks) is int_o
 from __future__ import annotations
 
 from onnxflops.costs.registry import ALL_INPUTS, ELEMENTWISE, Cost, rule
-from onnxflops.node import Node
+from onnxflops.costs.node import Node
 
 
 def per_element(n: Node, ops_per_element, on_input: int | None = None) -> Cost:

@@ -21,7 +21,7 @@ from onnxflops.costs.registry import (
     Cost,
     rule,
 )
-from onnxflops.node import Node
+from onnxflops.costs.node import Node
 
 _EXPANSION = "cost of the ONNX function body that defines the op"
 

@@ -22,7 +22,7 @@ from onnxflops.costs.functions import expanded
 from onnxflops.costs.recurrent import gru, lstm, rnn
 from onnxflops.costs.registry import ZERO, Cost
 from onnxflops.errors import Uncostable
-from onnxflops.node import Node
+from onnxflops.costs.node import Node
 
 Grads = frozenset  # input slots whose gradient is needed
 BackwardFn = Callable[[Node, Grads], Cost]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from onnxflops.costs.registry import CLASSICAL_ML, CONTRACTION, DATA_MOVEMENT, ZERO, Cost, rule
 from onnxflops.errors import Uncostable
 from onnxflops.graph import TensorInfo
-from onnxflops.node import Node
+from onnxflops.costs.node import Node
 
 ML = "ai.onnx.ml"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from onnxflops.costs.registry import NORMALIZATION, Cost, rule
-from onnxflops.node import Node
+from onnxflops.costs.node import Node
 
 
 @rule("BatchNormalization", category=NORMALIZATION, weights=(1, 2), buffers=(3, 4))

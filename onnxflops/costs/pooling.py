@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from onnxflops.costs.registry import POOLING, Cost, rule
-from onnxflops.node import Node
+from onnxflops.costs.node import Node
 
 
 @rule("MaxPool", category=POOLING)

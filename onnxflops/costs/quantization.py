@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from onnxflops.costs.registry import CONTRACTION, QUANTIZATION, Cost, rule
-from onnxflops.node import Node
+from onnxflops.costs.node import Node
 
 REQUANTIZE_OPS = 4
 

@@ -7,7 +7,7 @@ over I and H), then the gates' elementwise work as written in the operator's equ
 from __future__ import annotations
 
 from onnxflops.costs.registry import RECURRENT, Cost, rule
-from onnxflops.node import Node
+from onnxflops.costs.node import Node
 
 
 def recurrent_cost(n: Node, gates: int, elementwise_per_unit) -> Cost:

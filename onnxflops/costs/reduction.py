@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from onnxflops.costs.elementwise import per_element
 from onnxflops.costs.registry import REDUCTION, Cost, rule
-from onnxflops.node import Node
+from onnxflops.costs.node import Node
 
 
 def reduced(n: Node, extra_per_output: int = 0) -> Cost:

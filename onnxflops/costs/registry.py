@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 if TYPE_CHECKING:
-    from onnxflops.node import Node
+    from onnxflops.costs.node import Node
 
 CONTRACTION = "contraction"
 ELEMENTWISE = "elementwise"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from onnxflops.costs.registry import RANDOM, Cost, rule
 from onnxflops.costs.selection import log2_ceil
-from onnxflops.node import Node
+from onnxflops.costs.node import Node
 
 
 @rule(["RandomNormal", "RandomNormalLike"], category=RANDOM)

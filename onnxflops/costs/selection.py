@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from onnxflops.costs.registry import REDUCTION, Cost, rule
-from onnxflops.node import Node
+from onnxflops.costs.node import Node
 
 
 def comparisons(n: Node, work) -> Cost:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from onnxflops.costs.registry import SIGNAL, Cost, rule
-from onnxflops.node import Node
+from onnxflops.costs.node import Node
 
 FFT_FLOPS_PER_POINT_AND_STAGE = 5
 

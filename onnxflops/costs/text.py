@@ -5,7 +5,7 @@ integer op per element; the character-level work inside it is not counted.
 from __future__ import annotations
 
 from onnxflops.costs.registry import TEXT, Cost, rule
-from onnxflops.node import Node
+from onnxflops.costs.node import Node
 
 
 @rule(["StringConcat", "StringNormalizer", "StringSplit", "RegexFullMatch"], category=TEXT)

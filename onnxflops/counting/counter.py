@@ -12,12 +12,12 @@ from onnxflops.costs.gradients import lookup_backward
 from onnxflops.costs.registry import ZERO, Cost, Rule
 from onnxflops.errors import Uncostable
 from onnxflops.graph import SYMBOL_MARK, GraphView, NodeRow, TensorInfo, holds_subgraph, is_symbolic
-from onnxflops.node import Node
-from onnxflops.report import NodeReport, Report, Totals, Uncosted
-from onnxflops.expand import expansion_model
-from onnxflops.shapes import AnalyzedModel, analyze, has_unknown_outputs, refine_subgraph
-from onnxflops.training import GradientFlow
-from onnxflops.weights import is_hyperparameter
+from onnxflops.costs.node import Node
+from onnxflops.report.tables import NodeReport, Report, Totals, Uncosted
+from onnxflops.analysis.expand import expansion_model
+from onnxflops.analysis.analyze import AnalyzedModel, analyze, has_unknown_outputs, refine_subgraph
+from onnxflops.counting.training import GradientFlow
+from onnxflops.counting.weights import is_hyperparameter
 
 _NOT_PARAM_DTYPES = {onnx.TensorProto.INT64, onnx.TensorProto.BOOL, onnx.TensorProto.STRING,
                      onnx.TensorProto.UNDEFINED}

@@ -9,7 +9,7 @@ import onnx
 
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.graph import SYMBOL_MARK, format_shape, info_from_value_info
-from onnxflops.symbolic import symbol_name
+from onnxflops.analysis.symbolic import symbol_name
 
 Shape = Sequence[int]
 

@@ -15,8 +15,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from onnxflops.contrib_shapes import infer_contrib_shapes
-from onnxflops.evaluate import evaluate
+from onnxflops.analysis.contrib_shapes import infer_contrib_shapes
+from onnxflops.analysis.evaluate import evaluate
 from onnxflops.graph import (
     GraphView,
     TensorInfo,
@@ -25,8 +25,8 @@ from onnxflops.graph import (
     info_from_value_info,
     is_known,
 )
-from onnxflops.inference import NodeTyper, infer_model, small
-from onnxflops.symbolic import has_symbolic_inputs, resolve_shapes
+from onnxflops.analysis.inference import NodeTyper, infer_model, small
+from onnxflops.analysis.symbolic import has_symbolic_inputs, resolve_shapes
 
 
 @dataclass

@@ -15,7 +15,7 @@ import onnx
 
 from onnxflops.costs import REGISTRY
 from onnxflops.graph import GraphView, bodies, free_names
-from onnxflops.weights import is_hyperparameter
+from onnxflops.counting.weights import is_hyperparameter
 
 
 class GradientFlow:

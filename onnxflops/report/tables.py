@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable
 
 import onnx
 
-from onnxflops.layers import layer_of
+from onnxflops.report.layers import layer_of
 
 SUMMED = ("macs", "flops", "int_ops", "params", "buffers", "bytes_read", "bytes_written")
 # Counted only for training, None otherwise: the backward pass (training FLOPs = flops + these).

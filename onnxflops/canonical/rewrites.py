@@ -31,9 +31,9 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from onnxflops.expand import expansion_model
+from onnxflops.analysis.expand import expansion_model
 from onnxflops.graph import GraphView, TensorInfo, bodies, free_names, is_float
-from onnxflops.shapes import AnalyzedModel
+from onnxflops.analysis.analyze import AnalyzedModel
 
 _STANDARD = ("", "ai.onnx")
 

@@ -1,0 +1,9 @@
+"""Stage 4, analysis: every tensor's shape and dtype, which tensors are constant, small known values.
+
+The one entry point of this stage for the stages after it; its modules are its own business.
+"""
+
+from onnxflops.analysis.analyze import AnalyzedModel, analyze, has_unknown_outputs, refine_subgraph
+from onnxflops.analysis.expand import expansion_model
+
+__all__ = ["AnalyzedModel", "analyze", "expansion_model", "has_unknown_outputs", "refine_subgraph"]
