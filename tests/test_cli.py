@@ -11,7 +11,7 @@ import sys
 import onnx
 import pytest
 
-from builders import model, node, weight
+from helpers import model, node, weight
 from onnxflops.cli import main
 
 
@@ -138,12 +138,13 @@ def test_a_real_process_prints_no_traceback(tmp_path):
     assert done.stderr.count("\n") == 1
 
 
-def test_count_converts_a_factory_spec_with_the_chosen_exporter(capsys):
+@pytest.mark.slow
+def test_count_converts_a_factory_spec_with_the_chosen_exporter(capped):
     pytest.importorskip("torch")
-    code, out, _ = run(capsys, "count", "models.torch_models:mlp", "--input", "input=1x64",
-                       "--exporter", "legacy", "--json")
-    total = json.loads(out)["total"]
-    assert code == 0
+    done = capped(["python", "-m", "onnxflops.cli", "count", "models.torch_models:mlp",
+                   "--input", "input=1x64", "--exporter", "legacy", "--json"])
+    assert done.returncode == 0, done.stderr
+    total = json.loads(done.stdout)["total"]
     assert total["macs"] == 64 * 128 + 128 * 64 + 64 * 10
     assert total["params"] == (64 * 128 + 128) + (128 * 64 + 64) + (64 * 10 + 10)
 

@@ -14,7 +14,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from builders import model, node, weight
+from helpers import model, node, weight
 from onnxflops.cli import main
 from onnxflops.profiling import ceilings, fusion, trace
 

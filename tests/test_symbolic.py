@@ -14,33 +14,14 @@ import sympy
 from onnx import TensorProto
 
 import onnxflops
-from builders import model, node, weight
+from helpers import assert_agrees_with_bound_counts, model, node, weight
 from onnxflops.cli import main
-from onnxflops.report.tables import BACKWARD, SUMMED
 
 batch, seq, height, width = sympy.symbols("batch seq height width", integer=True, positive=True)
 
 
 def int64(name: str, value) -> onnx.TensorProto:
     return weight(name, np.shape(value), dtype=np.int64, value=value)
-
-
-def substituted(report: onnxflops.Report, values: dict) -> dict:
-    return {key: sympy.sympify(getattr(report.total, key)).subs(values)
-            for key in (*SUMMED, *BACKWARD)}
-
-
-def assert_agrees_with_bound_counts(path_or_proto, bind, values_list, **options):
-    """The symbolic totals, at each set of values, equal the count with those values bound."""
-    symbolic = onnxflops.count(path_or_proto, symbolic=True, training=True, **options)
-    assert not symbolic.uncosted
-    for values in values_list:
-        bound = onnxflops.count(path_or_proto, inputs=bind(**values), training=True, **options)
-        assert not bound.uncosted
-        expected = {key: getattr(bound.total, key) for key in (*SUMMED, *BACKWARD)}
-        at = {sympy.Symbol(k, integer=True, positive=True): v for k, v in values.items()}
-        assert substituted(symbolic, at) == expected, values
-    return symbolic
 
 
 def dense(inputs: dict):
@@ -145,48 +126,3 @@ class TestAgreesWithBoundCounts:
             [dict(batch=1, height=32, width=32), dict(batch=2, height=17, width=40),
              dict(batch=3, height=9, width=10)])
         assert report.total.macs.free_symbols == {batch, height, width}
-
-
-torch = pytest.importorskip("torch")
-
-from models.resnet50 import ResNet50  # noqa: E402  (they need torch)
-from models.torch_models import transformer_encoder  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def encoder_layer(tmp_path_factory):
-    """An encoder layer (width 32, 2 heads, feed-forward 64) with batch and sequence dynamic."""
-    torch.manual_seed(0)
-    dims = {0: torch.export.Dim("batch"), 1: torch.export.Dim("seq")}
-    program = torch.onnx.export(transformer_encoder().eval(), (torch.randn(2, 12, 32),),
-                                dynamo=True, optimize=False, verbose=False,
-                                dynamic_shapes=(dims,))
-    path = tmp_path_factory.mktemp("symbolic") / "encoder_layer.onnx"
-    onnx.save(program.model_proto, path)
-    return str(path)
-
-
-def test_transformer_layer_flops_are_a_polynomial_in_batch_and_seq(encoder_layer):
-    report = assert_agrees_with_bound_counts(
-        encoder_layer, lambda batch, seq: {"x": (batch, seq, 32)},
-        [dict(batch=1, seq=1), dict(batch=2, seq=12), dict(batch=3, seq=7),
-         dict(batch=5, seq=128)])
-    # Per sequence: q·kᵀ and attention·v are seq²·32 MACs each; the projections (4·32²) and the
-    # feed-forward (2·32·64) are seq·8,192 MACs.
-    assert report.total.macs == 64 * batch * seq**2 + 8_192 * batch * seq
-    flops = sympy.Poly(report.total.flops, batch, seq)
-    assert flops.degree(seq) == 2 and flops.degree(batch) == 1
-    assert report.total.params == 4 * 32 * 32 + 4 * 32 + 2 * 32 * 64 + 64 + 32 + 4 * 32
-
-
-def test_resnet50_counts_as_a_formula_in_batch_height_and_width():
-    torch.manual_seed(0)
-    buffer = io.BytesIO()
-    torch.onnx.export(ResNet50().eval(), (torch.randn(1, 3, 64, 64),), buffer, dynamo=False,
-                      do_constant_folding=False, input_names=["x"],
-                      dynamic_axes={"x": {0: "batch", 2: "height", 3: "width"}})
-    proto = onnx.load_from_string(buffer.getvalue())
-    report = assert_agrees_with_bound_counts(
-        proto, lambda batch, height, width: {"x": (batch, 3, height, width)},
-        [dict(batch=1, height=224, width=224), dict(batch=2, height=97, width=131)])
-    assert 2 * report.total.macs.subs({batch: 1, height: 224, width: 224}) == 8_178_368_512
