@@ -170,7 +170,7 @@ def refine_subgraph(view: GraphView, opsets: dict[str, int]) -> None:
 
 def has_unknown_outputs(view: GraphView) -> bool:
     for row in view.rows():
-        for name in row[4]:
+        for name in row.outputs:
             if name and not is_known(view.info(name)):
                 return True
     return False
