@@ -13,6 +13,7 @@ import os
 import sys
 
 from onnxflops.comparison import compare, text_table
+from onnxflops.dims import format_shape
 from onnxflops.report import Report, human
 
 PAIR = "seed003_conv_gru_dense"
@@ -26,7 +27,7 @@ def main() -> int:
 
     p = pair(PAIR)
     keras_model, module, example = p.keras_model(), p.torch_module(), p.torch_example()
-    print(f"{p.description}\n{PAIR}: input {'x'.join(map(str, INPUT))}, written once in Keras "
+    print(f"{p.description}\n{PAIR}: input {format_shape(INPUT)}, written once in Keras "
           "and once in PyTorch (models/)\n")
     frameworks = compare(keras_to_onnx(keras_model), torch_to_onnx(module, example))
     exporters = compare(torch_to_onnx(module, example, exporter="legacy"),

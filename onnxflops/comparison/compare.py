@@ -19,6 +19,7 @@ import numpy as np
 import onnx
 
 from onnxflops.api import count
+from onnxflops.dims import format_shape
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.report import Report, Totals, human
 
@@ -257,8 +258,8 @@ def _row(ga: list[Layer], gb: list[Layer], tolerance: float) -> LayerRow:
     shape_a, shape_b = ga[-1].output_shape, gb[-1].output_shape
     if status == "same" and shape_a and shape_b and sorted(map(str, shape_a)) != sorted(
             map(str, shape_b)):
-        notes.append(f"{_names(ga)} vs {_names(gb)}: output shape {_shape(shape_a)} vs "
-                     f"{_shape(shape_b)} (not a layout transpose of each other)")
+        notes.append(f"{_names(ga)} vs {_names(gb)}: output shape {format_shape(shape_a)} vs "
+                     f"{format_shape(shape_b)} (not a layout transpose of each other)")
     return LayerRow(ga, gb, status, notes)
 
 
@@ -303,10 +304,6 @@ def _sum(group: list[Layer]) -> Totals:
 
 def _names(group: list[Layer]) -> str:
     return "+".join(x.name or "(top level)" for x in group) or "-"
-
-
-def _shape(shape) -> str:
-    return "x".join(str(d) for d in shape)
 
 
 def _delta(x, y) -> str:

@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterable
 
 import onnx
 
+from onnxflops.dims import format_shape
 from onnxflops.report.layers import layer_of
 
 SUMMED = ("macs", "flops", "int_ops", "params", "buffers", "bytes_read", "bytes_written")
@@ -238,7 +239,7 @@ class Report:
 
     def _summary(self) -> str:
         t = self.total
-        shapes = ", ".join(f"{k}={_shape_text(v)}" for k, v in self.inputs.items())
+        shapes = ", ".join(f"{k}={format_shape(v)}" for k, v in self.inputs.items())
         return (f"{self.model}  [{shapes}]  convention={self.convention}\n"
                 f"MACs {human(t.macs)}  FLOPs {human(t.flops)}  int ops {human(t.int_ops)}  "
                 f"params {human(t.params)}  buffers {human(t.buffers)}  "
@@ -270,14 +271,8 @@ def human(value: Any, unit: str = "") -> str:
     return f"{value:g}{(' ' + unit) if unit else ''}"
 
 
-def _shape_text(shape: Any) -> str:
-    if shape is None:
-        return "?"
-    return "x".join("?" if d is None else str(d) for d in shape) if shape else "scalar"
-
-
 def _shapes_text(shapes: list) -> str:
-    return ", ".join(_shape_text(s) for s in shapes)
+    return ", ".join(format_shape(s) for s in shapes)
 
 
 def _one_record_per_line(doc: dict[str, Any], pad: str) -> str:
