@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import sys
 
-from onnxflops.comparison import compare, text_table
+from onnxflops.comparison import compare
 from onnxflops.dims import format_shape
-from onnxflops.report import Report, human
+from onnxflops.report import Report, human, text_table
 
 PAIR = "seed003_conv_gru_dense"
 INPUT = (1, 1, 100, 256)
@@ -40,14 +40,14 @@ def main() -> int:
              "counts " + ", ".join(f"{op} {human(v)}" for op, v in per_op.items())],
             ["torch FlopCounterMode (live)", "-", human(flop_counter_mode_flops(module, example)),
              "-", "contractions only: 2·MACs"]]
-    print("\n".join(text_table(["", "MACs", "FLOPs", "params", ""], rows, note=True)))
+    print("\n".join(text_table(["", "MACs", "FLOPs", "params", ""], rows, left=1, note=True)))
     print("\nper layer, Keras vs PyTorch, in execution order:")
     print("\n".join(text_table(
         ["Keras layer", "PyTorch module", "MACs Keras", "MACs PyTorch", "params Keras",
          "params PyTorch", ""],
         [[_names(r.a), _names(r.b), human(_sum(r.a, "macs")), human(_sum(r.b, "macs")),
           human(_sum(r.a, "params")), human(_sum(r.b, "params")), r.status]
-         for r in frameworks.layers], names=2, note=True)))
+         for r in frameworks.layers], note=True)))
     gru = next(n for n in frameworks.a.nodes if n.op_type == "Loop")
     print(f"\nThe GRU runs {gru.detail['trip_count']} steps (the conv leaves 97 rows, not 100): "
           f"{human(gru.macs)} MACs. TensorFlow's profiler counts the GRU's loop body once, as "
