@@ -349,15 +349,13 @@ def _check_outputs(sides: list[_Side], reports: tuple[Report, Report], batch: in
 
 
 def _random_feeds(session, report: Report, seed: int) -> dict[str, np.ndarray]:
+    from onnxflops.profiling.runtime import random_input
+
     rng = np.random.default_rng(seed)
-    feeds = {}
-    for arg in session.get_inputs():
-        shape = report.inputs.get(arg.name) or [d if isinstance(d, int) else 1 for d in arg.shape]
-        if "int" in arg.type:
-            feeds[arg.name] = rng.integers(0, 10, size=shape).astype(_numpy_type(arg.type))
-        else:
-            feeds[arg.name] = rng.standard_normal(shape).astype(_numpy_type(arg.type))
-    return feeds
+    return {arg.name: random_input(rng, report.inputs.get(arg.name)
+                                   or [d if isinstance(d, int) else 1 for d in arg.shape],
+                                   _numpy_type(arg.type))
+            for arg in session.get_inputs()}
 
 
 def _matching_feeds(session, report: Report, values: list[np.ndarray], layout: str,
