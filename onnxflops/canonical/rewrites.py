@@ -31,7 +31,12 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from onnxflops.analysis import AnalyzedModel, expansion_model, mark_constants
+from onnxflops.analysis import (
+    AnalyzedModel,
+    expansion_model,
+    mark_constants,
+    reference_evaluate,
+)
 from onnxflops.graph import (
     GraphView,
     TensorInfo,
@@ -155,14 +160,8 @@ class _Editor:
                 elif i and i not in feeds:
                     stack.append(i)
         cone.sort(key=lambda n: self.position[id(n)])
-        graph = helper.make_graph(
-            cone, "constant", [], [helper.make_value_info(name, onnx.TypeProto())],
-            [numpy_helper.from_array(np.asarray(v), k) for k, v in feeds.items()])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)])
         try:
-            from onnx.reference import ReferenceEvaluator
-
-            value = np.asarray(ReferenceEvaluator(model).run(None, {})[0])
+            value = reference_evaluate(cone, feeds, {"": self.opset}, [name])[name]
         except Exception:  # noqa: BLE001 - the reference evaluator raises anything: not a scalar then
             return None
         self.view.values[name] = value
