@@ -8,6 +8,7 @@ import importlib
 
 _PUBLIC = {
     "count": "onnxflops.api",
+    "clear_caches": "onnxflops.caches",
     "CONVENTIONS": "onnxflops.costs.registry",
     "OnnxFlopsError": "onnxflops.errors",
     "NodeReport": "onnxflops.report", "Report": "onnxflops.report", "Totals": "onnxflops.report",

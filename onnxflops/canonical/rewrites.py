@@ -21,7 +21,6 @@ tensors it creates, so the model is not analyzed again.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from onnxflops.analysis import (
     mark_constants,
     reference_evaluate,
 )
+from onnxflops.caches import memoized
 from onnxflops.graph import (
     GraphView,
     TensorInfo,
@@ -748,7 +748,7 @@ def _same_work(a: list[str], b: list[str]) -> bool:
     return norm(a) == norm(b)
 
 
-@functools.lru_cache(maxsize=64)
+@memoized(maxsize=64)
 def _expanded(op_type: str, attributes: tuple, since: int, inputs: tuple) -> onnx.ModelProto:
     """The op's ONNX function body for inputs of these (dtype, shape), with inferred shapes."""
     names = [f"input_{i}" for i in range(len(inputs))]

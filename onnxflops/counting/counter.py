@@ -45,6 +45,10 @@ class _Counter:
             self.flows = {id(analyzed.graph): GradientFlow(analyzed.graph)}
         self.bodies: dict[tuple, GraphView] = {}  # by (scope, node outputs, attribute)
         self.expansions: dict[tuple, tuple[AnalyzedModel, tuple[str, ...]]] = {}
+        # Function-body costs by node signature: a model repeats the same LayerNorm or Gelu many
+        # times. Kept for one count: the signatures hold shapes, unbounded across models.
+        self.expansion_costs: dict[tuple, Cost] = {}
+        self.expansion_backwards: dict[tuple, Cost] = {}
         self.opsets = analyzed.opsets
         self.seen_weights: set[str] = set()
         self.outcomes: dict[tuple, _Outcome | object] = {}  # by node signature
@@ -228,23 +232,23 @@ class _Counter:
 
     def function_cost(self, node: Node) -> Cost:
         key = _expansion_key(node)
-        cost = _EXPANSIONS.get(key)
+        cost = self.expansion_costs.get(key)
         if cost is None:
             analyzed, _ = self._expansion(node, key)
             cost = self._sum_graph(analyzed.graph, analyzed.opsets,
                                    f"the function body of {node.op_type}")
-            _EXPANSIONS[key] = cost
+            self.expansion_costs[key] = cost
         return cost
 
     def function_backward(self, node: Node, grads: frozenset[int]) -> Cost:
         key = _expansion_key(node)
-        cost = _EXPANSION_BACKWARDS.get((key, grads))
+        cost = self.expansion_backwards.get((key, grads))
         if cost is None:
             analyzed, formal_inputs = self._expansion(node, key)
             flow = GradientFlow(analyzed.graph, [formal_inputs[i] for i in grads])
             cost = self._sum_backward(analyzed.graph, analyzed.opsets, flow,
                                       f"the function body of {node.op_type}")
-            _EXPANSION_BACKWARDS[(key, grads)] = cost
+            self.expansion_backwards[(key, grads)] = cost
         return cost
 
     def _expansion(self, node: Node, key: tuple) -> tuple[AnalyzedModel, tuple[str, ...]]:
@@ -293,11 +297,6 @@ class _Counter:
             except Uncostable as e:
                 raise Uncostable(f"in {where}, node '{proto.name}' ({proto.op_type}): {e}") from None
         return total
-
-
-# Function-body costs by node signature: models repeat the same LayerNorm or Gelu many times.
-_EXPANSIONS: dict[tuple, Cost] = {}
-_EXPANSION_BACKWARDS: dict[tuple, Cost] = {}
 
 
 def _body_key(node: Node, attr: str) -> tuple:
