@@ -16,7 +16,7 @@ from onnxflops.cli import main
 
 
 @pytest.fixture
-def dynamic_cnn(tmp_path):
+def dynamic_cnn(onnx_file):
     m = model([node("Conv", ["input", "w", "b"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
                     name="/features/conv1/Conv"),
                node("Relu", ["c"], ["r"], name="/features/relu/Relu"),
@@ -26,9 +26,7 @@ def dynamic_cnn(tmp_path):
               {"input": ["batch", 3, "height", "width"]},
               [weight("w", (4, 3, 3, 3)), weight("b", (4,)), weight("fc.w", (10, 4)),
                weight("fc.b", (10,))])
-    path = tmp_path / "cnn.onnx"
-    onnx.save(m, str(path))
-    return str(path)
+    return onnx_file(m, "cnn.onnx")
 
 
 def run(capsys, *argv):
