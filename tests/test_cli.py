@@ -168,3 +168,12 @@ def test_the_package_names_the_functions_even_once_their_modules_are_loaded():
               "onnxflops.profiling.profile.__qualname__, Comparison.__name__, Profile.__name__)")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.stdout.split() == ["compare", "profile", "profile", "Comparison", "Profile"]
+
+
+def test_counting_an_onnx_file_imports_neither_tensorflow_nor_torch(onnx_file):
+    path = onnx_file(model([node("Relu", ["x"], ["y"])], {"x": [2]}), "relu.onnx")
+    code = ("import sys, onnxflops; onnxflops.count(sys.argv[1]); "
+            "print(sorted({'tensorflow', 'torch', 'keras', 'tf2onnx'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code, path],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
