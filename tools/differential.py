@@ -9,7 +9,9 @@
 
 The models are collected once, so both checkouts count the very same files. `collect` runs the
 suite with this file as a pytest plugin: it keeps the model (after any conversion) and the inputs
-and batch of every count the tests make in-process; the pairs come in through the parity tests.
+and batch of every count the tests make in-process; then it converts every pair of models/ from
+Keras and with both torch exporters (most are the parity tests' models again: kept once), and
+builds the bench models.
 A count that fails records its error's first line, so a changed error is a difference too.
 """
 
@@ -79,6 +81,8 @@ def collect(directory: Path, pytest_args: list[str]) -> int:
                                                       os.environ.get("PYTHONPATH")) if p))
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                             "-p", "differential", *pytest_args], cwd=REPO, env=env)
+    subprocess.run([sys.executable, str(TOOLS / "differential.py"), "pairs", str(directory)],
+                   env=env, check=True)
     built = subprocess.run([sys.executable, str(REPO / "bench" / "models.py"), str(directory)],
                            env=env, check=True, stdout=subprocess.PIPE, text=True)
     for case in json.loads(built.stdout):
@@ -88,6 +92,19 @@ def collect(directory: Path, pytest_args: list[str]) -> int:
         Path(case["path"]).with_suffix(".json").write_text(json.dumps(bindings, sort_keys=True))
     print(f"{len(list(directory.glob('*.onnx')))} models in {directory} "
           f"(the tests exited {tests.returncode})")
+    return 0
+
+
+def collect_pairs(directory: Path) -> int:
+    """Every pair of models/, from Keras and from PyTorch with each exporter."""
+    from converters import keras_to_onnx, torch_to_onnx
+    from models import PAIRS
+
+    for p in PAIRS:
+        _keep(directory, keras_to_onnx(p.keras_model()), None, None, False)
+        for exporter in ("dynamo", "legacy"):
+            _keep(directory, torch_to_onnx(p.torch_module(), p.torch_example(), exporter=exporter),
+                  None, None, False)
     return 0
 
 
@@ -152,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("collect", help="run the tests and the bench build, keeping their models")
     p.add_argument("directory", type=Path)
     p.add_argument("pytest_args", nargs="*", help="passed to pytest (e.g. a test file)")
+    p = sub.add_parser("pairs", help="convert every pair of models/ into DIR (part of collect)")
+    p.add_argument("directory", type=Path)
     p = sub.add_parser("count", help="count every collected model three ways into a JSON file")
     p.add_argument("directory", type=Path)
     p.add_argument("out", type=Path)
@@ -161,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "collect":
         return collect(args.directory, args.pytest_args)
+    if args.command == "pairs":
+        return collect_pairs(args.directory)
     if args.command == "count":
         return count_all(args.directory, args.out)
     return diff(args.a, args.b)
