@@ -7,7 +7,7 @@ Rules use plain arithmetic on dims (`*`, `+`, `prod`) so that symbolic dims flow
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from onnxflops.graph import domain_key
@@ -88,6 +88,22 @@ CONVENTIONS = {
 }
 
 
+Grads = frozenset  # the input slots whose gradient training needs
+
+
+@dataclass(frozen=True, slots=True)
+class Backward:
+    """What computing the gradients of one node costs in training.
+
+    `fn` receives the node and `grads`, the input slots whose gradient training needs (weights
+    always; activations when something upstream needs them; never the model's inputs or
+    non-trainable constants), and returns a `Cost`; `formula` is its docstring's first line.
+    """
+
+    fn: Callable[["Node", Grads], Cost]
+    formula: str
+
+
 @dataclass(frozen=True, slots=True)
 class Rule:
     domain: str
@@ -100,6 +116,7 @@ class Rule:
     # For weights packed several to an element: the weights each packed slot holds, from the
     # node's attributes (MatMulNBits packs two 4-bit weights a byte).
     packed: Callable[[Mapping[str, Any]], Mapping[int, Any]] | None = None
+    backward: Backward | None = None
 
     def is_weight_slot(self, i: int) -> bool:
         return self.weights == ALL_INPUTS or i in self.weights
@@ -107,7 +124,14 @@ class Rule:
 
 @dataclass
 class Registry:
+    """Rules by (domain, op type), each with its backward beside its forward.
+
+    `memo` keeps what counting derived from the table (the cost of a function body, by node
+    signature); it empties whenever a rule changes.
+    """
+
     rules: dict[tuple[str, str], Rule] = field(default_factory=dict)
+    memo: dict[Any, Any] = field(default_factory=dict)
 
     def register(self, op_types: str | Iterable[str], *, category: str, domain: str = "",
                  weights: tuple[int, ...] | str = (), buffers: tuple[int, ...] = (),
@@ -121,22 +145,65 @@ class Registry:
         weights held by slots that pack several to an element. The formula defaults to the first
         line of the rule's docstring.
         """
-        names = [op_types] if isinstance(op_types, str) else list(op_types)
-
         def wrap(fn: Callable) -> Callable:
-            text = formula or (fn.__doc__ or "").strip().splitlines()[0]
-            for name in names:
-                key = (domain, name)
-                if key in self.rules:
-                    raise ValueError(f"duplicate cost rule for {domain or 'ai.onnx'}::{name}")
-                self.rules[key] = Rule(domain, name, category, fn, text, weights, buffers, packed)
+            text = formula or first_line(fn)
+            for name in _names(op_types):
+                self.add(Rule(domain_key(domain), name, category, fn, text, weights, buffers,
+                              packed))
             return fn
 
         return wrap
 
+    def register_backward(self, op_types: str | Iterable[str], *, domain: str = "",
+                          formula: str | None = None) -> Callable:
+        """Decorator: register `fn(node, grads)` as the backward rule of each op type in
+        `op_types`, which must have a forward rule and no backward one yet."""
+        def wrap(fn: Callable) -> Callable:
+            text = formula or first_line(fn)
+            for name in _names(op_types):
+                forward = self.lookup(domain, name)
+                label = f"{domain or 'ai.onnx'}::{name}"
+                if forward is None:
+                    raise ValueError(f"backward rule for {label}, which has no forward rule")
+                if forward.backward is not None:
+                    raise ValueError(f"duplicate backward rule for {label}")
+                self.add(replace(forward, backward=Backward(fn, text)), replacing=True)
+            return fn
+
+        return wrap
+
+    def add(self, rule: Rule, replacing: bool = False) -> None:
+        """Put `rule` in the table; an op that has one already needs `replacing`."""
+        key = (rule.domain, rule.op_type)
+        if key in self.rules and not replacing:
+            raise ValueError(f"duplicate cost rule for {rule.domain or 'ai.onnx'}::{rule.op_type}")
+        self.rules[key] = rule
+        self.memo.clear()
+
     def lookup(self, domain: str, op_type: str) -> Rule | None:
         return self.rules.get((domain_key(domain), op_type))
+
+    def overlaid(self, rules: Iterable[Rule]) -> "Registry":
+        """A copy of this table with `rules` in place of the ones of their ops."""
+        table = Registry(dict(self.rules))
+        for r in rules:
+            table.add(r, replacing=True)
+        return table
+
+
+def first_line(fn: Callable) -> str:
+    """A rule's formula: the first line of its docstring."""
+    doc = (fn.__doc__ or "").strip()
+    if not doc:
+        raise ValueError(f"cost rule {getattr(fn, '__name__', fn)!r} has no formula: give it a "
+                         "docstring whose first line is the formula, or pass formula=")
+    return doc.splitlines()[0]
+
+
+def _names(op_types: str | Iterable[str]) -> list[str]:
+    return [op_types] if isinstance(op_types, str) else list(op_types)
 
 
 REGISTRY = Registry()
 rule = REGISTRY.register
+backward = REGISTRY.register_backward
