@@ -50,8 +50,9 @@ from onnxflops.costs.registry import (
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.graph import domain_key
 
-__all__ = ["ALL_INPUTS", "CONTRACTION", "CONVENTIONS", "RECURRENT", "REGISTRY", "ZERO", "Backward", "Cost", "Engine", "Grads", "Node",
-           "Registry", "Rule", "RuleOverrides", "register_rule", "with_rules"]
+__all__ = ["ALL_INPUTS", "CONTRACTION", "CONVENTIONS", "RECURRENT", "REGISTRY", "ZERO",
+           "Backward", "Cost", "Engine", "Grads", "Node", "Registry", "Rule", "RuleOverrides",
+           "register_rule", "with_rules"]
 
 ForwardFn = Callable[[Node], Cost]
 BackwardFn = Callable[[Node, Grads], Cost]
