@@ -47,6 +47,9 @@ class Backward:
     `fn` receives the node and `grads`, the input slots whose gradient training needs (weights
     always; activations when something upstream needs them; never the model's inputs or
     non-trainable constants), and returns a `Cost`; `formula` is its docstring's first line.
+    Contractions count the products `torch.utils.flop_counter.FlopCounterMode` counts for
+    `loss.backward()`; other ops the arithmetic of their gradient formula, a copy or a broadcast
+    being free.
     """
 
     fn: Callable[[Node, Grads], Cost]
@@ -55,6 +58,9 @@ class Backward:
 
 @dataclass(frozen=True, slots=True)
 class Rule:
+    """The cost of one op: its forward rule (`fn`, `formula`), the input slots holding weights and
+    buffers, and its backward rule where it has one."""
+
     domain: str
     op_type: str
     category: str
