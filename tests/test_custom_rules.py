@@ -130,7 +130,8 @@ def test_per_call_rules_take_a_backward_beside_the_forward():
 @pytest.mark.parametrize("rules, message", [
     ({"Scale": scale}, "rules: key 'Scale' is not a (domain, op_type) pair"),
     ({(ACME, "Scale"): 3}, "the rule given for com.acme::Scale is not a function"),
-    ({(ACME, "Scale"): (scale,)}, "maps to 1 functions: give a rule, or a (forward, backward) pair"),
+    ({(ACME, "Scale"): (scale,)}, "maps to a tuple of length 1: give a function, or a (forward, "
+                                  "backward) pair"),
 ])
 def test_bad_per_call_rules_are_one_clear_error(rules, message):
     with pytest.raises(onnxflops.OnnxFlopsError, match=re.escape(message)):

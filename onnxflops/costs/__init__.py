@@ -87,8 +87,8 @@ def with_rules(rules: RuleOverrides | None, table: Registry = REGISTRY) -> Regis
         if not (isinstance(key, tuple) and len(key) == 2 and all(isinstance(k, str) for k in key)):
             raise OnnxFlopsError(f"rules: key {key!r} is not a (domain, op_type) pair of strings")
         if isinstance(given, tuple) and len(given) != 2:
-            raise OnnxFlopsError(f"rules: {key!r} maps to {len(given)} functions: give a rule, "
-                                 "or a (forward, backward) pair")
+            raise OnnxFlopsError(f"rules: {key!r} maps to a tuple of length {len(given)}: give "
+                                 "a function, or a (forward, backward) pair")
         forward, back = given if isinstance(given, tuple) else (given, None)
         made.append(_custom_rule(table, *key, forward, back, None, None))
     return table.overlaid(made)
