@@ -65,9 +65,9 @@ def register_rule(domain: str, op_type: str, fn: ForwardFn, *, backward: Backwar
     """Register `fn(node) -> Cost` as the rule of `domain::op_type` for every later count.
 
     `backward(node, grads) -> Cost` prices its gradients in training counts. Each function's
-    docstring's first line is its formula. `category` (default "other") and `weights`, the input
-    slots holding learned parameters (default none), follow the rule being replaced when omitted.
-    An op that has a rule already needs `replace=True`.
+    docstring's first line is its formula. `weights` lists the input slots holding learned
+    parameters. Omitted, `backward`, `category` and `weights` are those of the rule replaced, or
+    none, "other" and none for a new op. An op that has a rule already needs `replace=True`.
     """
     if REGISTRY.lookup(domain, op_type) is not None and not replace:
         raise OnnxFlopsError(f"{domain or 'ai.onnx'}::{op_type} has a cost rule already: pass "
@@ -100,8 +100,8 @@ def _custom_rule(table: Registry, domain: str, op_type: str, fn: ForwardFn,
     """A rule for `domain::op_type` from user functions; what is not given follows the table's
     rule for the op, if it has one."""
     label = f"{domain or 'ai.onnx'}::{op_type}"
-    for role, f in (("rule", fn), ("backward rule", backward)):
-        if f is not None and not callable(f):
+    for role, f in (("rule", fn), ("backward rule", backward or fn)):
+        if not callable(f):
             raise OnnxFlopsError(f"the {role} given for {label} is not a function")
     try:
         formula = first_line(fn)
