@@ -14,7 +14,7 @@ import pytest
 from onnx import helper
 
 import onnxflops
-from onnxflops.costs import REGISTRY, Cost, Registry
+from onnxflops.costs import REGISTRY, Cost
 from typed_models import FLOAT, costed, typed_model
 
 ACME = "com.acme"
@@ -136,16 +136,3 @@ def test_per_call_rules_take_a_backward_beside_the_forward():
 def test_bad_per_call_rules_are_one_clear_error(rules, message):
     with pytest.raises(onnxflops.OnnxFlopsError, match=re.escape(message)):
         onnxflops.count(scale_model(), rules=rules)
-
-
-def test_a_backward_needs_a_forward_and_only_one():
-    table = Registry()
-    with pytest.raises(ValueError, match="backward rule for com.acme::Scale, which has no forward"):
-        table.register_backward("Scale", domain=ACME)(scale_backward)
-    table.register("Scale", domain=ACME, category="other")(scale)
-    table.register_backward("Scale", domain=ACME)(scale_backward)
-    assert table.lookup(ACME, "Scale").backward.formula == scale_backward.__doc__.splitlines()[0]
-    with pytest.raises(ValueError, match="duplicate backward rule for com.acme::Scale"):
-        table.register_backward("Scale", domain=ACME)(scale_backward)
-    with pytest.raises(ValueError, match="duplicate cost rule for com.acme::Scale"):
-        table.register("Scale", domain=ACME, category="other")(scale)
