@@ -169,3 +169,26 @@ def test_the_package_names_the_functions_even_once_their_modules_are_loaded():
               "onnxflops.profiling.profile.__qualname__, Comparison.__name__, Profile.__name__)")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.stdout.split() == ["compare", "profile", "profile", "Comparison", "Profile"]
+
+
+def test_version_is_the_installed_distributions(capsys, monkeypatch):
+    import importlib.metadata
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: {"onnxflops": "9.8.7"}[name])
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out == "onnxflops 9.8.7\n"
+
+
+def test_version_falls_back_to_the_packages_own_when_not_installed(capsys, monkeypatch):
+    import importlib.metadata
+
+    import onnxflops
+
+    def not_installed(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    monkeypatch.setattr(onnxflops, "__version__", "1.2.3")
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert capsys.readouterr().out == "onnxflops 1.2.3\n"
