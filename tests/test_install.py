@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import email
 import glob
+import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import onnx
@@ -56,9 +58,10 @@ def interpreter(version: str) -> str | None:
     found = sorted(glob.glob(os.path.join(pyenv_root, "versions", f"{version}.*", "bin", "python")))
     candidates = [*found, shutil.which(f"python{version}")]
     for candidate in filter(None, candidates):
-        probe = subprocess.run([candidate, "-c", "import sys; print(sys.version_info[:2])"],
-                               capture_output=True, text=True)
-        if probe.returncode == 0 and probe.stdout.strip() == str(tuple(map(int, version.split(".")))):
+        probe = subprocess.run(
+            [candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True, text=True)
+        if probe.returncode == 0 and probe.stdout.strip() == version:
             return candidate
     return None
 
@@ -74,13 +77,14 @@ def dist_name(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    """The wheel of this tree, built from a copy so that the build leaves nothing in the checkout."""
+    """The wheel of this tree, built from a copy: the build leaves nothing in the checkout."""
     source = tmp_path_factory.mktemp("source") / "onnxflops"
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
         ".git", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", "tests", "bench"))
     out = tmp_path_factory.mktemp("wheel")
-    sh(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-       "-w", out, source)
+    # With setuptools here, pip builds with it rather than fetching it into an isolated env.
+    isolation = [] if importlib.util.find_spec("setuptools") is None else ["--no-build-isolation"]
+    sh(sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, "-q", "-w", out, source)
     (built,) = out.glob("onnxflops-*.whl")
     return built
 
@@ -128,8 +132,9 @@ def user_project(root: Path) -> Path:
             f"raise ImportError('the user project\\'s own {package} was imported')\n")
     # y = relu(x·W + b), x [2, 8], W [8, 4]: 2·8·4 = 64 MACs, 8·4 + 4 = 36 params.
     graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "W"], ["xW"]), helper.make_node("Add", ["xW", "b"], ["z"]),
-         helper.make_node("Relu", ["z"], ["y"])], "user",
+        [helper.make_node("MatMul", ["x", "W"], ["xW"]),
+         helper.make_node("Add", ["xW", "b"], ["z"]), helper.make_node("Relu", ["z"], ["y"])],
+        "user",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
         [helper.make_tensor("W", TensorProto.FLOAT, [8, 4], [0.5] * 32),
@@ -144,14 +149,44 @@ def installed(python: Path) -> set[str]:
     return {dist_name(d["name"]) for d in json.loads(listing)}
 
 
-@pytest.mark.parametrize("version", PYTHONS)
-def test_wheel_installs_and_counts_from_a_users_project(version, wheel, tmp_path):
-    python = interpreter(version)
-    if python is None:
+@pytest.fixture(scope="module")
+def environments(wheel, tmp_path_factory) -> dict[str, Path | Exception | None]:
+    """For each Python in PYTHONS found here, a clean venv holding the wheel with its core
+    dependencies, pytest and hypothesis (None where that Python is missing). Built side by side:
+    each is mostly waiting on the package index."""
+    root = tmp_path_factory.mktemp("venvs")
+
+    def build(version: str) -> Path | None:
+        python = interpreter(version)
+        if python is None:
+            return None
+        env_python = venv(python, root / version)
+        floors = ["-c", FLOORS] if version == PYTHONS[0] else []
+        sh(env_python, "-m", "pip", "install", "-q", wheel, "pytest>=7", "hypothesis>=6", *floors)
+        return env_python
+
+    def attempt(version: str) -> Path | Exception | None:
+        try:
+            return build(version)
+        except Exception as error:  # noqa: BLE001  (reported by that version's tests)
+            return error
+
+    with ThreadPoolExecutor(len(PYTHONS)) as pool:
+        return dict(zip(PYTHONS, pool.map(attempt, PYTHONS)))
+
+
+def environment(environments, version: str) -> Path:
+    built = environments[version]
+    if built is None:
         pytest.skip(f"no Python {version} on this machine")
-    env_python = venv(python, tmp_path / "venv")
-    floors = ["-c", FLOORS] if version == PYTHONS[0] else []
-    sh(env_python, "-m", "pip", "install", "-q", wheel, *floors)
+    if isinstance(built, Exception):
+        raise built
+    return built
+
+
+@pytest.mark.parametrize("version", PYTHONS)
+def test_wheel_installs_and_counts_from_a_users_project(version, environments, tmp_path):
+    env_python = environment(environments, version)
     assert not installed(env_python) & FRAMEWORKS
 
     project = user_project(tmp_path / "project")
@@ -172,18 +207,11 @@ def test_wheel_installs_and_counts_from_a_users_project(version, wheel, tmp_path
 
 
 @pytest.mark.parametrize("version", PYTHONS)
-def test_core_tests_run_on_every_claimed_python(version, tmp_path):
-    """The tests that need no framework (the frameworks' own are skipped where none is installed)
-    pass on each version; the first at the core dependencies' floors."""
-    python = interpreter(version)
-    if python is None:
-        pytest.skip(f"no Python {version} on this machine")
-    env_python = venv(python, tmp_path / "venv")
-    floors = ["-c", FLOORS] if version == PYTHONS[0] else []
-    sh(env_python, "-m", "pip", "install", "-q", "onnx>=1.16", "numpy>=1.24", "sympy>=1.12",
-       "pytest>=7", "hypothesis>=6", *floors)
-    assert not installed(env_python) & FRAMEWORKS
-    # From the checkout: the working directory comes first on the path.
+def test_core_tests_run_on_every_claimed_python(version, environments):
+    """The tests that need no framework (the frameworks' own skip where none is installed) pass
+    on each version; the first at the core dependencies' floors."""
+    env_python = environment(environments, version)
+    # From the checkout: the working directory comes first on the path, before the wheel.
     sh(env_python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "not slow", cwd=ROOT)
 
 
