@@ -192,3 +192,17 @@ def test_version_falls_back_to_the_packages_own_when_not_installed(capsys, monke
     with pytest.raises(SystemExit):
         main(["--version"])
     assert capsys.readouterr().out == "onnxflops 1.2.3\n"
+
+
+@pytest.mark.parametrize("suffix, missing, extra", [(".keras", "keras", "keras"),
+                                                   (".pt2", "torch", "torch")])
+def test_a_missing_framework_names_the_extra_that_installs_it(tmp_path, capsys, monkeypatch,
+                                                             suffix, missing, extra):
+    for module in ("keras", "tensorflow", "tf2onnx", "torch"):
+        monkeypatch.setitem(sys.modules, module, None)  # what `import` finds when not installed
+    path = tmp_path / f"model{suffix}"
+    path.write_bytes(b"")
+    code, out, err = run(capsys, "count", str(path))
+    assert (code, out) == (2, "")
+    assert err == (f"onnxflops: error: {path}: converting it needs {missing}: "
+                   f"pip install 'onnxflops[{extra}]'\n")
