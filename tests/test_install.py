@@ -3,8 +3,8 @@
 and the framework extras, asked of pip without installing, leave a user's torch and TensorFlow
 in place.
 
-Slow (venvs, pip reaching the package index): run with the rest of the suite, or alone with
-`python -m pytest tests/test_install.py`.
+The wheel and venv tests are slow (pip reaching the package index): they run with the rest of the
+suite, or alone with `python -m pytest tests/test_install.py`.
 """
 
 from __future__ import annotations
@@ -26,8 +26,6 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnxflops
-
-pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 # Every version pyproject's requires-python and classifiers claim; the first runs at the floors of
@@ -101,6 +99,7 @@ def wheel_metadata(wheel_path: Path) -> email.message.Message:
         return email.message_from_bytes(archive.read(name))
 
 
+@pytest.mark.slow
 def test_wheel_declares_ranges_never_pins(wheel):
     metadata = wheel_metadata(wheel)
     requires = metadata.get_all("Requires-Dist")
@@ -115,6 +114,7 @@ def test_wheel_declares_ranges_never_pins(wheel):
         metadata.get_all("Provides-Extra"))
 
 
+@pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason="namespace move pending: converters/ and models/ still "
                                        "install as top-level packages")
 def test_wheel_installs_only_the_onnxflops_package(wheel):
@@ -184,6 +184,7 @@ def environment(environments, version: str) -> Path:
     return built
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", PYTHONS)
 def test_wheel_installs_and_counts_from_a_users_project(version, environments, tmp_path):
     env_python = environment(environments, version)
@@ -206,6 +207,7 @@ def test_wheel_installs_and_counts_from_a_users_project(version, environments, t
                      str(project / "converters" / "__init__.py")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", PYTHONS)
 def test_core_tests_run_on_every_claimed_python(version, environments):
     """The tests that need no framework (the frameworks' own skip where none is installed) pass
@@ -224,6 +226,7 @@ def fake_installed(site_packages: Path, name: str, version: str) -> None:
     (info / "RECORD").write_text("")
 
 
+@pytest.mark.slow
 def test_framework_extras_keep_the_users_torch_and_tensorflow(wheel, tmp_path):
     """In an environment holding CUDA torch 2.14.1 and TensorFlow, pip (--dry-run) would install
     the converters' other dependencies and replace neither."""
@@ -240,3 +243,16 @@ def test_framework_extras_keep_the_users_torch_and_tensorflow(wheel, tmp_path):
     assert "onnxflops" in would_install
     assert {"tf2onnx", "keras", "onnxscript", "onnxruntime", "transformers"} <= set(would_install)
     assert not set(would_install) & {*users, "tensorflow-cpu"}, would_install
+
+
+def test_ci_runs_exactly_the_readmes_test_command():
+    readme = (ROOT / "README.md").read_text()
+    test_command = next(line for line in readme.splitlines()
+                        if line.startswith("python -m pip install") and "pytest" in line)
+    ci_lines = [line for line in (ROOT / ".ci" / "run").read_text().splitlines()
+                if line.startswith("python -m pip install")]
+    assert [line.replace(" -q", "") for line in ci_lines] == [test_command]
+    # The CPU builds are chosen there, by pins in the constraints file, never by the metadata.
+    constraints = ROOT / test_command.split(" -c ")[1].split()[0]
+    pins = [line for line in constraints.read_text().splitlines() if line and line[0] != "#"]
+    assert pins and all("==" in line for line in pins)
