@@ -10,6 +10,7 @@ _PUBLIC = {
     "count": "onnxflops.api",
     "clear_caches": "onnxflops.caches",
     "CONVENTIONS": "onnxflops.costs.registry",
+    "Cost": "onnxflops.costs", "register_rule": "onnxflops.costs",
     "OnnxFlopsError": "onnxflops.errors",
     "NodeReport": "onnxflops.report", "Report": "onnxflops.report", "Totals": "onnxflops.report",
     "Comparison": "onnxflops.comparison", "assert_same_cost": "onnxflops.comparison",

@@ -32,7 +32,8 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 def loaded_frameworks() -> set[str]:
-    return {name for name in FRAMEWORKS if name in sys.modules}
+    # None: a test made the module look absent (monkeypatch.setitem(sys.modules, name, None)).
+    return {name for name in FRAMEWORKS if sys.modules.get(name) is not None}
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -1,5 +1,6 @@
-"""Symbolic dims on exported torch models: ResNet-50 and a transformer layer count as formulas
-in their dynamic dims."""
+"""Symbolic dims on models exported from torch: the totals are formulas in the dynamic dims that
+agree with the counts made with those dims bound. (Kept apart from test_symbolic.py, whose tests
+need no framework and run on every Python version.)"""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Training FLOPs of exported torch models, checked against torch.utils.flop_counter.FlopCounterMode
-on loss.backward()."""
+"""Training FLOPs of torch models: the contractions' backward counts equal what
+torch.utils.flop_counter.FlopCounterMode counts on loss.backward(). (Kept apart from
+test_training.py, whose tests need no framework and run on every Python version.)"""
 
 from __future__ import annotations
 
