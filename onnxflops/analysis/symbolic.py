@@ -324,7 +324,7 @@ def _expand_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
 def _broadcast(a: list, b: list) -> list:
     rank = max(len(a), len(b))
     a, b = [1] * (rank - len(a)) + a, [1] * (rank - len(b)) + b
-    return [y if _equals(x, 1) else x if _equals(y, 1) or _equals(x, y) else None
+    return [y if _equals(x, 1) else x if _equals(y, 1) or x is not None and x == y else None
             for x, y in zip(a, b)]
 
 
@@ -455,6 +455,27 @@ def _global_pool_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | Non
     return None if data is None else [*data[:2], *[1] * (len(data) - 2)]
 
 
+def _reduce_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
+    """A Reduce* op's output: axes from the input (opset 18) or the attribute; none: all, unless
+    noop_with_empty_axes."""
+    data = values.shape(node.input[0])
+    if data is None:
+        return None
+    attrs = _attrs(node)
+    given = len(node.input) > 1 and node.input[1] or "axes" in attrs
+    axes = _axes(node, values) if given else None
+    if given and axes is None:
+        return None  # axes computed at run time
+    if not axes:
+        if attrs.get("noop_with_empty_axes", 0):
+            return list(data)
+        axes = range(len(data))
+    reduced = {a % len(data) for a in axes}
+    if attrs.get("keepdims", 1):
+        return [1 if i in reduced else d for i, d in enumerate(data)]
+    return [d for i, d in enumerate(data) if i not in reduced]
+
+
 def _product(dims) -> Any:
     return None if None in dims else math.prod(dims)
 
@@ -483,4 +504,8 @@ _SHAPE_OF: dict[str, Callable] = {
                      "GroupNormalization"], _same_shape),
     **dict.fromkeys(["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "PRelu",
                      "Where"], _broadcast_shape),
+    # Opset 18 moved the axes to an input, which ONNX inference reads only from an initializer.
+    **dict.fromkeys(["ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
+                     "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
+                     "ReduceSumSquare"], _reduce_shape),
 }

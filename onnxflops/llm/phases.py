@@ -1,0 +1,158 @@
+"""One serving phase (prefill, or a decode step) counted once as formulas in its symbolic dims.
+
+Each node keeps its MACs, FLOPs and bytes as formulas; the phase's totals, its bytes in the
+serving dtypes and its roofline time are evaluated from them at any prompt or context length.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from onnxflops.dims import SYMBOL_MARK, to_expr
+from onnxflops.graph import dtype_bits
+
+# Bits per element of each serving dtype; the graph itself is exported in float32.
+DTYPE_BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "int8": 8, "int4": 4}
+# Gathers whose bytes read are the rows they take of a weight, not the whole table.
+_GATHERS = frozenset({"Gather", "GatherND", "GatherElements"})
+
+
+@dataclass
+class PhaseCost:
+    """What one phase costs: MACs and FLOPs, bytes read and written in the serving dtypes."""
+
+    macs: Any
+    flops: Any
+    bytes_read: Any
+    bytes_written: Any
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"macs": _plain(self.macs), "flops": _plain(self.flops),
+                "bytes_read": _plain(self.bytes_read), "bytes_written": _plain(self.bytes_written)}
+
+
+@dataclass
+class Traffic:
+    """How the graph's float32 bytes become serving bytes: weights in one dtype, activations and
+    the KV cache in another."""
+
+    weight_bits: int
+    activation_bits: int
+
+    def scale(self, weight_bytes: Any, other_bytes: Any) -> Any:
+        from sympy import Rational
+
+        return (weight_bytes * Rational(self.weight_bits, 32)
+                + other_bytes * Rational(self.activation_bits, 32))
+
+
+class Phase:
+    """A counted graph (its report and analyzed model) as per-node formulas in `symbols`."""
+
+    def __init__(self, counted, symbols: tuple[str, ...], traffic: Traffic):
+        import sympy
+
+        self.report = counted.report
+        self.symbols = tuple(to_expr(SYMBOL_MARK + s) for s in symbols)
+        protos = {n.name: n for n in counted.analyzed.model.graph.node}
+        view = counted.analyzed.graph
+        rows = []
+        for node in self.report.nodes:
+            weight = _weight_bytes(node, protos.get(node.name), view)
+            read = traffic.scale(weight, node.bytes_read - weight)
+            written = traffic.scale(0, node.bytes_written)
+            rows.append((node.op_type, sympy.sympify(node.macs), sympy.sympify(node.flops),
+                         sympy.sympify(read), sympy.sympify(written)))
+        self.rows = rows
+        self.inputs = self.report.inputs
+
+    def at(self, **values: Any) -> PhaseCost:
+        """The phase's totals with its symbols given (ints: numbers; symbols: formulas)."""
+        subs = self._subs(values)
+        totals = [sum((r[k] for r in self.rows), 0) for k in (1, 2, 3, 4)]
+        return PhaseCost(*(_number(t.subs(subs) if hasattr(t, "subs") else t) for t in totals))
+
+    def seconds(self, hardware, compute_dtype: str, **values: Any) -> "Timing":
+        """The roofline time of each node, max(flops / peak, bytes / bandwidth), summed; one
+        of `values` may be an array (a time per element)."""
+        import sympy
+
+        peak, bandwidth = hardware.peak(compute_dtype), hardware.bandwidth_bytes_per_s
+        names = [s.name for s in self.symbols]
+        args = [np.asarray(values[n], dtype=np.float64) for n in names]
+        total = compute = memory = 0.0
+        by_op: dict[str, Any] = {}
+        # Layers repeat: nodes of one op type with the same formulas are evaluated once.
+        groups: dict[tuple, int] = {}
+        for op, _, flops, read, written in self.rows:
+            key = (op, flops, read + written)
+            groups[key] = groups.get(key, 0) + 1
+        for (op, flops, moved), count in groups.items():
+            f = sympy.lambdify(self.symbols, flops, "numpy")(*args) if flops != 0 else 0.0
+            b = sympy.lambdify(self.symbols, moved, "numpy")(*args) if moved != 0 else 0.0
+            t_compute, t_memory = np.asarray(f) / peak, np.asarray(b) / bandwidth
+            t = np.maximum(t_compute, t_memory) * count
+            total = total + t
+            compute = compute + np.where(t_compute >= t_memory, t, 0.0)
+            memory = memory + np.where(t_compute >= t_memory, 0.0, t)
+            by_op[op] = by_op.get(op, 0.0) + t
+        return Timing(total, compute, memory, by_op)
+
+    def _subs(self, values: dict[str, Any]) -> dict:
+        return {s: values[s.name] for s in self.symbols if s.name in values}
+
+
+@dataclass
+class Timing:
+    """Roofline seconds of a phase, with the share of compute-bound and memory-bound nodes."""
+
+    seconds: Any
+    compute_bound_s: Any
+    memory_bound_s: Any
+    by_op_type: dict[str, Any]
+
+    @property
+    def bound(self) -> str:
+        return "compute" if np.sum(self.compute_bound_s) >= np.sum(self.memory_bound_s) \
+            else "memory"
+
+
+def _weight_bytes(node, proto, view) -> int:
+    """Bytes of the node's reads that are weights: every constant float input it reads in
+    full, or for a gather the rows it takes."""
+    if proto is None:
+        return 0
+    weights = [view.info(name) for name in proto.input
+               if name and view.holds_value(name) and view.info(name) is not None
+               and view.info(name).is_float and view.info(name).concrete]
+    if not weights:
+        return 0
+    if node.op_type in _GATHERS and proto.input[0] == weights[0].name:
+        return node.bytes_written
+    return sum(w.nbytes for w in weights)
+
+
+def _number(value: Any) -> Any:
+    """An int where a formula has become one, the formula otherwise; bytes round up."""
+    if hasattr(value, "is_number") and value.is_number:
+        return int(math.ceil(value))
+    if isinstance(value, float):
+        return int(math.ceil(value))
+    return value
+
+
+def _plain(value: Any) -> Any:
+    return value if isinstance(value, (int, float)) else str(value)
+
+
+def tensor_bytes(shape: list, dtype: int, bits: int | None = None, **values: Any) -> int:
+    """Bytes of a tensor whose declared dims may name symbols, at `values`; `bits` per element
+    overrides the dtype's."""
+    numel = 1
+    for d in shape:
+        numel *= values[d] if isinstance(d, str) else d
+    return (numel * (bits or dtype_bits(dtype)) + 7) // 8
