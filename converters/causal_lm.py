@@ -25,7 +25,7 @@ from pathlib import Path
 import onnx
 
 from converters.common import root_cause
-from converters.from_torch import OPSET, export_dynamo
+from converters.from_torch import OPSET, eval_mode, export_dynamo
 from onnxflops.errors import OnnxFlopsError, first_line
 
 # Example sizes the graphs are traced at: neither may be 0 or 1, which torch.export would
@@ -44,6 +44,8 @@ class CausalLM:
     decode: onnx.ModelProto  # inputs: input_ids [batch, 1], one key and one value per layer
     experts: int  # experts per MoE layer (0: a dense model)
     experts_per_token: int  # top-k
+    params: int  # the model's own count, each tied tensor once (the graph would also count
+    # buffers it reads as constants: the rotary embedding's inverse frequencies)
     expert_params: int  # parameters of all experts of all layers
     embedding_params: int  # the input embedding table (the 2·N rule leaves it out)
 
@@ -69,15 +71,27 @@ def load_causal_lm(source):
 
 def causal_lm_to_onnx(model) -> CausalLM:
     """Export `model` (see `load_causal_lm` for what it may be) once for prefill, once for decode."""
-    import torch
-
     model = load_causal_lm(model)
     name = type(model).__name__
     config = model.config
     experts = int(getattr(config, "num_local_experts", 0) or getattr(config, "num_experts", 0) or 0)
-    if experts and hasattr(config, "_experts_implementation"):
-        config._experts_implementation = "batched_mm"
-    model.eval()
+    with _experts_batched(config if experts else None), eval_mode(model):
+        prefill, decode, layers = _export_phases(model, name)
+    _name_cache_inputs(decode, layers)
+    prefill.graph.name = decode.graph.name = name
+    expert_params = sum(p.numel() for n, p in model.named_parameters() if ".experts." in n)
+    embedding = model.get_input_embeddings()
+    return CausalLM(name, prefill, decode, experts,
+                    int(getattr(config, "num_experts_per_tok", 0) or 0) if experts else 0,
+                    sum(p.numel() for p in model.parameters()), expert_params,
+                    embedding.weight.numel() if embedding is not None else 0)
+
+
+def _export_phases(model, name: str) -> tuple[onnx.ModelProto, onnx.ModelProto, int]:
+    """The prefill and decode-step graphs, and the number of layers with a KV cache."""
+    import torch
+
+    config = model.config
     batch = torch.export.Dim("batch", min=1, max=1 << 16)
     prompt = torch.export.Dim("prompt", min=1, max=1 << 24)
     context = torch.export.Dim("context", min=1, max=1 << 24)
@@ -85,21 +99,27 @@ def causal_lm_to_onnx(model) -> CausalLM:
     ids = torch.randint(0, config.vocab_size, (_EXAMPLE_BATCH, _EXAMPLE_PROMPT), generator=generator)
     with torch.no_grad(), _quiet():
         cache = model(input_ids=ids, use_cache=True).past_key_values
-        past = [(layer.keys, layer.values) for layer in cache.layers]
-    past = [tuple(_resized(t, _EXAMPLE_CONTEXT) for t in kv) for kv in past]
-    token = ids[:, :1]
+        past = [tuple(_resized(t, _EXAMPLE_CONTEXT) for t in (layer.keys, layer.values))
+                for layer in cache.layers]
     prefill = _export(_prefill_module(model), (ids,), {"input_ids": {0: batch, 1: prompt}}, name)
-    decode = _export(_decode_module(model), (token, past),
+    decode = _export(_decode_module(model), (ids[:, :1], past),
                      {"input_ids": {0: batch},
                       "past": [({0: batch, _TOKEN_AXIS: context},) * 2 for _ in past]}, name)
-    _name_cache_inputs(decode, len(past))
-    prefill.graph.name = decode.graph.name = name
-    expert_params = sum(p.numel() for n, p in model.named_parameters() if ".experts." in n)
-    embedding = model.get_input_embeddings()
-    return CausalLM(name, prefill, decode, experts,
-                    int(getattr(config, "num_experts_per_tok", 0) or 0) if experts else 0,
-                    expert_params, embedding.weight.numel() if embedding is not None else 0)
+    return prefill, decode, len(past)
 
+
+@contextlib.contextmanager
+def _experts_batched(config):
+    """MoE experts as transformers' batched_mm (see the module docstring), for the export only."""
+    if config is None or not hasattr(config, "_experts_implementation"):
+        yield
+        return
+    previous = config._experts_implementation
+    config._experts_implementation = "batched_mm"
+    try:
+        yield
+    finally:
+        config._experts_implementation = previous
 
 def import_transformers():
     """transformers, importable even beside a torchvision built for another torch: transformers

@@ -57,7 +57,7 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
         if not keep_weights:
             stack.enter_context(_stand_in_weights(weights))
         if not is_program:
-            stack.enter_context(_eval_mode(module))
+            stack.enter_context(eval_mode(module))
         try:
             export = export_dynamo if exporter == "dynamo" else _export_legacy
             proto = export(module, args, names, opset)
@@ -217,7 +217,7 @@ def _stand_in_weights(tensors):
 
 
 @contextlib.contextmanager
-def _eval_mode(module):
+def eval_mode(module):
     was_training = module.training
     module.eval()
     try:

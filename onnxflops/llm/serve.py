@@ -138,7 +138,7 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
     contexts = list(range(prompt, last + 1))
     steps = [decode.at(batch=batch, context=c) for c in _ends_and_middle(contexts)]
     decode_total = _sum_affine(decode, batch, prompt, last, steps)
-    total = prefill.report.total.params
+    total = lm.params
     active = total - lm.expert_params + (lm.expert_params * lm.experts_per_token // lm.experts
                                          if lm.experts else lm.expert_params)
     import numpy as np
