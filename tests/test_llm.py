@@ -198,3 +198,31 @@ def test_cli_json_from_a_config_file(tmp_path):
     # 1 layer × (key + value) × 1 kv head × head size 16 × 12 tokens, bf16.
     assert doc["kv_cache_bytes"] == 2 * 16 * 12 * 2
     assert set(doc["prefill"]) == {"macs", "flops", "bytes_read", "bytes_written"}
+
+
+@pytest.mark.slow
+def test_decode_step_against_the_two_n_rule_of_thumb():
+    """Kaplan et al.'s forward FLOPs per token, 2·N + 2·n_layer·n_ctx·d_attn (N: non-embedding
+    params), plus the de-embedding 2·d_model·n_vocab, against the decode step's count.
+
+    Ours is 2 FLOPs per MAC of what the step multiplies: every weight matrix once (N less the
+    norm scales, which multiply elementwise), the head, and at a context of c cached tokens
+    q·kᵀ and p·v over c + 1 keys. Their table counts q·kᵀ only, so ours exceeds the rule by the
+    p·v term, 2·n_layer·(c + 1)·d_attn, less the norms; the elementwise work (norms, SiLU,
+    rotary, softmax) is FLOPs beyond the MACs. A 7B-shaped config needs weights absent (meta
+    export); this one keeps Llama's proportions small: d = 128, 8 heads over 2 KV heads."""
+    transformers = _transformers()
+    layers, d, ffn, vocab, kv = 2, 128, 256, 512, 32
+    config = transformers.LlamaConfig(num_hidden_layers=layers, hidden_size=d,
+                                      intermediate_size=ffn, num_attention_heads=8,
+                                      num_key_value_heads=2, vocab_size=vocab,
+                                      max_position_embeddings=4096, tie_word_embeddings=False)
+    r = llm(transformers.LlamaForCausalLM(config), prompt=1024, generate=2, batch=1)
+    norms = layers * 2 * d + d
+    per_layer = d * d + 2 * d * kv + d * d + 3 * d * ffn
+    n = layers * per_layer + norms  # non-embedding: the head is the de-embedding
+    for c in (1024, 1025):
+        rule = 2 * n + 2 * d * vocab + 2 * layers * (c + 1) * d
+        step = r.decode_at(c)
+        assert 2 * step.macs == rule + 2 * layers * (c + 1) * d - 2 * norms
+        assert step.flops > 2 * step.macs  # and the elementwise work
