@@ -101,7 +101,8 @@ class LlmReport:
 def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardware = "h100",
         dtype: str = "bf16", kv_dtype: str | None = None) -> LlmReport:
     """Serving costs of the causal LM `model`: a transformers model, its config (object,
-    config.json or folder), or a `package.module:factory` spec.
+    config.json or folder), a `package.module:factory` spec, or its graphs already exported
+    (converters.causal_lm_to_onnx).
 
     The prompt pass and one decode step (one token, the KV cache as input) are each exported once
     with their lengths symbolic and counted as formulas; `decode_total` sums the steps at contexts
@@ -109,7 +110,7 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
     (fp32, bf16, fp16, int8, int4), activations and the KV cache in `kv_dtype` (default: bf16,
     fp32 for fp32 weights, fp16 for fp16 ones).
     """
-    from converters.causal_lm import causal_lm_to_onnx
+    from converters.causal_lm import CausalLM, causal_lm_to_onnx
     from onnxflops.api import count_with_model
 
     for name, value in (("prompt", prompt), ("generate", generate), ("batch", batch)):
@@ -122,7 +123,7 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
         raise OnnxFlopsError(f"unknown KV cache dtype '{kv_dtype}': choose one of "
                              f"{', '.join(DTYPE_BITS)}")
     hw = find_hardware(hardware)
-    lm = causal_lm_to_onnx(model)
+    lm = model if isinstance(model, CausalLM) else causal_lm_to_onnx(model)
     traffic = Traffic(DTYPE_BITS[dtype], DTYPE_BITS[kv_dtype])
     prefill = Phase(count_with_model(lm.prefill, symbolic=True, keep_bound=False),
                     ("batch", "prompt"), traffic)
