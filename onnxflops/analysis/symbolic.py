@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 
 from onnxflops.dims import SYMBOL_MARK, is_symbolic, to_dim, to_expr
 from onnxflops.graph import GraphView, is_float, is_standard_domain
@@ -254,6 +255,18 @@ def _reshape_value(node: onnx.NodeProto, values: _ShapeValues):
     return data.reshape([d if d else data.shape[i] for i, d in enumerate(target)])
 
 
+def _constant_value(node: onnx.NodeProto, values: _ShapeValues):
+    """An integer Constant (the view knows constants only once they are marked, after this)."""
+    attrs = _attrs(node)
+    if "value" in attrs:
+        value = onnx.numpy_helper.to_array(attrs["value"])
+        return value.astype(object) if value.dtype.kind in "iu" else None
+    for key in ("value_ints", "value_int"):
+        if key in attrs:
+            return np.asarray(attrs[key], dtype=object)
+    return None
+
+
 def _identity_value(node: onnx.NodeProto, values: _ShapeValues):
     return values.get(node.input[0])
 
@@ -286,6 +299,7 @@ _VALUE_OF: dict[str, Callable] = {
     "Shape": _shape_value, "Size": _size_value, "Gather": _gather_value,
     "Unsqueeze": _unsqueeze_value, "Squeeze": _squeeze_value, "Concat": _concat_value,
     "Slice": _slice_value, "Reshape": _reshape_value, "Identity": _identity_value,
+    "Constant": _constant_value,
     "Cast": _cast_value, "CastLike": _cast_value, "Where": _where_value,
     "Add": _elementwise(lambda a, b: a + b), "Sub": _elementwise(lambda a, b: a - b),
     "Mul": _elementwise(lambda a, b: a * b), "Div": _divide,

@@ -26,17 +26,16 @@ class Hardware:
         return max(v for k, v in self.peak_flops_per_s.items() if k != "int8")
 
 
+# NVIDIA H100 Tensor Core GPU datasheet (H100 SXM column): FP32 67 TFLOPS, BF16/FP16 Tensor Core
+# 1,979 TFLOPS and INT8 3,958 TOPS with sparsity (half without). The H200 SXM's are the same
+# (NVIDIA H200 Tensor Core GPU datasheet).
+_HOPPER_SXM = {"fp32": 67 * T, "bf16": 989.5 * T, "fp16": 989.5 * T, "int8": 1979 * T}
+
 HARDWARE: dict[str, Hardware] = {
-    # NVIDIA H100 Tensor Core GPU datasheet (H100 SXM column): FP32 67 TFLOPS, BF16/FP16 Tensor
-    # Core 1,979 TFLOPS and INT8 3,958 TOPS with sparsity (half without), 3.35 TB/s HBM3.
-    "h100": Hardware("NVIDIA H100 SXM",
-                     {"fp32": 67 * T, "bf16": 989.5 * T, "fp16": 989.5 * T, "int8": 1979 * T},
-                     3.35e12),
-    # NVIDIA H200 Tensor Core GPU datasheet (H200 SXM column): the H100's compute figures,
-    # 4.8 TB/s HBM3e.
-    "h200": Hardware("NVIDIA H200 SXM",
-                     {"fp32": 67 * T, "bf16": 989.5 * T, "fp16": 989.5 * T, "int8": 1979 * T},
-                     4.8e12),
+    # H100 SXM: 3.35 TB/s HBM3 (H100 datasheet).
+    "h100": Hardware("NVIDIA H100 SXM", _HOPPER_SXM, 3.35e12),
+    # H200 SXM: 4.8 TB/s HBM3e (H200 datasheet).
+    "h200": Hardware("NVIDIA H200 SXM", _HOPPER_SXM, 4.8e12),
     # NVIDIA A100 Tensor Core GPU datasheet (A100 80GB SXM column): FP32 19.5 TFLOPS, BF16/FP16
     # Tensor Core 312 TFLOPS, INT8 624 TOPS, 2,039 GB/s HBM2e.
     "a100": Hardware("NVIDIA A100 80GB SXM",
