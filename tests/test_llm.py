@@ -143,6 +143,49 @@ def test_roofline_is_the_slower_of_compute_and_memory_per_node():
                                                (big.bytes_read + big.bytes_written) / 3.35e12))
 
 
+def test_experts_gathered_for_a_product_are_read_once_in_the_weights_dtype():
+    """batched_mm dispatch: GatherND takes each (token, expert) pair's weights W[e] (8×16) and a
+    batched MatMul applies them. Serving reads those rows once, as weights; the copy the graph
+    writes between the two is no traffic."""
+    from onnxflops.api import count_with_model
+
+    w = helper.make_tensor("w", TensorProto.FLOAT, [4, 8, 16], [0.5] * 4 * 8 * 16)
+    graph = helper.make_graph(
+        [helper.make_node("GatherND", ["w", "experts"], ["picked"], name="pick"),
+         helper.make_node("MatMul", ["picked", "x"], ["y"], name="apply")], "moe",
+        [helper.make_tensor_value_info("experts", TensorProto.INT64, ["pairs", 1]),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, ["pairs", 16, 1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["pairs", 8, 1])], [w])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    counted = count_with_model(proto, symbolic=True, keep_bound=False)
+    phase = Phase(counted, ("pairs",), Traffic(weight_bits=4, activation_bits=16))
+    cost = phase.at(pairs=3)
+    assert cost.macs == 3 * 8 * 16
+    # int4 rows of 3 pairs; bf16 activations: the pairs' inputs, and int64 expert indices read
+    # as activations (3 × 8 bytes, halved with them).
+    assert cost.bytes_read == 3 * 8 * 16 // 2 + 3 * 16 * 2 + 3 * 8 // 2
+    assert cost.bytes_written == 3 * 8 * 2
+    # 6 pairs over 4 experts read at most the 4 experts' weights.
+    assert phase.at(pairs=6).bytes_read == 4 * 8 * 16 // 2 + 6 * 16 * 2 + 6 * 8 // 2
+
+
+def test_an_embedding_lookup_reads_its_rows_not_the_table():
+    from onnxflops.api import count_with_model
+
+    table = helper.make_tensor("table", TensorProto.FLOAT, [1000, 8], [0.5] * 8000)
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["table", "ids"], ["h"], name="embed"),
+         helper.make_node("Relu", ["h"], ["y"], name="act")], "embed",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", 1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 1, 8])], [table])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    counted = count_with_model(proto, symbolic=True, keep_bound=False)
+    cost = Phase(counted, ("batch",), Traffic(weight_bits=16, activation_bits=16)).at(batch=2)
+    # 2 rows of 8 bf16 and 2 int64 ids (as bf16 activations: halved); Relu reads the rows.
+    assert cost.bytes_read == 2 * 8 * 2 + 2 * 8 // 2 + 2 * 8 * 2
+    assert cost.bytes_written == 2 * (2 * 8 * 2)
+
+
 def test_hardware_table_names_and_errors():
     assert hardware("H100-SXM") is HARDWARE["h100"]
     assert hardware("a100_80gb") is HARDWARE["a100"]

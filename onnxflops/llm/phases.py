@@ -60,11 +60,19 @@ class Phase:
         self.symbols = tuple(to_expr(SYMBOL_MARK + s) for s in symbols)
         protos = {n.name: n for n in counted.analyzed.model.graph.node}
         view = counted.analyzed.graph
+        weights = {node.name: _weight_bytes(node, protos.get(node.name), view)
+                   for node in self.report.nodes}
+        fused = _gathered_weights(self.report.nodes, protos, weights)
         rows = []
         for node in self.report.nodes:
-            weight = _weight_bytes(node, protos.get(node.name), view)
-            read = traffic.scale(weight, node.bytes_read - weight)
-            written = traffic.scale(0, node.bytes_written)
+            proto = protos.get(node.name)
+            served, counted_as_weight = weights[node.name]
+            # A product reading weights a gather took (a token's experts) reads them in place:
+            # the gather's rows are its weight reads, and nothing is written between them.
+            gathered = sum(fused.get(i, 0) for i in proto.input) if proto is not None else 0
+            read = traffic.scale(served, node.bytes_read - counted_as_weight - gathered)
+            written = 0 if proto is not None and proto.output[0] in fused \
+                else traffic.scale(0, node.bytes_written)
             rows.append((node.op_type, sympy.sympify(node.macs), sympy.sympify(node.flops),
                          sympy.sympify(read), sympy.sympify(written)))
         self.rows = rows
@@ -121,19 +129,33 @@ class Timing:
             else "memory"
 
 
-def _weight_bytes(node, proto, view) -> int:
-    """Bytes of the node's reads that are weights: every constant float input it reads in
-    full, or for a gather the rows it takes."""
+def _weight_bytes(node, proto, view) -> tuple[Any, int]:
+    """Bytes of weights the node reads when served, and bytes of its counted reads that are
+    those weights: every constant float input, read in full; but a gather (an embedding, a
+    token's experts) counts its whole table and serving reads only the rows it takes."""
     if proto is None:
-        return 0
+        return 0, 0
     weights = [view.info(name) for name in proto.input
                if name and view.holds_value(name) and view.info(name) is not None
                and view.info(name).is_float and view.info(name).concrete]
-    if not weights:
-        return 0
-    if node.op_type in _GATHERS and proto.input[0] == weights[0].name:
-        return node.bytes_written
-    return sum(w.nbytes for w in weights)
+    counted = sum(w.nbytes for w in weights)
+    if weights and node.op_type in _GATHERS and proto.input[0] == weights[0].name:
+        import sympy
+
+        return sympy.Min(node.bytes_written, counted), counted
+    return counted, counted
+
+
+def _gathered_weights(nodes, protos: dict, weights: dict) -> dict[str, Any]:
+    """Bytes of each tensor a gather takes from a weight and a MatMul reads (the experts' weights
+    a token is routed to), by name."""
+    consumers: dict[str, set[str]] = {}
+    for proto in protos.values():
+        for name in proto.input:
+            consumers.setdefault(name, set()).add(proto.op_type)
+    return {protos[n.name].output[0]: n.bytes_written for n in nodes
+            if n.op_type in _GATHERS and weights[n.name][1] and n.name in protos
+            and consumers.get(protos[n.name].output[0]) == {"MatMul"}}
 
 
 def _number(value: Any) -> Any:
