@@ -36,7 +36,7 @@ def main() -> None:
     import numpy as np
 
     from converters.causal_lm import causal_lm_to_onnx, import_transformers
-    from onnxflops.llm import llm
+    from onnxflops.serving import llm
     from onnxflops.profiling import profile
 
     transformers = import_transformers()

@@ -12,8 +12,8 @@ import pytest
 from onnx import TensorProto, helper
 
 from onnxflops.errors import OnnxFlopsError
-from onnxflops.llm import HARDWARE, hardware, llm
-from onnxflops.llm.phases import Phase, Traffic
+from onnxflops.serving import HARDWARE, hardware, llm
+from onnxflops.serving.phases import Phase, Traffic
 
 PROMPT, GENERATE, BATCH = 6, 3, 2
 
@@ -186,6 +186,15 @@ def test_an_embedding_lookup_reads_its_rows_not_the_table():
     assert cost.bytes_written == 2 * (2 * 8 * 2)
 
 
+def test_onnxflops_llm_is_the_function_whatever_was_imported():
+    import onnxflops
+    import onnxflops.html.llm
+    import onnxflops.serving
+
+    assert onnxflops.llm is onnxflops.serving.llm
+    assert onnxflops.html.llm.llm_html
+
+
 def test_hardware_table_names_and_errors():
     assert hardware("H100-SXM") is HARDWARE["h100"]
     assert hardware("a100_80gb") is HARDWARE["a100"]
@@ -229,7 +238,9 @@ def test_cli_json_from_a_config_file(tmp_path):
         "model_type": "llama", "num_hidden_layers": 1, "hidden_size": 32,
         "intermediate_size": 64, "num_attention_heads": 2, "num_key_value_heads": 1,
         "vocab_size": 64, "max_position_embeddings": 64}))
-    done = _cli(str(tmp_path), "--prompt", "8", "--generate", "4", "--hardware", "l4", "--json")
+    page = tmp_path / "llm.html"
+    done = _cli(str(tmp_path), "--prompt", "8", "--generate", "4", "--hardware", "l4", "--json",
+                "--html", str(page))
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert list(doc) == ["model", "batch", "prompt", "generate", "dtype", "kv_dtype", "params",
@@ -241,6 +252,8 @@ def test_cli_json_from_a_config_file(tmp_path):
     # 1 layer × (key + value) × 1 kv head × head size 16 × 12 tokens, bf16.
     assert doc["kv_cache_bytes"] == 2 * 16 * 12 * 2
     assert set(doc["prefill"]) == {"macs", "flops", "bytes_read", "bytes_written"}
+    html = page.read_text()
+    assert html.count("<svg") == 3 and "LlamaForCausalLM: serving costs" in html
 
 
 @pytest.mark.slow

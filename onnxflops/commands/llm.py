@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from onnxflops.llm.hardware import HARDWARE
-from onnxflops.llm.phases import DTYPE_BITS
+from onnxflops.errors import OnnxFlopsError
+from onnxflops.serving.hardware import HARDWARE
+from onnxflops.serving.phases import DTYPE_BITS
 
 
 def register(sub) -> None:
@@ -29,13 +30,24 @@ def register(sub) -> None:
                    help="activations' and KV cache's dtype (default bf16; fp32/fp16 with such "
                         "weights)")
     p.add_argument("--json", action="store_true", help="print the JSON document")
+    p.add_argument("--html", metavar="FILE",
+                   help="also write a page with the decode cost and time against the context "
+                        "and the time per op type")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from onnxflops.llm import llm
+    from onnxflops.serving import llm
 
     report = llm(args.model, prompt=args.prompt, generate=args.generate, batch=args.batch,
                  hardware=args.hardware, dtype=args.dtype, kv_dtype=args.kv_dtype)
     sys.stdout.write(report.to_json() + "\n" if args.json else report.to_table())
+    if args.html:
+        from onnxflops.html.llm import llm_html
+
+        try:
+            with open(args.html, "w", encoding="utf-8") as f:
+                f.write(llm_html(report))
+        except OSError as e:
+            raise OnnxFlopsError(f"{args.html}: cannot write ({e.strerror})") from None
     return 0

@@ -8,13 +8,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from onnxflops.errors import OnnxFlopsError
-from onnxflops.llm.hardware import Hardware, hardware as find_hardware
-from onnxflops.llm.phases import DTYPE_BITS, Phase, PhaseCost, Timing, Traffic, tensor_bytes
+from onnxflops.serving.hardware import Hardware, hardware as find_hardware
+from onnxflops.serving.phases import DTYPE_BITS, Phase, PhaseCost, Timing, Traffic, tensor_bytes
 from onnxflops.report import human
 
 # What the tensor cores compute in when weights are stored so: int4 weights are dequantised to
 # bf16 (weight-only quantisation); int8 ones run int8 GEMMs (W8A8).
 _COMPUTE_DTYPE = {"fp32": "fp32", "bf16": "bf16", "fp16": "fp16", "int8": "int8", "int4": "bf16"}
+
+
+def compute_dtype(weights: str) -> str:
+    """The dtype the products run in, whose peak applies, for weights stored as `weights`."""
+    return _COMPUTE_DTYPE[weights]
 
 
 @dataclass
@@ -59,7 +64,7 @@ class LlmReport:
 
     def to_dict(self) -> dict[str, Any]:
         hw = self.hardware
-        compute = _COMPUTE_DTYPE[self.dtype]
+        compute = compute_dtype(self.dtype)
         return {
             "model": self.model, "batch": self.batch, "prompt": self.prompt,
             "generate": self.generate, "dtype": self.dtype, "kv_dtype": self.kv_dtype,
@@ -89,8 +94,8 @@ class LlmReport:
                            ("decode last", self.decode_last), ("decode total", self.decode_total)):
             lines.append(f"{name:<14}{human(cost.macs):>10}{human(cost.flops):>10}"
                          f"{human(cost.bytes_read) + 'B':>10}{human(cost.bytes_written) + 'B':>10}")
-        lines += ["", f"on {hw.name} ({human(hw.peak(_COMPUTE_DTYPE[self.dtype]))}FLOP/s "
-                      f"{_COMPUTE_DTYPE[self.dtype]}, {human(hw.bandwidth_bytes_per_s)}B/s), "
+        lines += ["", f"on {hw.name} ({human(hw.peak(compute_dtype(self.dtype)))}FLOP/s "
+                      f"{compute_dtype(self.dtype)}, {human(hw.bandwidth_bytes_per_s)}B/s), "
                       "roofline per node:",
                   f"  prefill {_ms(e.prefill_s)} ({e.bound['prefill']}-bound); decode "
                   f"{_ms(e.decode_s_per_token)} per step ({e.bound['decode']}-bound), "
@@ -144,7 +149,7 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
                                          if lm.experts else lm.expert_params)
     import numpy as np
 
-    compute = _COMPUTE_DTYPE[dtype]
+    compute = compute_dtype(dtype)
     prefill_time = prefill.seconds(hw, compute, batch=batch, prompt=prompt)
     decode_time = decode.seconds(hw, compute, batch=batch, context=np.array(contexts))
     decode_s = float(np.sum(decode_time.seconds))

@@ -5,9 +5,9 @@ The stage's entry point; it sits above api and profiling (the local CPU's ceilin
 commands.
 """
 
-from onnxflops.llm.hardware import HARDWARE, Hardware, hardware
-from onnxflops.llm.phases import PhaseCost
-from onnxflops.llm.serve import Estimate, LlmReport, Params, llm
+from onnxflops.serving.hardware import HARDWARE, Hardware, hardware
+from onnxflops.serving.phases import PhaseCost
+from onnxflops.serving.serve import Estimate, LlmReport, Params, llm
 
 __all__ = ["HARDWARE", "Estimate", "Hardware", "LlmReport", "Params", "PhaseCost", "hardware",
            "llm"]
