@@ -97,10 +97,19 @@ def _export_phases(model, name: str) -> tuple[onnx.ModelProto, onnx.ModelProto, 
     context = torch.export.Dim("context", min=1, max=1 << 24)
     generator = torch.Generator().manual_seed(0)
     ids = torch.randint(0, config.vocab_size, (_EXAMPLE_BATCH, _EXAMPLE_PROMPT), generator=generator)
-    with torch.no_grad(), _quiet():
-        cache = model(input_ids=ids, use_cache=True).past_key_values
-        past = [tuple(_resized(t, _EXAMPLE_CONTEXT) for t in (layer.keys, layer.values))
-                for layer in cache.layers]
+    try:
+        with torch.no_grad(), _quiet():
+            cache = model(input_ids=ids, use_cache=True).past_key_values
+    except Exception as e:  # the model's own code raises anything; the user gets one line
+        raise OnnxFlopsError(f"causal LM '{name}': cannot run it on a prompt "
+                             f"({first_line(root_cause(e))})") from None
+    layers = getattr(cache, "layers", None)
+    if not layers or not all(hasattr(layer, "keys") and hasattr(layer, "values")
+                             and layer.keys is not None for layer in layers):
+        raise OnnxFlopsError(f"causal LM '{name}': its cache is not one of keys and values per "
+                             "layer (a transformers DynamicCache); only such caches are served")
+    past = [tuple(_resized(t, _EXAMPLE_CONTEXT) for t in (layer.keys, layer.values))
+            for layer in layers]
     prefill = _export(_prefill_module(model), (ids,), {"input_ids": {0: batch, 1: prompt}}, name)
     decode = _export(_decode_module(model), (ids[:, :1], past),
                      {"input_ids": {0: batch},

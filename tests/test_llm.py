@@ -221,14 +221,20 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
-def test_cli_config_without_model_type_is_refused(tmp_path):
+@pytest.mark.parametrize("content, message", [
+    ({"hidden_size": 64}, "a transformers config.json needs a 'model_type'"),
+    ({"model_type": "no_such_model"}, "Unrecognized model identifier: no_such_model"),
+    ([1, 2], "a transformers config.json needs a 'model_type'"),
+])
+def test_cli_bad_config_is_one_line(tmp_path, content, message):
     _transformers()
     config = tmp_path / "config.json"
-    config.write_text(json.dumps({"hidden_size": 64}))
+    config.write_text(json.dumps(content))
     done = _cli(str(config), "--prompt", "4", "--generate", "2")
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines()[-1] == \
-        f"onnxflops: error: {config}: a transformers config.json needs a 'model_type'"
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"onnxflops: error: {config}: ") and message in last
+    assert "Traceback" not in done.stderr
 
 
 @pytest.mark.slow

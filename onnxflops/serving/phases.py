@@ -77,12 +77,13 @@ class Phase:
                          sympy.sympify(read), sympy.sympify(written)))
         self.rows = rows
         self.inputs = self.report.inputs
+        # The phase's totals as formulas, summed once: `at` substitutes into them.
+        self.totals = [sympy.Add(*(r[k] for r in rows)) for k in (1, 2, 3, 4)]
 
     def at(self, **values: Any) -> PhaseCost:
         """The phase's totals with its symbols given (ints: numbers; symbols: formulas)."""
         subs = self._subs(values)
-        totals = [sum((r[k] for r in self.rows), 0) for k in (1, 2, 3, 4)]
-        return PhaseCost(*(_number(t.subs(subs) if hasattr(t, "subs") else t) for t in totals))
+        return PhaseCost(*(_number(t.subs(subs)) for t in self.totals))
 
     def seconds(self, hardware, compute_dtype: str, **values: Any) -> "Timing":
         """The roofline time of each node, max(flops / peak, bytes / bandwidth), summed; one
