@@ -47,7 +47,6 @@ class CausalLM:
     params: int  # the model's own count, each tied tensor once (the graph would also count
     # buffers it reads as constants: the rotary embedding's inverse frequencies)
     expert_params: int  # parameters of all experts of all layers
-    embedding_params: int  # the input embedding table (the 2·N rule leaves it out)
 
 
 def load_causal_lm(source):
@@ -80,11 +79,9 @@ def causal_lm_to_onnx(model) -> CausalLM:
     _name_cache_inputs(decode, layers)
     prefill.graph.name = decode.graph.name = name
     expert_params = sum(p.numel() for n, p in model.named_parameters() if ".experts." in n)
-    embedding = model.get_input_embeddings()
     return CausalLM(name, prefill, decode, experts,
                     int(getattr(config, "num_experts_per_tok", 0) or 0) if experts else 0,
-                    sum(p.numel() for p in model.parameters()), expert_params,
-                    embedding.weight.numel() if embedding is not None else 0)
+                    sum(p.numel() for p in model.parameters()), expert_params)
 
 
 def _export_phases(model, name: str) -> tuple[onnx.ModelProto, onnx.ModelProto, int]:

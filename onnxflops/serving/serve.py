@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.serving.hardware import Hardware, hardware as find_hardware
 from onnxflops.serving.phases import DTYPE_BITS, Phase, PhaseCost, Timing, Traffic, tensor_bytes
@@ -141,43 +143,37 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
                                  f"uncosted node(s), first {first.name} ({first.op_type}): "
                                  f"{first.reason}")
     last = prompt + generate - 1
-    contexts = list(range(prompt, last + 1))
-    steps = [decode.at(batch=batch, context=c) for c in _ends_and_middle(contexts)]
-    decode_total = _sum_affine(decode, batch, prompt, last, steps)
+    first_step, last_step = (decode.at(batch=batch, context=c) for c in (prompt, last))
+    decode_total = _sum_affine(decode, batch, prompt, last, first_step, last_step)
     total = lm.params
     active = total - lm.expert_params + (lm.expert_params * lm.experts_per_token // lm.experts
                                          if lm.experts else lm.expert_params)
-    import numpy as np
-
     compute = compute_dtype(dtype)
+    contexts = np.arange(prompt, last + 1)
     prefill_time = prefill.seconds(hw, compute, batch=batch, prompt=prompt)
-    decode_time = decode.seconds(hw, compute, batch=batch, context=np.array(contexts))
+    decode_time = decode.seconds(hw, compute, batch=batch, context=contexts)
     decode_s = float(np.sum(decode_time.seconds))
     estimate = Estimate(float(prefill_time.seconds), decode_s / generate,
                         batch * generate / decode_s if decode_s else float("inf"),
                         {"prefill": prefill_time.bound, "decode": decode_time.bound},
                         {"prefill": _floats(prefill_time), "decode": _floats(decode_time)})
     return LlmReport(lm.name, batch, prompt, generate, dtype, kv_dtype, Params(total, active),
-                     prefill.at(batch=batch, prompt=prompt), steps[0], steps[-1], decode_total,
+                     prefill.at(batch=batch, prompt=prompt), first_step, last_step, decode_total,
                      _kv_cache_bytes(decode, DTYPE_BITS[kv_dtype], batch, prompt + generate), hw,
                      estimate, decode, prefill)
 
 
-def _ends_and_middle(contexts: list[int]) -> list[int]:
-    """First, middle and last context: three points that check the step is affine in it."""
-    return [contexts[0], contexts[len(contexts) // 2], contexts[-1]]
-
-
-def _sum_affine(decode: Phase, batch: int, first: int, last: int,
-                ends: list[PhaseCost]) -> PhaseCost:
+def _sum_affine(decode: Phase, batch: int, first: int, last: int, first_step: PhaseCost,
+                last_step: PhaseCost) -> PhaseCost:
     """Σ of the decode step over contexts first … last. The step is affine in the context (the
-    attention reads a cache that grows by one token): the sum is the steps' mean at both ends
-    times their number, exact where the middle step checks it; summed one by one otherwise."""
+    attention reads a cache that grows by one token): the sum is the mean of the two ends times
+    their number, exact where the middle step checks it; summed one by one otherwise."""
     count = last - first + 1
     middle = (first + last) // 2
+    middle_step = decode.at(batch=batch, context=middle)
     totals = []
     for key in ("macs", "flops", "bytes_read", "bytes_written"):
-        a, m, b = (getattr(c, key) for c in ends)
+        a, m, b = (getattr(c, key) for c in (first_step, middle_step, last_step))
         affine = (m - a) * (last - first) == (b - a) * (middle - first)
         if affine and (a + b) * count % 2 == 0:
             totals.append((a + b) * count // 2)
@@ -194,8 +190,6 @@ def _kv_cache_bytes(decode: Phase, bits: int, batch: int, tokens: int) -> int:
 
 
 def _floats(timing: Timing) -> dict[str, float]:
-    import numpy as np
-
     return {op: float(np.sum(t)) for op, t in timing.by_op_type.items()}
 
 
