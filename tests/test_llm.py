@@ -78,6 +78,12 @@ def test_grouped_query_llama_matches_flop_counter():
     step = r.decode_at("context").macs
     assert step.diff(step.free_symbols.pop()) == BATCH * 2 * 2 * 64
     assert r.estimate.bound["decode"] == "memory"
+    # Per layer a decode step reads its weights once, in bf16: q and o 64×64, k and v 64×32,
+    # gate, up and down 64×128, two norm scales of 64.
+    reads = r.decode_reads()
+    assert [b for b in reads if b.startswith("layers.")] == ["layers.0", "layers.1"]
+    assert reads["layers.1"]["weights"] == 2 * (2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 128 + 2 * 64)
+    assert reads["layers.1"]["other"] > 2 * BATCH * PROMPT * 2 * 16 * 2  # at least its cache
     assert r.estimate.prefill_s > 0 and r.estimate.decode_s_per_token > 0
 
 

@@ -7,6 +7,7 @@ serving dtypes and its roofline time are evaluated from them at any prompt or co
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,8 @@ from onnxflops.graph import dtype_bits
 DTYPE_BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "int8": 8, "int4": 4}
 # Gathers whose bytes read are the rows they take of a weight, not the whole table.
 _GATHERS = frozenset({"Gather", "GatherND", "GatherElements"})
+# A transformer layer in a module path: model.layers.3.self_attn → layers.3 (h.3 in GPT-2).
+_LAYER = re.compile(r"(?:^|\.)((?:layers|h|blocks|layer)\.\d+)(?:\.|$)")
 
 
 @dataclass
@@ -64,17 +67,20 @@ class Phase:
                    for node in self.report.nodes}
         fused = _gathered_weights(self.report.nodes, protos, weights)
         rows = []
+        self.weight_reads: list[tuple[str, Any]] = []  # (block, bytes of weights read) per node
         for node in self.report.nodes:
             proto = protos.get(node.name)
             served, counted_as_weight = weights[node.name]
             # A product reading weights a gather took (a token's experts) reads them in place:
             # the gather's rows are its weight reads, and nothing is written between them.
             gathered = sum(fused.get(i, 0) for i in proto.input) if proto is not None else 0
-            read = traffic.scale(served, node.bytes_read - counted_as_weight - gathered)
+            weight_read = traffic.scale(served, 0)
+            read = weight_read + traffic.scale(0, node.bytes_read - counted_as_weight - gathered)
             written = 0 if proto is not None and proto.output[0] in fused \
                 else traffic.scale(0, node.bytes_written)
             rows.append((node.op_type, sympy.sympify(node.macs), sympy.sympify(node.flops),
                          sympy.sympify(read), sympy.sympify(written)))
+            self.weight_reads.append((_block(node.layer), sympy.sympify(weight_read)))
         self.rows = rows
         self.inputs = self.report.inputs
         # The phase's totals as formulas, summed once: `at` substitutes into them.
@@ -111,6 +117,18 @@ class Phase:
             by_op[op] = by_op.get(op, 0.0) + t
         return Timing(total, compute, memory, by_op)
 
+    def by_block(self, **values: Any) -> dict[str, dict[str, Any]]:
+        """Bytes read per block (a transformer layer, the embedding, the head): weights, and the
+        rest (activations, the KV cache), in order of first appearance."""
+        subs = self._subs(values)
+        blocks: dict[str, dict[str, Any]] = {}
+        for (block, weight), row in zip(self.weight_reads, self.rows):
+            entry = blocks.setdefault(block, {"weights": 0, "other": 0})
+            entry["weights"] += weight
+            entry["other"] += row[3] - weight
+        return {block: {k: _number(sympy_subs(v, subs)) for k, v in entry.items()}
+                for block, entry in blocks.items()}
+
     def _subs(self, values: dict[str, Any]) -> dict:
         return {s: values[s.name] for s in self.symbols if s.name in values}
 
@@ -136,15 +154,38 @@ def _weight_bytes(node, proto, view) -> tuple[Any, int]:
     token's experts) counts its whole table and serving reads only the rows it takes."""
     if proto is None:
         return 0, 0
-    weights = [view.info(name) for name in proto.input
-               if name and view.holds_value(name) and view.info(name) is not None
-               and view.info(name).is_float and view.info(name).concrete]
+    weights = [view.info(name) for name in proto.input if _is_weight(view, name)]
     counted = sum(w.nbytes for w in weights)
     if weights and node.op_type in _GATHERS and proto.input[0] == weights[0].name:
         import sympy
 
         return sympy.Min(node.bytes_written, counted), counted
     return counted, counted
+
+
+def _is_weight(view, name: str) -> bool:
+    """A float tensor the model stores: an initializer, or one laid out anew (a transposed
+    matrix); not a scalar (an epsilon, an exponent), nor a table computed from a smaller one
+    (rotary cos/sin from the inverse frequencies)."""
+    info = view.info(name) if name and view.holds_value(name) else None
+    if info is None or not info.is_float or not info.concrete or info.numel <= 1:
+        return False
+    sources = [view.info(s) for s in view.weight_sources(name)]
+    return bool(sources) and info.numel <= sum(s.numel for s in sources if s is not None
+                                               and s.concrete)
+
+
+def _block(layer: str) -> str:
+    """A node's block: 'layers.3' for any module under a model's layer 3, else the last module
+    name ('embed_tokens', 'norm', 'lm_head'), or '' outside modules."""
+    match = _LAYER.search(layer)
+    if match:
+        return match.group(1)
+    return layer.rsplit(".", 1)[-1] if layer else ""
+
+
+def sympy_subs(value: Any, subs: dict) -> Any:
+    return value.subs(subs) if hasattr(value, "subs") else value
 
 
 def _gathered_weights(nodes, protos: dict, weights: dict) -> dict[str, Any]:

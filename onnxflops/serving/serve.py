@@ -64,6 +64,12 @@ class LlmReport:
             context = self.decode_phase.symbols[1]  # the `context` symbol itself
         return self.decode_phase.at(batch=self.batch, context=context)
 
+    def decode_reads(self, context: int | None = None) -> dict[str, dict[str, Any]]:
+        """What one decode step reads per block (each transformer layer, the embedding, the
+        head): its weights, and the rest (the KV cache, activations). Default: context prompt."""
+        return self.decode_phase.by_block(batch=self.batch,
+                                          context=self.prompt if context is None else context)
+
     def to_dict(self) -> dict[str, Any]:
         hw = self.hardware
         compute = compute_dtype(self.dtype)
@@ -96,6 +102,12 @@ class LlmReport:
                            ("decode last", self.decode_last), ("decode total", self.decode_total)):
             lines.append(f"{name:<14}{human(cost.macs):>10}{human(cost.flops):>10}"
                          f"{human(cost.bytes_read) + 'B':>10}{human(cost.bytes_written) + 'B':>10}")
+        reads = self.decode_reads()
+        layer = next((b for b in reads if b.split(".")[-1].isdigit()), None)
+        if layer is not None:
+            lines += ["", f"a decode step at context {self.prompt} reads, per layer ({layer}): "
+                          f"{human(reads[layer]['weights'])}B of weights, "
+                          f"{human(reads[layer]['other'])}B of KV cache and activations"]
         lines += ["", f"on {hw.name} ({human(hw.peak(compute_dtype(self.dtype)))}FLOP/s "
                       f"{compute_dtype(self.dtype)}, {human(hw.bandwidth_bytes_per_s)}B/s), "
                       "roofline per node:",
