@@ -24,7 +24,7 @@ from pathlib import Path
 
 import onnx
 
-from converters.common import root_cause
+from converters.common import framework_needed, install_hint, root_cause
 from converters.from_torch import OPSET, eval_mode, export_dynamo
 from onnxflops.errors import OnnxFlopsError, first_line
 
@@ -70,6 +70,11 @@ def load_causal_lm(source):
 
 def causal_lm_to_onnx(model) -> CausalLM:
     """Export `model` (see `load_causal_lm` for what it may be) once for prefill, once for decode."""
+    with framework_needed("a causal LM"):
+        return _causal_lm_to_onnx(model)
+
+
+def _causal_lm_to_onnx(model) -> CausalLM:
     model = load_causal_lm(model)
     name = type(model).__name__
     config = model.config
@@ -141,8 +146,8 @@ def import_transformers():
             sys.modules["torchvision"] = None  # find_spec says: not installed
     try:
         import transformers
-    except ImportError:
-        raise OnnxFlopsError("serving costs need transformers: pip install transformers") from None
+    except ImportError as e:
+        raise OnnxFlopsError(f"serving costs need transformers{install_hint(e)}") from None
     return transformers
 
 
