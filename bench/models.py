@@ -1,7 +1,7 @@
 """Benchmark models: ResNet-50, BERT-base and 50k nodes built with onnx.helper alone; Llama-shaped
 decoders of 32 and 80 layers exported by torch's dynamo exporter from a meta-device module.
 
-    python bench/models.py DIR    # writes the models into DIR and prints a JSON manifest
+    python bench/models.py DIR [NAME ...]   # writes the (named) models into DIR, prints a manifest
 
 Weights are random bytes stored inline, in a real external data file, or external with the data
 file absent (counting must never read it). The decoders are exported weights-absent: a meta-device
@@ -319,9 +319,11 @@ CASES = [
 ]
 
 
-def build_all(directory: Path) -> list[dict]:
+def build_all(directory: Path, names: list[str] | None = None) -> list[dict]:
     manifest = []
     for name, build, storage, inputs in CASES:
+        if names and name not in names:
+            continue
         path = directory / f"{name}.onnx"
         weights = Weights(storage, f"{name}.data")
         model = build(weights)
@@ -334,4 +336,4 @@ def build_all(directory: Path) -> list[dict]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(build_all(Path(sys.argv[1]))))
+    print(json.dumps(build_all(Path(sys.argv[1]), sys.argv[2:])))
