@@ -26,6 +26,8 @@ from onnxflops.graph import (
 )
 
 CONTROL_FLOW = {"Loop", "If", "Scan"}
+# The standard ops with graph attributes; nodes of other domains are asked one by one.
+_MAY_HOLD_SUBGRAPHS = CONTROL_FLOW | {"SequenceMap"}
 
 
 class Editor:
@@ -54,6 +56,8 @@ class Editor:
         self._consumers: dict[str, list[onnx.NodeProto]] | None = None
         self._body_reads: dict[int, set[str]] = {}  # control-flow node → outer names its bodies read
         self._holders: dict[int, onnx.NodeProto] | None = None  # nodes holding subgraphs
+        # Constant cones by structure and fed values: each layer computes its scale alike.
+        self._cone_values: dict[tuple, np.ndarray | None] = {}
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -121,17 +125,22 @@ class Editor:
                 elif i and i not in feeds:
                     stack.append(i)
         cone.sort(key=self.order)
-        graph = helper.make_graph(
-            cone, "constant", [], [helper.make_value_info(name, onnx.TypeProto())],
-            [numpy_helper.from_array(np.asarray(v), k) for k, v in feeds.items()])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)])
-        try:
-            from onnx.reference import ReferenceEvaluator
+        key = _cone_key(cone, feeds, name)
+        if key not in self._cone_values:
+            graph = helper.make_graph(
+                cone, "constant", [], [helper.make_value_info(name, onnx.TypeProto())],
+                [numpy_helper.from_array(np.asarray(v), k) for k, v in feeds.items()])
+            model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)])
+            try:
+                from onnx.reference import ReferenceEvaluator
 
-            value = np.asarray(ReferenceEvaluator(model).run(None, {})[0])
-        except Exception:  # noqa: BLE001 - the reference evaluator raises anything: not a scalar then
+                self._cone_values[key] = np.asarray(ReferenceEvaluator(model).run(None, {})[0])
+            except Exception:  # noqa: BLE001 - the reference evaluator raises anything: not a scalar
+                self._cone_values[key] = None
+        value = self._cone_values[key]
+        if value is None:
             return None
-        self.view.values[name] = value
+        value = self.view.values[name] = value.copy()
         return value
 
     # --- new tensors --------------------------------------------------------------------------
@@ -204,7 +213,7 @@ class Editor:
     def rename_uses(self, old: str, new: str) -> None:
         """Every read of `old` reads `new`: the consumers of `old`, and the subgraphs held here."""
         if self._holders is None:
-            self._holders = {id(row[0]): row[0] for row in self.rows if bodies(row[0])}
+            self._holders = {id(row[0]): row[0] for row in self.rows if _holds_subgraphs(row)}
         readers = {id(n): n for n in self.consumers.get(old, [])} | self._holders
         for node in readers.values():
             with self.editing(node):
@@ -255,7 +264,7 @@ class Editor:
                 self.producer[o] = node
         if self._consumers is not None:
             self._add_reads(row)
-        if self._holders is not None and bodies(node):
+        if self._holders is not None and _holds_subgraphs(row):
             self._holders[id(node)] = node
 
     def _add_reads(self, row: NodeRow) -> None:
@@ -283,6 +292,25 @@ class Editor:
                     del self._consumers[i]
         if self._holders is not None:
             self._holders.pop(id(node), None)
+
+
+def _holds_subgraphs(row: NodeRow) -> bool:
+    return (row[1] in _MAY_HOLD_SUBGRAPHS or bool(row[2])) and bool(bodies(row[0]))
+
+
+def _cone_key(cone: list[onnx.NodeProto], feeds: dict[str, np.ndarray], output: str) -> tuple:
+    """The cone's nodes and fed values with its tensors numbered in order of appearance: cones
+    that compute alike (each layer's scale from its own shapes) have one key."""
+    number: dict[str, int] = {}
+
+    def numbered(names) -> tuple[int, ...]:
+        return tuple(number.setdefault(n, len(number)) if n else -1 for n in names)
+
+    nodes = tuple((n.op_type, n.domain, tuple(a.SerializeToString() for a in n.attribute),
+                   numbered(n.input), numbered(n.output)) for n in cone)
+    fed = tuple(sorted((numbered([k])[0], v.dtype.str, v.shape, v.tobytes())
+                       for k, v in ((k, np.asarray(v)) for k, v in feeds.items())))
+    return nodes, fed, numbered([output])[0]
 
 
 def _row(node: onnx.NodeProto) -> NodeRow:
