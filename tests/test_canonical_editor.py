@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+from builders import model, node, weight
 from onnx import TensorProto, helper
 
-from builders import model, node, weight
 from onnxflops.canonical.editor import Editor
 from onnxflops.canonical.structural import (
     read_loop_invariants_from_outer_scope,
@@ -104,3 +104,31 @@ def test_inserting_again_and_again_at_one_place_keeps_the_order():
     assert [n.output[0] for n in graph.node][-3:] == ["n0", "before_c", "c"]
     assert "n79" not in editor.producer and "n75" not in editor.producer  # rows 2 and 6
     assert_current(editor)
+
+
+def scale_cone(op_type: str) -> Editor:
+    """s = op(CastLike(1/√8, q)): a constant computed from a constant, its value not yet known."""
+    graph = onnx.shape_inference.infer_shapes(model(
+        [const("inv_sqrt_d", 8 ** -0.5), node("CastLike", ["inv_sqrt_d", "q"], ["c"]),
+         node(op_type, ["c"], ["s"]), node("Mul", ["q", "s"], ["y"])], {"q": [2, 8]},
+        opset=18)).graph
+    view = GraphView(graph)
+    view.mark_constants()
+    assert view.is_constant("s") and view.value("s") is None
+    return Editor(graph, view, 18)
+
+
+def test_a_constant_cone_is_run_by_numpy_where_it_covers_the_ops(monkeypatch):
+    import onnx.reference
+
+    class Refused:
+        def __init__(self, *args):
+            raise AssertionError("the reference evaluator was set up")
+
+    monkeypatch.setattr(onnx.reference, "ReferenceEvaluator", Refused)
+    assert scale_cone("Sqrt").scalar("s") == np.sqrt(np.float32(8 ** -0.5))
+    assert scale_cone("Reciprocal").scalar("s") is None  # numpy lacks it; the reference refused
+
+
+def test_a_constant_cone_numpy_does_not_cover_goes_to_the_reference_evaluator():
+    assert scale_cone("Reciprocal").scalar("s") == np.reciprocal(np.float32(8 ** -0.5))

@@ -18,6 +18,7 @@ FEEDS = {
     "three": np.array(3, np.int64), "eleven": np.array(11, np.int64),
     "like": np.array(0.0, np.float32), "to_3x1x4": np.array([3, 1, 4], np.int64),
     "column": np.array([[1], [0]], np.int64), "flags": np.array([True, False]),
+    "floats": np.array([4.0, 2.0, 0.125, -1.0], np.float32),
 }
 NODES = [
     helper.make_node("Slice", ["a", "starts", "ends", "axes", "steps"], ["slice"]),
@@ -45,6 +46,7 @@ NODES = [
     helper.make_node("Max", ["starts", "ends", "three"], ["max"]),
     helper.make_node("Min", ["starts", "ends"], ["min"]),
     helper.make_node("Not", ["flags"], ["not"]),
+    helper.make_node("Sqrt", ["floats"], ["sqrt"]),
 ]
 
 

@@ -78,6 +78,11 @@ def _cumsum(x: list, attrs: dict) -> np.ndarray:
     return np.cumsum(x[0], axis=int(x[1].reshape(())), dtype=x[0].dtype)
 
 
+def _sqrt(x: list, attrs: dict) -> np.ndarray:
+    with np.errstate(invalid="ignore"):  # √ of a negative is NaN, as ONNX has it
+        return np.sqrt(x[0])
+
+
 def _constant_of_shape(x: list, attrs: dict) -> np.ndarray:
     fill = numpy_helper.to_array(attrs["value"]) if "value" in attrs else np.zeros(1, np.float32)
     return np.full(tuple(int(d) for d in x[0]), fill.reshape(-1)[0], dtype=fill.dtype)
@@ -113,6 +118,7 @@ _OPS: dict[str, Op] = {
     "Max": lambda x, a: functools.reduce(np.maximum, x),
     "Min": lambda x, a: functools.reduce(np.minimum, x),
     "Not": lambda x, a: np.logical_not(x[0]),
+    "Sqrt": _sqrt,  # an attention scale, √(1/√d)
     "ConstantOfShape": _constant_of_shape,
     "Range": lambda x, a: np.arange(x[0], x[1], x[2], dtype=x[0].dtype),
     "Neg": lambda x, a: np.negative(x[0]),

@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from onnxflops.analysis import evaluate
 from onnxflops.graph import (
     GraphView,
     NodeRow,
@@ -127,16 +128,7 @@ class Editor:
         cone.sort(key=self.order)
         key = _cone_key(cone, feeds, name)
         if key not in self._cone_values:
-            graph = helper.make_graph(
-                cone, "constant", [], [helper.make_value_info(name, onnx.TypeProto())],
-                [numpy_helper.from_array(np.asarray(v), k) for k, v in feeds.items()])
-            model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)])
-            try:
-                from onnx.reference import ReferenceEvaluator
-
-                self._cone_values[key] = np.asarray(ReferenceEvaluator(model).run(None, {})[0])
-            except Exception:  # noqa: BLE001 - the reference evaluator raises anything: not a scalar
-                self._cone_values[key] = None
+            self._cone_values[key] = _run_cone(cone, feeds, name, self.opset)
         value = self._cone_values[key]
         if value is None:
             return None
@@ -296,6 +288,25 @@ class Editor:
 
 def _holds_subgraphs(row: NodeRow) -> bool:
     return (row[1] in _MAY_HOLD_SUBGRAPHS or bool(row[2])) and bool(bodies(row[0]))
+
+
+def _run_cone(cone: list[onnx.NodeProto], feeds: dict[str, np.ndarray], name: str,
+              opset: int) -> np.ndarray | None:
+    """`name`'s value from the cone: numpy's shape arithmetic, else onnx's reference evaluator."""
+    try:
+        return np.asarray(evaluate(cone, feeds, opset)[name])
+    except Exception:  # noqa: BLE001, S110 - an op numpy does not cover, or cannot run as given
+        pass
+    graph = helper.make_graph(
+        cone, "constant", [], [helper.make_value_info(name, onnx.TypeProto())],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in feeds.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    try:
+        from onnx.reference import ReferenceEvaluator
+
+        return np.asarray(ReferenceEvaluator(model).run(None, {})[0])
+    except Exception:  # noqa: BLE001 - the reference evaluator raises anything: not a scalar then
+        return None
 
 
 def _cone_key(cone: list[onnx.NodeProto], feeds: dict[str, np.ndarray], output: str) -> tuple:
