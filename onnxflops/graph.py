@@ -161,6 +161,11 @@ class NodeRow(NamedTuple):
     inputs: list[str]
     outputs: list[str]
 
+    @classmethod
+    def of(cls, node: onnx.NodeProto) -> "NodeRow":
+        # Slicing copies a repeated field fastest (a list; rows never change it).
+        return cls(node, node.op_type, domain_key(node.domain), node.input[:], node.output[:])
+
 STANDARD_DOMAINS = ("", "ai.onnx")
 
 
@@ -222,11 +227,12 @@ class GraphView:
                             name, onnx.helper.np_dtype_to_tensor_dtype(value.dtype), value.shape)
 
     def rows(self) -> list[NodeRow]:
-        """The graph's nodes in order, their fields read once (see NodeRow)."""
+        """The graph's nodes in order, their fields read once (see NodeRow).
+
+        The canonical editor keeps this list and `producers()` in step with its edits, in place.
+        """
         if self._rows is None:
-            # Slicing copies a repeated field fastest (a list; rows never change it).
-            self._rows = [NodeRow(node, node.op_type, domain_key(node.domain),
-                                  node.input[:], node.output[:]) for node in self.graph.node]
+            self._rows = [NodeRow.of(node) for node in self.graph.node]
         return self._rows
 
     def nodes_changed(self) -> None:
