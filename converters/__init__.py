@@ -8,8 +8,8 @@ TensorFlow and torch are imported only when a model of theirs is converted.
 """
 
 from converters.from_keras import keras_to_onnx
-from converters.from_torch import torch_to_onnx
+from converters.from_torch import ABSENT_WEIGHTS, is_graph_only, torch_to_onnx
 from converters.sources import accepts, convert, declared_inputs, load, needs_conversion
 
-__all__ = ["accepts", "convert", "declared_inputs", "keras_to_onnx", "load", "needs_conversion",
-           "torch_to_onnx"]
+__all__ = ["ABSENT_WEIGHTS", "accepts", "convert", "declared_inputs", "is_graph_only",
+           "keras_to_onnx", "load", "needs_conversion", "torch_to_onnx"]

@@ -87,6 +87,12 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
     return proto
 
 
+def is_graph_only(proto: onnx.ModelProto) -> bool:
+    """Whether a converted model's weights are headers whose data was never written."""
+    return any(entry.key == "location" and entry.value == ABSENT_WEIGHTS
+               for t in proto.graph.initializer for entry in t.external_data)
+
+
 def load_exported_program(path, *, unsafe: bool = False):
     """Load a .pt2 file saved with torch.export.save.
 

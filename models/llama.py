@@ -102,7 +102,7 @@ def llama2_70b() -> torch.export.ExportedProgram:
 def _transformers():
     """transformers, imported with a torchvision that cannot load (a CUDA build beside a CPU torch
     fails registering its ops) treated as absent, as transformers treats a missing one."""
-    if "transformers" not in sys.modules and "torchvision" not in sys.modules:
+    if "torchvision" not in sys.modules:
         try:
             importlib.import_module("torchvision")
         except ImportError:
