@@ -185,13 +185,21 @@ def _convert(fn, specs: list, variables, keep_weights: bool, opset: int, label: 
             input_names = [t.name for t in concrete.inputs if t.dtype != tf.resource]
             output_names = [t.name for t in concrete.outputs if t.dtype != tf.resource]
             frozen = tf_loader.from_function(concrete, input_names, output_names)
-            with tf.device("/cpu:0"):
-                proto, _ = convert._convert_common(
-                    frozen, name=label, continue_on_error=True, opset=opset,
-                    custom_op_handlers={"Erfc": (_erfc_as_erf, [])},
-                    input_names=input_names, output_names=output_names,
-                    tensors_to_rename=convert.tensor_names_from_structed(
-                        concrete, input_names, output_names))
+
+            def convert_frozen():
+                with tf.device("/cpu:0"):
+                    return convert._convert_common(
+                        frozen, name=label, continue_on_error=True, opset=opset,
+                        custom_op_handlers={"Erfc": (_erfc_as_erf, [])},
+                        input_names=input_names, output_names=output_names,
+                        tensors_to_rename=convert.tensor_names_from_structed(
+                            concrete, input_names, output_names))[0]
+
+            try:
+                with _optimizer_without_weight_copies():
+                    proto = convert_frozen()
+            except Exception:  # a failing optimizer pass: convert again, where it is skipped
+                proto = convert_frozen()
         except OnnxFlopsError:
             raise
         except Exception as e:  # tf2onnx and TF raise anything; the user gets one line
@@ -214,6 +222,39 @@ def _stand_in_weights(variables):
     finally:
         for v, real in zip(floats, saved):
             v.assign(real)
+
+
+@contextlib.contextmanager
+def _optimizer_without_weight_copies():
+    """tf2onnx's optimizer copies every weight at each of its ~25 passes, and keeps the copies:
+    it deep-copies the whole graph to roll a failing pass back, and re-serializes each node's
+    attributes into the same NodeProto, whose protobuf arena keeps the old ones until the node
+    dies (13 GB of a 528 MB VGG16). Here a pass is not rolled back (a failure raises) and each
+    node is re-serialized into a fresh NodeProto, so one copy of the weights lives at a time."""
+    from tf2onnx import constants
+    from tf2onnx.graph import Node
+
+    update_proto = Node.update_proto
+
+    def into_fresh_proto(node, external_tensor_storage=None):
+        stale = node._op
+        stale.ClearField("attribute")  # update_proto writes them all again from node.attr
+        node._op = type(stale)()
+        node._op.CopyFrom(stale)
+        update_proto(node, external_tensor_storage)
+
+    variable = constants.ENV_TF2ONNX_CATCH_ERRORS
+    previous = os.environ.get(variable)
+    os.environ[variable] = "FALSE"
+    Node.update_proto = into_fresh_proto
+    try:
+        yield
+    finally:
+        Node.update_proto = update_proto
+        if previous is None:
+            os.environ.pop(variable, None)
+        else:
+            os.environ[variable] = previous
 
 
 @contextlib.contextmanager

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import onnx
 
-from converters.common import first_line, is_single_input, root_cause
+from converters.common import first_line, is_single_input, root_cause, triton_kept_out
 from converters.structure import StandInValues, is_float_dtype
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.load import SMALL_TENSOR_ELEMENTS
@@ -73,6 +73,7 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
             stack.enter_context(_stand_in_weights(weights))
         if not is_program:
             stack.enter_context(_eval_mode(module))
+        stack.enter_context(triton_kept_out())
         try:
             if exporter == "dynamo":
                 proto = _export_dynamo(module, args, names, opset, keep_weights)

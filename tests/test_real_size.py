@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import onnx
 import pytest
 
@@ -14,6 +19,7 @@ torch = pytest.importorskip("torch")
 from converters import ABSENT_WEIGHTS, is_graph_only, torch_to_onnx  # noqa: E402
 
 nn = torch.nn
+REPO = Path(__file__).resolve().parent.parent
 
 
 def mlp() -> nn.Module:
@@ -130,3 +136,43 @@ def _elements(t: onnx.TensorProto) -> int:
     for d in t.dims:
         n *= d
     return n
+
+
+@pytest.mark.slow
+class TestFrameworksCoexist:
+    """TensorFlow then triton in one process aborts (both bundle LLVM); torch loads triton when it
+    exports. Children run with the triton wheel on their path (pip installs it without a GPU)."""
+
+    KERAS_THEN_TORCH = (
+        "import os, sys; os.environ['TF_CPP_MIN_LOG_LEVEL'] = '3'\n"
+        "import keras, torch, onnxflops\n"
+        "k = onnxflops.count(keras.Sequential([keras.Input((8,)), keras.layers.Dense(4)]))\n"
+        "t = onnxflops.count(torch.nn.Linear(8, 4), inputs=((1, 8),))\n"
+        "print(k.total.macs, t.total.macs, 'triton' in sys.modules)\n")
+
+    @pytest.fixture(scope="class")
+    def triton_path(self, tmp_path_factory):
+        pytest.importorskip("tensorflow")
+        given = os.environ.get("ONNXFLOPS_TRITON_DIR")
+        if given:
+            return given
+        target = tmp_path_factory.mktemp("triton")
+        pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                              "--target", str(target), "triton"], capture_output=True, timeout=600)
+        if pip.returncode != 0:
+            pytest.skip("pip cannot install the triton wheel here")
+        return str(target)
+
+    def run(self, code: str, triton_path: str) -> subprocess.CompletedProcess:
+        path = os.pathsep.join([str(REPO), triton_path])
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=dict(os.environ, PYTHONPATH=path), timeout=600)
+
+    def test_the_crash_is_real_with_this_triton(self, triton_path):
+        crashed = self.run("import tensorflow, triton", triton_path)
+        assert crashed.returncode != 0 and "LLVM" in crashed.stderr
+
+    def test_a_keras_model_then_a_torch_module(self, triton_path):
+        child = self.run(self.KERAS_THEN_TORCH, triton_path)
+        assert child.returncode == 0, child.stderr[-2000:]
+        assert child.stdout.split() == ["32", "32", "False"]
