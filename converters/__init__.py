@@ -1,8 +1,10 @@
 """Framework models → ONNX, with graphs that depend on the architecture only.
 
 `keras_to_onnx` goes through tf2onnx, `torch_to_onnx` through torch.onnx.export (the torch.export
-based exporter by default, the TorchScript one with exporter="legacy"). Both convert with stand-in
-weights unless keep_weights=True, so that exporter optimisations cannot key on weight values.
+based exporter by default, the TorchScript one with exporter="legacy"). Unless keep_weights=True,
+tf2onnx and the legacy exporter convert with stand-in weights, so that exporter optimisations cannot
+key on weight values, and the dynamo exporter writes weights as headers without bytes; weights on
+the meta device are headers always (`is_graph_only`).
 `convert` turns anything else a user can name (a file, a factory spec, a model object) into ONNX.
 TensorFlow and torch are imported only when a model of theirs is converted.
 """

@@ -28,10 +28,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import onnx
 
-from converters.common import first_line, is_single_input, root_cause, triton_kept_out
+from converters.common import is_single_input, root_cause, triton_kept_out
 from converters.structure import StandInValues, is_float_dtype
-from onnxflops.errors import OnnxFlopsError
-from onnxflops.load import SMALL_TENSOR_ELEMENTS
+from onnxflops.errors import OnnxFlopsError, first_line
+from onnxflops.graph import MAX_VALUE_ELEMENTS
 
 # Where a graph-only model's initializers say their data lives: a file that is never written.
 ABSENT_WEIGHTS = "weights-not-written.bin"
@@ -140,7 +140,7 @@ def _drop_weight_bytes(graph, keep_weights: bool) -> None:
             continue
         raw = getattr(tensor, "raw", None)
         on_meta = getattr(raw, "is_meta", False)
-        if not on_meta and (keep_weights or tensor.size <= SMALL_TENSOR_ELEMENTS):
+        if not on_meta and (keep_weights or tensor.size <= MAX_VALUE_ELEMENTS):
             continue
         value.const_value = ir.ExternalTensor(ABSENT_WEIGHTS, None, None, tensor.dtype,
                                               shape=tensor.shape, name=value.name)

@@ -13,7 +13,7 @@ import pytest
 import onnxflops
 from onnxflops.cli import main
 from onnxflops.errors import OnnxFlopsError
-from onnxflops.load import SMALL_TENSOR_ELEMENTS
+from onnxflops.graph import MAX_VALUE_ELEMENTS
 
 torch = pytest.importorskip("torch")
 from converters import ABSENT_WEIGHTS, is_graph_only, torch_to_onnx  # noqa: E402
@@ -40,7 +40,7 @@ class TestGraphOnlyExport:
         module = mlp()
         before = [p.detach().clone() for p in module.parameters()]
         proto = torch_to_onnx(module, (4, 256))
-        large = [t for t in proto.graph.initializer if _elements(t) > SMALL_TENSOR_ELEMENTS]
+        large = [t for t in proto.graph.initializer if _elements(t) > MAX_VALUE_ELEMENTS]
         assert [t.name for t in large] == ["0.weight", "2.weight"]
         assert all(t.data_location == onnx.TensorProto.EXTERNAL for t in large)
         assert weight_bytes(proto) == 4 * (512 + 10)  # the biases only: small tensors keep bytes

@@ -1,5 +1,5 @@
 """Stage 1, load: read an .onnx file (or copy a ModelProto) without reading weight bytes."""
 
-from onnxflops.load.reader import SMALL_TENSOR_ELEMENTS, load_model, without_weight_bytes
+from onnxflops.load.reader import load_model, without_weight_bytes
 
-__all__ = ["SMALL_TENSOR_ELEMENTS", "load_model", "without_weight_bytes"]
+__all__ = ["load_model", "without_weight_bytes"]
