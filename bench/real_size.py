@@ -30,7 +30,7 @@ import importlib.util, json, os, sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import onnxflops
 spec = importlib.util.spec_from_file_location("llama_builder", {llama!r})
-llama = importlib.util.module_from_spec(spec)
+llama = sys.modules["llama_builder"] = importlib.util.module_from_spec(spec)
 """
 _REPORT = "print(json.dumps({'macs': report.total.macs, 'params': report.total.params}))"
 
