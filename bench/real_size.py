@@ -2,8 +2,8 @@
 
     python bench/real_size.py [--before main] [--only NAME] [--limit-gb 8]
 
-For each model (VGG16 from Keras Applications, ResNet-50 from torch, Llama-3-8B built on the meta
-device; Llama-2-70B with --only llama2-70b-meta) one child process imports onnxflops, builds the
+For each model (VGG16 and ResNet50 from Keras Applications, ResNet-50 from torch, Llama-3-8B
+built on the meta device; Llama-2-70B with --only llama2-70b-meta) one child process imports onnxflops, builds the
 model, and counts it with `onnxflops.count(model, ...)`: wall time and peak RSS are the whole
 process's, as a user waits for them. "before" runs the same code against a git revision of the
 repository (exported to a temporary directory), "after" against this checkout, side by side.
@@ -37,6 +37,8 @@ _REPORT = "print(json.dumps({'macs': report.total.macs, 'params': report.total.p
 CASES = {
     "vgg16-keras": "import keras\n"
                    "report = onnxflops.count(keras.applications.VGG16(weights=None))",
+    "resnet50-keras": "import keras\n"
+                      "report = onnxflops.count(keras.applications.ResNet50(weights=None))",
     "resnet50-torch": "from models.resnet50 import ResNet50\n"
                       "report = onnxflops.count(ResNet50(), inputs=((1, 3, 224, 224),))",
     "llama3-8b-meta": "spec.loader.exec_module(llama)\n"
@@ -46,7 +48,7 @@ CASES = {
                        "report = onnxflops.count(llama.llama_on_meta('llama2-70b'), "
                        "inputs=(llama.token_ids(512),))",
 }
-DEFAULT = ("vgg16-keras", "resnet50-torch", "llama3-8b-meta")
+DEFAULT = ("vgg16-keras", "resnet50-keras", "resnet50-torch", "llama3-8b-meta")
 
 
 def run_case(name: str, tree: Path, limit_bytes: int) -> dict:
