@@ -8,6 +8,12 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from onnxflops.errors import OnnxFlopsError
+
+# The extra of pyproject.toml that installs each module a conversion imports.
+EXTRA_OF_MODULE = {"tensorflow": "keras", "keras": "keras", "tf2onnx": "keras",
+                   "torch": "torch", "onnxscript": "torch", "onnx_ir": "torch"}
+
 
 def is_single_input(value) -> bool:
     """A lone shape (a sequence of ints) or a lone array, as opposed to a sequence of them."""
@@ -40,3 +46,22 @@ def triton_kept_out() -> Iterator[None]:
     finally:
         if hide and sys.modules.get("triton", 0) is None:
             del sys.modules["triton"]
+
+
+def install_hint(e: ImportError) -> str:
+    """`: pip install 'onnxflops[extra]'` when `e` is a framework module missing; else ''."""
+    extra = EXTRA_OF_MODULE.get((getattr(e, "name", None) or "").partition(".")[0])
+    return f": pip install 'onnxflops[{extra}]'" if extra else ""
+
+
+@contextlib.contextmanager
+def framework_needed(subject: str) -> Iterator[None]:
+    """A framework module missing while converting `subject` becomes one line saying which extra
+    installs it; any other ImportError is a bug and stays one."""
+    try:
+        yield
+    except ImportError as e:
+        hint = install_hint(e)
+        if not hint:
+            raise
+        raise OnnxFlopsError(f"{subject}: converting it needs {e.name}{hint}") from None
