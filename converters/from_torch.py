@@ -72,11 +72,11 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
         if not keep_weights and exporter == "legacy":
             stack.enter_context(_stand_in_weights(weights))
         if not is_program:
-            stack.enter_context(_eval_mode(module))
+            stack.enter_context(eval_mode(module))
         stack.enter_context(triton_kept_out())
         try:
             if exporter == "dynamo":
-                proto = _export_dynamo(module, args, names, opset, keep_weights)
+                proto = export_dynamo(module, args, names, opset, keep_weights=keep_weights)
             else:
                 proto = _export_legacy(module, args, names, opset)
         except OnnxFlopsError:
@@ -118,12 +118,16 @@ def load_exported_program(path, *, unsafe: bool = False):
             os.environ[_WEIGHTS_ONLY] = previous
 
 
-def _export_dynamo(module, args: tuple, names: list[str], opset: int,
-                   keep_weights: bool) -> onnx.ModelProto:
+def export_dynamo(module, args: tuple, names: list[str], opset: int, dynamic_shapes=None,
+                  keep_weights: bool = True) -> onnx.ModelProto:
+    """torch.onnx.export with torch.export, its optimizer off; `dynamic_shapes` as torch.export
+    takes them (the dims left symbolic in the graph). Weights on the meta device are written as
+    headers, and unless `keep_weights` every large one too (see `_drop_weight_bytes`)."""
     import torch
 
     program = torch.onnx.export(module, args, dynamo=True, optimize=False, opset_version=opset,
-                                input_names=names[:len(args)] or None, verbose=False)
+                                input_names=names[:len(args)] or None, verbose=False,
+                                dynamic_shapes=dynamic_shapes)
     _drop_weight_bytes(program.model.graph, keep_weights)
     return program.model_proto
 
@@ -260,7 +264,7 @@ def _stand_in_weights(tensors):
 
 
 @contextlib.contextmanager
-def _eval_mode(module):
+def eval_mode(module):
     was_training = module.training
     module.eval()
     try:

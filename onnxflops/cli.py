@@ -9,7 +9,7 @@ import sys
 
 from onnxflops.errors import OnnxFlopsError
 
-COMMANDS = ("count", "convert", "compare", "ops", "profile", "report")
+COMMANDS = ("count", "convert", "compare", "ops", "profile", "report", "llm")
 
 
 def version() -> str:
