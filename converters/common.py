@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -27,6 +28,25 @@ def root_cause(e: BaseException) -> BaseException:
     while e.__cause__ is not None:
         e = e.__cause__
     return e
+
+
+@contextlib.contextmanager
+def triton_kept_out() -> Iterator[None]:
+    """`import triton` fails (ImportError) for the duration if TensorFlow is loaded and triton not.
+
+    Both bundle LLVM: loading triton after TensorFlow aborts the process ("Option ... registered
+    more than once"). torch imports triton when torch._dynamo first loads, which exporting does;
+    exporting needs no triton, and torch takes its absence (cached for the process) as on a
+    machine without it. Once TensorFlow is loaded triton could not load anyway.
+    """
+    hide = "tensorflow" in sys.modules and "triton" not in sys.modules
+    if hide:
+        sys.modules["triton"] = None  # the import system's "known missing" mark
+    try:
+        yield
+    finally:
+        if hide and sys.modules.get("triton", 0) is None:
+            del sys.modules["triton"]
 
 
 def install_hint(e: ImportError) -> str:

@@ -2,9 +2,16 @@
 
 Both exporters are told not to fold BatchNorm into the preceding conv (the dynamo exporter's
 optimizer is off; the legacy one keeps BatchNorm with TrainingMode.PRESERVE), so BatchNorm's
-scale/bias stay params and its running statistics buffers. The module is exported with stand-in
-weights (see `converters.structure`) unless `keep_weights=True`, so that the legacy exporter cannot
-merge initializers that merely happen to be equal. torch is imported only when a module is converted.
+scale/bias stay params and its running statistics buffers.
+
+Counting needs no weight bytes. Unless `keep_weights=True`, the dynamo exporter's weights are
+written as headers only (name, dtype, shape, marked external with no data), never serialized; its
+graph does not depend on their values. Parameters on the meta device (`with torch.device("meta")`,
+accelerate's init_empty_weights) have no bytes at all: they are headers whatever `keep_weights`
+says, so a model too large for memory converts in the memory of its graph. The legacy exporter runs
+the model and merges initializers that merely happen to be equal: it converts with stand-in weights
+(see `converters.structure`) unless `keep_weights=True`, and cannot take meta weights.
+torch is imported only when a module is converted.
 """
 
 from __future__ import annotations
@@ -21,9 +28,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import onnx
 
-from converters.common import is_single_input, root_cause
+from converters.common import is_single_input, root_cause, triton_kept_out
 from converters.structure import StandInValues, is_float_dtype
 from onnxflops.errors import OnnxFlopsError, first_line
+from onnxflops.graph import MAX_VALUE_ELEMENTS
+
+# Where a graph-only model's initializers say their data lives: a file that is never written.
+ABSENT_WEIGHTS = "weights-not-written.bin"
 
 OPSET = 18
 EXPORTERS = ("dynamo", "legacy")
@@ -36,7 +47,7 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
 
     `inputs`: a tensor or a shape, a sequence of tensors/shapes (float32 random tensors are made from
     shapes), or a mapping forward-argument name → tensor/shape. An ExportedProgram defaults to its
-    example inputs.
+    example inputs. A module whose weights are on the meta device gets its inputs there too.
     """
     import torch
 
@@ -46,21 +57,28 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
     is_program = isinstance(module, torch.export.ExportedProgram)
     label = f"PyTorch model '{_model_name(module, is_program)}'"
     names = argument_names(module)
-    args = _example_args(module, inputs, names, is_program, label)
     if is_program and exporter == "legacy":
         raise OnnxFlopsError(f"{label}: an ExportedProgram converts with the dynamo exporter only")
     weights = list(module.state_dict.values()) if is_program else _unique_tensors(module)
+    on_meta = any(t.is_meta for t in weights)
+    if on_meta and exporter == "legacy":
+        raise OnnxFlopsError(f"{label}: its weights are on the meta device, which only the dynamo "
+                             "exporter converts")
+    args = _example_args(module, inputs, names, is_program, label, on_meta)
     with contextlib.ExitStack() as stack:
         stack.enter_context(warnings.catch_warnings())
         warnings.simplefilter("ignore")  # exporter advice about the graph, not the user's problem
         stack.enter_context(contextlib.redirect_stdout(io.StringIO()))  # progress, graph dumps
-        if not keep_weights:
+        if not keep_weights and exporter == "legacy":
             stack.enter_context(_stand_in_weights(weights))
         if not is_program:
             stack.enter_context(eval_mode(module))
+        stack.enter_context(triton_kept_out())
         try:
-            export = export_dynamo if exporter == "dynamo" else _export_legacy
-            proto = export(module, args, names, opset)
+            if exporter == "dynamo":
+                proto = export_dynamo(module, args, names, opset, keep_weights=keep_weights)
+            else:
+                proto = _export_legacy(module, args, names, opset)
         except OnnxFlopsError:
             raise
         except Exception as e:  # the exporters raise anything; the user gets one line
@@ -68,6 +86,12 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
                                  f"({first_line(root_cause(e))})") from None
     proto.graph.name = _model_name(module, is_program)
     return proto
+
+
+def is_graph_only(proto: onnx.ModelProto) -> bool:
+    """Whether a converted model's weights are headers whose data was never written."""
+    return any(entry.key == "location" and entry.value == ABSENT_WEIGHTS
+               for t in proto.graph.initializer for entry in t.external_data)
 
 
 def load_exported_program(path, *, unsafe: bool = False):
@@ -94,16 +118,36 @@ def load_exported_program(path, *, unsafe: bool = False):
             os.environ[_WEIGHTS_ONLY] = previous
 
 
-def export_dynamo(module, args: tuple, names: list[str], opset: int,
-                  dynamic_shapes=None) -> onnx.ModelProto:
+def export_dynamo(module, args: tuple, names: list[str], opset: int, dynamic_shapes=None,
+                  keep_weights: bool = True) -> onnx.ModelProto:
     """torch.onnx.export with torch.export, its optimizer off; `dynamic_shapes` as torch.export
-    takes them (the dims left symbolic in the graph)."""
+    takes them (the dims left symbolic in the graph). Weights on the meta device are written as
+    headers, and unless `keep_weights` every large one too (see `_drop_weight_bytes`)."""
     import torch
 
     program = torch.onnx.export(module, args, dynamo=True, optimize=False, opset_version=opset,
                                 input_names=names[:len(args)] or None, verbose=False,
                                 dynamic_shapes=dynamic_shapes)
+    _drop_weight_bytes(program.model.graph, keep_weights)
     return program.model_proto
+
+
+def _drop_weight_bytes(graph, keep_weights: bool) -> None:
+    """Turn the exported graph's initializers into headers before it is serialized: those on the
+    meta device, and unless `keep_weights` every one larger than the loader keeps (small ones are
+    shape arithmetic, axes, scalars: the loader reads their values)."""
+    import onnx_ir as ir
+
+    for value in graph.initializers.values():
+        tensor = value.const_value
+        if tensor is None:
+            continue
+        raw = getattr(tensor, "raw", None)
+        on_meta = getattr(raw, "is_meta", False)
+        if not on_meta and (keep_weights or tensor.size <= MAX_VALUE_ELEMENTS):
+            continue
+        value.const_value = ir.ExternalTensor(ABSENT_WEIGHTS, None, None, tensor.dtype,
+                                              shape=tensor.shape, name=value.name)
 
 
 def _export_legacy(module, args: tuple, names: list[str], opset: int) -> onnx.ModelProto:
@@ -155,7 +199,8 @@ def argument_names(module) -> list[str]:
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
-def _example_args(module, inputs, names: list[str], is_program: bool, label: str) -> tuple:
+def _example_args(module, inputs, names: list[str], is_program: bool, label: str,
+                  on_meta: bool) -> tuple:
     import torch
 
     if inputs is None:
@@ -177,8 +222,10 @@ def _example_args(module, inputs, names: list[str], is_program: bool, label: str
     else:
         items = list(inputs)
     generator = torch.Generator().manual_seed(0)
-    return tuple(_as_tensor(item, generator, label) for item in items)
-
+    args = tuple(_as_tensor(item, generator, label) for item in items)
+    if on_meta:  # weights without data meet inputs without data: nothing is computed
+        args = tuple(a.to("meta") for a in args)
+    return args
 
 
 def _as_tensor(item, generator, label: str):

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import onnx
 
+from converters.common import triton_kept_out
 from converters.from_keras import (
     is_saved_model_dir,
     keras_to_onnx,
@@ -127,7 +128,8 @@ def _load(source: str | os.PathLike, unsafe: bool):
                              ".pt2 or a SavedModel directory)")
     spec = str(source)
     if _FACTORY_SPEC.fullmatch(spec):
-        return _from_factory(spec)
+        with triton_kept_out():  # the user's code may import torch._dynamo, which loads triton
+            return _from_factory(spec)
     raise OnnxFlopsError(f"{source}: no such file (a factory is named as package.module:function)")
 
 

@@ -20,7 +20,10 @@ class StandInValues:
         self._rng = np.random.default_rng(seed)
 
     def like(self, shape: tuple[int, ...], dtype) -> np.ndarray:
-        return self._rng.uniform(0.5, 1.5, size=shape).astype(dtype)
+        # Drawn in float32 and shifted in place: no float64 array of a large weight's size.
+        values = self._rng.random(size=shape, dtype=np.float32)
+        values += np.float32(0.5)
+        return values.astype(dtype, copy=False)
 
 
 def is_float_dtype(dtype) -> bool:

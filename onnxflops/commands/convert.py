@@ -34,7 +34,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from converters import convert, load, needs_conversion
+    from converters import ABSENT_WEIGHTS, convert, is_graph_only, load, needs_conversion
 
     if not needs_conversion(args.model):
         raise OnnxFlopsError(f"{args.model}: already ONNX (or not a model onnxflops converts)")
@@ -44,7 +44,11 @@ def run(args: argparse.Namespace) -> int:
                     **options)
     onnx.save(proto, args.output)
     print(f"wrote {args.output}")
-    if not args.stand_in_weights:
+    if is_graph_only(proto):
+        print(f"note: the weights have no data (meta device): {args.output} holds the graph only, "
+              f"its initializers name an external file '{ABSENT_WEIGHTS}' that is not written",
+              file=sys.stderr)
+    elif not args.stand_in_weights:
         _warn_if_weights_shaped_the_graph(model, proto, input_shapes(args) or None, options)
     return 0
 
