@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch")
 from converters import ABSENT_WEIGHTS, is_graph_only, torch_to_onnx  # noqa: E402
 
 nn = torch.nn
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def mlp() -> nn.Module:
