@@ -279,18 +279,12 @@ def llama_decoder(weights: Weights, layers: int) -> onnx.ModelProto:
     """Llama-2-7B's shapes (hidden 4096, 32 heads, MLP 11008) at `layers` layers, exported by
     torch.onnx (dynamo, unoptimized: the optimizer folds constants, which meta tensors lack) from a
     meta-device module; its parameters become initializers whose external data file is absent."""
-    import importlib.util
+    import torch
 
-    find_spec = importlib.util.find_spec
-    # transformers imports torchvision when it finds it; a torchvision built for another torch
-    # fails to load, and the decoder needs none of it.
-    importlib.util.find_spec = lambda name, *args, **kwargs: None \
-        if name.split(".")[0] == "torchvision" else find_spec(name, *args, **kwargs)
-    try:
-        import torch
-        from transformers import LlamaConfig, LlamaForCausalLM
-    finally:
-        importlib.util.find_spec = find_spec
+    from converters.common import import_transformers
+
+    transformers = import_transformers()
+    LlamaConfig, LlamaForCausalLM = transformers.LlamaConfig, transformers.LlamaForCausalLM
 
     config = LlamaConfig(num_hidden_layers=layers, hidden_size=4096, intermediate_size=11008,
                          num_attention_heads=32, num_key_value_heads=32, vocab_size=32000,

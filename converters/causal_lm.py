@@ -17,14 +17,13 @@ import contextlib
 import io
 import json
 import logging
-import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import onnx
 
-from converters.common import framework_needed, install_hint, root_cause
+from converters.common import framework_needed, import_transformers, root_cause
 from converters.from_torch import OPSET, eval_mode, export_dynamo
 from onnxflops.errors import OnnxFlopsError, first_line
 
@@ -131,25 +130,6 @@ def _experts_batched(config):
         yield
     finally:
         config._experts_implementation = previous
-
-def import_transformers():
-    """transformers, importable even beside a torchvision built for another torch: transformers
-    imports torchvision for image models whenever it is installed, and a mismatched one
-    ('operator torchvision::nms does not exist') would make every import fail; no language
-    model needs it, so it is hidden then."""
-    if "transformers" not in sys.modules:
-        try:
-            import torchvision  # noqa: F401
-        except Exception:  # a broken install raises RuntimeError, not ImportError
-            for name in [n for n in sys.modules if n.split(".")[0] == "torchvision"]:
-                del sys.modules[name]
-            sys.modules["torchvision"] = None  # find_spec says: not installed
-    try:
-        import transformers
-    except ImportError as e:
-        raise OnnxFlopsError(f"serving costs need transformers{install_hint(e)}") from None
-    return transformers
-
 
 def _prefill_module(model):
     """The model on a prompt, its logits the output."""

@@ -55,6 +55,25 @@ def install_hint(e: ImportError) -> str:
     return f": pip install 'onnxflops[{extra}]'" if extra else ""
 
 
+def import_transformers():
+    """transformers, importable even beside a torchvision built for another torch: transformers
+    imports torchvision for image models whenever it is installed, and a mismatched one
+    ('operator torchvision::nms does not exist') would make every import fail; no language
+    model needs it, so it is hidden then."""
+    if "transformers" not in sys.modules:
+        try:
+            import torchvision  # noqa: F401
+        except Exception:  # a broken install raises RuntimeError, not ImportError
+            for name in [n for n in sys.modules if n.split(".")[0] == "torchvision"]:
+                del sys.modules[name]
+            sys.modules["torchvision"] = None  # find_spec says: not installed
+    try:
+        import transformers
+    except ImportError as e:
+        raise OnnxFlopsError(f"this needs transformers{install_hint(e)}") from None
+    return transformers
+
+
 @contextlib.contextmanager
 def framework_needed(subject: str) -> Iterator[None]:
     """A framework module missing while converting `subject` becomes one line saying which extra

@@ -10,11 +10,11 @@ checked against (HF's forward cannot run on meta tensors, so no counter can run 
 
 from __future__ import annotations
 
-import importlib
-import sys
 from dataclasses import dataclass
 
 import torch
+
+from converters.common import import_transformers
 
 TOKENS = 512
 
@@ -41,7 +41,7 @@ PRESETS = {
 def llama_config(preset: str = "llama3-8b", layers: int | None = None):
     """The transformers LlamaConfig of a preset, without the KV cache (a forward pass is counted)."""
     shape = PRESETS[preset]
-    return _transformers().LlamaConfig(
+    return import_transformers().LlamaConfig(
         hidden_size=shape.hidden, intermediate_size=shape.intermediate,
         num_hidden_layers=shape.layers if layers is None else layers,
         num_attention_heads=shape.heads, num_key_value_heads=shape.kv_heads,
@@ -53,7 +53,7 @@ def llama_on_meta(preset: str = "llama3-8b", layers: int | None = None) -> torch
     """LlamaForCausalLM with every parameter on the meta device."""
     config = llama_config(preset, layers)
     with torch.device("meta"):
-        return _transformers().LlamaForCausalLM(config).eval()
+        return import_transformers().LlamaForCausalLM(config).eval()
 
 
 def token_ids(tokens: int = TOKENS) -> torch.Tensor:
@@ -97,19 +97,6 @@ def llama3_8b() -> torch.export.ExportedProgram:
 
 def llama2_70b() -> torch.export.ExportedProgram:
     return exported("llama2-70b")
-
-
-def _transformers():
-    """transformers, imported with a torchvision that cannot load (a CUDA build beside a CPU torch
-    fails registering its ops) treated as absent, as transformers treats a missing one."""
-    if "torchvision" not in sys.modules:
-        try:
-            importlib.import_module("torchvision")
-        except ImportError:
-            pass
-        except Exception:  # RuntimeError: operator torchvision::nms does not exist
-            sys.modules["torchvision"] = None
-    return importlib.import_module("transformers")
 
 
 def tiny() -> torch.export.ExportedProgram:

@@ -20,7 +20,7 @@ PROMPT, GENERATE, BATCH = 6, 3, 2
 
 def _transformers():
     pytest.importorskip("torch")
-    from converters.causal_lm import import_transformers
+    from converters.common import import_transformers
 
     try:
         return import_transformers()
