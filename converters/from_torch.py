@@ -10,6 +10,7 @@ merge initializers that merely happen to be equal. torch is imported only when a
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import io
 import logging
@@ -42,30 +43,42 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
 
     if exporter not in EXPORTERS:
         raise OnnxFlopsError(f"unknown exporter '{exporter}' (choose from {', '.join(EXPORTERS)})")
-    logging.getLogger("torch.onnx").setLevel(logging.ERROR)
     is_program = isinstance(module, torch.export.ExportedProgram)
     label = f"PyTorch model '{_model_name(module, is_program)}'"
-    names = argument_names(module)
-    args = _example_args(module, inputs, names, is_program, label)
     if is_program and exporter == "legacy":
         raise OnnxFlopsError(f"{label}: an ExportedProgram converts with the dynamo exporter only")
+    names = argument_names(module)
+    target = module
+    if isinstance(inputs, Mapping) and not is_program:
+        names = _keyword_names(module, inputs, label)
+        target = _keyword_call(module, names)
+    args = _example_args(module, inputs, names, is_program, label)
     weights = list(module.state_dict.values()) if is_program else _unique_tensors(module)
     with contextlib.ExitStack() as stack:
         stack.enter_context(warnings.catch_warnings())
         warnings.simplefilter("ignore")  # exporter advice about the graph, not the user's problem
         stack.enter_context(contextlib.redirect_stdout(io.StringIO()))  # progress, graph dumps
+        stack.enter_context(_torch_logs_silenced())
         if not keep_weights:
             stack.enter_context(_stand_in_weights(weights))
         if not is_program:
             stack.enter_context(_eval_mode(module))
-        try:
-            export = _export_dynamo if exporter == "dynamo" else _export_legacy
-            proto = export(module, args, names, opset)
-        except OnnxFlopsError:
-            raise
-        except Exception as e:  # the exporters raise anything; the user gets one line
-            raise OnnxFlopsError(f"{label}: the {exporter} exporter cannot convert it "
-                                 f"({first_line(root_cause(e))})") from None
+        order = (exporter,) if is_program else (exporter, *(e for e in EXPORTERS if e != exporter))
+        failures = []
+        for attempt in order:
+            try:
+                proto = _EXPORTS[attempt](target, args, names, opset)
+                break
+            except OnnxFlopsError:
+                raise
+            except Exception as e:  # the exporters raise anything; the user gets one line
+                failures.append(f"the {attempt} exporter cannot convert it "
+                                f"({first_line(root_cause(e))})")
+        else:
+            raise OnnxFlopsError(f"{label}: {'; '.join(failures)}")
+    if failures:
+        warnings.warn(f"{label}: {failures[0]}; converted with the {attempt} exporter instead",
+                      stacklevel=2)
     proto.graph.name = _model_name(module, is_program)
     return proto
 
@@ -108,9 +121,28 @@ def _export_legacy(module, args: tuple, names: list[str], opset: int) -> onnx.Mo
     buffer = io.BytesIO()
     with _native_output_silenced():
         torch.onnx.export(module, args, buffer, dynamo=False, opset_version=opset,
-                          input_names=names[:len(args)] or None, do_constant_folding=True,
+                          input_names=names[:len(args)] or None, do_constant_folding=False,
                           training=torch.onnx.TrainingMode.PRESERVE)
     return onnx.load_from_string(buffer.getvalue())
+
+
+_EXPORTS = {"dynamo": _export_dynamo, "legacy": _export_legacy}
+
+
+@contextlib.contextmanager
+def _torch_logs_silenced():
+    """torch.export logs the traceback of a failed trace at WARNING; a failure is reported in one
+    line, and the other exporter may well succeed."""
+    loggers = [logging.getLogger(n) for n in ("torch.export", "torch._dynamo", "torch.onnx",
+                                              "torch._export", "torch.fx.experimental")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
 
 
 @contextlib.contextmanager
@@ -151,6 +183,66 @@ def argument_names(module) -> list[str]:
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
+def _keyword_names(module, given: Mapping, label: str) -> list[str]:
+    """The forward() arguments `given` names, in forward()'s order; the others keep their defaults.
+
+    Refuses a name forward() does not take, and leaves out none that it needs."""
+    try:
+        parameters = list(inspect.signature(module.forward).parameters.values())
+    except (TypeError, ValueError):
+        return list(given)
+    takes_any = any(p.kind == p.VAR_KEYWORD for p in parameters)
+    named = [p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    listing = ", ".join(named)
+    unknown = [n for n in given if n not in named]
+    if unknown and not takes_any:
+        raise OnnxFlopsError(f"{label}: forward() has no argument '{unknown[0]}' "
+                             f"(arguments: {listing})")
+    required = [p.name for p in parameters if p.default is p.empty
+                and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    missing = [n for n in required if n not in given]
+    if missing:
+        raise OnnxFlopsError(f"{label}: forward() needs {', '.join(repr(n) for n in missing)}, "
+                             f"not given (arguments: {listing}; given: {', '.join(given)})")
+    return [n for n in named if n in given] + unknown
+
+
+@functools.cache
+def _keyword_call_class():
+    import torch
+
+    class KeywordCall(torch.nn.Module):
+        """Calls the module with its inputs by name; returns the tensors of what it returns
+        (model outputs, dicts, tuples), leaving out objects such as key/value caches."""
+
+        def __init__(self, module, names: list[str]):
+            super().__init__()
+            self.module = module
+            self.names = names
+
+        def forward(self, *args):
+            return tuple(_tensors(self.module(**dict(zip(self.names, args)))))
+
+    return KeywordCall
+
+
+def _keyword_call(module, names: list[str]):
+    return _keyword_call_class()(module, names)
+
+
+def _tensors(value):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _tensors(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _tensors(item)
+
+
 def _example_args(module, inputs, names: list[str], is_program: bool, label: str) -> tuple:
     import torch
 
@@ -160,14 +252,13 @@ def _example_args(module, inputs, names: list[str], is_program: bool, label: str
         raise OnnxFlopsError(f"{label}: give its inputs (shapes or tensors), e.g. "
                              "inputs=((1, 3, 224, 224),)")
     if isinstance(inputs, Mapping):
-        unknown = [n for n in inputs if n not in names]
-        if unknown:
-            raise OnnxFlopsError(f"{label}: forward() has no argument '{unknown[0]}' "
-                                 f"(arguments: {', '.join(names)})")
-        missing = [n for n in names[:len(inputs)] if n not in inputs]
-        if missing:
-            raise OnnxFlopsError(f"{label}: forward() argument '{missing[0]}' was not given")
-        items = [inputs[n] for n in names[:len(inputs)]]
+        if is_program:
+            unknown = [n for n in inputs if n not in names]
+            missing = [n for n in names if n not in inputs]
+            if unknown or missing:
+                raise OnnxFlopsError(f"{label}: its inputs are {', '.join(names)} "
+                                     f"(given: {', '.join(inputs)})")
+        items = [inputs[n] for n in names]
     elif is_single_input(inputs):
         items = [inputs]
     else:
