@@ -18,7 +18,11 @@ import numpy as np
 import onnx
 from onnx import defs, helper, numpy_helper
 
-from onnxflops.analysis.contrib_shapes import CONTRIB_DEFAULT_DOMAIN, contrib_outputs, is_contrib
+from onnxflops.analysis.contrib_shapes import (
+    CONTRIB_DEFAULT_DOMAIN,
+    contrib_outputs,
+    is_contrib,
+)
 from onnxflops.analysis.evaluate import evaluate
 from onnxflops.graph import (
     MAX_VALUE_ELEMENTS,
