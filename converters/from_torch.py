@@ -25,6 +25,7 @@ import onnx
 from converters.common import is_single_input, root_cause
 from converters.structure import StandInValues, is_float_dtype
 from onnxflops.errors import OnnxFlopsError, first_line
+from onnxflops.load import record_weight_roles
 
 OPSET = 18
 EXPORTERS = ("dynamo", "legacy")
@@ -80,7 +81,15 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
         warnings.warn(f"{label}: {failures[0]}; converted with the {attempt} exporter instead",
                       stacklevel=2)
     proto.graph.name = _model_name(module, is_program)
+    record_weight_roles(proto, *_weight_names(target, is_program))
     return proto
+
+
+def _weight_names(module, is_program: bool) -> tuple[list[str], list[str]]:
+    """The names torch gives the parameters and the buffers: the exporters name initializers so."""
+    if is_program:
+        return list(module.graph_signature.parameters), list(module.graph_signature.buffers)
+    return [n for n, _ in module.named_parameters()], [n for n, _ in module.named_buffers()]
 
 
 def load_exported_program(path, *, unsafe: bool = False):

@@ -21,6 +21,7 @@ from onnxflops.costs.node import Node
 from onnxflops.costs.registry import ZERO, Cost, Rule
 from onnxflops.counting.training import GradientFlow
 from onnxflops.counting.weights import is_hyperparameter
+from onnxflops.load import weight_roles
 from onnxflops.dims import SYMBOL_MARK, is_symbolic
 from onnxflops.errors import Uncostable
 from onnxflops.graph import GraphView, NodeRow, TensorInfo, domain_key, holds_subgraph
@@ -47,6 +48,8 @@ class _Counter:
         self.expansions: dict[tuple, tuple[AnalyzedModel, tuple[str, ...]]] = {}
         self.opsets = analyzed.opsets
         self.seen_weights: set[str] = set()
+        # Parameters and buffers as the framework named them, where a converter recorded them.
+        self.roles = weight_roles(analyzed.model)
         self.outcomes: dict[tuple, _Outcome | object] = {}  # by node signature
         self.uncosted: list[Uncosted] = []
         self.warnings: list[str] = list(analyzed.warnings)
@@ -59,6 +62,7 @@ class _Counter:
         nodes: list[NodeReport] = []
         total, constant_work = Totals(), Totals()
         constant_nodes = 0
+        reads: list[list[str]] = []  # each node's inputs, where recorded weights are credited
         for position, row in enumerate(graph.rows()):
             if graph.is_constant_row(row):
                 if row[1] != "Constant":
@@ -66,8 +70,12 @@ class _Counter:
                     constant_work.add(self._report(row, graph, graph.kinds.get(position),
                                                    count_params=False))
                 continue
-            entry = self._report(row, graph, graph.kinds.get(position))
-            nodes.append(entry)
+            nodes.append(self._report(row, graph, graph.kinds.get(position)))
+            if self.roles is not None:
+                reads.append(row[3])
+        if self.roles is not None:
+            self._credit_unread_weights(nodes, reads, graph)
+        for entry in nodes:
             total.add(entry)
         missing = sorted({u.op_type for u in self.uncosted if u.reason.startswith("no cost rule")})
         if missing:
@@ -172,7 +180,49 @@ class _Counter:
             self.uncosted.append(Uncosted(label, node.op_type, f"backward: {e}"))
             return None
 
+    def _credit_unread_weights(self, nodes: list[NodeReport], reads: list[list[str]],
+                               graph: GraphView) -> None:
+        """Recorded parameters and buffers that no costed node read as a weight (a class token
+        reaching a Concat through an Expand, a table a Gather reads in part): each is credited
+        whole to the first node that reads something computed from it."""
+        for entry, names in zip(nodes, reads):
+            for name in names:
+                for source in graph.weight_sources(name) if name else ():
+                    role = self._recorded_role(source)
+                    if role is None or source in self.seen_weights:
+                        continue
+                    self.seen_weights.add(source)
+                    info = graph.info(source)
+                    count = info.numel if info is not None and info.known else 0
+                    if role == "param":
+                        entry.params += count
+                    else:
+                        entry.buffers += count
+
+    def _recorded_role(self, source: str) -> str | None:
+        if source in self.roles.parameters:
+            return "param"
+        return "buffer" if source in self.roles.buffers else None
+
+    def _recorded_weights(self, row: NodeRow, scope: GraphView) -> tuple[int, int]:
+        """Params and buffers a node reads, by the converter's record: whatever slot reads them."""
+        params = buffers = 0
+        for name in row[3]:
+            for source in scope.weight_sources(name) if name else ():
+                role = self._recorded_role(source)
+                info = scope.info(source)
+                if role is None or source in self.seen_weights or info is None or not info.known:
+                    continue
+                self.seen_weights.add(source)
+                if role == "param":
+                    params += info.numel
+                else:
+                    buffers += info.numel
+        return params, buffers
+
     def _weights(self, rule: Rule, row: NodeRow, scope: GraphView) -> tuple[int, int]:
+        if self.roles is not None:
+            return self._recorded_weights(row, scope)
         params = buffers = 0
         if not rule.weights and not rule.buffers:
             return params, buffers
