@@ -9,7 +9,7 @@ import importlib
 _PUBLIC = {
     "count": "onnxflops.api",
     "CONVENTIONS": "onnxflops.costs.registry",
-    "OnnxFlopsError": "onnxflops.errors",
+    "OnnxFlopsError": "onnxflops.errors", "UncostedWarning": "onnxflops.errors",
     "NodeReport": "onnxflops.report", "Report": "onnxflops.report", "Totals": "onnxflops.report",
     "Comparison": "onnxflops.comparison", "assert_same_cost": "onnxflops.comparison",
     "compare": "onnxflops.comparison",
