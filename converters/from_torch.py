@@ -81,15 +81,17 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
         warnings.warn(f"{label}: {failures[0]}; converted with the {attempt} exporter instead",
                       stacklevel=2)
     proto.graph.name = _model_name(module, is_program)
-    record_weight_roles(proto, *_weight_names(target, is_program))
+    record_weight_roles(proto, *_weight_names(target, is_program), exhaustive=True)
     return proto
 
 
 def _weight_names(module, is_program: bool) -> tuple[list[str], list[str]]:
-    """The names torch gives the parameters and the buffers: the exporters name initializers so."""
+    """The names torch gives the parameters and the buffers: the exporters name initializers so.
+    A tied weight has several names, any one of which its one initializer may take."""
     if is_program:
         return list(module.graph_signature.parameters), list(module.graph_signature.buffers)
-    return [n for n, _ in module.named_parameters()], [n for n, _ in module.named_buffers()]
+    return ([n for n, _ in module.named_parameters(remove_duplicate=False)],
+            [n for n, _ in module.named_buffers(remove_duplicate=False)])
 
 
 def load_exported_program(path, *, unsafe: bool = False):

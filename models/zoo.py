@@ -10,6 +10,7 @@ Importing this module imports no framework.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from dataclasses import dataclass, field
@@ -31,11 +32,14 @@ class ZooModel:
 
 
 def oracle(model: ZooModel, built=None, inputs=None) -> tuple[int | None, int]:
-    """(MACs, params) as the framework counts them; MACs is None for Keras (no flop counter)."""
+    """(MACs, params) as the framework counts them; MACs is None for Keras (no flop counter).
+
+    Keras params are its trainable weights: its non-trainable ones (BatchNorm statistics, a
+    Normalization layer's mean and variance) are what torch calls buffers."""
     built = model.build() if built is None else built
     inputs = model.inputs() if inputs is None else inputs
     if model.framework == "keras":
-        return None, built.count_params()
+        return None, sum(math.prod(w.shape) for w in built.trainable_weights)
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode

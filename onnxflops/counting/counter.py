@@ -22,6 +22,7 @@ from onnxflops.costs.registry import ZERO, Cost, Rule
 from onnxflops.counting.training import GradientFlow
 from onnxflops.counting.weights import is_hyperparameter
 from onnxflops.load import weight_roles
+from onnxflops.load.weight_roles import CONSTANT, PARAMETER
 from onnxflops.dims import SYMBOL_MARK, is_symbolic
 from onnxflops.errors import Uncostable
 from onnxflops.graph import GraphView, NodeRow, TensorInfo, domain_key, holds_subgraph
@@ -186,44 +187,36 @@ class _Counter:
         reaching a Concat through an Expand, a table a Gather reads in part): each is credited
         whole to the first node that reads something computed from it."""
         for entry, names in zip(nodes, reads):
-            for name in names:
-                for source in graph.weight_sources(name) if name else ():
-                    role = self._recorded_role(source)
-                    if role is None or source in self.seen_weights:
-                        continue
-                    self.seen_weights.add(source)
-                    info = graph.info(source)
-                    count = info.numel if info is not None and info.known else 0
-                    if role == "param":
-                        entry.params += count
-                    else:
-                        entry.buffers += count
+            params, buffers = self._recorded_weights(names, graph)
+            entry.params += params
+            entry.buffers += buffers
 
-    def _recorded_role(self, source: str) -> str | None:
-        if source in self.roles.parameters:
-            return "param"
-        return "buffer" if source in self.roles.buffers else None
-
-    def _recorded_weights(self, row: NodeRow, scope: GraphView) -> tuple[int, int]:
-        """Params and buffers a node reads, by the converter's record: whatever slot reads them."""
+    def _recorded_weights(self, names: list[str], scope: GraphView) -> tuple[int, int]:
+        """Params and buffers read through `names`, by the converter's record, each framework
+        weight once and whole. Initializers the record does not name count by the graph rules."""
         params = buffers = 0
-        for name in row[3]:
+        for name in names:
             for source in scope.weight_sources(name) if name else ():
-                role = self._recorded_role(source)
-                info = scope.info(source)
-                if role is None or source in self.seen_weights or info is None or not info.known:
+                role = self.roles.role(source)
+                if role is None or role[0] == CONSTANT or role[1] in self.seen_weights:
                     continue
-                self.seen_weights.add(source)
-                if role == "param":
-                    params += info.numel
+                info = scope.info(source)
+                count = self.roles.sizes.get(role[1])
+                if count is None:
+                    if info is None or not info.known:
+                        continue
+                    count = info.numel
+                self.seen_weights.add(role[1])
+                if role[0] == PARAMETER:
+                    params += count
                 else:
-                    buffers += info.numel
+                    buffers += count
         return params, buffers
 
     def _weights(self, rule: Rule, row: NodeRow, scope: GraphView) -> tuple[int, int]:
-        if self.roles is not None:
-            return self._recorded_weights(row, scope)
         params = buffers = 0
+        if self.roles is not None:
+            params, buffers = self._recorded_weights(row[3], scope)
         if not rule.weights and not rule.buffers:
             return params, buffers
         proto = row[0]
@@ -236,6 +229,8 @@ class _Counter:
                 continue
             for source in scope.weight_sources(name):
                 info = scope.info(source)
+                if self.roles is not None and self.roles.role(source) is not None:
+                    continue  # counted by the record
                 if source in self.seen_weights or info is None or not _is_weight(info):
                     continue
                 if is_hyperparameter(scope, proto, rule, info):
