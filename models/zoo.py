@@ -29,6 +29,9 @@ class ZooModel:
     build: Callable[[], object]
     inputs: Callable[[], dict] = field(repr=False)  # name → tensor (torch) or shape (keras)
     twin: str | None = None  # the same network from the other framework
+    # Weights the model owns but its forward pass never reads (a backbone holding its LM head's
+    # output embedding): the framework counts them, a graph of the forward pass cannot.
+    unread: tuple[str, ...] = ()
 
 
 def oracle(model: ZooModel, built=None, inputs=None) -> tuple[int | None, int]:
@@ -39,7 +42,8 @@ def oracle(model: ZooModel, built=None, inputs=None) -> tuple[int | None, int]:
     built = model.build() if built is None else built
     inputs = model.inputs() if inputs is None else inputs
     if model.framework == "keras":
-        return None, sum(math.prod(w.shape) for w in built.trainable_weights)
+        return None, sum(math.prod(w.shape) for w in built.trainable_weights
+                         if not any(part in w.path for part in model.unread))
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
@@ -48,7 +52,8 @@ def oracle(model: ZooModel, built=None, inputs=None) -> tuple[int | None, int]:
     # Grad on: torch's fused inference fast paths would hide matmuls from the counter.
     with torch.enable_grad(), sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as c:
         built(**inputs)
-    return c.get_total_flops() // 2, sum(p.numel() for p in built.parameters())
+    return c.get_total_flops() // 2, sum(p.numel() for name, p in built.named_parameters()
+                                         if not any(part in name for part in model.unread))
 
 
 def importable_torchvision() -> None:
@@ -111,6 +116,12 @@ def hf_gpt2():
     t = _transformers()
     return t.GPT2LMHeadModel(t.GPT2Config(vocab_size=VOCAB, n_positions=64, n_embd=64, n_layer=2,
                                           n_head=4))
+
+
+def hf_gpt2_backbone():
+    t = _transformers()
+    return t.GPT2Model(t.GPT2Config(vocab_size=VOCAB, n_positions=64, n_embd=64, n_layer=2,
+                                    n_head=4))
 
 
 def hf_llama():
@@ -219,7 +230,9 @@ def _keras_tokens(*names):
 
 ZOO = (
     ZooModel("hf_bert", "torch", hf_bert, _token_inputs(attention_mask=_ones), "keras_hub_bert"),
-    ZooModel("hf_gpt2", "torch", hf_gpt2, _token_inputs(attention_mask=_ones), "keras_hub_gpt2"),
+    ZooModel("hf_gpt2", "torch", hf_gpt2, _token_inputs(attention_mask=_ones)),
+    ZooModel("hf_gpt2_backbone", "torch", hf_gpt2_backbone, _token_inputs(attention_mask=_ones),
+             "keras_hub_gpt2"),
     ZooModel("hf_llama", "torch", hf_llama, _token_inputs(attention_mask=_ones), "keras_hub_llama"),
     ZooModel("hf_t5", "torch", hf_t5, _token_inputs(decoder_input_ids=lambda: _ids(1, TOKENS))),
     ZooModel("hf_vit", "torch", hf_vit, lambda: {"pixel_values": _image(1, 3, 32, 32)}),
@@ -234,9 +247,10 @@ ZOO = (
     ZooModel("keras_hub_bert", "keras", keras_hub_bert,
              _keras_tokens("token_ids", "segment_ids", "padding_mask"), "hf_bert"),
     ZooModel("keras_hub_gpt2", "keras", keras_hub_gpt2,
-             _keras_tokens("token_ids", "padding_mask"), "hf_gpt2"),
+             _keras_tokens("token_ids", "padding_mask"), "hf_gpt2_backbone"),
     ZooModel("keras_hub_llama", "keras", keras_hub_llama,
-             _keras_tokens("token_ids", "padding_mask"), "hf_llama"),
+             _keras_tokens("token_ids", "padding_mask"), "hf_llama",
+             unread=("reverse_embeddings",)),
     ZooModel("keras_mobilenet_v2", "keras", keras_mobilenet_v2, lambda: {},
              "torchvision_mobilenet_v2"),
 )
