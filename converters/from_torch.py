@@ -59,6 +59,7 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
         stack.enter_context(warnings.catch_warnings())
         warnings.simplefilter("ignore")  # exporter advice about the graph, not the user's problem
         stack.enter_context(contextlib.redirect_stdout(io.StringIO()))  # progress, graph dumps
+        stack.enter_context(contextlib.redirect_stderr(io.StringIO()))  # a failed trace's graph
         stack.enter_context(_torch_logs_silenced())
         if not keep_weights:
             stack.enter_context(_stand_in_weights(weights))

@@ -144,6 +144,105 @@ class TestInputs:
         by_name = onnxflops.count(module, inputs={"input": (3, 8)}).total.macs
         assert by_shape == by_tensor == by_name == 3 * 8 * 2
 
+    def test_torch_arguments_by_name_in_any_order_the_others_at_their_defaults(self):
+        class Masked(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.linear = nn.Linear(8, 4)
+
+            def forward(self, x, cache=None, mask=None, scale: float = 2.0):
+                y = self.linear(x) * scale
+                return {"y": y if mask is None else y * mask, "cache": object()}
+
+        x, mask = torch.ones(3, 8), torch.ones(3, 4)
+        report = onnxflops.count(Masked(), inputs={"mask": mask, "x": x})
+        # the linear 3·8·4 MACs and bias 12; × scale and × mask, 12 each
+        assert (report.total.macs, report.total.flops) == (96, 2 * 96 + 12 + 12 + 12)
+        assert report.inputs.keys() == {"x", "mask"}
+
+    def test_a_missing_torch_argument_is_named_with_forwards_arguments(self):
+        class Pair(nn.Module):
+            def forward(self, a, b, c=None):
+                return a + b
+
+        with pytest.raises(onnxflops.OnnxFlopsError,
+                           match=r"forward\(\) needs 'b', not given \(arguments: a, b, c; given: a\)"):
+            onnxflops.count(Pair(), inputs={"a": (2,)})
+        with pytest.raises(onnxflops.OnnxFlopsError, match="forward\\(\\) has no argument 'd'"):
+            onnxflops.count(Pair(), inputs={"a": (2,), "b": (2,), "d": (2,)})
+
+    def test_a_keras_model_with_dict_inputs(self):
+        tokens = keras.Input((6,), name="tokens")
+        weights = keras.Input((6,), name="weights")
+        model = keras.Model({"weights": weights, "tokens": tokens},
+                            keras.layers.Dense(3)(tokens * weights))
+        report = onnxflops.count(model, inputs={"tokens": (2, 6), "weights": (2, 6)})
+        assert (report.total.macs, report.total.params) == (2 * 6 * 3, 6 * 3 + 3)
+
+
+class TestExporterFallback:
+    class DataDependent(nn.Module):
+        """Python control flow on a value: torch.export cannot trace it, TorchScript tracing can."""
+
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.linear(x) if x.sum() > 0 else x
+
+    def test_the_other_exporter_is_used_with_a_warning(self, capfd):
+        x = torch.ones(2, 4)
+        with pytest.warns(UserWarning, match="the dynamo exporter cannot convert it .*; "
+                                             "converted with the legacy exporter instead"):
+            report = onnxflops.count(self.DataDependent(), inputs=(x,))
+        assert report.total.macs == 2 * 4 * 4
+        assert capfd.readouterr().err == ""  # no traceback logged by torch.export
+
+    def test_both_failing_is_one_line_naming_both(self):
+        class Broken(nn.Module):
+            def forward(self, x):
+                raise ValueError("no way")
+
+        with pytest.raises(onnxflops.OnnxFlopsError) as error:
+            torch_to_onnx(Broken(), (2,))
+        message = str(error.value)
+        assert "\n" not in message
+        assert "the dynamo exporter cannot convert it (no way)" in message
+        assert "the legacy exporter cannot convert it (no way)" in message
+
+
+class TestParamsAsTheFrameworkDefinesThem:
+    def test_a_class_token_through_expand_and_concat_is_a_parameter(self):
+        class ClassToken(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.token = nn.Parameter(torch.ones(1, 1, 8))
+                self.register_buffer("offsets", torch.ones(8))  # a buffer, not a parameter
+
+            def forward(self, x):
+                token = self.token.expand(x.shape[0], -1, -1)
+                return torch.cat([token, x], dim=1) + self.offsets
+
+        for exporter in ("dynamo", "legacy"):
+            report = onnxflops.count(torch_to_onnx(ClassToken(), (2, 3, 8), exporter=exporter))
+            assert (report.total.params, report.total.buffers) == (8, 8), exporter
+
+    def test_keras_non_trainable_weights_are_buffers_and_a_table_read_in_part_counts_whole(self):
+        class Positions(keras.layers.Layer):
+            def build(self, shape):
+                self.table = self.add_weight(shape=(50, 4), name="table")
+                self.scale = self.add_weight(shape=(4,), name="scale", trainable=False)
+
+            def call(self, x):  # TensorFlow folds the 2 rows read into a constant of their own
+                return x * self.scale + self.table[:x.shape[1]]
+
+        x = keras.Input((2, 4), name="x")
+        model = keras.Model(x, keras.layers.Dense(3)(Positions()(x)))
+        report = onnxflops.count(model)
+        assert report.total.params == 50 * 4 + 4 * 3 + 3
+        assert report.total.buffers == 4  # as torch calls a non-learned tensor
+
 
 class TestErrors:
     def test_a_tensorflow_error_is_reported_by_its_last_line(self):
