@@ -174,7 +174,7 @@ def _overrides(given, names: list[str], label: str) -> dict[str, Any]:
 def _shape_and_dtype(value, declared_dtype: str) -> tuple[tuple[int, ...], str]:
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         return tuple(int(d) for d in value.shape), _dtype_name(value.dtype)
-    return tuple(int(d) for d in value), declared_dtype
+    return tuple(int(d) for d in value), getattr(value, "dtype", declared_dtype)  # TypedShape
 
 
 def _dtype_name(dtype) -> str:

@@ -288,7 +288,10 @@ def _as_tensor(item, generator, label: str):
     if isinstance(item, np.ndarray):
         return torch.from_numpy(item)
     if isinstance(item, Sequence) and all(isinstance(d, (int, np.integer)) and d > 0 for d in item):
-        return torch.randn(tuple(int(d) for d in item), generator=generator)
+        shape, dtype = tuple(int(d) for d in item), getattr(torch, getattr(item, "dtype", "float32"))
+        if dtype.is_floating_point:
+            return torch.randn(shape, generator=generator, dtype=dtype)
+        return torch.ones(shape, dtype=dtype)  # a valid token id, an attention mask letting all in
     raise OnnxFlopsError(f"{label}: input {item!r} is neither a tensor nor a shape of positive ints")
 
 

@@ -345,6 +345,18 @@ class TestCommandLine:
         assert main(["count", "models.torch_models:mlp", "--input", "input=1x64", "--json"]) == 0
         assert '"macs": 17024' in capsys.readouterr().out
 
+    def test_a_token_model_from_a_factory_takes_integer_ids(self, capsys):
+        from models.torch_models import text_cnn
+
+        ids = torch.ones(1, 40, dtype=torch.int64)
+        expected = onnxflops.count(text_cnn(), inputs={"tokens": ids}).total.macs
+        assert main(["count", "models.torch_models:text_cnn", "--input", "tokens=1x40:int64",
+                     "--json"]) == 0
+        assert f'"macs": {expected}' in capsys.readouterr().out
+        assert main(["count", "models.torch_models:text_cnn", "--input", "tokens=1x40"]) == 2
+        assert main(["count", "models.torch_models:text_cnn", "--input", "tokens=1x40:int4"]) == 2
+        assert "unknown dtype 'int4'" in capsys.readouterr().err
+
     def test_a_conversion_error_is_one_line_and_exit_status_2(self, capsys):
         assert main(["count", "models.torch_models:mlp"]) == 2
         err = capsys.readouterr().err
