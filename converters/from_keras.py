@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from converters.common import is_single_input
+from converters.common import is_single_input, native_output_silenced
 from converters.structure import StandInValues, is_float_dtype
 from converters.weight_match import Weight, weight_roles_by_value
 from onnxflops.load import record_weight_roles
@@ -110,6 +110,8 @@ def is_saved_model_dir(path: Path) -> bool:
 def _quiet_tensorflow() -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     logging.getLogger("tf2onnx").setLevel(logging.CRITICAL)  # unconverted ops are raised, not logged
+    with native_output_silenced():  # what it logs from C++ as it is imported
+        import tensorflow  # noqa: F401
 
 
 def _model_inputs(model, label: str) -> list[tuple[str, tuple, str]]:
@@ -196,6 +198,7 @@ def _convert(fn, specs: list, variables, keep_weights: bool, opset: int, label: 
 
     stand_ins: list[Weight] = []
     with contextlib.ExitStack() as stack:
+        stack.enter_context(native_output_silenced())  # TensorFlow's C++ logging
         if not keep_weights:
             stand_ins = stack.enter_context(_stand_in_weights(variables))
         stack.enter_context(_without_conv_batchnorm_fusion())

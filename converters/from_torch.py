@@ -15,14 +15,13 @@ import inspect
 import io
 import logging
 import os
-import sys
 import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import onnx
 
-from converters.common import is_single_input, root_cause
+from converters.common import is_single_input, native_output_silenced, root_cause
 from converters.structure import StandInValues, is_float_dtype
 from onnxflops.errors import OnnxFlopsError, first_line
 from onnxflops.load import record_weight_roles
@@ -131,7 +130,7 @@ def _export_legacy(module, args: tuple, names: list[str], opset: int) -> onnx.Mo
     import torch
 
     buffer = io.BytesIO()
-    with _native_output_silenced():
+    with native_output_silenced():
         torch.onnx.export(module, args, buffer, dynamo=False, opset_version=opset,
                           input_names=names[:len(args)] or None, do_constant_folding=False,
                           training=torch.onnx.TrainingMode.PRESERVE)
@@ -155,23 +154,6 @@ def _torch_logs_silenced():
     finally:
         for logger, level in zip(loggers, levels):
             logger.setLevel(level)
-
-
-@contextlib.contextmanager
-def _native_output_silenced():
-    """The TorchScript exporter's C++ logger dumps the whole graph to stdout when it fails."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(fd) for fd in (1, 2)]
-    with open(os.devnull, "w") as devnull:
-        for fd in (1, 2):
-            os.dup2(devnull.fileno(), fd)
-        try:
-            yield
-        finally:
-            for fd, copy in zip((1, 2), saved):
-                os.dup2(copy, fd)
-                os.close(copy)
 
 
 def _model_name(module, is_program: bool) -> str:

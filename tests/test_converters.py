@@ -357,6 +357,12 @@ class TestCommandLine:
         assert main(["count", "models.torch_models:text_cnn", "--input", "tokens=1x40:int4"]) == 2
         assert "unknown dtype 'int4'" in capsys.readouterr().err
 
+    def test_a_clean_keras_count_prints_nothing_on_stderr(self):
+        done = subprocess.run([sys.executable, "-m", "onnxflops.cli", "count",
+                               "models.keras_models:mlp"], capture_output=True, text=True)
+        assert done.returncode == 0
+        assert done.stderr == ""  # no TensorFlow logging from C++ on import or first use
+
     def test_a_conversion_error_is_one_line_and_exit_status_2(self, capsys):
         assert main(["count", "models.torch_models:mlp"]) == 2
         err = capsys.readouterr().err
