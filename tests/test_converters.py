@@ -244,6 +244,16 @@ class TestParamsAsTheFrameworkDefinesThem:
         assert report.total.buffers == 4  # as torch calls a non-learned tensor
 
 
+@pytest.mark.parametrize("exporter", ["dynamo", "legacy"])
+def test_an_rnns_first_step_on_its_zero_state_is_work_of_the_network(exporter):
+    """torch.export unrolls nn.RNN: step 1 multiplies h0 = zeros by W_hh, every input constant.
+    5 steps × (8·16 input + 16·16 recurrent) MACs, as the RNN op and Keras's SimpleRNN count."""
+    module = nn.RNN(8, 16, batch_first=True)
+    report = onnxflops.count(torch_to_onnx(module, (1, 5, 8), exporter=exporter))
+    assert report.total.macs == 5 * (8 * 16 + 16 * 16)
+    assert report.constant_work.macs == 0
+
+
 class TestErrors:
     def test_a_tensorflow_error_is_reported_by_its_last_line(self):
         with pytest.raises(onnxflops.OnnxFlopsError, match="incompatible with the layer"):
