@@ -392,3 +392,28 @@ def test_counting_an_onnx_file_imports_neither_tensorflow_nor_torch(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "relu.onnx")],
                          capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_initializers_are_told_by_their_stand_in_values_with_or_without_sampling(monkeypatch):
+    """Which weight an initializer holds, found by value: a slice of a table, a transposed
+    kernel, a constant of its own; also when large weights keep only a sample of their values."""
+    import onnx
+    import onnx.numpy_helper as nh
+
+    from converters import weight_match
+    from converters.structure import StandInValues
+    from converters.weight_match import Weight, weight_roles_by_value
+
+    values = StandInValues()
+    table, kernel, stats = (values.like(s, np.float32) for s in ((500, 64), (64, 32), (32,)))
+    weights = [Weight("table", table, True), Weight("kernel", kernel, True),
+               Weight("stats", stats, False)]
+    model = onnx.helper.make_model(onnx.helper.make_graph(
+        [], "g", [], [], [nh.from_array(table[3:9], "rows"), nh.from_array(kernel.T.copy(), "k"),
+                          nh.from_array(stats, "s"), nh.from_array(np.cos(table[:4]), "cos")]))
+    for kept in (10**9, 1000):  # everything kept; the large table sampled
+        monkeypatch.setattr(weight_match, "_KEPT", kept)
+        roles = weight_roles_by_value(model, weights)
+        assert roles["parameters"] == {"rows": "table", "k": "kernel"}
+        assert roles["buffers"] == {"s": "stats"} and roles["constants"] == ["cos"]
+        assert roles["sizes"] == {"table": 32000, "kernel": 2048, "stats": 32}
