@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 
 from onnxflops.costs.node import Node
-from onnxflops.costs.registry import DATA_MOVEMENT, ZERO, Cost, rule
+from onnxflops.costs.registry import ALL_INPUTS, DATA_MOVEMENT, ZERO, Cost, rule
 
 
-@rule(["Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Split", "Slice",
+@rule(["Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Split", "Slice",
        "Expand", "Tile", "Pad", "Identity", "Cast", "Shape", "Size", "Where", "Compress",
        "ConstantOfShape", "GatherElements", "GatherND", "OneHot", "Trilu", "ReverseSequence",
        "NonZero", "EyeLike", "Dropout", "Constant", "Optional", "OptionalGetElement",
@@ -18,6 +18,13 @@ from onnxflops.costs.registry import DATA_MOVEMENT, ZERO, Cost, rule
       category=DATA_MOVEMENT)
 def data_movement(n: Node) -> Cost:
     """0: copies, views and selections move bytes but compute nothing"""
+    return ZERO
+
+
+@rule("Concat", category=DATA_MOVEMENT, weights=ALL_INPUTS)
+def concat(n: Node) -> Cost:
+    """0: joins tensors; a learned tensor joined to the activations (ViT's class token, expanded
+    to the batch) is a parameter of the network"""
     return ZERO
 
 
