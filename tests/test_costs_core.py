@@ -317,11 +317,7 @@ class TestWeightsAndConstants:
 def test_a_class_token_expanded_and_joined_to_the_activations_is_a_parameter():
     """Plain ONNX (no converter record): ViT's token [1,1,8] reaches the activations through
     Expand → Concat; its 8 elements are params beside the 8×4 projection."""
-    import numpy as np
-    import onnx
-    from onnx import helper, numpy_helper
-
-    import onnxflops
+    from onnx import numpy_helper
 
     nodes = [helper.make_node("Expand", ["token", "batch_shape"], ["tokens"]),
              helper.make_node("Concat", ["tokens", "x"], ["joined"], axis=1),
