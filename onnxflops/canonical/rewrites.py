@@ -11,6 +11,8 @@ it to the form the cost table prices:
 - a scalar factor on a MatMul operand (attention's 1/√d on q, or √ of it on both q and k) → one
   factor on the product;
 - a Conv/ConvTranspose/Gemm bias that is a broadcast zero constant (not a parameter) → no bias;
+- TensorFlow's select lowered to arithmetic over attention scores → a mask added to them, as HF
+  writes it (see `masking`);
 - comparisons of integers cast to float (TF loop counters, index checks) → integer comparisons;
 - Loop state that the body passes through unchanged (TF carries weights so) → read from the outer
   scope, where they are initializers and count as params.
@@ -32,6 +34,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from onnxflops.analysis import AnalyzedModel, expansion_model, mark_constants
+from onnxflops.canonical.masking import select_as_masked_add
 from onnxflops.graph import (
     GraphView,
     TensorInfo,
@@ -798,6 +801,7 @@ def _instantiated(g: _Editor, body: onnx.ModelProto, inputs: list[str],
 
 # (op types whose presence lets the rule match anything, the rule), in the order they run.
 _RULES: tuple[tuple[set[str], Callable[[_Editor], bool]], ...] = (
+    ({"Not"}, select_as_masked_add),
     ({"Loop"}, read_loop_invariants_from_outer_scope),
     (set(_BIAS_SLOT), drop_broadcast_zero_bias),
     (_COMPARISONS, compare_integers_as_integers),
