@@ -49,3 +49,12 @@ def test_a_keras_model_counts_its_params_and_its_torch_twins_macs(name):
     twin, _, twin_params = counted(zoo_model(name).twin)
     assert report.total.macs == twin.total.macs
     assert report.total.params == twin_params
+
+
+@pytest.mark.parametrize("name", ["keras_hub_gpt2", "keras_hub_llama"])
+def test_keras_hub_and_hf_do_the_same_flops_where_the_math_is_the_same(name):
+    """Keras masks scores with tf.where (lowered to arithmetic; canonical: one add per score, as
+    HF's mask add); HF's attention also checks each probability for NaN, work Keras does not do."""
+    report = counted(name)[0]
+    twin = counted(zoo_model(name).twin)[0]
+    assert report.total.flops == twin.total.flops - twin.by_op_type()["IsNaN"].flops
