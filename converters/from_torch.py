@@ -4,7 +4,11 @@ Both exporters are told not to fold BatchNorm into the preceding conv (the dynam
 optimizer is off; the legacy one keeps BatchNorm with TrainingMode.PRESERVE), so BatchNorm's
 scale/bias stay params and its running statistics buffers. The module is exported with stand-in
 weights (see `converters.structure`) unless `keep_weights=True`, so that the legacy exporter cannot
-merge initializers that merely happen to be equal. torch is imported only when a module is converted.
+merge initializers that merely happen to be equal. Neither folds constants, so initializers keep
+the names of the parameters and buffers they hold; the ONNX records which is which (see
+`onnxflops.load.weight_roles`). A module called with a dict of inputs is called by keyword, the
+arguments left out at their defaults. When one exporter fails, the other is tried, with a warning.
+torch is imported only when a module is converted.
 """
 
 from __future__ import annotations
