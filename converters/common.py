@@ -5,9 +5,15 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
+
+from onnxflops.errors import OnnxFlopsError
+
+# The extra of pyproject.toml that installs each module a conversion imports.
+EXTRA_OF_MODULE = {"tensorflow": "keras", "keras": "keras", "tf2onnx": "keras",
+                   "torch": "torch", "onnxscript": "torch", "onnx_ir": "torch"}
 
 
 def is_single_input(value) -> bool:
@@ -22,6 +28,25 @@ def root_cause(e: BaseException) -> BaseException:
     while e.__cause__ is not None:
         e = e.__cause__
     return e
+
+
+def install_hint(e: ImportError) -> str:
+    """`: pip install 'onnxflops[extra]'` when `e` is a framework module missing; else ''."""
+    extra = EXTRA_OF_MODULE.get((getattr(e, "name", None) or "").partition(".")[0])
+    return f": pip install 'onnxflops[{extra}]'" if extra else ""
+
+
+@contextlib.contextmanager
+def framework_needed(subject: str) -> Iterator[None]:
+    """A framework module missing while converting `subject` becomes one line saying which extra
+    installs it; any other ImportError is a bug and stays one."""
+    try:
+        yield
+    except ImportError as e:
+        hint = install_hint(e)
+        if not hint:
+            raise
+        raise OnnxFlopsError(f"{subject}: converting it needs {e.name}{hint}") from None
 
 
 @contextlib.contextmanager

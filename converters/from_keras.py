@@ -110,8 +110,8 @@ def is_saved_model_dir(path: Path) -> bool:
 def _quiet_tensorflow() -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     logging.getLogger("tf2onnx").setLevel(logging.CRITICAL)  # unconverted ops are raised, not logged
-    with native_output_silenced():  # what it logs from C++ as it is imported
-        import tensorflow  # noqa: F401
+    with native_output_silenced():  # what TensorFlow logs from C++ as Keras imports it
+        import keras  # noqa: F401
 
 
 def _model_inputs(model, label: str) -> list[tuple[str, tuple, str]]:

@@ -28,6 +28,7 @@ from converters.from_keras import (
     load_keras_file,
     saved_model_to_onnx,
 )
+from converters.common import framework_needed, install_hint
 from converters.from_torch import argument_names, load_exported_program, torch_to_onnx
 from onnxflops.errors import OnnxFlopsError, first_line
 from onnxflops.load import load_model
@@ -58,14 +59,17 @@ def convert(model, inputs=None, *, batch: int | None = None, exporter: str = "dy
     exporter; `unsafe` lets Keras files with Lambda layers, and .pt2 files with pickled objects,
     load.
     """
-    if isinstance(model, (str, os.PathLike)):
-        model = _load(model, unsafe)
-    if _is_keras_model(model):
-        return keras_to_onnx(model, inputs, batch=batch or 1, keep_weights=keep_weights)
-    if _is_torch_model(model):
-        return torch_to_onnx(model, inputs, exporter=exporter, keep_weights=keep_weights)
-    if isinstance(model, _SavedModel):
-        return saved_model_to_onnx(model.path, inputs, batch=batch or 1, keep_weights=keep_weights)
+    subject = str(model) if isinstance(model, (str, os.PathLike)) else type(model).__name__
+    with framework_needed(subject):
+        if isinstance(model, (str, os.PathLike)):
+            model = _load(model, unsafe)
+        if _is_keras_model(model):
+            return keras_to_onnx(model, inputs, batch=batch or 1, keep_weights=keep_weights)
+        if _is_torch_model(model):
+            return torch_to_onnx(model, inputs, exporter=exporter, keep_weights=keep_weights)
+        if isinstance(model, _SavedModel):
+            return saved_model_to_onnx(model.path, inputs, batch=batch or 1,
+                                       keep_weights=keep_weights)
     raise OnnxFlopsError(f"cannot count a {type(model).__name__}: give an ONNX model, a "
                          "keras.Model, a torch nn.Module, or a path or factory spec of one")
 
@@ -73,7 +77,8 @@ def convert(model, inputs=None, *, batch: int | None = None, exporter: str = "dy
 def load(source, *, unsafe: bool = False):
     """The model a source names, loaded but not converted; ONNX sources come back unchanged."""
     if isinstance(source, (str, os.PathLike)) and needs_conversion(source):
-        return _load(source, unsafe)
+        with framework_needed(str(source)):
+            return _load(source, unsafe)
     return source
 
 
@@ -135,8 +140,8 @@ def _from_factory(spec: str):
         with native_output_silenced():  # TensorFlow logs from C++ as it is imported
             module = importlib.import_module(module_name)
     except ImportError as e:
-        raise OnnxFlopsError(f"{spec}: cannot import module '{module_name}' ({first_line(e)})") \
-            from None
+        raise OnnxFlopsError(f"{spec}: cannot import module '{module_name}' ({first_line(e)})"
+                             f"{install_hint(e)}") from None
     factory = getattr(module, attr, None)
     if not callable(factory):
         raise OnnxFlopsError(f"{spec}: module '{module_name}' has no function '{attr}'")

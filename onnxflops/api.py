@@ -15,7 +15,7 @@ import onnx
 from onnxflops.analysis import AnalyzedModel, analyze
 from onnxflops.bind import bind_inputs, real_inputs
 from onnxflops.canonical import canonicalize
-from onnxflops.costs.registry import CONVENTIONS
+from onnxflops.costs import CONVENTIONS, RuleOverrides, with_rules
 from onnxflops.counting import count_model
 from onnxflops.dims import SYMBOL_MARK, is_symbolic
 from onnxflops.errors import OnnxFlopsError, UncostedWarning
@@ -38,7 +38,7 @@ class Counted:
 def count(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
           batch: int | None = None, convention: str = "default", *, training: bool = False,
           symbolic: bool = False, exporter: str = "dynamo", unsafe: bool = False,
-          strict: bool = False) -> Report:
+          rules: RuleOverrides | None = None, strict: bool = False) -> Report:
     """Count MACs, FLOPs, params and memory traffic of `model` with its inputs bound as given.
 
     `model` is an .onnx path or an onnx.ModelProto, or a framework model converted first (a
@@ -48,13 +48,15 @@ def count(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
 
     `training`: also count the backward pass of a training step (`total.backward_flops`, ...).
     `symbolic`: dims left unbound stay symbols, and the counts are sympy formulas in them.
+    `rules`: cost rules for this count only, by (domain, op type): a function of the node, or a
+    (forward, backward) pair (see onnxflops.register_rule); the table itself is left as it is.
 
     A count that left nodes uncosted (its totals short of the model's work) warns with an
     UncostedWarning naming them, and `report.complete` is False; `strict=True` raises instead.
     """
     report = count_with_model(model, inputs, batch, convention, training=training,
                               symbolic=symbolic, exporter=exporter, unsafe=unsafe,
-                              keep_bound=False).report
+                              keep_bound=False, rules=rules).report
     if not report.complete:
         if strict:
             raise OnnxFlopsError(report.uncosted_summary())
@@ -65,7 +67,8 @@ def count(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
 def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
                      batch: int | None = None, convention: str = "default", *,
                      training: bool = False, symbolic: bool = False, exporter: str = "dynamo",
-                     unsafe: bool = False, keep_bound: bool = True) -> Counted:
+                     unsafe: bool = False, keep_bound: bool = True,
+                     rules: RuleOverrides | None = None) -> Counted:
     """`count`, keeping the bound and the analyzed model beside the report.
 
     `keep_bound=False`: the bound model is analyzed in place rather than copied, and
@@ -74,6 +77,7 @@ def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | N
     if convention not in CONVENTIONS:
         raise OnnxFlopsError(f"unknown convention '{convention}': choose one of "
                              f"{', '.join(CONVENTIONS)}")
+    table = with_rules(rules)
     if not is_onnx_source(model):
         from converters import (  # imports no framework by itself
             convert,
@@ -89,7 +93,8 @@ def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | N
         bound = bind_inputs(proto, inputs, batch, allow_unbound=symbolic, in_place=True)
         shapes = {i.name: _declared(i) for i in real_inputs(bound)}
         analyzed = canonicalize(analyze(normalize(bound), owned=not keep_bound))
-        report = count_model(analyzed, convention, _model_name(model, proto), shapes, training)
+        report = count_model(analyzed, convention, _model_name(model, proto), shapes, training,
+                             table)
     return Counted(report, bound if keep_bound else None, analyzed)
 
 

@@ -13,11 +13,32 @@ from onnxflops.errors import OnnxFlopsError, UncostedWarning
 COMMANDS = ("count", "convert", "compare", "ops", "profile", "report")
 
 
+def version() -> str:
+    """The installed distribution's version; the package's own where it is not installed."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed_version
+    try:
+        return installed_version("onnxflops")
+    except PackageNotFoundError:  # run from a source tree that pip never installed
+        from onnxflops import __version__
+        return __version__
+
+
+class _PrintVersion(argparse.Action):
+    """`--version`, looked up only when asked for: importlib.metadata would slow every start."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"onnxflops {version()}")
+        parser.exit()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="onnxflops",
         description="Count FLOPs, MACs, params and memory traffic of a neural network, "
                     "the same whichever framework it came from.")
+    parser.add_argument("--version", action=_PrintVersion, nargs=0,
+                        help="print the installed version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     argv = sys.argv[1:] if argv is None else argv
     # The command being run is the only one registered: building every parser costs milliseconds
