@@ -67,7 +67,7 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
         if not keep_weights:
             stack.enter_context(_stand_in_weights(weights))
         if not is_program:
-            stack.enter_context(_eval_mode(module))
+            stack.enter_context(eval_mode(module))
         order = (exporter,) if is_program else (exporter, *(e for e in EXPORTERS if e != exporter))
         failures = []
         for attempt in order:
@@ -122,11 +122,15 @@ def load_exported_program(path, *, unsafe: bool = False):
             os.environ[_WEIGHTS_ONLY] = previous
 
 
-def _export_dynamo(module, args: tuple, names: list[str], opset: int) -> onnx.ModelProto:
+def export_dynamo(module, args: tuple, names: list[str], opset: int,
+                  dynamic_shapes=None) -> onnx.ModelProto:
+    """torch.onnx.export with torch.export, its optimizer off; `dynamic_shapes` as torch.export
+    takes them (the dims left symbolic in the graph)."""
     import torch
 
     program = torch.onnx.export(module, args, dynamo=True, optimize=False, opset_version=opset,
-                                input_names=names[:len(args)] or None, verbose=False)
+                                input_names=names[:len(args)] or None, verbose=False,
+                                dynamic_shapes=dynamic_shapes)
     return program.model_proto
 
 
@@ -141,7 +145,7 @@ def _export_legacy(module, args: tuple, names: list[str], opset: int) -> onnx.Mo
     return onnx.load_from_string(buffer.getvalue())
 
 
-_EXPORTS = {"dynamo": _export_dynamo, "legacy": _export_legacy}
+_EXPORTS = {"dynamo": export_dynamo, "legacy": _export_legacy}
 
 
 @contextlib.contextmanager
@@ -305,7 +309,7 @@ def _stand_in_weights(tensors):
 
 
 @contextlib.contextmanager
-def _eval_mode(module):
+def eval_mode(module):
     was_training = module.training
     module.eval()
     try:

@@ -10,7 +10,7 @@ import warnings
 
 from onnxflops.errors import OnnxFlopsError, UncostedWarning
 
-COMMANDS = ("count", "convert", "compare", "ops", "profile", "report")
+COMMANDS = ("count", "convert", "compare", "ops", "profile", "report", "llm")
 
 
 def version() -> str:
