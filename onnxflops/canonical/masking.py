@@ -20,14 +20,16 @@ import onnx
 from onnx import helper
 
 if TYPE_CHECKING:
-    from onnxflops.canonical.rewrites import _Editor
+    from onnxflops.canonical.editor import Editor
 
 
-def select_as_masked_add(g: "_Editor") -> bool:
+def select_as_masked_add(g: "Editor") -> bool:
     """Add(Mul(x, Cast(c)), Mul(k, Cast(Not(c)))) → Add(x, Where(c, 0, k)); Where(c, x, 0)
     where k is zero."""
     changed = False
     for add in g.of_type({"Add"}):
+        if g.removed(add):
+            continue
         found = _select(g, add)
         if found is None:
             continue
@@ -57,7 +59,7 @@ def select_as_masked_add(g: "_Editor") -> bool:
     return changed
 
 
-def _select(g: "_Editor", add: onnx.NodeProto):
+def _select(g: "Editor", add: onnx.NodeProto):
     """(the Mul keeping x, the Mul filling k, x, c, k) where `add` selects by c, else None."""
     muls = [g.producer.get(name) for name in add.input]
     if len(muls) != 2 or any(m is None or m.op_type != "Mul" or m.domain for m in muls):
@@ -78,7 +80,7 @@ def _select(g: "_Editor", add: onnx.NodeProto):
     return None
 
 
-def _cast_condition(g: "_Editor", name: str) -> str | None:
+def _cast_condition(g: "Editor", name: str) -> str | None:
     """The boolean tensor `name` is a Cast of, if it is one."""
     cast = g.producer.get(name)
     if cast is None or cast.op_type != "Cast" or cast.domain:
