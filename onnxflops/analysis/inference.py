@@ -53,7 +53,11 @@ def infer_model(model: onnx.ModelProto, warnings: list[str]) -> onnx.ModelProto:
         warnings.append("shape inference: " + str(e).strip().splitlines()[0])
     except (RuntimeError, ValueError) as e:
         warnings.append("shape inference failed: " + str(e).strip().splitlines()[0])
-    return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+    try:
+        return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+    except Exception as e:  # noqa: BLE001 - left to node-by-node inference, said in a warning
+        warnings.append("shape inference gave up: " + (str(e).strip() or type(e).__name__).splitlines()[0])
+        return model
 
 
 class NodeTyper:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import onnx
 import onnx.defs
 
-from onnxflops.errors import Uncostable
-from onnxflops.graph import GraphView, TensorInfo
+from onnxflops.errors import OnnxFlopsError, Uncostable
+from onnxflops.graph import GraphView, TensorInfo, format_shape
 
 if TYPE_CHECKING:
     from onnxflops.costs.registry import Cost
@@ -159,3 +160,54 @@ class Node:
         if info is None:
             raise Uncostable(f"tensor '{name}' has no type or shape")
         return info
+
+
+def check_node(node: Node) -> None:
+    """What every rule may take for granted, checked before one runs: the node fits its op's
+    schema (input and output counts, required attributes, attribute types), else it is
+    Uncostable with the reason; no tensor it reads or writes has a negative dim, else the model
+    contradicts itself and is an error naming the node."""
+    for kind, names in (("input", node.proto.input), ("output", node.proto.output)):
+        for name in names:
+            info = node.scope.info(name) if name else None
+            if info is not None and info.shape is not None and \
+                    any(isinstance(d, int) and d < 0 for d in info.shape):
+                label = node.name or f"a {node.op_type} node"
+                raise OnnxFlopsError(f"node '{label}' ({node.op_type}): its {kind} '{name}' would "
+                                     f"have shape {format_shape(info.shape)}: the model's shapes "
+                                     "contradict themselves")
+    schema = _schema(node.op_type, "" if node.domain == "ai.onnx" else node.domain, node.opset)
+    if schema is None:
+        return
+    if not schema.min_input <= node.num_inputs <= schema.max_input:
+        raise Uncostable(f"has {node.num_inputs} inputs; {node.op_type}-{schema.since_version} "
+                         f"takes {_between(schema.min_input, schema.max_input)}")
+    if not schema.min_output <= node.num_outputs <= schema.max_output:
+        raise Uncostable(f"has {node.num_outputs} outputs; {node.op_type}-{schema.since_version} "
+                         f"gives {_between(schema.min_output, schema.max_output)}")
+    given = {a.name: a for a in node.proto.attribute}
+    for name, formal in schema.attributes.items():
+        a = given.get(name)
+        if a is None:
+            if formal.required:
+                raise Uncostable(f"lacks its required attribute '{name}'")
+        elif a.type != formal.type.value and not a.ref_attr_name:
+            raise Uncostable(f"attribute '{name}' is {_attribute_type(a.type)}; "
+                             f"{node.op_type} wants {_attribute_type(formal.type.value)}")
+
+
+@functools.lru_cache(maxsize=None)
+def _schema(op_type: str, domain: str, opset: int) -> onnx.defs.OpSchema | None:
+    try:
+        return onnx.defs.get_schema(op_type, opset, domain)
+    except (onnx.defs.SchemaError, TypeError, OverflowError):
+        return None
+
+
+def _between(low: int, high: int) -> str:
+    return str(low) if low == high else f"{low} to {high}" if high < 2**31 - 1 else f"{low} or more"
+
+
+def _attribute_type(value: int) -> str:
+    return onnx.AttributeProto.AttributeType.Name(value) \
+        if value in onnx.AttributeProto.AttributeType.values() else f"of type {value}"

@@ -12,7 +12,7 @@ from onnxflops.costs.gradients import lookup_backward
 from onnxflops.costs.registry import ZERO, Cost, Rule
 from onnxflops.errors import Uncostable
 from onnxflops.graph import SYMBOL_MARK, GraphView, NodeRow, TensorInfo, holds_subgraph, is_symbolic
-from onnxflops.costs.node import Node
+from onnxflops.costs.node import Node, check_node
 from onnxflops.report.tables import NodeReport, Report, Totals, Uncosted
 from onnxflops.analysis.expand import expansion_model
 from onnxflops.analysis.analyze import AnalyzedModel, analyze, has_unknown_outputs, refine_subgraph
@@ -142,7 +142,7 @@ class _Counter:
                                           f"no cost rule for {domain}{node.op_type}"))
             return None
         try:
-            return rule.fn(node)
+            return apply_rule(rule.fn, node)
         except Uncostable as e:
             if count_params:
                 label = node.name or f"{node.op_type} node"
@@ -160,7 +160,7 @@ class _Counter:
                                           f"{node.op_type}: the backward totals exclude it"))
             return None
         try:
-            return gradient.fn(node, flow.grads(node.proto))
+            return apply_rule(gradient.fn, node, flow.grads(node.proto))
         except Uncostable as e:
             self.uncosted.append(Uncosted(label, node.op_type, f"backward: {e}"))
             return None
@@ -244,7 +244,12 @@ class _Counter:
         found = self.expansions.get(key)
         if found is None:
             inputs, values = _expansion_inputs(node)
-            analyzed = analyze(expansion_model(node.proto, node.opset, inputs, values))
+            try:
+                analyzed = analyze(expansion_model(node.proto, node.opset, inputs, values))
+            except (RuntimeError, ValueError, onnx.checker.ValidationError,
+                    onnx.shape_inference.InferenceError) as e:  # what onnx's inliner raises
+                reason = (str(e).strip() or type(e).__name__).splitlines()[0]
+                raise Uncostable(f"its function body cannot be expanded: {reason}") from None
             found = self.expansions[key] = analyzed, tuple(node.proto.input)
         return found
 
@@ -260,7 +265,7 @@ class _Counter:
                 raise Uncostable(f"{where} holds {proto.op_type}, which has no cost rule")
             inner = Node(proto, view, opsets.get(_domain(proto.domain), 0), self)
             try:
-                total = total + rule.fn(inner)
+                total = total + apply_rule(rule.fn, inner)
             except Uncostable as e:
                 raise Uncostable(f"in {where}, node '{proto.name}' ({proto.op_type}): {e}") from None
             params, buffers = self._weights(rule, row, view)
@@ -280,10 +285,33 @@ class _Counter:
                 raise Uncostable(f"{where} holds {proto.op_type}, which has no backward rule")
             inner = Node(proto, view, opsets.get(_domain(proto.domain), 0), self)
             try:
-                total = total + gradient.fn(inner, flow.grads(proto))
+                total = total + apply_rule(gradient.fn, inner, flow.grads(proto))
             except Uncostable as e:
                 raise Uncostable(f"in {where}, node '{proto.name}' ({proto.op_type}): {e}") from None
         return total
+
+
+def apply_rule(fn, node: Node, *args) -> Cost:
+    """A cost rule (or backward rule) on a node checked first (check_node). What the rule cannot
+    make of values the schema leaves open (a rank, an attribute's range, a constant read) makes
+    the node Uncostable with the reason; so does a negative count: never a traceback or a wrong
+    number."""
+    check_node(node)
+    try:
+        cost = fn(node, *args)
+    except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as e:
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise Uncostable(f"its inputs or attributes do not fit {node.op_type} ({reason})") from None
+    if any(_is_negative(v) for v in (cost.macs, cost.dot_products, cost.flops, cost.int_ops,
+                                     cost.int_macs)):
+        raise Uncostable("its inputs or attributes give a negative count")
+    return cost
+
+
+def _is_negative(value: Any) -> bool:
+    if isinstance(value, (int, float)):
+        return not value >= 0
+    return bool(getattr(value, "is_negative", False))  # a sympy formula: negative for sure
 
 
 # Function-body costs by node signature: models repeat the same LayerNorm or Gelu many times.

@@ -11,6 +11,7 @@ import onnx
 from google.protobuf.message import DecodeError
 
 from onnxflops.errors import OnnxFlopsError
+from onnxflops.load.validate import check_model
 
 
 # Initializers at most this large keep their bytes: they are shape arithmetic, axes, scalars.
@@ -32,6 +33,7 @@ def load_model(source: str | os.PathLike | onnx.ModelProto) -> onnx.ModelProto:
     later stages hold only dims and dtypes.
     """
     if isinstance(source, onnx.ModelProto):
+        check_model(source, source.graph.name or "model")  # before headers hide what data it holds
         return without_weight_bytes(source)
     path = Path(source)
     if not path.exists():
@@ -44,6 +46,7 @@ def load_model(source: str | os.PathLike | onnx.ModelProto) -> onnx.ModelProto:
         raise OnnxFlopsError(f"{path}: not a readable ONNX model ({_first_line(e)})") from None
     if not model.graph.node and not model.graph.input and not model.graph.output:
         raise OnnxFlopsError(f"{path}: not an ONNX model (no graph found)")
+    check_model(model, str(path))
     return model
 
 

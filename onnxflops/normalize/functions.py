@@ -8,8 +8,15 @@ from __future__ import annotations
 import onnx
 import onnx.inliner
 
+from onnxflops.errors import OnnxFlopsError
+
 
 def normalize(model: onnx.ModelProto) -> onnx.ModelProto:
     if model.functions:
-        model = onnx.inliner.inline_local_functions(model)
+        try:
+            model = onnx.inliner.inline_local_functions(model)
+        except Exception as e:  # noqa: BLE001 - the inliner's checks raise several kinds
+            message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise OnnxFlopsError(f"the model's local functions cannot be inlined: {message}") \
+                from None
     return model
