@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -13,21 +12,6 @@ def is_single_input(value) -> bool:
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         return True
     return isinstance(value, Sequence) and all(isinstance(d, (int, np.integer)) for d in value)
-
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def first_line(e: BaseException) -> str:
-    """The first non-blank line of an exception message: converters report one line."""
-    lines = [line.strip() for line in _ANSI.sub("", str(e)).splitlines() if line.strip()]
-    return lines[0] if lines else type(e).__name__
-
-
-def last_line(e: BaseException) -> str:
-    """The last non-blank line: TensorFlow puts the traced call stack first, the error last."""
-    lines = [line.strip() for line in _ANSI.sub("", str(e)).splitlines() if line.strip()]
-    return lines[-1] if lines else type(e).__name__
 
 
 def root_cause(e: BaseException) -> BaseException:

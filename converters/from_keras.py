@@ -23,9 +23,10 @@ from typing import Any
 import numpy as np
 import onnx
 
-from converters.common import first_line, is_single_input, last_line
+from converters.common import is_single_input
 from converters.structure import StandInValues, is_float_dtype
-from onnxflops.errors import OnnxFlopsError
+from onnxflops.errors import OnnxFlopsError, first_line, last_line
+from onnxflops.graph import is_standard_domain
 
 OPSET = 18
 _TF_NAMESPACE = "ai.onnx.converters.tensorflow"
@@ -282,7 +283,7 @@ def _check_converted(proto: onnx.ModelProto, label: str) -> None:
     """Refuse a graph that still holds TensorFlow ops tf2onnx could not convert, naming the first."""
     for node in _all_nodes(proto.graph):
         unconverted = node.domain == _TF_NAMESPACE or (
-            node.domain in ("", "ai.onnx") and not onnx.defs.has(node.op_type))
+            is_standard_domain(node.domain) and not onnx.defs.has(node.op_type))
         if unconverted:
             scope = node.name.rsplit("/", 1)[0] if "/" in node.name else node.name
             raise OnnxFlopsError(f"{label}: TensorFlow op {node.op_type} in '{scope}' has no ONNX "

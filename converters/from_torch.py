@@ -21,9 +21,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import onnx
 
-from converters.common import first_line, is_single_input, root_cause
+from converters.common import is_single_input, root_cause
 from converters.structure import StandInValues, is_float_dtype
-from onnxflops.errors import OnnxFlopsError
+from onnxflops.errors import OnnxFlopsError, first_line
 
 OPSET = 18
 EXPORTERS = ("dynamo", "legacy")

@@ -21,12 +21,15 @@ from pathlib import Path
 
 import onnx
 
-from converters.common import first_line
-from converters.from_keras import is_saved_model_dir, keras_to_onnx, load_keras_file, \
-    saved_model_to_onnx
+from converters.from_keras import (
+    is_saved_model_dir,
+    keras_to_onnx,
+    load_keras_file,
+    saved_model_to_onnx,
+)
 from converters.from_torch import argument_names, load_exported_program, torch_to_onnx
-from onnxflops.errors import OnnxFlopsError
-from onnxflops.load.reader import load_model
+from onnxflops.errors import OnnxFlopsError, first_line
+from onnxflops.load import load_model
 
 _KERAS_FILES = (".keras", ".h5", ".hdf5")
 _PICKLES = (".pt", ".pth", ".pkl", ".bin")

@@ -1,28 +1,31 @@
-"""onnxflops: one trustworthy count of FLOPs, MACs, params and memory traffic for a neural network."""
+"""onnxflops: one trustworthy count of FLOPs, MACs, params and memory traffic for a neural network.
+
+Every public name loads on first use, so that importing a part of the package (the converters
+import `onnxflops.errors`, say) loads neither the pipeline nor the cost table.
+"""
 
 import importlib
 
-from onnxflops.api import count
-from onnxflops.costs.registry import CONVENTIONS
-from onnxflops.errors import OnnxFlopsError
-from onnxflops.report.tables import NodeReport, Report, Totals
+_PUBLIC = {
+    "count": "onnxflops.api",
+    "CONVENTIONS": "onnxflops.costs.registry",
+    "OnnxFlopsError": "onnxflops.errors",
+    "NodeReport": "onnxflops.report", "Report": "onnxflops.report", "Totals": "onnxflops.report",
+    "Comparison": "onnxflops.comparison", "assert_same_cost": "onnxflops.comparison",
+    "compare": "onnxflops.comparison",
+    "Profile": "onnxflops.profiling.measure", "profile": "onnxflops.profiling.measure",
+}
 
-# Loaded on first use: counting, and so every start of the command line, needs neither.
-_LAZY = {"Comparison": "onnxflops.comparison.compare", "assert_same_cost": "onnxflops.comparison.compare",
-         "compare": "onnxflops.comparison.compare", "Profile": "onnxflops.profiling.measure",
-         "profile": "onnxflops.profiling.measure"}
-
-__all__ = ["CONVENTIONS", "Comparison", "NodeReport", "OnnxFlopsError", "Profile", "Report",
-           "Totals", "assert_same_cost", "compare", "count", "profile"]
+__all__ = sorted(_PUBLIC)
 __version__ = "0.1.0"
 
 
 def __getattr__(name: str):
-    if name not in _LAZY:
+    if name not in _PUBLIC:
         raise AttributeError(f"module 'onnxflops' has no attribute '{name}'")
-    value = globals()[name] = getattr(importlib.import_module(_LAZY[name]), name)
+    value = globals()[name] = getattr(importlib.import_module(_PUBLIC[name]), name)
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_PUBLIC))

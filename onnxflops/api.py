@@ -11,16 +11,16 @@ from typing import Iterator, Mapping, Sequence
 
 import onnx
 
-from onnxflops.bind.inputs import bind_inputs, real_inputs
-from onnxflops.canonical.rewrites import canonicalize
+from onnxflops.analysis import AnalyzedModel, analyze
+from onnxflops.bind import bind_inputs, real_inputs
+from onnxflops.canonical import canonicalize
 from onnxflops.costs.registry import CONVENTIONS
-from onnxflops.counting.counter import count_model
+from onnxflops.counting import count_model
+from onnxflops.dims import SYMBOL_MARK, is_symbolic
 from onnxflops.errors import OnnxFlopsError
-from onnxflops.graph import SYMBOL_MARK, is_symbolic
-from onnxflops.load.reader import load_model
-from onnxflops.normalize.functions import normalize
-from onnxflops.report.tables import Report
-from onnxflops.analysis.analyze import AnalyzedModel, analyze
+from onnxflops.load import load_model
+from onnxflops.normalize import normalize
+from onnxflops.report import Report
 
 ModelSource = str | os.PathLike | onnx.ModelProto
 
@@ -64,8 +64,11 @@ def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | N
     if convention not in CONVENTIONS:
         raise OnnxFlopsError(f"unknown convention '{convention}': choose one of "
                              f"{', '.join(CONVENTIONS)}")
-    if not isinstance(model, onnx.ModelProto):
-        from converters import convert, needs_conversion  # imports no framework by itself
+    if not is_onnx_source(model):
+        from converters import (  # imports no framework by itself
+            convert,
+            needs_conversion,
+        )
 
         if needs_conversion(model):
             model = convert(model, inputs, batch=batch, exporter=exporter, unsafe=unsafe)
@@ -78,6 +81,13 @@ def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | N
         analyzed = canonicalize(analyze(normalize(bound), owned=not keep_bound))
         report = count_model(analyzed, convention, _model_name(model, proto), shapes, training)
     return Counted(report, bound if keep_bound else None, analyzed)
+
+
+def is_onnx_source(model: object) -> bool:
+    """An ONNX model or an .onnx path: what the pipeline reads without asking the converters."""
+    if isinstance(model, onnx.ModelProto):
+        return True
+    return isinstance(model, (str, os.PathLike)) and Path(model).suffix.lower() == ".onnx"
 
 
 @contextlib.contextmanager

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import sys
 
-from onnxflops.comparison.compare import compare, text_table
-from onnxflops.report.tables import Report, human
+from onnxflops.comparison import compare, text_table
+from onnxflops.report import Report, human
 
 PAIR = "seed003_conv_gru_dense"
 INPUT = (1, 1, 100, 256)
@@ -65,8 +65,9 @@ def tensorflow_profiler_flops(model, shape) -> tuple[int, dict[str, int]]:
     and its control flow lowered to the TF1 while-loop ops the profiler was written for.
     """
     import tensorflow as tf
-    from tensorflow.python.framework.convert_to_constants import \
-        convert_variables_to_constants_v2
+    from tensorflow.python.framework.convert_to_constants import (
+        convert_variables_to_constants_v2,
+    )
 
     tf.get_logger().setLevel("ERROR")  # the v1 profiler's own deprecation notices
 

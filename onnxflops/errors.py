@@ -1,5 +1,9 @@
 """Errors a user can act on: each renders as one line naming what is at fault."""
 
+from __future__ import annotations
+
+import re
+
 
 class OnnxFlopsError(Exception):
     """A problem with the user's input (file, shape, option), reported as one line by the CLI."""
@@ -11,3 +15,23 @@ class OnnxFlopsError(Exception):
 
 class Uncostable(Exception):
     """Raised by a cost rule when a node cannot be costed; the reason goes to `uncosted`."""
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _lines(e: BaseException) -> list[str]:
+    return [line.strip() for line in _ANSI.sub("", str(e)).splitlines() if line.strip()]
+
+
+def first_line(e: BaseException) -> str:
+    """The first non-blank line of an exception message: errors from other libraries are
+    reported in one line."""
+    lines = _lines(e)
+    return lines[0] if lines else type(e).__name__
+
+
+def last_line(e: BaseException) -> str:
+    """The last non-blank line: TensorFlow puts the traced call stack first, the error last."""
+    lines = _lines(e)
+    return lines[-1] if lines else type(e).__name__

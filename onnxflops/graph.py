@@ -7,15 +7,17 @@ from the TensorProto header; values are read only from small in-proto tensors (a
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Iterator
+from typing import Iterable, Iterator
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from onnxflops.dims import SYMBOL_MARK, Dim, format_shape, is_symbolic, to_expr  # noqa: F401  (re-exported)
 from onnxflops.errors import Uncostable
 
-# Values larger than this are never materialised: they are weights, not shape arithmetic.
+# Values larger than this are never materialised: they are weights, not shape arithmetic. The
+# loader keeps the bytes of initializers up to this size and drops the rest.
 MAX_VALUE_ELEMENTS = 4096
 
 _ITEMSIZE_BITS = {
@@ -55,16 +57,6 @@ _TYPE_ONLY_INPUTS = {"CastLike": (1,), "RandomNormalLike": (0,), "RandomUniformL
 
 # (De)quantizing a weight carries the weight; its scale and zero point are not parameters.
 _WEIGHT_CARRYING_INPUTS = {"DequantizeLinear": (0,), "QuantizeLinear": (0,)}
-
-Dim = Any  # int, a symbol name (str) while unbound, or None when unknown
-
-# A dim_param starting with this is a symbolic dim (symbolic.py): rules get it as a sympy expression.
-SYMBOL_MARK = "$"
-
-
-def is_symbolic(d: Dim) -> bool:
-    return isinstance(d, str) and d.startswith(SYMBOL_MARK)
-
 
 class TensorInfo:
     """A tensor's name, dtype and shape (None: rank unknown), as the cost rules read them."""
@@ -117,8 +109,6 @@ class TensorInfo:
             return self.shape  # type: ignore[return-value]
         if not self.known:
             raise Uncostable(f"shape of '{self.name}' is unknown ({format_shape(self.shape)})")
-        from onnxflops.analysis.symbolic import to_expr
-
         return tuple(d if isinstance(d, int) else to_expr(d) for d in self.shape)
 
     @property
@@ -139,13 +129,6 @@ class TensorInfo:
 def is_known(info: TensorInfo | None) -> bool:
     """Whether a tensor has a type whose every dim is a number or a symbolic formula."""
     return info is not None and info.known
-
-
-def format_shape(shape: tuple[Dim, ...] | None) -> str:
-    if shape is None:
-        return "?"
-    return "x".join("?" if d is None else str(d).lstrip(SYMBOL_MARK) for d in shape) \
-        if shape else "scalar"
 
 
 def info_from_value_info(vi: onnx.ValueInfoProto) -> TensorInfo:
@@ -173,7 +156,17 @@ def has_inline_data(t: onnx.TensorProto) -> bool:
 # costs about a microsecond per node, so a graph's rows are read once and shared.
 NodeRow = tuple[onnx.NodeProto, str, str, list[str], list[str]]
 
-_STANDARD_DOMAINS = ("", "ai.onnx")
+STANDARD_DOMAINS = ("", "ai.onnx")
+
+
+def is_standard_domain(domain: str) -> bool:
+    """The default ONNX domain, however it is spelled ("" or "ai.onnx")."""
+    return domain in STANDARD_DOMAINS
+
+
+def domain_key(domain: str) -> str:
+    """One spelling of a domain for lookups: "" for the default ONNX domain."""
+    return "" if domain in STANDARD_DOMAINS else domain
 _SUBGRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 
 
@@ -228,7 +221,7 @@ class GraphView:
         if self._rows is None:
             # Slicing copies a repeated field fastest (a list; rows never change it).
             self._rows = [(node, node.op_type,
-                           "" if node.domain in _STANDARD_DOMAINS else node.domain,
+                           domain_key(node.domain),
                            node.input[:], node.output[:]) for node in self.graph.node]
         return self._rows
 
@@ -318,20 +311,17 @@ class GraphView:
             scope = scope.parent
         return frozenset()
 
-    def mark_constants(self) -> None:
+    def mark_constants(self) -> bool:
         """Mark the outputs of constant nodes: every input constant, or a Shape/Size of a known shape.
 
         Such nodes cost nothing at run time (shape arithmetic after binding, weights assembled by
-        Slice/Concat, initializer ops); the counter reports them as constant work.
+        Slice/Concat, initializer ops); the counter reports them as constant work. True where a
+        Shape or Size reports a symbolic dim (analysis then evaluates what no symbol reaches).
         """
         symbolic_shapes = False
         for row in self.rows():
             symbolic_shapes |= self.mark_constant(row)
-        if symbolic_shapes:  # what shape arithmetic reads off them that no symbol reaches
-            from onnxflops.analysis.symbolic import concrete_values
-
-            for name, value in concrete_values(self).items():
-                self.values.setdefault(name, value)
+        return symbolic_shapes
 
     def mark_constant(self, row: NodeRow) -> bool:
         """Mark one node's outputs if it is constant (its inputs marked already, as in graph

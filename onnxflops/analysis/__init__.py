@@ -3,7 +3,14 @@
 The one entry point of this stage for the stages after it; its modules are its own business.
 """
 
-from onnxflops.analysis.analyze import AnalyzedModel, analyze, has_unknown_outputs, refine_subgraph
+from onnxflops.analysis.analyze import (
+                                        AnalyzedModel,
+                                        analyze,
+                                        has_unknown_outputs,
+                                        mark_constants,
+                                        refine_subgraph,
+)
 from onnxflops.analysis.expand import expansion_model
 
-__all__ = ["AnalyzedModel", "analyze", "expansion_model", "has_unknown_outputs", "refine_subgraph"]
+__all__ = ["AnalyzedModel", "analyze", "expansion_model", "has_unknown_outputs", "mark_constants",
+           "refine_subgraph"]

@@ -17,16 +17,21 @@ from onnx import helper, numpy_helper
 
 from onnxflops.analysis.contrib_shapes import infer_contrib_shapes
 from onnxflops.analysis.evaluate import evaluate
+from onnxflops.analysis.inference import NodeTyper, infer_model, small
+from onnxflops.analysis.symbolic import (
+    concrete_values,
+    has_symbolic_inputs,
+    resolve_shapes,
+)
 from onnxflops.graph import (
     GraphView,
     TensorInfo,
+    domain_key,
     free_names,
     holds_subgraph,
     info_from_value_info,
     is_known,
 )
-from onnxflops.analysis.inference import NodeTyper, infer_model, small
-from onnxflops.analysis.symbolic import has_symbolic_inputs, resolve_shapes
 
 
 @dataclass
@@ -44,7 +49,7 @@ def analyze(model: onnx.ModelProto, *, owned: bool = False) -> AnalyzedModel:
     `model` over) `model` itself.
     """
     warnings: list[str] = []
-    opsets = {(o.domain if o.domain != "ai.onnx" else ""): o.version for o in model.opset_import}
+    opsets = {domain_key(o.domain): o.version for o in model.opset_import}
     if has_symbolic_inputs(model):
         return _analyze_symbolic(model, opsets, warnings)
     analyzed = model
@@ -108,7 +113,7 @@ def _analyze_symbolic(model: onnx.ModelProto, opsets: dict[str, int],
 
     inferred = resolve_shapes(model, infer(model), infer)
     view = GraphView(inferred.graph)
-    view.mark_constants()
+    mark_constants(view)
     values: dict[str, np.ndarray] = {}
     # Each round of evaluated shape arithmetic can reveal shapes that feed the next (tf2onnx's
     # einsum lowering chains Shape → Reshape → Shape → ...): repeat while it finds new values.
@@ -122,8 +127,16 @@ def _analyze_symbolic(model: onnx.ModelProto, opsets: dict[str, int],
         view.read_types(vi for vi in adopted if not is_known(view.info(vi.name)))
         view.nodes_changed()  # subgraph nodes took their refined bodies
         view.values.update(values)
-        view.mark_constants()
+        mark_constants(view)
     return AnalyzedModel(inferred, view, opsets, warnings)
+
+
+def mark_constants(view: GraphView) -> None:
+    """Mark the view's constant outputs, and where a Shape or Size reports a symbolic dim, the values
+    that shape arithmetic reads off it that no symbol reaches."""
+    if view.mark_constants():
+        for name, value in concrete_values(view).items():
+            view.values.setdefault(name, value)
 
 
 def refine_subgraph(view: GraphView, opsets: dict[str, int]) -> None:

@@ -13,7 +13,7 @@ from typing import Callable
 import onnx
 from onnx import TensorProto, helper
 
-from onnxflops.graph import TensorInfo, info_from_value_info
+from onnxflops.graph import TensorInfo, info_from_value_info, is_standard_domain
 
 MS = "com.microsoft"
 _TWIN_OPSET = 17  # attributes as the twins below spell them (axes on ReduceMean, ...)
@@ -52,7 +52,7 @@ def _contrib_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
     # Field reads cost per node: ask for the domain only where it can matter.
     with_ms = MS in opsets
     return [node for node in model.graph.node
-            if node.op_type in CONTRIB_DEFAULT_DOMAIN and node.domain in ("", "ai.onnx")
+            if node.op_type in CONTRIB_DEFAULT_DOMAIN and is_standard_domain(node.domain)
             and is_contrib(node.op_type, "", opset) or with_ms and node.domain == MS]
 
 

@@ -13,6 +13,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from onnxflops.graph import is_standard_domain
+
 # Opset 13 moved the axes of Squeeze/Unsqueeze to inputs; the ops below are spelled as from then.
 MIN_OPSET = 13
 _CASTABLE = {TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BOOL,
@@ -29,7 +31,7 @@ def evaluate(nodes: list[onnx.NodeProto], feeds: dict[str, np.ndarray],
         raise NotImplementedError(f"opset {opset}")
     values = dict(feeds)
     for node in nodes:
-        op = _OPS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+        op = _OPS.get(node.op_type) if is_standard_domain(node.domain) else None
         if op is None or len(node.output) != 1:
             raise NotImplementedError(node.op_type)
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}

@@ -16,7 +16,7 @@ import onnx.version_converter
 from onnx import numpy_helper
 
 from onnxflops.errors import Uncostable
-from onnxflops.graph import TensorInfo
+from onnxflops.graph import TensorInfo, domain_key
 
 _LOCAL_DOMAIN = "onnxflops.expansion"
 
@@ -45,7 +45,7 @@ def expansion_model(node: onnx.NodeProto, opset: int, inputs: list[TensorInfo | 
     from them alone is folded as it would be in the model.
     """
     values = values or [None] * len(inputs)
-    domain = "" if node.domain in ("", "ai.onnx") else node.domain
+    domain = domain_key(node.domain)
     call = onnx.NodeProto()
     call.CopyFrom(node)
     call.domain = domain

@@ -11,52 +11,19 @@ plain arithmetic gives formulas. sympy is imported only when a model has symboli
 from __future__ import annotations
 
 import functools
-import keyword
 import math
-import re
 from typing import Any, Callable
 
 import numpy as np
 import onnx
 
-from onnxflops.graph import SYMBOL_MARK, GraphView, is_float, is_symbolic
+from onnxflops.dims import SYMBOL_MARK, is_symbolic, to_dim, to_expr
+from onnxflops.graph import GraphView, is_float, is_standard_domain
 
-# Names sympy prints in the formulas written here: a dim named so gets a trailing underscore.
-_FUNCTIONS = frozenset({"floor", "ceiling", "Max", "Min", "Mod", "Abs"})
-_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 _INT64_MAX = 2**63 - 1
 # Each round runs ONNX inference once; a transformer needs about two (one per level of shape
 # arithmetic that depends on an earlier computed shape).
 _MAX_ROUNDS = 64
-
-
-def symbol_name(name: str) -> str:
-    """A dim_param turned into a name sympy prints and parses back unchanged."""
-    name = re.sub(r"\W", "_", name) or "dim"
-    if name[0].isdigit():
-        name = "d_" + name
-    return name + "_" if keyword.iskeyword(name) or name in _FUNCTIONS else name
-
-
-@functools.lru_cache(maxsize=4096)
-def to_expr(dim: str) -> Any:
-    """'$4*batch' → the sympy expression 4·batch, its symbols positive integers."""
-    import sympy
-
-    text = dim[len(SYMBOL_MARK):]
-    names = {n: sympy.Symbol(n, integer=True, positive=True)
-             for n in _IDENTIFIER.findall(text) if n not in _FUNCTIONS}
-    expr = sympy.parse_expr(text, local_dict=names)
-    return int(expr) if expr.is_Integer else expr
-
-
-def to_dim(value: Any) -> int | str | None:
-    """An int, a sympy expression or None as a dim: int, marked dim_param, or unknown."""
-    if value is None or isinstance(value, (int, np.integer)):
-        return None if value is None else int(value)
-    if value.is_Integer:
-        return int(value)
-    return SYMBOL_MARK + str(value)
 
 
 def has_symbolic_inputs(model: onnx.ModelProto) -> bool:
@@ -93,7 +60,7 @@ def concrete_values(view: GraphView) -> dict[str, np.ndarray]:
     shape whose other dims are symbols)."""
     values = _ShapeValues(view)
     for node in view.graph.node:
-        if node.domain in ("", "ai.onnx"):
+        if is_standard_domain(node.domain):
             _try(values.evaluate, node)
     return {name: np.array(v.tolist(), dtype=np.int64) for name, v in values.values.items()
             if _is_integer_tensor(view, name) and all(isinstance(x, (int, np.integer))
@@ -136,7 +103,7 @@ def _computed_shapes(view: GraphView) -> dict[str, tuple]:
     values = _ShapeValues(view)
     found: dict[str, tuple] = {}
     for node in view.graph.node:
-        if node.domain not in ("", "ai.onnx"):
+        if not is_standard_domain(node.domain):
             continue
         _try(values.evaluate, node)
         out = node.output[0] if node.output else ""

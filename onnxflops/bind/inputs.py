@@ -7,9 +7,9 @@ from typing import Iterable, Mapping, Sequence
 
 import onnx
 
+from onnxflops.dims import SYMBOL_MARK, format_shape, symbol_name
 from onnxflops.errors import OnnxFlopsError
-from onnxflops.graph import SYMBOL_MARK, format_shape, info_from_value_info
-from onnxflops.analysis.symbolic import symbol_name
+from onnxflops.graph import info_from_value_info
 
 Shape = Sequence[int]
 

@@ -31,17 +31,21 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from onnxflops.analysis.expand import expansion_model
-from onnxflops.graph import GraphView, TensorInfo, bodies, free_names, is_float
-from onnxflops.analysis.analyze import AnalyzedModel
-
-_STANDARD = ("", "ai.onnx")
+from onnxflops.analysis import AnalyzedModel, expansion_model, mark_constants
+from onnxflops.graph import (
+    GraphView,
+    TensorInfo,
+    bodies,
+    free_names,
+    is_float,
+    is_standard_domain,
+)
 
 
 def canonicalize(analyzed: AnalyzedModel) -> AnalyzedModel:
     """Rewrite the analyzed model (which analyze made for this pipeline) in place and return it."""
     if _rewrite_graph(analyzed.model.graph, analyzed.graph, analyzed.opsets.get("", 0)):
-        analyzed.graph.mark_constants()
+        mark_constants(analyzed.graph)
     return analyzed
 
 
@@ -55,7 +59,7 @@ def _rewrite_graph(graph: onnx.GraphProto, view: GraphView, opset: int) -> bool:
         if op_type in _CONTROL_FLOW:
             for body in bodies(node):
                 inner = GraphView(body, view)
-                inner.mark_constants()
+                mark_constants(inner)
                 changed |= _rewrite_graph(body, inner, opset)
     editor = None
     for anchors, rule in _RULES:
@@ -516,7 +520,7 @@ def _grow(g: _Editor, source: str, weights_allowed: bool, limit: int = 24) -> li
 
 
 def _joins_region(g: _Editor, node: onnx.NodeProto, inside: set[str], weights_allowed: bool) -> bool:
-    if node.domain not in _STANDARD or len(node.output) != 1:
+    if not is_standard_domain(node.domain) or len(node.output) != 1:
         return False
     if node.op_type not in _EVALUATED and node.op_type not in _REDUCTIONS:
         return False

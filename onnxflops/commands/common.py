@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from onnxflops.bind.inputs import parse_input_spec
+from onnxflops.bind import parse_input_spec
 
 
 def add_input_options(parser: argparse.ArgumentParser) -> None:

@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from onnxflops.bind.inputs import parse_input_spec
-from onnxflops.commands.common import add_conversion_options, add_input_options, input_shapes
+from onnxflops.bind import parse_input_spec
+from onnxflops.commands.common import (
+    add_conversion_options,
+    add_input_options,
+    input_shapes,
+)
 from onnxflops.costs.registry import CONVENTIONS
 
 
@@ -40,7 +44,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from onnxflops.comparison.compare import compare
+    from onnxflops.comparison import compare
 
     result = compare(
         args.a, args.b, input_shapes(args) or None, args.tolerance,

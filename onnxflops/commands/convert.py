@@ -7,7 +7,11 @@ import sys
 
 import onnx
 
-from onnxflops.commands.common import add_conversion_options, add_input_options, input_shapes
+from onnxflops.commands.common import (
+    add_conversion_options,
+    add_input_options,
+    input_shapes,
+)
 from onnxflops.errors import OnnxFlopsError
 
 

@@ -7,6 +7,7 @@ import json
 import sys
 
 from onnxflops.costs.registry import CONVENTIONS, REGISTRY
+from onnxflops.graph import domain_key
 
 
 def register(sub) -> None:
@@ -28,7 +29,7 @@ def table(domain: str | None = None, backward: bool = False) -> list[dict]:
     """Every rule (or backward rule) as a row, sorted by domain then op type."""
     from onnxflops.costs.gradients import GRADIENTS
 
-    wanted = None if domain is None else ("" if domain in ("", "ai.onnx") else domain)
+    wanted = None if domain is None else domain_key(domain)
     rules = GRADIENTS.values() if backward else REGISTRY.rules.values()
     return [{"domain": r.domain, "op_type": r.op_type,
              "category": REGISTRY.lookup(r.domain, r.op_type).category, "formula": r.formula}

@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from onnxflops.commands.common import add_format_options, add_input_options, input_shapes
+from onnxflops.commands.common import (
+    add_format_options,
+    add_input_options,
+    input_shapes,
+)
 from onnxflops.costs.registry import CONVENTIONS
 from onnxflops.profiling import OPT_LEVELS, PROVIDERS
 

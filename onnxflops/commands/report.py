@@ -62,8 +62,8 @@ def _inputs_for(model: str, shapes: dict) -> dict:
     """The --input bindings that name an input of this ONNX model (others name other models')."""
     if not shapes or not str(model).endswith(".onnx"):
         return shapes
-    from onnxflops.bind.inputs import real_inputs
-    from onnxflops.load.reader import load_model
+    from onnxflops.bind import real_inputs
+    from onnxflops.load import load_model
 
     names = {i.name for i in real_inputs(load_model(model))}
     return {k: v for k, v in shapes.items() if k in names}

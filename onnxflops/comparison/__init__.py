@@ -1,5 +1,10 @@
 """Comparing two models' counts layer by layer: the proof that a port is the same network."""
 
-from onnxflops.comparison.compare import Comparison, assert_same_cost, compare, text_table
+from onnxflops.comparison.compare import (
+    Comparison,
+    assert_same_cost,
+    compare,
+    text_table,
+)
 
 __all__ = ["Comparison", "assert_same_cost", "compare", "text_table"]

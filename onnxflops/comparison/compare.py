@@ -20,7 +20,7 @@ import onnx
 
 from onnxflops.api import count
 from onnxflops.errors import OnnxFlopsError
-from onnxflops.report.tables import Report, Totals, human
+from onnxflops.report import Report, Totals, human
 
 COMPARED = ("macs", "flops", "params", "buffers")
 _PER_LAYER = ("macs", "params", "buffers")

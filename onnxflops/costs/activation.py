@@ -7,8 +7,8 @@ functions.py, so a fused activation and its decomposed form agree.
 from __future__ import annotations
 
 from onnxflops.costs.elementwise import per_element
-from onnxflops.costs.registry import ACTIVATION, Cost, rule
 from onnxflops.costs.node import Node
+from onnxflops.costs.registry import ACTIVATION, Cost, rule
 
 
 @rule(["Sigmoid", "Tanh"], category=ACTIVATION)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
+from onnxflops.costs.node import Node
 from onnxflops.costs.registry import CONTRACTION, Cost, rule
 from onnxflops.errors import Uncostable
-from onnxflops.costs.node import Node
 
 
 @rule("Conv", category=CONTRACTION, weights=(1, 2))

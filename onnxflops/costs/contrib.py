@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from onnxflops.costs.contraction import conv, gemm
+from onnxflops.costs.node import Node
 from onnxflops.costs.pooling import max_pool
 from onnxflops.costs.quantization import (
     dequantize_linear,
@@ -39,7 +40,6 @@ from onnxflops.costs.registry import (
 )
 from onnxflops.errors import Uncostable
 from onnxflops.graph import TensorInfo
-from onnxflops.costs.node import Node
 
 MS = "com.microsoft"
 UINT8 = 2

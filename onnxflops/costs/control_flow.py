@@ -6,10 +6,10 @@ from dataclasses import replace
 
 import onnx
 
+from onnxflops.costs.node import Node
 from onnxflops.costs.registry import CONTROL_FLOW, Cost, rule
 from onnxflops.errors import Uncostable
 from onnxflops.graph import TensorInfo
-from onnxflops.costs.node import Node
 
 _INT64_MAX = 2**63 - 1
 

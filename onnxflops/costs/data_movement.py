@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from onnxflops.costs.registry import DATA_MOVEMENT, ZERO, Cost, rule
 from onnxflops.costs.node import Node
+from onnxflops.costs.registry import DATA_MOVEMENT, ZERO, Cost, rule
 
 
 @rule(["Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Split", "Slice",

@@ -5,8 +5,8 @@ A bilinear sample costs what Resize counts for linear interpolation in 2-D: 3 le
 
 from __future__ import annotations
 
-from onnxflops.costs.registry import DETECTION, POOLING, Cost, rule
 from onnxflops.costs.node import Node
+from onnxflops.costs.registry import DETECTION, POOLING, Cost, rule
 
 BILINEAR_SAMPLE_FLOPS = 3 * (2**2 - 1)
 # Overlap corners (4 min/max), its width and height (2), clamped at 0 (2), its area (1),

@@ -5,8 +5,8 @@ Float work is FLOPs; integer and boolean work (index arithmetic, masks) is int_o
 
 from __future__ import annotations
 
-from onnxflops.costs.registry import ALL_INPUTS, ELEMENTWISE, Cost, rule
 from onnxflops.costs.node import Node
+from onnxflops.costs.registry import ALL_INPUTS, ELEMENTWISE, Cost, rule
 
 
 def per_element(n: Node, ops_per_element, on_input: int | None = None) -> Cost:

@@ -6,6 +6,7 @@ chain, Softmax as ReduceMax/Sub/Exp/ReduceSum/Div.
 
 from __future__ import annotations
 
+from onnxflops.costs.node import Node
 from onnxflops.costs.registry import (
     ACTIVATION,
     ATTENTION,
@@ -21,7 +22,6 @@ from onnxflops.costs.registry import (
     Cost,
     rule,
 )
-from onnxflops.costs.node import Node
 
 _EXPANSION = "cost of the ONNX function body that defines the op"
 

@@ -19,10 +19,11 @@ from onnxflops.costs.contraction import conv, conv_transpose, einsum, gemm, matm
 from onnxflops.costs.control_flow import trip_count
 from onnxflops.costs.elementwise import per_element
 from onnxflops.costs.functions import expanded
+from onnxflops.costs.node import Node
 from onnxflops.costs.recurrent import gru, lstm, rnn
 from onnxflops.costs.registry import ZERO, Cost
 from onnxflops.errors import Uncostable
-from onnxflops.costs.node import Node
+from onnxflops.graph import domain_key
 
 Grads = frozenset  # input slots whose gradient is needed
 BackwardFn = Callable[[Node, Grads], Cost]
@@ -59,7 +60,7 @@ def backward(op_types: str | Iterable[str], *, domain: str = "",
 
 
 def lookup_backward(domain: str, op_type: str) -> Gradient | None:
-    return GRADIENTS.get(("" if domain in ("", "ai.onnx") else domain, op_type))
+    return GRADIENTS.get((domain_key(domain), op_type))
 
 
 # --- contractions --------------------------------------------------------------------------------

@@ -9,10 +9,17 @@ then one add per tree and target for the leaf weights.
 
 from __future__ import annotations
 
-from onnxflops.costs.registry import CLASSICAL_ML, CONTRACTION, DATA_MOVEMENT, ZERO, Cost, rule
+from onnxflops.costs.node import Node
+from onnxflops.costs.registry import (
+    CLASSICAL_ML,
+    CONTRACTION,
+    DATA_MOVEMENT,
+    ZERO,
+    Cost,
+    rule,
+)
 from onnxflops.errors import Uncostable
 from onnxflops.graph import TensorInfo
-from onnxflops.costs.node import Node
 
 ML = "ai.onnx.ml"
 

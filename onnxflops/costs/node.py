@@ -10,7 +10,7 @@ import onnx
 import onnx.defs
 
 from onnxflops.errors import OnnxFlopsError, Uncostable
-from onnxflops.graph import GraphView, TensorInfo, format_shape
+from onnxflops.graph import GraphView, TensorInfo, domain_key, format_shape
 
 if TYPE_CHECKING:
     from onnxflops.costs.registry import Cost
@@ -176,7 +176,7 @@ def check_node(node: Node) -> None:
                 raise OnnxFlopsError(f"node '{label}' ({node.op_type}): its {kind} '{name}' would "
                                      f"have shape {format_shape(info.shape)}: the model's shapes "
                                      "contradict themselves")
-    schema = _schema(node.op_type, "" if node.domain == "ai.onnx" else node.domain, node.opset)
+    schema = _schema(node.op_type, domain_key(node.domain), node.opset)
     if schema is None:
         return
     if not schema.min_input <= node.num_inputs <= schema.max_input:

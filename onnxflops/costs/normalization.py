@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from onnxflops.costs.registry import NORMALIZATION, Cost, rule
 from onnxflops.costs.node import Node
+from onnxflops.costs.registry import NORMALIZATION, Cost, rule
 
 
 @rule("BatchNormalization", category=NORMALIZATION, weights=(1, 2), buffers=(3, 4))

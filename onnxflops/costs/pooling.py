@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from onnxflops.costs.registry import POOLING, Cost, rule
 from onnxflops.costs.node import Node
+from onnxflops.costs.registry import POOLING, Cost, rule
 
 
 @rule("MaxPool", category=POOLING)

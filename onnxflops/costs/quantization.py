@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 
-from onnxflops.costs.registry import CONTRACTION, QUANTIZATION, Cost, rule
 from onnxflops.costs.node import Node
+from onnxflops.costs.registry import CONTRACTION, QUANTIZATION, Cost, rule
 
 REQUANTIZE_OPS = 4
 

@@ -6,8 +6,8 @@ over I and H), then the gates' elementwise work as written in the operator's equ
 
 from __future__ import annotations
 
-from onnxflops.costs.registry import RECURRENT, Cost, rule
 from onnxflops.costs.node import Node
+from onnxflops.costs.registry import RECURRENT, Cost, rule
 
 
 def recurrent_cost(n: Node, gates: int, elementwise_per_unit) -> Cost:

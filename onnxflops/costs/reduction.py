@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from onnxflops.costs.elementwise import per_element
-from onnxflops.costs.registry import REDUCTION, Cost, rule
 from onnxflops.costs.node import Node
+from onnxflops.costs.registry import REDUCTION, Cost, rule
 
 
 def reduced(n: Node, extra_per_output: int = 0) -> Cost:

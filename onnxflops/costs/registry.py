@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
+from onnxflops.graph import domain_key
+
 if TYPE_CHECKING:
     from onnxflops.costs.node import Node
 
@@ -133,11 +135,7 @@ class Registry:
         return wrap
 
     def lookup(self, domain: str, op_type: str) -> Rule | None:
-        return self.rules.get((_canonical_domain(domain), op_type))
-
-
-def _canonical_domain(domain: str) -> str:
-    return "" if domain in ("", "ai.onnx") else domain
+        return self.rules.get((domain_key(domain), op_type))
 
 
 REGISTRY = Registry()

@@ -5,9 +5,9 @@ to the requested distribution, as Gemm counts alpha and beta only when they are 
 
 from __future__ import annotations
 
+from onnxflops.costs.node import Node
 from onnxflops.costs.registry import RANDOM, Cost, rule
 from onnxflops.costs.selection import log2_ceil
-from onnxflops.costs.node import Node
 
 
 @rule(["RandomNormal", "RandomNormalLike"], category=RANDOM)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import math
 
-from onnxflops.costs.registry import REDUCTION, Cost, rule
 from onnxflops.costs.node import Node
+from onnxflops.costs.registry import REDUCTION, Cost, rule
 
 
 def comparisons(n: Node, work) -> Cost:

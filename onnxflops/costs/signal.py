@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 
-from onnxflops.costs.registry import SIGNAL, Cost, rule
 from onnxflops.costs.node import Node
+from onnxflops.costs.registry import SIGNAL, Cost, rule
 
 FFT_FLOPS_PER_POINT_AND_STAGE = 5
 

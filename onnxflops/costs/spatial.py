@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 
-from onnxflops.costs.registry import CONTRACTION, DATA_MOVEMENT, OTHER, ZERO, Cost, rule
 from onnxflops.costs.node import Node
+from onnxflops.costs.registry import CONTRACTION, DATA_MOVEMENT, OTHER, ZERO, Cost, rule
 
 _TAPS = {"linear": 2, "bilinear": 2, "cubic": 4, "bicubic": 4, "nearest": 1}
 # Unnormalizing a grid coordinate from [-1, 1] to pixels: add 1, scale, subtract or halve.

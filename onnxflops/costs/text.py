@@ -4,8 +4,8 @@ integer op per element; the character-level work inside it is not counted.
 
 from __future__ import annotations
 
-from onnxflops.costs.registry import TEXT, Cost, rule
 from onnxflops.costs.node import Node
+from onnxflops.costs.registry import TEXT, Cost, rule
 
 
 @rule(["StringConcat", "StringNormalizer", "StringSplit", "RegexFullMatch"], category=TEXT)

@@ -7,17 +7,24 @@ from typing import Any, NamedTuple
 import numpy as np
 import onnx
 
+from onnxflops.analysis import (
+    AnalyzedModel,
+    analyze,
+    expansion_model,
+    has_unknown_outputs,
+    mark_constants,
+    refine_subgraph,
+)
 from onnxflops.costs import REGISTRY
 from onnxflops.costs.gradients import lookup_backward
-from onnxflops.costs.registry import ZERO, Cost, Rule
-from onnxflops.errors import Uncostable
-from onnxflops.graph import SYMBOL_MARK, GraphView, NodeRow, TensorInfo, holds_subgraph, is_symbolic
 from onnxflops.costs.node import Node, check_node
-from onnxflops.report.tables import NodeReport, Report, Totals, Uncosted
-from onnxflops.analysis.expand import expansion_model
-from onnxflops.analysis.analyze import AnalyzedModel, analyze, has_unknown_outputs, refine_subgraph
+from onnxflops.costs.registry import ZERO, Cost, Rule
 from onnxflops.counting.training import GradientFlow
 from onnxflops.counting.weights import is_hyperparameter
+from onnxflops.dims import SYMBOL_MARK, is_symbolic
+from onnxflops.errors import Uncostable, first_line
+from onnxflops.graph import GraphView, NodeRow, TensorInfo, domain_key, holds_subgraph
+from onnxflops.report import NodeReport, Report, Totals, Uncosted
 
 _NOT_PARAM_DTYPES = {onnx.TensorProto.INT64, onnx.TensorProto.BOOL, onnx.TensorProto.STRING,
                      onnx.TensorProto.UNDEFINED}
@@ -137,7 +144,7 @@ class _Counter:
 
     def _cost(self, rule: Rule | None, node: Node, count_params: bool) -> Cost | None:
         if rule is None:
-            domain = f"{node.domain}::" if _domain(node.domain) else ""
+            domain = f"{node.domain}::" if domain_key(node.domain) else ""
             self.uncosted.append(Uncosted(node.name, node.op_type,
                                           f"no cost rule for {domain}{node.op_type}"))
             return None
@@ -204,7 +211,7 @@ class _Counter:
                 view.tensors[formal.name] = TensorInfo(formal.name, given.dtype, given.shape)
         if has_unknown_outputs(view):
             refine_subgraph(view, {**self.opsets, "": node.opset})
-        view.mark_constants()
+        mark_constants(view)
         self.bodies[_body_key(node, attr)] = view
         return self._sum_graph(view, self.opsets, f"subgraph '{attr}'")
 
@@ -248,8 +255,7 @@ class _Counter:
                 analyzed = analyze(expansion_model(node.proto, node.opset, inputs, values))
             except (RuntimeError, ValueError, onnx.checker.ValidationError,
                     onnx.shape_inference.InferenceError) as e:  # what onnx's inliner raises
-                reason = (str(e).strip() or type(e).__name__).splitlines()[0]
-                raise Uncostable(f"its function body cannot be expanded: {reason}") from None
+                raise Uncostable(f"its function body cannot be expanded: {first_line(e)}") from None
             found = self.expansions[key] = analyzed, tuple(node.proto.input)
         return found
 
@@ -263,7 +269,7 @@ class _Counter:
             rule = REGISTRY.lookup(proto.domain, proto.op_type)
             if rule is None:
                 raise Uncostable(f"{where} holds {proto.op_type}, which has no cost rule")
-            inner = Node(proto, view, opsets.get(_domain(proto.domain), 0), self)
+            inner = Node(proto, view, opsets.get(domain_key(proto.domain), 0), self)
             try:
                 total = total + apply_rule(rule.fn, inner)
             except Uncostable as e:
@@ -283,7 +289,7 @@ class _Counter:
             gradient = lookup_backward(proto.domain, proto.op_type)
             if gradient is None:
                 raise Uncostable(f"{where} holds {proto.op_type}, which has no backward rule")
-            inner = Node(proto, view, opsets.get(_domain(proto.domain), 0), self)
+            inner = Node(proto, view, opsets.get(domain_key(proto.domain), 0), self)
             try:
                 total = total + apply_rule(gradient.fn, inner, flow.grads(proto))
             except Uncostable as e:
@@ -300,8 +306,8 @@ def apply_rule(fn, node: Node, *args) -> Cost:
     try:
         cost = fn(node, *args)
     except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as e:
-        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise Uncostable(f"its inputs or attributes do not fit {node.op_type} ({reason})") from None
+        raise Uncostable(f"its inputs or attributes do not fit {node.op_type} ({first_line(e)})") \
+            from None
     if any(_is_negative(v) for v in (cost.macs, cost.dot_products, cost.flops, cost.int_ops,
                                      cost.int_macs)):
         raise Uncostable("its inputs or attributes give a negative count")
@@ -409,5 +415,3 @@ def _shape(info: TensorInfo | None) -> list | None:
     return [d.lstrip(SYMBOL_MARK) if is_symbolic(d) else d for d in info.shape]
 
 
-def _domain(domain: str) -> str:
-    return "" if domain in ("", "ai.onnx") else domain

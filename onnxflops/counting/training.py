@@ -14,8 +14,8 @@ from typing import Iterable
 import onnx
 
 from onnxflops.costs import REGISTRY
-from onnxflops.graph import GraphView, bodies, free_names
 from onnxflops.counting.weights import is_hyperparameter
+from onnxflops.graph import GraphView, bodies, free_names
 
 
 class GradientFlow:

@@ -13,9 +13,9 @@ import time
 from html import escape
 from typing import Sequence
 
-from onnxflops.profiling.measure import Profile, markdown_table
 from onnxflops.html.svg import Line, Point, paired_bars, scatter
-from onnxflops.report.tables import human
+from onnxflops.profiling.measure import Profile, markdown_table
+from onnxflops.report import human
 
 COMPUTE_BOUND, MEMORY_BOUND, NO_FLOPS = "#1f77b4", "#d62728", "#8c8c8c"
 LATENCY, FLOPS = "#ff7f0e", "#2ca02c"

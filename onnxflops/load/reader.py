@@ -11,13 +11,13 @@ import onnx
 from google.protobuf.message import DecodeError
 
 from onnxflops.errors import OnnxFlopsError
+from onnxflops.graph import MAX_VALUE_ELEMENTS
 from onnxflops.load.validate import check_model
 
-
-# Initializers at most this large keep their bytes: they are shape arithmetic, axes, scalars.
-SMALL_TENSOR_ELEMENTS = 4096
-# A tensor record no longer than this cannot hold more: no dtype packs more than four elements a byte.
-_SMALL_TENSOR_RECORD = SMALL_TENSOR_ELEMENTS // 4
+# Initializers at most MAX_VALUE_ELEMENTS large keep their bytes: analysis reads them as shape
+# arithmetic, axes, scalars. A tensor record no longer than this cannot hold more: no dtype packs
+# more than four elements a byte.
+_SMALL_TENSOR_RECORD = MAX_VALUE_ELEMENTS // 4
 
 # Field numbers in onnx.proto, and protobuf's wire types, that the reader walks through.
 _MODEL_GRAPH = 7
@@ -76,7 +76,7 @@ def _is_large(t: onnx.TensorProto) -> bool:
     n = 1
     for d in t.dims:
         n *= d
-    return n > SMALL_TENSOR_ELEMENTS and t.data_location != onnx.TensorProto.EXTERNAL
+    return n > MAX_VALUE_ELEMENTS and t.data_location != onnx.TensorProto.EXTERNAL
 
 
 def _header(t: onnx.TensorProto) -> onnx.TensorProto:

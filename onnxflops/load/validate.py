@@ -15,8 +15,7 @@ import onnx.defs
 from onnx import AttributeProto, TensorProto
 
 from onnxflops.errors import OnnxFlopsError
-
-_STANDARD = ("", "ai.onnx")
+from onnxflops.graph import STANDARD_DOMAINS
 _KNOWN_DTYPES = frozenset(v for k, v in TensorProto.DataType.items() if k != "UNDEFINED")
 # Packed below a byte (two or four to a byte, and so in int32_data too): their data is not
 # checked against dims here.
@@ -63,12 +62,12 @@ def _check_opsets(model: onnx.ModelProto, where: str) -> None:
         if known is not None and opset.version > known:
             raise OnnxFlopsError(f"{where}: imports opset {opset.version} of {domain}, newer than "
                                  f"the {known} onnx {onnx.__version__} knows")
-    if not any(o.domain in _STANDARD for o in model.opset_import) and _uses_standard_ops(model):
+    if not any(o.domain in STANDARD_DOMAINS for o in model.opset_import) and _uses_standard_ops(model):
         raise OnnxFlopsError(f"{where}: imports no opset of ai.onnx, yet its nodes use its ops")
 
 
 def _uses_standard_ops(model: onnx.ModelProto) -> bool:
-    return any(n.domain in _STANDARD for g in _graphs(model.graph) for n in g.node)
+    return any(n.domain in STANDARD_DOMAINS for g in _graphs(model.graph) for n in g.node)
 
 
 def _graphs(graph: onnx.GraphProto):

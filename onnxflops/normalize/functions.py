@@ -8,7 +8,7 @@ from __future__ import annotations
 import onnx
 import onnx.inliner
 
-from onnxflops.errors import OnnxFlopsError
+from onnxflops.errors import OnnxFlopsError, first_line
 
 
 def normalize(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -16,7 +16,6 @@ def normalize(model: onnx.ModelProto) -> onnx.ModelProto:
         try:
             model = onnx.inliner.inline_local_functions(model)
         except Exception as e:  # noqa: BLE001 - the inliner's checks raise several kinds
-            message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise OnnxFlopsError(f"the model's local functions cannot be inlined: {message}") \
+            raise OnnxFlopsError(f"the model's local functions cannot be inlined: {first_line(e)}") \
                 from None
     return model

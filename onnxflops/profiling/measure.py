@@ -20,16 +20,27 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import onnx
 
-from converters.common import first_line
 from onnxflops.api import count_with_model
-from onnxflops.errors import OnnxFlopsError
-from onnxflops.load.reader import load_model
+from onnxflops.errors import OnnxFlopsError, first_line
+from onnxflops.load import load_model
 from onnxflops.profiling import fusion
-from onnxflops.profiling.ceilings import Ceilings, dominant_float_dtype, machine_ceilings
-from onnxflops.profiling.runtime import (Latency, SessionConfig, check_provider, make_session,
-                                         random_feeds, runnable, runner, time_runs)
+from onnxflops.profiling.ceilings import (
+    Ceilings,
+    dominant_float_dtype,
+    machine_ceilings,
+)
+from onnxflops.profiling.runtime import (
+    Latency,
+    SessionConfig,
+    check_provider,
+    make_session,
+    random_feeds,
+    runnable,
+    runner,
+    time_runs,
+)
 from onnxflops.profiling.trace import END_TO_END_ONLY, NodeTimes, read_trace
-from onnxflops.report.tables import Report, human
+from onnxflops.report import Report, human
 
 Progress = Callable[[str, float], None]
 

@@ -13,8 +13,7 @@ from typing import Any, Callable
 import numpy as np
 import onnx
 
-from converters.common import first_line
-from onnxflops.errors import OnnxFlopsError
+from onnxflops.errors import OnnxFlopsError, first_line
 from onnxflops.profiling import OPT_LEVELS, PROVIDERS
 
 _IR_LIMIT = re.compile(r"max supported IR version: (\d+)")
