@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from onnxflops.bind import parse_input_spec
+from onnxflops.errors import OnnxFlopsError
 
 
 def add_input_options(parser: argparse.ArgumentParser) -> None:
@@ -15,7 +16,18 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
 
 
 def input_shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
-    return dict(parse_input_spec(spec) for spec in args.input)
+    return shapes_of(args.input)
+
+
+def shapes_of(specs: list[str], option: str = "--input") -> dict[str, tuple[int, ...]]:
+    """NAME=DIMS specs by name; naming an input twice is an error, not the last one winning."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for spec in specs:
+        name, shape = parse_input_spec(spec)
+        if name in shapes:
+            raise OnnxFlopsError(f"{option} names input '{name}' twice")
+        shapes[name] = shape
+    return shapes
 
 
 def add_conversion_options(p: argparse.ArgumentParser) -> None:

@@ -194,6 +194,25 @@ def check_node(node: Node) -> None:
         elif a.type != formal.type.value and not a.ref_attr_name:
             raise Uncostable(f"attribute '{name}' is {_attribute_type(a.type)}; "
                              f"{node.op_type} wants {_attribute_type(formal.type.value)}")
+    _check_axes(node, given)
+
+
+def _check_axes(node: Node, given: dict[str, onnx.AttributeProto]) -> None:
+    """Axis attributes within the ranks the node's tensors have (a function body or onnx's
+    inference would otherwise build something as long as the axis is large)."""
+    axes: list[int] = []
+    for name in ("axis", "axes"):
+        a = given.get(name)
+        if a is not None:
+            axes += [a.i] if a.type == onnx.AttributeProto.INT else list(a.ints)
+    ranks = [info.rank for name in (*node.proto.input, *node.proto.output) if name
+             and (info := node.scope.info(name)) is not None and info.shape is not None]
+    if not axes or not ranks:
+        return
+    rank = max(ranks)
+    wrong = [axis for axis in axes if not -rank - 1 <= axis <= rank]
+    if wrong:
+        raise Uncostable(f"axis {wrong[0]} is out of range for tensors of rank {rank}")
 
 
 @functools.lru_cache(maxsize=None)

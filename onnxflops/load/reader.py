@@ -32,9 +32,16 @@ def load_model(source: str | os.PathLike | onnx.ModelProto) -> onnx.ModelProto:
     External data is never read (a missing data file is fine), nor are the bytes of inline weights:
     later stages hold only dims and dtypes.
     """
+    if not isinstance(source, (str, os.PathLike, onnx.ModelProto)):
+        hint = ": parse serialized bytes with onnx.load_from_string first" \
+            if isinstance(source, (bytes, bytearray)) else ""
+        raise OnnxFlopsError(f"cannot count a {type(source).__name__}: give an .onnx path or an "
+                             f"onnx.ModelProto (or a framework model){hint}")
     if isinstance(source, onnx.ModelProto):
         check_model(source, source.graph.name or "model")  # before headers hide what data it holds
         return without_weight_bytes(source)
+    if not str(source):
+        raise OnnxFlopsError("no model given: the path is an empty string")
     path = Path(source)
     if not path.exists():
         raise OnnxFlopsError(f"{path}: no such file")

@@ -54,10 +54,13 @@ def newest_opsets() -> dict[str, int]:
 def _check_opsets(model: onnx.ModelProto, where: str) -> None:
     newest = newest_opsets()
     for opset in model.opset_import:
+        _check_name(opset.domain, "an opset's domain", where)
         domain = opset.domain or "ai.onnx"
-        if opset.version < 1:
+        if not 1 <= opset.version < 2**31:  # onnx's own functions take an int
             raise OnnxFlopsError(f"{where}: imports opset {opset.version} of {domain}; "
-                                 "opset versions start at 1")
+                                 "opset versions start at 1" if opset.version < 1 else
+                                 f"{where}: imports opset {opset.version} of {domain}, which no "
+                                 "opset can be")
         known = newest.get(opset.domain)
         if known is not None and opset.version > known:
             raise OnnxFlopsError(f"{where}: imports opset {opset.version} of {domain}, newer than "
@@ -104,6 +107,9 @@ def _check_node(node: onnx.NodeProto, where: str) -> None:
     label = f"a {_text(node.op_type)} node"
     for text in (node.name, node.op_type, node.domain, *node.input, *node.output):
         _check_name(text, label, where)
+    for prop in node.metadata_props:  # read for the node's layer
+        _check_name(prop.key, f"metadata of {label}", where)
+        _check_name(prop.value, f"metadata of {label}", where)
     for a in node.attribute:
         _check_name(a.name, f"an attribute of {label}", where)
         if a.type == AttributeProto.TENSOR:

@@ -6,7 +6,7 @@ import os
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("ci", derandomize=True, database=None, deadline=5000,
-                          max_examples=150, print_blob=True,
+                          max_examples=400, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("long", deadline=20000, max_examples=5000,
                           suppress_health_check=[HealthCheck.too_slow])

@@ -1,0 +1,250 @@
+"""Hostile and broken input: one test per failure class the fuzzer (tools/fuzz.py) found. Each
+ends in a count whose numbers are non-negative (the bad node uncosted, with its reason), or one
+OnnxFlopsError line naming what is at fault; never a traceback, a negative number or a blow-up."""
+
+from __future__ import annotations
+
+import resource
+import sys
+import time
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from builders import model, node, weight
+from onnxflops import OnnxFlopsError, count
+from onnxflops.cli import EXIT_BUG, main
+
+
+def _reason(report, op_type: str) -> str:
+    [entry] = [u for u in report.uncosted if u.op_type == op_type]
+    return entry.reason
+
+
+# --- rules see only nodes that fit their op's schema ---------------------------------------------
+
+def test_einsum_without_its_equation_is_uncosted_with_the_reason():
+    m = model([node("Einsum", ["a", "b"], ["c"])], {"a": [2, 3], "b": [3, 4]})
+    report = count(m)
+    assert "lacks its required attribute 'equation'" in _reason(report, "Einsum")
+    assert report.total.macs == 0
+
+
+def test_an_attribute_given_as_a_tensor_is_uncosted_with_the_reason():
+    kernel = helper.make_attribute("kernel_shape", helper.make_tensor("k", TensorProto.INT64, [2], [3, 3]))
+    pool = node("MaxPool", ["x"], ["y"])
+    pool.attribute.append(kernel)
+    report = count(model([pool], {"x": [1, 2, 8, 8]}))
+    assert _reason(report, "MaxPool") == "attribute 'kernel_shape' is TENSOR; MaxPool wants INTS"
+
+
+def test_scan_without_num_scan_inputs_is_uncosted():
+    m = onnx.load("tests/fuzz/seeds/scan.onnx")
+    scan = m.graph.node[0]
+    scan.attribute.remove(next(a for a in scan.attribute if a.name == "num_scan_inputs"))
+    report = count(m, batch=4)
+    assert "lacks its required attribute 'num_scan_inputs'" in _reason(report, "Scan")
+
+
+def test_gemm_of_rank_one_inputs_is_uncosted_not_a_traceback():
+    # Gemm's schema does not say ranks: the rule's failure on rank 1 is the node's reason.
+    m = model([node("Gemm", ["a", "b"], ["c"])], {"a": [3], "b": [3]})
+    report = count(m)
+    assert report.uncosted and report.total.macs == 0
+
+
+def test_a_node_with_more_inputs_than_its_op_takes_is_uncosted():
+    m = model([node("Relu", ["x", "x"], ["y"])], {"x": [2, 3]})
+    assert _reason(count(m), "Relu") == "has 2 inputs; Relu-14 takes 1"
+
+
+# --- shapes that cannot be right ------------------------------------------------------------------
+
+def test_a_negative_loop_trip_count_is_uncosted_never_a_negative_count():
+    m = onnx.load("tests/fuzz/seeds/loop.onnx")
+    trip = next(t for t in m.graph.initializer if t.name == "trip")
+    trip.CopyFrom(numpy_helper.from_array(np.array(-1, np.int64), "trip"))
+    report = count(m, batch=2)
+    assert "trip count M is -1" in _reason(report, "Loop")
+    assert report.total.macs == 0
+
+
+def test_a_pool_window_larger_than_its_input_is_an_error_naming_the_node():
+    m = model([node("MaxPool", ["x"], ["y"], kernel_shape=[60, 1], name="pool")],
+              {"x": [1, 3, 10, 15]})
+    with pytest.raises(OnnxFlopsError, match=r"node 'pool' \(MaxPool\): its output 'y' would have "
+                                             r"shape 1x3x-49x15"):
+        count(m)
+
+
+def test_initializer_dims_that_are_negative_or_disagree_with_the_data_are_errors():
+    w = weight("w", (4, 3))
+    w.dims[0] = -4
+    m = model([node("MatMul", ["x", "w"], ["y"])], {"x": [2, 4]}, [w])
+    with pytest.raises(OnnxFlopsError, match=r"initializer 'w' has negative dims \[-4, 3\]"):
+        count(m)
+    m.graph.initializer[0].dims[0] = 5
+    with pytest.raises(OnnxFlopsError, match=r"initializer 'w' holds 12 values, but its dims "
+                                             r"\(5x3\) say 15"):
+        count(m)
+
+
+@pytest.mark.parametrize("opset, message", [
+    (99, "imports opset 99 of ai.onnx, newer than the"),
+    (0, "imports opset 0 of ai.onnx; opset versions start at 1"),
+    (2**40, f"imports opset {2**40} of ai.onnx, which no opset can be")])
+def test_an_opset_onnx_does_not_know_is_an_error(opset, message):
+    m = model([node("Relu", ["x"], ["y"])], {"x": [2]}, opset=opset)
+    with pytest.raises(OnnxFlopsError, match=message):
+        count(m)
+
+
+def test_no_standard_opset_import_is_an_error_not_an_inference_traceback():
+    m = model([node("Relu", ["x"], ["y"])], {"x": [2]})
+    del m.opset_import[:]
+    with pytest.raises(OnnxFlopsError, match="imports no opset of ai.onnx"):
+        count(m)
+
+
+def test_an_unknown_element_type_is_an_error():
+    m = model([node("Relu", ["x"], ["y"])], {"x": [2]})
+    m.graph.input[0].type.tensor_type.elem_type = 99
+    with pytest.raises(OnnxFlopsError, match="tensor 'x' has element type 99, which onnx does not define"):
+        count(m)
+
+
+# --- nothing in proportion to a number read from the file -----------------------------------------
+
+def test_scan_with_two_to_the_thirty_scanned_inputs_allocates_nothing_for_them():
+    m = onnx.load("tests/fuzz/seeds/scan.onnx")
+    next(a for a in m.graph.node[0].attribute if a.name == "num_scan_inputs").i = 2**30
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.perf_counter()
+    report = count(m, batch=4)
+    assert "num_scan_inputs is 1073741824, but the node has 2 inputs" in _reason(report, "Scan")
+    assert time.perf_counter() - started < 10
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB
+
+
+# --- names that are not text ---------------------------------------------------------------------
+
+def test_a_name_that_is_not_utf8_is_one_line_naming_it(tmp_path):
+    data = model([node("Relu", ["x"], ["y"], name="relu")], {"x": [2]}).SerializeToString()
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(data.replace(b"relu", b"r\xff\nu"))
+    with pytest.raises(OnnxFlopsError) as caught:
+        count(str(path))
+    assert "a Relu node has a name that is not UTF-8 text: r\\xff\\nu" in str(caught.value)
+    assert len(str(caught.value).splitlines()) == 1
+
+
+# --- onnx's own errors never escape ----------------------------------------------------------------
+
+def test_a_recursive_local_function_is_an_error_not_an_onnx_validation_error():
+    f = helper.make_function("local", "F", ["a"], ["b"], [helper.make_node("F", ["a"], ["b"], domain="local")],
+                             [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)])
+    m = model([node("F", ["x"], ["y"], domain="local")], {"x": [2]})
+    m.functions.append(f)
+    m.opset_import.append(helper.make_opsetid("local", 1))
+    with pytest.raises(OnnxFlopsError, match="local functions cannot be inlined: .*[Cc]ycle"):
+        count(m)
+
+
+def test_a_function_body_the_inliner_rejects_leaves_the_node_uncosted():
+    # LayerNormalization is costed by expanding its function body; a fourth input makes onnx's
+    # inliner assert. The schema check sees it first.
+    m = model([node("LayerNormalization", ["x", "s", "b", "b"], ["y"])], {"x": [2, 4]},
+              [weight("s", (4,)), weight("b", (4,))])
+    assert "has 4 inputs" in _reason(count(m), "LayerNormalization")
+
+
+# --- the command line: exit codes a script can trust -------------------------------------------------
+
+def test_an_internal_error_exits_3_with_one_line_and_the_traceback_only_under_debug(
+        tmp_path, monkeypatch, capsys):
+    import onnxflops.commands.count as command
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(command, "count", broken)
+    path = tmp_path / "m.onnx"
+    onnx.save(model([node("Relu", ["x"], ["y"])], {"x": [2]}), str(path))
+    assert main(["count", str(path)]) == EXIT_BUG == 3
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        "onnxflops: internal error, a bug in onnxflops 0.1.0 (ZeroDivisionError: division by zero); "
+        "rerun with --debug for the traceback, and please report it"]
+    assert main(["count", str(path), "--debug"]) == 3
+    assert "Traceback (most recent call last)" in capsys.readouterr().err
+    monkeypatch.setenv("ONNXFLOPS_DEBUG", "1")
+    assert main(["count", str(path)]) == 3
+    assert "Traceback (most recent call last)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("body", ["raise SystemExit(0)", "import sys; sys.exit(3)", "def broken(:",
+                                  "raise RuntimeError('no GPU')"])
+def test_a_factory_module_that_exits_or_fails_at_import_is_one_line(tmp_path, monkeypatch, capsys, body):
+    (tmp_path / "badfactory.py").write_text(body + "\n\ndef make():\n    return None\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    sys.modules.pop("badfactory", None)
+    assert main(["count", "badfactory:make"]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("onnxflops: error: badfactory:make: importing module 'badfactory' raised")
+
+
+def test_a_factory_that_raises_system_exit_is_one_line(tmp_path, monkeypatch, capsys):
+    (tmp_path / "exitfactory.py").write_text("def make():\n    raise SystemExit(0)\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    assert main(["count", "exitfactory:make"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "onnxflops: error: exitfactory:make: the factory raised SystemExit: 0"]
+
+
+# --- the command line and the API reject nonsense ----------------------------------------------------
+
+@pytest.fixture
+def mlp_path():
+    return "tests/fuzz/seeds/mlp_legacy.onnx"
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--batch", "0"], "--batch: 0 is out of range (1 to 2^63-1)"),
+    (["--batch", "-1"], "--batch: -1 is out of range (1 to 2^63-1)"),
+    (["--batch", str(2**63)], f"--batch: {2**63} is out of range (1 to 2^63-1)"),
+    (["--input", "x=1e23x8"], "malformed shape '1e23x8'"),
+    (["--input", "x=1.5x8"], "malformed shape '1.5x8'"),
+    (["--input", f"x={10**23}x8"], f"{10**23} is out of range"),
+    (["--input", "x=2x8", "--input", "x=3x8"], "--input names input 'x' twice")])
+def test_the_cli_rejects_nonsense_options_in_one_line(mlp_path, capsys, options, message):
+    assert main(["count", mlp_path, *options]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert message in line
+
+
+@pytest.mark.parametrize("source, message", [
+    (None, "cannot count a NoneType: give an .onnx path or an onnx.ModelProto"),
+    (123, "cannot count a int"),
+    (b"\x08\x07", "cannot count a bytes: give an .onnx path or an onnx.ModelProto (or a framework "
+                  "model): parse serialized bytes with onnx.load_from_string first"),
+    ("", "no model given: the path is an empty string")])
+def test_count_rejects_what_is_not_a_model(source, message):
+    with pytest.raises(OnnxFlopsError) as caught:
+        count(source)
+    assert message in str(caught.value)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"batch": 1.5}, "--batch: 1.5 is not a whole number"),
+    ({"batch": True}, "--batch: True is not a whole number"),
+    ({"inputs": {"x": (2, 8.5)}}, "input 'x': 8.5 is not a whole number"),
+    ({"inputs": {"x": 5}}, "input 'x': expected a shape (a sequence of dims), not 5"),
+    ({"inputs": [(2, 8)]}, "inputs: expected a mapping of input names to shapes, not a list")])
+def test_count_rejects_inputs_of_the_wrong_type(mlp_path, kwargs, message):
+    with pytest.raises(OnnxFlopsError) as caught:
+        count(mlp_path, **kwargs)
+    assert str(caught.value) == message
