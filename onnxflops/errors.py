@@ -10,7 +10,12 @@ class OnnxFlopsError(Exception):
 
     def __init__(self, message: str):
         # One line whatever names it quotes: a name may hold line breaks.
-        super().__init__(str(message).replace("\r", "\\r").replace("\n", "\\n"))
+        super().__init__(str(message).translate(_ESCAPED_LINE_BREAKS))
+
+
+# Every character str.splitlines() breaks at, written as its escape.
+_ESCAPED_LINE_BREAKS = str.maketrans({c: ascii(c)[1:-1] for c in
+                                      "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"})
 
 
 class Uncostable(Exception):
