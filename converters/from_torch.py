@@ -84,7 +84,10 @@ def load_exported_program(path, *, unsafe: bool = False):
     try:
         return torch.export.load(str(path))
     except Exception as e:  # a corrupt or unsafe archive raises zipfile, pickle or runtime errors
-        hint = "" if unsafe else "; if it holds pickled objects and you trust it, use --unsafe"
+        # --unsafe helps only where the weights-only unpickler refused something.
+        refused = "weights only" in str(e).lower() or "weights_only" in str(e).lower()
+        hint = "; if it holds pickled objects and you trust it, use --unsafe" \
+            if refused and not unsafe else ""
         raise OnnxFlopsError(f"{path}: not a loadable torch.export program ({first_line(e)}"
                              f"{hint})") from None
     finally:

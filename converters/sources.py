@@ -17,6 +17,7 @@ import importlib
 import os
 import re
 import sys
+import zipfile
 from pathlib import Path
 
 import onnx
@@ -110,6 +111,8 @@ def _load(source: str | os.PathLike, unsafe: bool):
     if path.exists():
         if is_saved_model_dir(path):
             return _SavedModel(path)
+        if suffix in _KERAS_FILES + (".pt2",):
+            _check_container(path, suffix)
         if suffix in _KERAS_FILES:
             return load_keras_file(path, safe_mode=not unsafe)
         if suffix == ".pt2":
@@ -124,6 +127,23 @@ def _load(source: str | os.PathLike, unsafe: bool):
     if _FACTORY_SPEC.fullmatch(spec):
         return _from_factory(spec)
     raise OnnxFlopsError(f"{source}: no such file (a factory is named as package.module:function)")
+
+
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+def _check_container(path: Path, suffix: str) -> None:
+    """A .keras or .pt2 file is a zip archive, an .h5 file HDF5: what is neither is said so in
+    one line, before a framework loads it (and says "File not found", or offers --unsafe)."""
+    if not path.is_file():
+        raise OnnxFlopsError(f"{path}: not a regular file")
+    if suffix == ".h5":
+        with open(path, "rb") as f:
+            if f.read(len(_HDF5_SIGNATURE)) != _HDF5_SIGNATURE:
+                raise OnnxFlopsError(f"{path}: not an HDF5 file, as an .h5 Keras model is")
+    elif not zipfile.is_zipfile(path):
+        kind = "a .keras model" if suffix == ".keras" else "a torch.export .pt2 program"
+        raise OnnxFlopsError(f"{path}: not a zip archive, as {kind} is")
 
 
 def _from_factory(spec: str):

@@ -248,3 +248,116 @@ def test_count_rejects_inputs_of_the_wrong_type(mlp_path, kwargs, message):
     with pytest.raises(OnnxFlopsError) as caught:
         count(mlp_path, **kwargs)
     assert str(caught.value) == message
+
+
+# --- output paths are checked before any work ---------------------------------------------------------
+
+@pytest.mark.parametrize("target, message", [
+    ("missing/dir/out.html", "directory 'missing/dir' does not exist"),
+    (".", "is a directory")])
+def test_report_output_paths_are_checked_before_any_work(tmp_path, monkeypatch, capsys, target,
+                                                         message):
+    import onnxflops.profiling
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(onnxflops.profiling, "profile", None)  # measuring would fail: not reached
+    assert main(["report", "model.onnx", "-o", target]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line == f"onnxflops: error: --output {target}: {message}"
+    assert main(["report", "model.onnx", "--json", target]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_an_unwritable_output_is_refused_and_leaves_nothing_behind(tmp_path, capsys):
+    from onnxflops.commands.common import check_output_path
+
+    with pytest.raises(OnnxFlopsError, match="cannot be written"):
+        check_output_path("/proc/onnxflops-out.html", "--output")
+    check_output_path(str(tmp_path / "new.html"), "--output")
+    assert not (tmp_path / "new.html").exists()
+
+
+def test_convert_checks_its_output_before_loading_anything(tmp_path, capsys):
+    assert main(["convert", "nosuch.module:factory", "-o", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"onnxflops: error: --output {tmp_path}: is a directory"]
+
+
+# --- profiling is bounded -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("options, message", [
+    (["--warmup", "-1"], "--warmup -1: must be a whole number from 0 to 1,000,000"),
+    (["--runs", "0"], "--runs 0: must be a whole number from 1 to 1,000,000"),
+    (["--runs", str(10**30)], f"--runs {10**30}: must be a whole number from 1 to 1,000,000"),
+    (["--threads", "0"], "--threads 0: must be a positive integer")])
+def test_profile_rejects_nonsense_options_in_one_line(mlp_path, capsys, options, message):
+    pytest.importorskip("onnxruntime")
+    assert main(["profile", mlp_path, "-b", "2", *options]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"onnxflops: error: {message}"
+
+
+def test_profile_caps_threads_to_the_machine():
+    import os
+
+    from onnxflops.profiling.runtime import SessionConfig
+
+    assert SessionConfig(threads=10_000).threads == (os.cpu_count() or 1)
+
+
+def test_profile_refuses_a_loop_that_would_run_for_hours():
+    pytest.importorskip("onnxruntime")
+    from onnxflops import profile
+
+    m = onnx.load("tests/fuzz/seeds/loop.onnx")
+    trip = next(t for t in m.graph.initializer if t.name == "trip")
+    trip.CopyFrom(numpy_helper.from_array(np.array(10**12, np.int64), "trip"))
+    with pytest.raises(OnnxFlopsError, match=r"would run 1,000,000,000,000 times a run, more than "
+                                             r"the 1,000,000 profiling allows"):
+        profile(m, inputs={"x": (2, 4)}, ceilings=False)
+
+
+def test_profile_refuses_inputs_that_cannot_fit_before_allocating_them(monkeypatch):
+    from onnxflops.profiling import runtime
+
+    monkeypatch.setattr(runtime, "_available_memory", lambda: 2**30)
+    m = model([node("Relu", ["x"], ["y"])], {"x": [2**28, 2]})  # 2 GiB of float32
+    with pytest.raises(OnnxFlopsError, match=r"the model's inputs would take 2.0 GiB \(input 'x' "
+                                             r"2.0 GiB\), more than this machine can hold"):
+        runtime.random_feeds(m)
+
+
+def test_random_inputs_are_made_in_the_model_dtype():
+    from onnxflops.profiling.runtime import random_feeds
+
+    m = model([node("Relu", ["x"], ["y"])], {"x": [3, 4]}, input_type=TensorProto.FLOAT16)
+    assert random_feeds(m)["x"].dtype == np.float16
+
+
+def test_an_onnxruntime_run_time_error_is_one_line(tmp_path, capsys):
+    pytest.importorskip("onnxruntime")
+    gather = model([node("Gather", ["table", "i"], ["y"])], {"i": [4]},
+                   [weight("table", (1, 3))], input_type=TensorProto.INT64)
+    path = tmp_path / "gather.onnx"
+    onnx.save(gather, str(path))  # random indices 0 and 1 into a table of one row
+    assert main(["profile", str(path), "--runs", "1", "--warmup", "0", "--no-ceilings"]) == 2
+    [line] = capsys.readouterr().err.splitlines()[-1:]
+    assert line.startswith("onnxflops: error: onnxruntime failed running the model: ")
+    assert "indices element out of data bounds" in line
+
+
+# --- messages say what is wrong ---------------------------------------------------------------------
+
+def test_a_device_is_not_read_as_a_model():
+    with pytest.raises(OnnxFlopsError, match="^/dev/zero: not a regular file"):
+        count("/dev/zero")
+
+
+@pytest.mark.parametrize("suffix, message", [
+    (".keras", "not a zip archive, as a .keras model is"),
+    (".h5", "not an HDF5 file, as an .h5 Keras model is"),
+    (".pt2", "not a zip archive, as a torch.export .pt2 program is")])
+def test_a_framework_file_of_random_bytes_says_what_it_is_not(tmp_path, suffix, message):
+    path = tmp_path / f"random{suffix}"
+    path.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(OnnxFlopsError) as caught:
+        count(str(path))
+    assert str(caught.value) == f"{path}: {message}"

@@ -47,6 +47,8 @@ def load_model(source: str | os.PathLike | onnx.ModelProto) -> onnx.ModelProto:
         raise OnnxFlopsError(f"{path}: no such file")
     if path.is_dir():
         raise OnnxFlopsError(f"{path}: is a directory, not an .onnx file")
+    if not path.is_file():  # /dev/zero, a pipe: its size says nothing, and reading may not end
+        raise OnnxFlopsError(f"{path}: not a regular file (a device, a pipe or a socket)")
     try:
         model = _read_without_weights(path)
     except (DecodeError, RuntimeError, ValueError, OSError) as e:
