@@ -16,8 +16,15 @@ COMMANDS = ("count", "convert", "compare", "ops", "profile", "report")
 EXIT_BAD_INPUT, EXIT_BUG = 2, 3
 
 
+class _Parser(argparse.ArgumentParser):
+    """Option errors are one line, as every other bad input is (the usage is under --help)."""
+
+    def error(self, message: str):
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="onnxflops",
         description="Count FLOPs, MACs, params and memory traffic of a neural network, "
                     "the same whichever framework it came from.")

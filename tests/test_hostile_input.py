@@ -361,3 +361,12 @@ def test_a_framework_file_of_random_bytes_says_what_it_is_not(tmp_path, suffix, 
     with pytest.raises(OnnxFlopsError) as caught:
         count(str(path))
     assert str(caught.value) == f"{path}: {message}"
+
+
+def test_an_option_error_is_one_line(mlp_path, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["count", mlp_path, "--batch", "abc"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "onnxflops count: error: argument --batch/-b: invalid int value: 'abc' "
+        "(see onnxflops count --help)"]
