@@ -82,6 +82,11 @@ def _names(model: onnx.ModelProto) -> list[str]:
     return sorted(names)
 
 
+def _random_node(model: onnx.ModelProto, rng: random.Random) -> onnx.NodeProto | None:
+    nodes = _nodes(model)
+    return rng.choice(nodes) if nodes else None
+
+
 def _odd_int(rng: random.Random) -> int:
     return rng.choice(ODD_INTS)
 
@@ -174,10 +179,9 @@ def mutate_attribute(model, rng):
 
 
 def add_attribute(model, rng):
-    nodes = _nodes(model)
-    if not nodes:
+    n = _random_node(model, rng)
+    if n is None:
         return None
-    n = rng.choice(nodes)
     name = rng.choice(("kernel_shape", "strides", "pads", "dilations", "group", "axis", "axes",
                        "num_scan_inputs", "size", "equation", "transA", "transB", "hidden_size",
                        "direction", "perm", "body", "junk"))
@@ -188,10 +192,9 @@ def add_attribute(model, rng):
 
 
 def mutate_op(model, rng):
-    nodes = _nodes(model)
-    if not nodes:
+    n = _random_node(model, rng)
+    if n is None:
         return None
-    n = rng.choice(nodes)
     if rng.random() < 0.7:
         old, n.op_type = n.op_type, rng.choice(OP_TYPES)
         return f"{old} -> {n.op_type}"
