@@ -164,63 +164,68 @@ class Node:
 
 def check_node(node: Node) -> None:
     """What every rule may take for granted, checked before one runs: the node fits its op's
-    schema (input and output counts, required attributes, attribute types), else it is
-    Uncostable with the reason; no tensor it reads or writes has a negative dim, else the model
-    contradicts itself and is an error naming the node."""
-    for kind, names in (("input", node.proto.input), ("output", node.proto.output)):
+    schema (input and output counts, required attributes, attribute types, axes within the
+    tensors' rank), else it is Uncostable with the reason; no tensor it reads or writes has a
+    negative dim, else the model contradicts itself and is an error naming the node."""
+    proto = node.proto
+    rank = -1  # the largest rank among the node's typed tensors
+    for kind, names in (("input", proto.input), ("output", proto.output)):
         for name in names:
             info = node.scope.info(name) if name else None
-            if info is not None and info.shape is not None and \
-                    any(isinstance(d, int) and d < 0 for d in info.shape):
+            if info is None or info.shape is None:
+                continue
+            shape = info.shape
+            rank = max(rank, len(shape))
+            if shape and (min(shape) < 0 if info.concrete else
+                          any(isinstance(d, int) and d < 0 for d in shape)):
                 label = node.name or f"a {node.op_type} node"
                 raise OnnxFlopsError(f"node '{label}' ({node.op_type}): its {kind} '{name}' would "
-                                     f"have shape {format_shape(info.shape)}: the model's shapes "
+                                     f"have shape {format_shape(shape)}: the model's shapes "
                                      "contradict themselves")
-    schema = _schema(node.op_type, domain_key(node.domain), node.opset)
-    if schema is None:
+    spec = _schema_spec(node.op_type, domain_key(node.domain), node.opset)
+    if spec is None:
         return
-    if not schema.min_input <= node.num_inputs <= schema.max_input:
-        raise Uncostable(f"has {node.num_inputs} inputs; {node.op_type}-{schema.since_version} "
-                         f"takes {_between(schema.min_input, schema.max_input)}")
-    if not schema.min_output <= node.num_outputs <= schema.max_output:
-        raise Uncostable(f"has {node.num_outputs} outputs; {node.op_type}-{schema.since_version} "
-                         f"gives {_between(schema.min_output, schema.max_output)}")
-    given = {a.name: a for a in node.proto.attribute}
-    for name, formal in schema.attributes.items():
-        a = given.get(name)
-        if a is None:
-            if formal.required:
-                raise Uncostable(f"lacks its required attribute '{name}'")
-        elif a.type != formal.type.value and not a.ref_attr_name:
-            raise Uncostable(f"attribute '{name}' is {_attribute_type(a.type)}; "
-                             f"{node.op_type} wants {_attribute_type(formal.type.value)}")
-    _check_axes(node, given)
+    version, inputs, outputs, required, types = spec
+    if not inputs[0] <= len(proto.input) <= inputs[1]:
+        raise Uncostable(f"has {len(proto.input)} inputs; {node.op_type}-{version} takes "
+                         f"{_between(*inputs)}")
+    if not outputs[0] <= len(proto.output) <= outputs[1]:
+        raise Uncostable(f"has {len(proto.output)} outputs; {node.op_type}-{version} gives "
+                         f"{_between(*outputs)}")
+    present = set()
+    for a in proto.attribute:
+        present.add(a.name)
+        wanted = types.get(a.name)
+        if wanted is not None and a.type != wanted and not a.ref_attr_name:
+            raise Uncostable(f"attribute '{a.name}' is {_attribute_type(a.type)}; "
+                             f"{node.op_type} wants {_attribute_type(wanted)}")
+        if a.name in _AXIS_ATTRIBUTES and rank >= 0:
+            for axis in [a.i] if a.type == onnx.AttributeProto.INT else a.ints:
+                if not -rank - 1 <= axis <= rank:
+                    raise Uncostable(f"axis {axis} is out of range for tensors of rank {rank}")
+    for name in required:
+        if name not in present:
+            raise Uncostable(f"lacks its required attribute '{name}'")
 
 
-def _check_axes(node: Node, given: dict[str, onnx.AttributeProto]) -> None:
-    """Axis attributes within the ranks the node's tensors have (a function body or onnx's
-    inference would otherwise build something as long as the axis is large)."""
-    axes: list[int] = []
-    for name in ("axis", "axes"):
-        a = given.get(name)
-        if a is not None:
-            axes += [a.i] if a.type == onnx.AttributeProto.INT else list(a.ints)
-    ranks = [info.rank for name in (*node.proto.input, *node.proto.output) if name
-             and (info := node.scope.info(name)) is not None and info.shape is not None]
-    if not axes or not ranks:
-        return
-    rank = max(ranks)
-    wrong = [axis for axis in axes if not -rank - 1 <= axis <= rank]
-    if wrong:
-        raise Uncostable(f"axis {wrong[0]} is out of range for tensors of rank {rank}")
+# Attributes naming axes: checked against the node's ranks (a function body or onnx's inference
+# would otherwise build something as long as the axis is large).
+_AXIS_ATTRIBUTES = frozenset(("axis", "axes"))
 
 
 @functools.lru_cache(maxsize=None)
-def _schema(op_type: str, domain: str, opset: int) -> onnx.defs.OpSchema | None:
+def _schema_spec(op_type: str, domain: str, opset: int) -> tuple | None:
+    """What check_node reads of the op's schema: its version, input and output count ranges,
+    required attributes and each attribute's type; None for an op onnx has no schema of."""
     try:
-        return onnx.defs.get_schema(op_type, opset, domain)
+        schema = onnx.defs.get_schema(op_type, opset, domain)
     except (onnx.defs.SchemaError, TypeError, OverflowError):
         return None
+    attributes = schema.attributes
+    return (schema.since_version, (schema.min_input, schema.max_input),
+            (schema.min_output, schema.max_output),
+            tuple(name for name, a in attributes.items() if a.required),
+            {name: a.type.value for name, a in attributes.items()})
 
 
 def _between(low: int, high: int) -> str:
