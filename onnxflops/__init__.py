@@ -9,6 +9,7 @@ import importlib
 _PUBLIC = {
     "count": "onnxflops.api",
     "CONVENTIONS": "onnxflops.costs.registry",
+    "Cost": "onnxflops.costs", "register_rule": "onnxflops.costs",
     "OnnxFlopsError": "onnxflops.errors",
     "NodeReport": "onnxflops.report", "Report": "onnxflops.report", "Totals": "onnxflops.report",
     "Comparison": "onnxflops.comparison", "assert_same_cost": "onnxflops.comparison",

@@ -14,7 +14,7 @@ import onnx
 from onnxflops.analysis import AnalyzedModel, analyze
 from onnxflops.bind import bind_inputs, real_inputs
 from onnxflops.canonical import canonicalize
-from onnxflops.costs.registry import CONVENTIONS
+from onnxflops.costs import CONVENTIONS, RuleOverrides, with_rules
 from onnxflops.counting import count_model
 from onnxflops.dims import SYMBOL_MARK, is_symbolic
 from onnxflops.errors import OnnxFlopsError, Uncostable
@@ -36,7 +36,8 @@ class Counted:
 
 def count(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
           batch: int | None = None, convention: str = "default", *, training: bool = False,
-          symbolic: bool = False, exporter: str = "dynamo", unsafe: bool = False) -> Report:
+          symbolic: bool = False, exporter: str = "dynamo", unsafe: bool = False,
+          rules: RuleOverrides | None = None) -> Report:
     """Count MACs, FLOPs, params and memory traffic of `model` with its inputs bound as given.
 
     `model` is an .onnx path or an onnx.ModelProto, or a framework model converted first (a
@@ -46,16 +47,19 @@ def count(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
 
     `training`: also count the backward pass of a training step (`total.backward_flops`, ...).
     `symbolic`: dims left unbound stay symbols, and the counts are sympy formulas in them.
+    `rules`: cost rules for this count only, by (domain, op type): a function of the node, or a
+    (forward, backward) pair (see onnxflops.register_rule); the table itself is left as it is.
     """
     return count_with_model(model, inputs, batch, convention, training=training,
                             symbolic=symbolic, exporter=exporter, unsafe=unsafe,
-                            keep_bound=False).report
+                            keep_bound=False, rules=rules).report
 
 
 def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
                      batch: int | None = None, convention: str = "default", *,
                      training: bool = False, symbolic: bool = False, exporter: str = "dynamo",
-                     unsafe: bool = False, keep_bound: bool = True) -> Counted:
+                     unsafe: bool = False, keep_bound: bool = True,
+                     rules: RuleOverrides | None = None) -> Counted:
     """`count`, keeping the bound and the analyzed model beside the report.
 
     `keep_bound=False`: the bound model is analyzed in place rather than copied, and
@@ -64,6 +68,7 @@ def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | N
     if convention not in CONVENTIONS:
         raise OnnxFlopsError(f"unknown convention '{convention}': choose one of "
                              f"{', '.join(CONVENTIONS)}")
+    table = with_rules(rules)
     if not is_onnx_source(model):
         from converters import (  # imports no framework by itself
             convert,
@@ -81,7 +86,7 @@ def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | N
         name = _model_name(model, proto)
         try:
             analyzed = canonicalize(analyze(normalize(bound), owned=not keep_bound))
-            report = count_model(analyzed, convention, name, shapes, training)
+            report = count_model(analyzed, convention, name, shapes, training, table)
         except Uncostable as e:  # a rule's complaint met outside a rule: the model, not a node
             raise OnnxFlopsError(f"{name}: cannot be counted: {e}") from None
     return Counted(report, bound if keep_bound else None, analyzed)

@@ -177,7 +177,7 @@ class TestReport:
         assert "FLOPs  backward FLOPs  params" in header
 
     def test_ops_lists_the_backward_formulas(self):
-        from onnxflops.costs.gradients import conv_backward
+        from onnxflops.costs.contraction import conv_backward
 
         out = io.StringIO()
         with redirect_stdout(out):

@@ -11,7 +11,7 @@ from onnxflops.commands.common import (
     input_shapes,
     shapes_of,
 )
-from onnxflops.costs.registry import CONVENTIONS
+from onnxflops.costs import CONVENTIONS
 
 
 def register(sub) -> None:

@@ -12,7 +12,7 @@ from onnxflops.commands.common import (
     add_input_options,
     input_shapes,
 )
-from onnxflops.costs.registry import CONVENTIONS
+from onnxflops.costs import CONVENTIONS
 
 
 def register(sub) -> None:

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from onnxflops.costs.registry import CONVENTIONS, REGISTRY
+from onnxflops.costs import CONVENTIONS, REGISTRY
 from onnxflops.graph import domain_key
 
 
@@ -27,12 +27,10 @@ def register(sub) -> None:
 
 def table(domain: str | None = None, backward: bool = False) -> list[dict]:
     """Every rule (or backward rule) as a row, sorted by domain then op type."""
-    from onnxflops.costs.gradients import GRADIENTS
-
     wanted = None if domain is None else domain_key(domain)
-    rules = GRADIENTS.values() if backward else REGISTRY.rules.values()
-    return [{"domain": r.domain, "op_type": r.op_type,
-             "category": REGISTRY.lookup(r.domain, r.op_type).category, "formula": r.formula}
+    rules = [r for r in REGISTRY.rules.values() if r.backward or not backward]
+    return [{"domain": r.domain, "op_type": r.op_type, "category": r.category,
+             "formula": r.backward.formula if backward else r.formula}
             for r in sorted(rules, key=lambda r: (r.domain, r.op_type))
             if wanted is None or r.domain == wanted]
 

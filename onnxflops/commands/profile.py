@@ -10,7 +10,7 @@ from onnxflops.commands.common import (
     add_input_options,
     input_shapes,
 )
-from onnxflops.costs.registry import CONVENTIONS
+from onnxflops.costs import CONVENTIONS
 from onnxflops.profiling import OPT_LEVELS, PROVIDERS
 
 

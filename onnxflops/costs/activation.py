@@ -6,7 +6,7 @@ functions.py, so a fused activation and its decomposed form agree.
 
 from __future__ import annotations
 
-from onnxflops.costs.elementwise import per_element
+from onnxflops.costs.elementwise import per_element, pointwise_gradient
 from onnxflops.costs.node import Node
 from onnxflops.costs.registry import ACTIVATION, Cost, rule
 
@@ -15,3 +15,7 @@ from onnxflops.costs.registry import ACTIVATION, Cost, rule
 def pointwise_activation(n: Node) -> Cost:
     """numel(Y): one operation per element (a transcendental counts as one)"""
     return per_element(n, 1, on_input=0)
+
+
+pointwise_gradient("Sigmoid", 3, "dY·Y·(1 − Y)")
+pointwise_gradient("Tanh", 3, "dY·(1 − Y²)")

@@ -1,11 +1,15 @@
-"""Contractions: every multiply-accumulate (MAC) of a model lives here and in recurrent/attention."""
+"""Contractions: every multiply-accumulate (MAC) of a model lives here and in recurrent/attention.
+
+Each backward computes exactly the products that `torch.utils.flop_counter.FlopCounterMode`
+counts for `loss.backward()`.
+"""
 
 from __future__ import annotations
 
 import math
 
 from onnxflops.costs.node import Node
-from onnxflops.costs.registry import CONTRACTION, Cost, rule
+from onnxflops.costs.registry import CONTRACTION, ZERO, Cost, Grads, backward, rule
 from onnxflops.errors import Uncostable
 
 
@@ -29,6 +33,20 @@ def conv_transpose(n: Node) -> Cost:
     return Cost(macs=x * math.prod(w[1:]), dot_products=y, flops=bias)
 
 
+@backward(["Conv", "ConvTranspose"])
+def conv_backward(n: Node, grads: Grads) -> Cost:
+    """dX and dW: MACs as the forward each (a transposed conv, a conv); dB: numel(Y) − C_out adds"""
+    forward_macs = (conv if n.op_type == "Conv" else conv_transpose)(n).macs
+    macs = dots = 0
+    for slot in (0, 1):
+        if slot in grads:
+            macs += forward_macs
+            dots += n.input(slot).numel
+    y = n.output()
+    bias = y.numel - y.dims[1] if 2 in grads else 0
+    return Cost(macs=macs, dot_products=dots, flops=bias)
+
+
 @rule("Gemm", category=CONTRACTION, weights=(0, 1, 2))
 def gemm(n: Node) -> Cost:
     """MACs = M·N·K; +M·N for alpha≠1, +M·N for the C add, +numel(C) for beta≠1"""
@@ -41,12 +59,39 @@ def gemm(n: Node) -> Cost:
     return Cost(macs=y * k, dot_products=y, flops=flops)
 
 
+@backward("Gemm")
+def gemm_backward(n: Node, grads: Grads) -> Cost:
+    """dA = α·dY·op(B)ᵀ, dB = α·op(A)ᵀ·dY: M·N·K MACs each (+M·N if α≠1); dC: numel(Y) − numel(C)"""
+    forward_macs = gemm(n).macs
+    y = n.output().numel
+    products = [slot for slot in (0, 1) if slot in grads]
+    flops = y if products and n.attr("alpha", 1.0) != 1.0 else 0
+    if 2 in grads:
+        c = n.input(2).numel
+        flops += y - c + (c if n.attr("beta", 1.0) != 1.0 else 0)
+    return Cost(macs=forward_macs * len(products),
+                dot_products=sum(n.input(slot).numel for slot in products), flops=flops)
+
+
 @rule("MatMul", category=CONTRACTION, weights=(0, 1))
 def matmul(n: Node) -> Cost:
     """MACs = numel(Y)·K, K the shared inner dim (batch dims broadcast)"""
     k = n.input(0).dims[-1]
     y = n.output().numel
     return Cost(macs=y * k, dot_products=y)
+
+
+@backward("MatMul")
+def matmul_backward(n: Node, grads: Grads) -> Cost:
+    """dA = dY·Bᵀ, dB = Aᵀ·dY: MACs as the forward each (broadcast batch dims fold into the sum)"""
+    return _operand_products(matmul(n).macs, n, grads)
+
+
+def _operand_products(forward_macs, n: Node, grads: Grads) -> Cost:
+    """The gradient of each of two operands: a product as big as the forward's."""
+    slots = [slot for slot in (0, 1) if slot in grads]
+    return Cost(macs=forward_macs * len(slots),
+                dot_products=sum(n.input(slot).numel for slot in slots))
 
 
 @rule("Einsum", category=CONTRACTION, weights="all")
@@ -71,3 +116,13 @@ def einsum(n: Node) -> Cost:
     if len(terms) == 1:  # a single operand: a sum over the dropped indices
         return Cost(flops=math.prod(sizes.values()) - n.output().numel)
     return Cost(macs=macs, dot_products=n.output().numel)
+
+
+@backward("Einsum")
+def einsum_backward(n: Node, grads: Grads) -> Cost:
+    """two operands: each gradient an einsum of dY and the other, MACs as the forward; one: a copy"""
+    if n.num_inputs == 1:
+        return ZERO
+    if n.num_inputs > 2:
+        raise Uncostable("backward of an einsum of more than two operands")
+    return _operand_products(einsum(n).macs, n, grads)

@@ -7,7 +7,7 @@ from dataclasses import replace
 import onnx
 
 from onnxflops.costs.node import Node
-from onnxflops.costs.registry import CONTROL_FLOW, Cost, rule
+from onnxflops.costs.registry import CONTROL_FLOW, Cost, Grads, backward, rule
 from onnxflops.errors import Uncostable
 from onnxflops.graph import TensorInfo
 
@@ -33,6 +33,12 @@ def trip_count(n: Node) -> int:
     return int(m)
 
 
+@backward("Loop")
+def loop_backward(n: Node, grads: Grads) -> Cost:
+    """backward of the body × trip count, every loop-carried value carrying a gradient"""
+    return n.subgraph_backward("body", frozenset(range(2, n.num_inputs))).scaled(trip_count(n))
+
+
 @rule("Scan", category=CONTROL_FLOW)
 def scan(n: Node) -> Cost:
     """cost(body) × length of the scanned axis"""
@@ -55,12 +61,34 @@ def scan(n: Node) -> Cost:
     return replace(body.scaled(iterations), detail={"iterations": iterations})
 
 
+@backward("Scan")
+def scan_backward(n: Node, grads: Grads) -> Cost:
+    """backward of the body × iterations; states carry a gradient, scanned inputs as the model's"""
+    states = n.num_inputs - n.attr("num_scan_inputs")
+    first = n.input(states)
+    axis = (n.attr("scan_input_axes") or [0])[0] % first.rank
+    body = n.subgraph_backward("body", frozenset(range(states)) | grads)
+    return body.scaled(first.dims[axis])
+
+
 @rule("If", category=CONTROL_FLOW)
 def if_(n: Node) -> Cost:
     """the more expensive branch (both are in the node's detail)"""
     then, other = n.subgraph_cost("then_branch", []), n.subgraph_cost("else_branch", [])
-    worst = max((then, other), key=lambda c: (c.flops_under("default"), c.all_int_ops))
+    worst = _costlier(then, other)
     return replace(worst, detail={"then_branch": _summary(then), "else_branch": _summary(other)})
+
+
+@backward("If")
+def if_backward(n: Node, grads: Grads) -> Cost:
+    """the more expensive of the two branches' backward"""
+    branches = [n.subgraph_backward(b, frozenset()) for b in ("then_branch", "else_branch")]
+    return _costlier(*branches)
+
+
+def _costlier(*costs: Cost) -> Cost:
+    """The branch an If costs: the most FLOPs, then the most integer work."""
+    return max(costs, key=lambda c: (c.flops_under("default"), c.all_int_ops))
 
 
 def _summary(c: Cost) -> dict:

@@ -20,14 +20,21 @@ from onnxflops.costs.registry import (
     REDUCTION,
     SIGNAL,
     Cost,
+    Grads,
+    backward,
     rule,
 )
 
 _EXPANSION = "cost of the ONNX function body that defines the op"
+_EXPANSION_BACKWARD = "backward of the ONNX function body that defines the op"
 
 
 def expanded(n: Node) -> Cost:
     return n.function_cost()
+
+
+def expansion_backward(n: Node, grads: Grads) -> Cost:
+    return n.function_backward(grads)
 
 
 for _ops, _category, _weights in (
@@ -49,3 +56,4 @@ for _ops, _category, _weights in (
     (["Bernoulli"], RANDOM, ()),
 ):
     rule(_ops, category=_category, weights=_weights, formula=_EXPANSION)(expanded)
+    backward(_ops, formula=_EXPANSION_BACKWARD)(expansion_backward)

@@ -3,29 +3,30 @@
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import onnx
 import onnx.defs
 
+from onnxflops.costs.cost import Cost
 from onnxflops.errors import OnnxFlopsError, Uncostable
 from onnxflops.graph import GraphView, TensorInfo, domain_key, format_shape
 
-if TYPE_CHECKING:
-    from onnxflops.costs.registry import Cost
-
 
 class Engine(Protocol):
-    """What rules of composite ops (control flow, function bodies) call back into."""
+    """What rules of composite ops (fused ops, control flow, function bodies) call back into: the
+    counter, which holds the cost table, so that a rule never reaches for the table itself."""
 
-    def subgraph_cost(self, node: "Node", attr: str, inputs: list[TensorInfo | None]) -> "Cost": ...
+    def op_cost(self, node: "Node") -> Cost: ...
 
-    def function_cost(self, node: "Node") -> "Cost": ...
+    def subgraph_cost(self, node: "Node", attr: str, inputs: list[TensorInfo | None]) -> Cost: ...
 
-    def subgraph_backward(self, node: "Node", attr: str, formal_grads: frozenset[int]) -> "Cost": ...
+    def function_cost(self, node: "Node") -> Cost: ...
 
-    def function_backward(self, node: "Node", grads: frozenset[int]) -> "Cost": ...
+    def subgraph_backward(self, node: "Node", attr: str, formal_grads: frozenset[int]) -> Cost: ...
+
+    def function_backward(self, node: "Node", grads: frozenset[int]) -> Cost: ...
 
 
 class Node:
@@ -107,32 +108,31 @@ class Node:
             return v.tolist()
         return self.attr(attr, default)
 
-    def subgraph_cost(self, attr: str, inputs: list[TensorInfo | None]) -> "Cost":
+    def subgraph_cost(self, attr: str, inputs: list[TensorInfo | None]) -> Cost:
         """Cost of one run of the subgraph in attribute `attr`, its formal inputs typed as given."""
         return self._engine.subgraph_cost(self, attr, inputs)
 
-    def function_cost(self) -> "Cost":
+    def function_cost(self) -> Cost:
         """Cost of the ONNX function body that defines this node's op."""
         return self._engine.function_cost(self)
 
-    def subgraph_backward(self, attr: str, formal_grads: frozenset[int]) -> "Cost":
+    def subgraph_backward(self, attr: str, formal_grads: frozenset[int]) -> Cost:
         """Backward cost of one run of the subgraph in `attr` (costed forward already), the formal
         inputs at the positions in `formal_grads` carrying a gradient in."""
         return self._engine.subgraph_backward(self, attr, formal_grads)
 
-    def function_backward(self, grads: frozenset[int]) -> "Cost":
+    def function_backward(self, grads: frozenset[int]) -> Cost:
         """Backward cost of the function body that defines this node's op."""
         return self._engine.function_backward(self, grads)
 
     def cost_of(self, op_type: str, inputs: list[TensorInfo | np.ndarray | None],
-                outputs: list[TensorInfo], **attrs: Any) -> "Cost":
+                outputs: list[TensorInfo], **attrs: Any) -> Cost:
         """Cost of the standard ONNX op `op_type` (at the latest opset) on tensors typed as given.
 
-        A fused op costs what its unfused standard ops cost. An input given as an array is a
-        constant (axes, bounds); None is an absent optional input.
+        A fused op costs what its unfused standard ops cost, under the table the engine counts
+        with. An input given as an array is a constant (axes, bounds); None is an absent optional
+        input.
         """
-        from onnxflops.costs.registry import REGISTRY
-
         view = GraphView(onnx.GraphProto(), parent=None)
         names = []
         for i, given in enumerate(inputs):
@@ -149,8 +149,7 @@ class Node:
             view.tensors[f"output{i}"] = given
         proto = onnx.helper.make_node(op_type, names, [f"output{i}" for i in range(len(outputs))],
                                       **attrs)
-        rule = REGISTRY.lookup("", op_type)
-        return rule.fn(Node(proto, view, onnx.defs.onnx_opset_version(), self._engine))
+        return self._engine.op_cost(Node(proto, view, onnx.defs.onnx_opset_version(), self._engine))
 
     def input_or_none(self, i: int) -> TensorInfo | None:
         return self._info(self.proto.input[i]) if self.has_input(i) else None

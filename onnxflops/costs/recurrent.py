@@ -7,7 +7,7 @@ over I and H), then the gates' elementwise work as written in the operator's equ
 from __future__ import annotations
 
 from onnxflops.costs.node import Node
-from onnxflops.costs.registry import RECURRENT, Cost, rule
+from onnxflops.costs.registry import RECURRENT, Cost, Grads, backward, rule
 
 
 def recurrent_cost(n: Node, gates: int, elementwise_per_unit) -> Cost:
@@ -46,3 +46,25 @@ def lstm(n: Node) -> Cost:
     # biases: 2 adds per gate; peepholes P⊙Ct−1 then add, for i, f and o.
     peepholes = int(n.has_input(7))
     return recurrent_cost(n, 4, 13 + 8 * _bias(n) + 6 * peepholes)
+
+
+@backward(["RNN", "GRU", "LSTM"])
+def recurrent_backward(n: Node, grads: Grads) -> Cost:
+    """dX, dW: the input products again; dR, dH: the recurrent ones; 2× gates' elementwise; dB: Σ"""
+    forward = {"RNN": rnn, "GRU": gru, "LSTM": lstm}[n.op_type](n)
+    x = n.input(0).dims
+    steps, batch = (x[1], x[0]) if n.attr("layout", 0) else (x[0], x[1])
+    directions, gate_rows, inputs = n.input(1).dims
+    hidden = n.input(2).dims[-1]
+    rows = steps * directions * batch
+    input_products, recurrent_products = rows * gate_rows * inputs, rows * gate_rows * hidden
+    macs = recurrent_products  # dH(t−1) = dGates·R, needed at every step of backpropagation
+    dots = rows * hidden
+    if 0 in grads:
+        macs, dots = macs + input_products, dots + rows * inputs
+    if 1 in grads:
+        macs, dots = macs + input_products, dots + directions * gate_rows * inputs
+    if 2 in grads:
+        macs, dots = macs + recurrent_products, dots + directions * gate_rows * hidden
+    bias = rows * gate_rows if 3 in grads else 0  # dB: the gate gradients summed over steps, batch
+    return Cost(macs=macs, dot_products=dots, flops=2 * forward.flops + bias)

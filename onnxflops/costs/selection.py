@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import math
 
+from onnxflops.costs.data_movement import view_backward
+from onnxflops.costs.elementwise import ZERO_ALMOST_EVERYWHERE, unary_backward
 from onnxflops.costs.node import Node
-from onnxflops.costs.registry import REDUCTION, Cost, rule
+from onnxflops.costs.registry import REDUCTION, Cost, backward, rule
 
 
 def comparisons(n: Node, work) -> Cost:
@@ -26,6 +28,9 @@ def top_k(n: Node) -> Cost:
     return comparisons(n, n.input(0).numel * log2_ceil(k + 1))
 
 
+backward("TopK")(view_backward)
+
+
 @rule("Unique", category=REDUCTION)
 def unique(n: Node) -> Cost:
     """numel(X)·⌈log2 n⌉ comparisons: sorting the n items (elements, or slices on the axis)"""
@@ -42,3 +47,6 @@ def hardmax(n: Node) -> Cost:
     axis = n.attr("axis", -1 if n.opset >= 13 else 1) % x.rank
     kept = x.dims[:axis] if n.opset < 13 else x.dims[:axis] + x.dims[axis + 1:]
     return comparisons(n, x.numel - math.prod(kept))
+
+
+backward("Hardmax", formula=ZERO_ALMOST_EVERYWHERE)(unary_backward(0))

@@ -15,10 +15,7 @@ from onnxflops.analysis import (
     mark_constants,
     refine_subgraph,
 )
-from onnxflops.costs import REGISTRY
-from onnxflops.costs.gradients import lookup_backward
-from onnxflops.costs.node import Node, check_node
-from onnxflops.costs.registry import ZERO, Cost, Rule
+from onnxflops.costs import REGISTRY, ZERO, Backward, Cost, Node, Registry, Rule, check_node
 from onnxflops.counting.training import GradientFlow
 from onnxflops.counting.weights import is_hyperparameter
 from onnxflops.dims import SYMBOL_MARK, is_symbolic
@@ -31,18 +28,24 @@ _NOT_PARAM_DTYPES = {onnx.TensorProto.INT64, onnx.TensorProto.BOOL, onnx.TensorP
 
 
 def count_model(analyzed: AnalyzedModel, convention: str = "default", name: str = "model",
-                inputs: dict[str, list] | None = None, training: bool = False) -> Report:
-    return _Counter(analyzed, convention, training).run(name, inputs or {})
+                inputs: dict[str, list] | None = None, training: bool = False,
+                table: Registry = REGISTRY) -> Report:
+    """The report of `analyzed`, each node costed by its rule in `table`."""
+    return _Counter(analyzed, convention, training, table).run(name, inputs or {})
 
 
 class _Counter:
-    def __init__(self, analyzed: AnalyzedModel, convention: str, training: bool = False):
+    """Costs every node by the table's rules; the `Engine` that rules of composite ops call."""
+
+    def __init__(self, analyzed: AnalyzedModel, convention: str, training: bool = False,
+                 table: Registry = REGISTRY):
         self.analyzed = analyzed
         self.convention = convention
+        self.table = table
         # Training: the gradient flow of each graph met (by id of its view), for the backward pass.
         self.flows: dict[int, GradientFlow] | None = None
         if training:
-            self.flows = {id(analyzed.graph): GradientFlow(analyzed.graph)}
+            self.flows = {id(analyzed.graph): GradientFlow(table, analyzed.graph)}
         self.bodies: dict[tuple, GraphView] = {}  # by (scope, node outputs, attribute)
         self.expansions: dict[tuple, tuple[AnalyzedModel, tuple[str, ...]]] = {}
         self.opsets = analyzed.opsets
@@ -98,7 +101,7 @@ class _Counter:
                 valued = (signature, _constant_inputs(input_names, scope))
                 outcome = self.outcomes.get(valued)
         if outcome is None:
-            rule = REGISTRY.lookup(domain, op_type)
+            rule = self.table.lookup(domain, op_type)
             if inputs is None:
                 inputs, outputs = _infos(row, scope)
             node = Node(proto, scope, opset, self)
@@ -116,7 +119,7 @@ class _Counter:
         entry = NodeReport(proto.name, op_type, domain, proto, category, macs, flops,
                            int_ops, 0, 0, read, written, in_shapes, out_shapes, detail)
         if self.flows is not None and count_params:
-            backward = self._backward(node) if costed else None
+            backward = self._backward(rule, node) if costed else None
             backward = backward or ZERO  # uncosted: reported, and left out of the totals
             entry.backward_macs = backward.macs
             entry.backward_flops = backward.flops_under(self.convention)
@@ -156,12 +159,12 @@ class _Counter:
                 self.uncosted.append(Uncosted(label, node.op_type, str(e)))
             return None
 
-    def _backward(self, node: Node) -> Cost | None:
+    def _backward(self, rule: Rule, node: Node) -> Cost | None:
         flow = self.flows[id(node.scope)]
         if not flow.needs_backward(node.proto):
             return ZERO
         label = node.name or f"{node.op_type} node"
-        gradient = lookup_backward(node.domain, node.op_type)
+        gradient = rule.backward
         if gradient is None:
             self.uncosted.append(Uncosted(label, node.op_type, f"no backward rule for "
                                           f"{node.op_type}: the backward totals exclude it"))
@@ -188,7 +191,7 @@ class _Counter:
                 info = scope.info(source)
                 if source in self.seen_weights or info is None or not _is_weight(info):
                     continue
-                if is_hyperparameter(scope, proto, rule, info):
+                if is_hyperparameter(self.table, scope, proto, rule, info):
                     continue
                 self.seen_weights.add(source)
                 # A packed slot's count holds where the slot reads the packed tensor itself.
@@ -198,6 +201,12 @@ class _Counter:
                 else:
                     params += count
         return params, buffers
+
+    def op_cost(self, node: Node) -> Cost:
+        rule = self.table.lookup(node.domain, node.op_type)
+        if rule is None:
+            raise Uncostable(f"no cost rule for {node.op_type}")
+        return rule.fn(node)
 
     def subgraph_cost(self, node: Node, attr: str, inputs: list[TensorInfo | None]) -> Cost:
         body = next((a.g for a in node.proto.attribute if a.name == attr), None)
@@ -220,29 +229,31 @@ class _Counter:
         if view is None:
             raise Uncostable(f"subgraph '{attr}' has no forward count")
         carrying = [f.name for i, f in enumerate(view.graph.input) if i in formal_grads]
-        flow = GradientFlow(view, carrying, parent=self.flows[id(node.scope)])
+        flow = GradientFlow(self.table, view, carrying, parent=self.flows[id(node.scope)])
         self.flows[id(view)] = flow
         return self._sum_backward(view, self.opsets, flow, f"subgraph '{attr}'")
 
     def function_cost(self, node: Node) -> Cost:
+        # Models repeat the same LayerNorm or Gelu many times: the table keeps the cost of a
+        # body by node signature, as long as its rules do not change.
         key = _expansion_key(node)
-        cost = _EXPANSIONS.get(key)
+        cost = self.table.memo.get(key)
         if cost is None:
             analyzed, _ = self._expansion(node, key)
             cost = self._sum_graph(analyzed.graph, analyzed.opsets,
                                    f"the function body of {node.op_type}")
-            _EXPANSIONS[key] = cost
+            self.table.memo[key] = cost
         return cost
 
     def function_backward(self, node: Node, grads: frozenset[int]) -> Cost:
         key = _expansion_key(node)
-        cost = _EXPANSION_BACKWARDS.get((key, grads))
+        cost = self.table.memo.get((key, grads))
         if cost is None:
             analyzed, formal_inputs = self._expansion(node, key)
-            flow = GradientFlow(analyzed.graph, [formal_inputs[i] for i in grads])
+            flow = GradientFlow(self.table, analyzed.graph, [formal_inputs[i] for i in grads])
             cost = self._sum_backward(analyzed.graph, analyzed.opsets, flow,
                                       f"the function body of {node.op_type}")
-            _EXPANSION_BACKWARDS[(key, grads)] = cost
+            self.table.memo[(key, grads)] = cost
         return cost
 
     def _expansion(self, node: Node, key: tuple) -> tuple[AnalyzedModel, tuple[str, ...]]:
@@ -266,7 +277,7 @@ class _Counter:
             if view.is_constant_row(row):
                 continue
             proto = row[0]
-            rule = REGISTRY.lookup(proto.domain, proto.op_type)
+            rule = self.table.lookup(proto.domain, proto.op_type)
             if rule is None:
                 raise Uncostable(f"{where} holds {proto.op_type}, which has no cost rule")
             inner = Node(proto, view, opsets.get(domain_key(proto.domain), 0), self)
@@ -286,7 +297,7 @@ class _Counter:
         for proto in view.nodes():
             if not flow.needs_backward(proto):
                 continue
-            gradient = lookup_backward(proto.domain, proto.op_type)
+            gradient = _backward_rule(self.table.lookup(proto.domain, proto.op_type))
             if gradient is None:
                 raise Uncostable(f"{where} holds {proto.op_type}, which has no backward rule")
             inner = Node(proto, view, opsets.get(domain_key(proto.domain), 0), self)
@@ -320,9 +331,8 @@ def _is_negative(value: Any) -> bool:
     return bool(getattr(value, "is_negative", False))  # a sympy formula: negative for sure
 
 
-# Function-body costs by node signature: models repeat the same LayerNorm or Gelu many times.
-_EXPANSIONS: dict[tuple, Cost] = {}
-_EXPANSION_BACKWARDS: dict[tuple, Cost] = {}
+def _backward_rule(rule: Rule | None) -> Backward | None:
+    return rule.backward if rule is not None else None
 
 
 def _body_key(node: Node, attr: str) -> tuple:

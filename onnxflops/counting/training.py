@@ -13,7 +13,7 @@ from typing import Iterable
 
 import onnx
 
-from onnxflops.costs import REGISTRY
+from onnxflops.costs import Registry
 from onnxflops.counting.weights import is_hyperparameter
 from onnxflops.graph import GraphView, bodies, free_names
 
@@ -22,9 +22,11 @@ class GradientFlow:
     """The nodes of one graph that the backward pass goes through, and for each the input slots
     whose gradient it computes (none for a Loop whose body alone reads the weights)."""
 
-    def __init__(self, view: GraphView, carrying: Iterable[str] = (),
+    def __init__(self, table: Registry, view: GraphView, carrying: Iterable[str] = (),
                  parent: "GradientFlow | None" = None):
-        """`carrying`: tensors that carry a gradient into the graph (formal inputs of a body)."""
+        """`table`: the cost table, whose rules say which input slots are weights. `carrying`:
+        tensors that carry a gradient into the graph (formal inputs of a body)."""
+        self.table = table
         self.view = view
         self.parent = parent
         self._carrying: set[str] = set(carrying)
@@ -59,10 +61,10 @@ class GradientFlow:
             return False
         if self.carries(name):
             return True
-        rule = REGISTRY.lookup(proto.domain, proto.op_type)
+        rule = self.table.lookup(proto.domain, proto.op_type)
         if rule is None or slot in rule.buffers or not rule.is_weight_slot(slot):
             return False
-        if is_hyperparameter(self.view, proto, rule, self.view.info(name)):
+        if is_hyperparameter(self.table, self.view, proto, rule, self.view.info(name)):
             return False
         return self._is_trainable(name)
 
