@@ -370,3 +370,13 @@ def test_an_option_error_is_one_line(mlp_path, capsys):
     assert capsys.readouterr().err.splitlines() == [
         "onnxflops count: error: argument --batch/-b: invalid int value: 'abc' "
         "(see onnxflops count --help)"]
+
+
+def test_the_size_of_a_tensor_too_large_to_exist_stays_unknown():
+    # A shape whose element count overflows int64 (the fuzzer made one with a MaxPool kernel of
+    # 2^63-1): Size's value is left unknown, never an OverflowError.
+    m = model([node("Where", ["c", "x", "y"], ["w"]), node("Size", ["w"], ["n"])],
+              {"c": [2**62, 1], "x": [1, 4], "y": [1, 1]}, input_type=TensorProto.FLOAT)
+    m.graph.input[0].type.tensor_type.elem_type = TensorProto.BOOL
+    report = count(m)
+    assert all(n.macs >= 0 and n.flops >= 0 for n in report.nodes)

@@ -8,19 +8,18 @@ from typing import Iterable, Mapping, Sequence
 
 import onnx
 
-from onnxflops.dims import SYMBOL_MARK, format_shape, symbol_name
+from onnxflops.dims import INT64_MAX, SYMBOL_MARK, format_shape, symbol_name
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.graph import info_from_value_info
 
 Shape = Sequence[int]
-MAX_DIM = 2**63 - 1  # what an ONNX dim (int64) holds
 
 
 def checked_dim(value, what: str) -> int:
     """`value` as a dim: a whole number from 1 to 2^63-1; else an error naming `what`."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise OnnxFlopsError(f"{what}: {value!r} is not a whole number")
-    if not 1 <= value <= MAX_DIM:
+    if not 1 <= value <= INT64_MAX:
         raise OnnxFlopsError(f"{what}: {value} is out of range (1 to 2^63-1)")
     return int(value)
 

@@ -9,9 +9,7 @@ import onnx
 from onnxflops.costs.node import Node
 from onnxflops.costs.registry import CONTROL_FLOW, Cost, Grads, backward, rule
 from onnxflops.errors import Uncostable
-from onnxflops.graph import TensorInfo
-
-_INT64_MAX = 2**63 - 1
+from onnxflops.graph import INT64_MAX, TensorInfo
 
 
 @rule("Loop", category=CONTROL_FLOW)
@@ -26,7 +24,7 @@ def loop(n: Node) -> Cost:
 
 def trip_count(n: Node) -> int:
     m = n.value(0)
-    if m is None or m.size != 1 or int(m) >= _INT64_MAX:
+    if m is None or m.size != 1 or int(m) >= INT64_MAX:
         raise Uncostable("the Loop's trip count M is not a constant after binding the inputs")
     if int(m) < 0:
         raise Uncostable(f"the Loop's trip count M is {int(m)}: a count of runs cannot be negative")
