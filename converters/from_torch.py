@@ -17,11 +17,12 @@ import os
 import sys
 import warnings
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import onnx
 
-from converters.common import is_single_input, root_cause
+from converters.common import check_container, is_single_input, root_cause
 from converters.structure import StandInValues, is_float_dtype
 from onnxflops.errors import OnnxFlopsError, first_line
 
@@ -78,6 +79,7 @@ def load_exported_program(path, *, unsafe: bool = False):
     """
     import torch
 
+    check_container(Path(path))
     previous = os.environ.get(_WEIGHTS_ONLY)
     if not unsafe:
         os.environ[_WEIGHTS_ONLY] = "1"

@@ -17,7 +17,6 @@ import importlib
 import os
 import re
 import sys
-import zipfile
 from pathlib import Path
 
 import onnx
@@ -28,6 +27,7 @@ from converters.from_keras import (
     load_keras_file,
     saved_model_to_onnx,
 )
+from converters.common import framework_needed, install_hint
 from converters.from_torch import argument_names, load_exported_program, torch_to_onnx
 from onnxflops.errors import OnnxFlopsError, first_line
 from onnxflops.load import load_model
@@ -58,14 +58,17 @@ def convert(model, inputs=None, *, batch: int | None = None, exporter: str = "dy
     exporter; `unsafe` lets Keras files with Lambda layers, and .pt2 files with pickled objects,
     load.
     """
-    if isinstance(model, (str, os.PathLike)):
-        model = _load(model, unsafe)
-    if _is_keras_model(model):
-        return keras_to_onnx(model, inputs, batch=batch or 1, keep_weights=keep_weights)
-    if _is_torch_model(model):
-        return torch_to_onnx(model, inputs, exporter=exporter, keep_weights=keep_weights)
-    if isinstance(model, _SavedModel):
-        return saved_model_to_onnx(model.path, inputs, batch=batch or 1, keep_weights=keep_weights)
+    subject = str(model) if isinstance(model, (str, os.PathLike)) else type(model).__name__
+    with framework_needed(subject):
+        if isinstance(model, (str, os.PathLike)):
+            model = _load(model, unsafe)
+        if _is_keras_model(model):
+            return keras_to_onnx(model, inputs, batch=batch or 1, keep_weights=keep_weights)
+        if _is_torch_model(model):
+            return torch_to_onnx(model, inputs, exporter=exporter, keep_weights=keep_weights)
+        if isinstance(model, _SavedModel):
+            return saved_model_to_onnx(model.path, inputs, batch=batch or 1,
+                                       keep_weights=keep_weights)
     raise OnnxFlopsError(f"cannot count a {type(model).__name__}: give an ONNX model, a "
                          "keras.Model, a torch nn.Module, or a path or factory spec of one")
 
@@ -73,7 +76,8 @@ def convert(model, inputs=None, *, batch: int | None = None, exporter: str = "dy
 def load(source, *, unsafe: bool = False):
     """The model a source names, loaded but not converted; ONNX sources come back unchanged."""
     if isinstance(source, (str, os.PathLike)) and needs_conversion(source):
-        return _load(source, unsafe)
+        with framework_needed(str(source)):
+            return _load(source, unsafe)
     return source
 
 
@@ -111,8 +115,6 @@ def _load(source: str | os.PathLike, unsafe: bool):
     if path.exists():
         if is_saved_model_dir(path):
             return _SavedModel(path)
-        if suffix in _KERAS_FILES + (".pt2",):
-            _check_container(path, suffix)
         if suffix in _KERAS_FILES:
             return load_keras_file(path, safe_mode=not unsafe)
         if suffix == ".pt2":
@@ -129,23 +131,6 @@ def _load(source: str | os.PathLike, unsafe: bool):
     raise OnnxFlopsError(f"{source}: no such file (a factory is named as package.module:function)")
 
 
-_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
-
-
-def _check_container(path: Path, suffix: str) -> None:
-    """A .keras or .pt2 file is a zip archive, an .h5 file HDF5: what is neither is said so in
-    one line, before a framework loads it (and says "File not found", or offers --unsafe)."""
-    if not path.is_file():
-        raise OnnxFlopsError(f"{path}: not a regular file")
-    if suffix == ".h5":
-        with open(path, "rb") as f:
-            if f.read(len(_HDF5_SIGNATURE)) != _HDF5_SIGNATURE:
-                raise OnnxFlopsError(f"{path}: not an HDF5 file, as an .h5 Keras model is")
-    elif not zipfile.is_zipfile(path):
-        kind = "a .keras model" if suffix == ".keras" else "a torch.export .pt2 program"
-        raise OnnxFlopsError(f"{path}: not a zip archive, as {kind} is")
-
-
 def _from_factory(spec: str):
     module_name, _, attr = spec.partition(":")
     if os.getcwd() not in sys.path:
@@ -153,8 +138,8 @@ def _from_factory(spec: str):
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:
-        raise OnnxFlopsError(f"{spec}: cannot import module '{module_name}' ({first_line(e)})") \
-            from None
+        raise OnnxFlopsError(f"{spec}: cannot import module '{module_name}' ({first_line(e)})"
+                             f"{install_hint(e)}") from None
     except (Exception, SystemExit) as e:  # the module itself fails: a SyntaxError, a raise, exit()
         raise OnnxFlopsError(f"{spec}: importing module '{module_name}' raised "
                              f"{type(e).__name__}: {first_line(e)}") from None

@@ -23,11 +23,32 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def version() -> str:
+    """The installed distribution's version; the package's own where it is not installed."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed_version
+    try:
+        return installed_version("onnxflops")
+    except PackageNotFoundError:  # run from a source tree that pip never installed
+        from onnxflops import __version__
+        return __version__
+
+
+class _PrintVersion(argparse.Action):
+    """`--version`, looked up only when asked for: importlib.metadata would slow every start."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"onnxflops {version()}")
+        parser.exit()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(
         prog="onnxflops",
         description="Count FLOPs, MACs, params and memory traffic of a neural network, "
                     "the same whichever framework it came from.")
+    parser.add_argument("--version", action=_PrintVersion, nargs=0,
+                        help="print the installed version and exit")
     parser.add_argument("--debug", action="store_true",
                         help="on an internal error, print the traceback (also ONNXFLOPS_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -53,11 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     except (Exception, SystemExit) as e:  # noqa: BLE001 - a bug: one line, not 1 ("uncosted")
         if debug:
             traceback.print_exc()
-        from onnxflops import __version__
-
         what = "ran out of memory" if isinstance(e, MemoryError) else \
             f"{type(e).__name__}: {first_line(e)}"
-        print(f"onnxflops: internal error, a bug in onnxflops {__version__} ({what}); "
+        print(f"onnxflops: internal error, a bug in onnxflops {version()} ({what}); "
               + ("" if debug else "rerun with --debug for the traceback, and ")
               + "please report it", file=sys.stderr)
         return EXIT_BUG

@@ -169,3 +169,40 @@ def test_the_package_names_the_functions_even_once_their_modules_are_loaded():
               "onnxflops.profiling.profile.__qualname__, Comparison.__name__, Profile.__name__)")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.stdout.split() == ["compare", "profile", "profile", "Comparison", "Profile"]
+
+
+def test_version_is_the_installed_distributions(capsys, monkeypatch):
+    import importlib.metadata
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: {"onnxflops": "9.8.7"}[name])
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out == "onnxflops 9.8.7\n"
+
+
+def test_version_falls_back_to_the_packages_own_when_not_installed(capsys, monkeypatch):
+    import importlib.metadata
+
+    import onnxflops
+
+    def not_installed(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    monkeypatch.setattr(onnxflops, "__version__", "1.2.3")
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert capsys.readouterr().out == "onnxflops 1.2.3\n"
+
+
+@pytest.mark.parametrize("suffix, missing, extra", [(".keras", "keras", "keras"),
+                                                   (".pt2", "torch", "torch")])
+def test_a_missing_framework_names_the_extra_that_installs_it(tmp_path, capsys, monkeypatch,
+                                                             suffix, missing, extra):
+    for module in ("keras", "tensorflow", "tf2onnx", "torch"):
+        monkeypatch.setitem(sys.modules, module, None)  # what `import` finds when not installed
+    path = tmp_path / f"model{suffix}"
+    path.write_bytes(b"")
+    code, out, err = run(capsys, "count", str(path))
+    assert (code, out) == (2, "")
+    assert err == (f"onnxflops: error: {path}: converting it needs {missing}: "
+                   f"pip install 'onnxflops[{extra}]'\n")

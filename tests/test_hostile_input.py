@@ -15,7 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from builders import model, node, weight
 from onnxflops import OnnxFlopsError, count
-from onnxflops.cli import EXIT_BUG, main
+from onnxflops.cli import EXIT_BUG, main, version
 
 
 def _reason(report, op_type: str) -> str:
@@ -175,8 +175,8 @@ def test_an_internal_error_exits_3_with_one_line_and_the_traceback_only_under_de
     assert main(["count", str(path)]) == EXIT_BUG == 3
     err = capsys.readouterr().err
     assert err.splitlines() == [
-        "onnxflops: internal error, a bug in onnxflops 0.1.0 (ZeroDivisionError: division by zero); "
-        "rerun with --debug for the traceback, and please report it"]
+        f"onnxflops: internal error, a bug in onnxflops {version()} (ZeroDivisionError: division "
+        "by zero); rerun with --debug for the traceback, and please report it"]
     assert main(["count", str(path), "--debug"]) == 3
     assert "Traceback (most recent call last)" in capsys.readouterr().err
     monkeypatch.setenv("ONNXFLOPS_DEBUG", "1")

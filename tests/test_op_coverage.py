@@ -21,8 +21,12 @@ OPSET = onnx.defs.onnx_opset_version()
 DEFAULT_DOMAIN_OPS = sorted(s.name for s in onnx.defs.get_all_schemas() if s.domain == "")
 
 
-def test_the_installed_onnx_is_the_one_the_table_was_written_for():
-    assert (OPSET, len(DEFAULT_DOMAIN_OPS)) == (28, 203)
+def test_the_installed_onnx_is_no_newer_than_the_one_the_table_was_written_for():
+    # Opset 28 (onnx 1.23) defines 203 standard ops; an older onnx (down to pyproject's floor)
+    # defines a subset of them, each checked below. A newer one may define ops with no rule yet.
+    assert OPSET <= 28
+    if OPSET == 28:
+        assert len(DEFAULT_DOMAIN_OPS) == 203
 
 
 @pytest.mark.parametrize("op_type", DEFAULT_DOMAIN_OPS)
