@@ -405,8 +405,8 @@ def _shape_op_value(node: onnx.NodeProto, shape: tuple[Dim, ...]) -> np.ndarray 
     if any(is_symbolic(d) for d in dims):
         return None
     value = math.prod(dims) if node.op_type == "Size" else dims
-    if max([value] if node.op_type == "Size" else dims, default=0) > INT64_MAX:
-        return None  # no tensor holds that many elements: the value stays unknown
+    if any(abs(v) > INT64_MAX for v in ([value] if node.op_type == "Size" else dims)):
+        return None  # no tensor has such a dim or so many elements: the value stays unknown
     return np.array(value, dtype=np.int64)
 
 

@@ -380,3 +380,14 @@ def test_the_size_of_a_tensor_too_large_to_exist_stays_unknown():
     m.graph.input[0].type.tensor_type.elem_type = TensorProto.BOOL
     report = count(m)
     assert all(n.macs >= 0 and n.flops >= 0 for n in report.nodes)
+
+
+def test_the_size_of_a_tensor_with_an_impossible_shape_is_no_overflow_error():
+    # A pool window of 2^63-1 makes a dim near -2^63; a Size of it is beyond int64.
+    m = model([node("MaxPool", ["x"], ["p"], kernel_shape=[2**63 - 1, 2], name="pool"),
+               node("Where", ["c", "p", "p"], ["w"]), node("Size", ["w"], ["n"])],
+              {"x": [1, 1, 8, 8], "c": [1]})
+    m.graph.input[1].type.tensor_type.elem_type = TensorProto.BOOL
+    with pytest.raises(OnnxFlopsError, match=r"node 'pool' \(MaxPool\): its output 'p' would have "
+                                             r"shape 1x1x-9223372036854775798x7"):
+        count(m)
