@@ -7,9 +7,10 @@ weights unless keep_weights=True, so that exporter optimisations cannot key on w
 TensorFlow and torch are imported only when a model of theirs is converted.
 """
 
+from converters.causal_lm import CausalLM, causal_lm_to_onnx
 from converters.from_keras import keras_to_onnx
 from converters.from_torch import torch_to_onnx
 from converters.sources import accepts, convert, declared_inputs, load, needs_conversion
 
-__all__ = ["accepts", "convert", "declared_inputs", "keras_to_onnx", "load", "needs_conversion",
+__all__ = ["CausalLM", "accepts", "causal_lm_to_onnx", "convert", "declared_inputs", "keras_to_onnx", "load", "needs_conversion",
            "torch_to_onnx"]

@@ -13,7 +13,8 @@ from onnxflops.errors import OnnxFlopsError
 
 # The extra of pyproject.toml that installs each module a conversion imports.
 EXTRA_OF_MODULE = {"tensorflow": "keras", "keras": "keras", "tf2onnx": "keras",
-                   "torch": "torch", "onnxscript": "torch", "onnx_ir": "torch"}
+                   "torch": "torch", "onnxscript": "torch", "onnx_ir": "torch",
+                   "transformers": "hf"}
 
 
 def is_single_input(value) -> bool:

@@ -58,9 +58,9 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
         if not keep_weights:
             stack.enter_context(_stand_in_weights(weights))
         if not is_program:
-            stack.enter_context(_eval_mode(module))
+            stack.enter_context(eval_mode(module))
         try:
-            export = _export_dynamo if exporter == "dynamo" else _export_legacy
+            export = export_dynamo if exporter == "dynamo" else _export_legacy
             proto = export(module, args, names, opset)
         except OnnxFlopsError:
             raise
@@ -99,11 +99,15 @@ def load_exported_program(path, *, unsafe: bool = False):
             os.environ[_WEIGHTS_ONLY] = previous
 
 
-def _export_dynamo(module, args: tuple, names: list[str], opset: int) -> onnx.ModelProto:
+def export_dynamo(module, args: tuple, names: list[str], opset: int,
+                  dynamic_shapes=None) -> onnx.ModelProto:
+    """torch.onnx.export with torch.export, its optimizer off; `dynamic_shapes` as torch.export
+    takes them (the dims left symbolic in the graph)."""
     import torch
 
     program = torch.onnx.export(module, args, dynamo=True, optimize=False, opset_version=opset,
-                                input_names=names[:len(args)] or None, verbose=False)
+                                input_names=names[:len(args)] or None, verbose=False,
+                                dynamic_shapes=dynamic_shapes)
     return program.model_proto
 
 
@@ -218,7 +222,7 @@ def _stand_in_weights(tensors):
 
 
 @contextlib.contextmanager
-def _eval_mode(module):
+def eval_mode(module):
     was_training = module.training
     module.eval()
     try:

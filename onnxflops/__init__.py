@@ -14,6 +14,7 @@ _PUBLIC = {
     "NodeReport": "onnxflops.report", "Report": "onnxflops.report", "Totals": "onnxflops.report",
     "Comparison": "onnxflops.comparison", "assert_same_cost": "onnxflops.comparison",
     "compare": "onnxflops.comparison",
+    "llm": "onnxflops.serving", "LlmReport": "onnxflops.serving",
     "Profile": "onnxflops.profiling.measure", "profile": "onnxflops.profiling.measure",
 }
 

@@ -10,7 +10,7 @@ import traceback
 
 from onnxflops.errors import OnnxFlopsError, first_line
 
-COMMANDS = ("count", "convert", "compare", "ops", "profile", "report")
+COMMANDS = ("count", "convert", "compare", "ops", "profile", "report", "llm")
 # Exit codes: 0 counted; 1 counted, some nodes uncosted (or compare: the counts differ); 2 bad
 # input, said in one line; 3 a bug in onnxflops, said in one line (the traceback with --debug).
 EXIT_BAD_INPUT, EXIT_BUG = 2, 3

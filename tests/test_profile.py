@@ -219,6 +219,27 @@ def test_ceilings_are_measured_once_then_read_from_the_cache(monkeypatch):
         ceilings.machine_ceilings(other_threads, quick=True)
 
 
+def test_peak_is_the_best_of_the_compute_probes(monkeypatch):
+    """The square MatMul is not always the fastest kernel (the CPU provider's NCHWc convolution
+    beats it): the peak is the best rate over every probe, so that no model exceeds it."""
+    rates = iter([5e9, 7e9, 11e9])  # FLOP/s of the square MatMul, the deep one, the conv
+
+    def timed(model, config, shapes, dtype, runs, seconds):
+        op = onnx.load_from_string(model).graph.node[0].op_type
+        if op == "Identity":
+            return 2 * shapes[0][0] * 4 / 3e9  # 3 GB/s
+        return flops_of[str(shapes)] / next(rates)
+
+    probes = ceilings._compute_probes("cpu", 1, "float32")
+    flops_of = {str(shapes): flops for _, shapes, flops in probes}
+    assert [onnx.load_from_string(m).graph.node[0].op_type for m, _, _ in probes] == \
+        ["MatMul", "MatMul", "Conv"]
+    monkeypatch.setattr(ceilings, "_best_time", timed)
+    measured = ceilings.measure(onnxflops.profiling.runtime.SessionConfig(threads=1), quick=True)
+    assert measured.peak_flops_per_s == pytest.approx(11e9)
+    assert measured.bandwidth_bytes_per_s == pytest.approx(3e9)
+
+
 def test_bound_follows_the_ridge_point():
     c = ceilings.Ceilings(100e9, 10e9, "float32", True, "")
     assert c.ridge == 10

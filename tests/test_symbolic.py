@@ -105,6 +105,44 @@ class TestFormulas:
         assert report.total.backward_flops == 8 * batch * seq + (8 * batch * seq - 8 * seq)
         assert report.constant_nodes == 6
 
+    @pytest.mark.parametrize("constant_node", [False, True])
+    def test_a_reduction_whose_axes_are_computed(self, constant_node):
+        """Opset 18's ReduceMean reads its axes from an input that ONNX inference does not
+        evaluate (RMSNorm's mean of squares, as torch exports it); the heads' Reshape after it
+        needs its shape in the same round of shape arithmetic."""
+        last = int64("last", -1)
+        nodes = [node("Constant", [], ["last"], value=last)] if constant_node else []
+        nodes += [node("Reshape", ["last", "one"], ["axes"]),
+                 node("ReduceMean", ["X", "axes"], ["mean"], keepdims=1),
+                 node("Mul", ["X", "mean"], ["normed"]),
+                 node("Shape", ["X"], ["batch"], end=1),
+                 node("Concat", ["batch", "heads"], ["shape"], axis=0),
+                 node("Reshape", ["normed", "shape"], ["Y"])]
+        report = onnxflops.count(model(nodes, {"X": ["batch", "seq", 64]},
+                                       [int64("one", [1]), int64("heads", [-1, 4, 16]),
+                                        *([] if constant_node else [last])],
+                                       opset=18), symbolic=True)
+        assert not report.uncosted
+        assert report.total.flops == 64 * batch * seq + 64 * batch * seq
+        assert report.nodes[-1].output_shapes == [["batch", "seq", 4, 16]]
+
+    def test_an_expand_to_a_shape_equal_to_its_own_formula(self):
+        """A causal mask over seq + 1 keys expanded to [batch, seq + 1], that shape computed
+        from the inputs' shapes: equal formulas broadcast to themselves."""
+        nodes = [node("Concat", ["X", "new"], ["keys"], axis=1),
+                 node("Shape", ["X"], ["dims"]),
+                 node("Gather", ["dims", "zero"], ["batch"]),
+                 node("Gather", ["dims", "one"], ["seq"]),
+                 node("Add", ["seq", "one"], ["seq_1"]),
+                 node("Concat", ["batch", "seq_1"], ["shape"], axis=0),
+                 node("Expand", ["keys", "shape"], ["mask"]),
+                 node("Relu", ["mask"], ["Y"])]
+        report = onnxflops.count(model(nodes, {"X": ["batch", "seq"], "new": ["batch", 1]},
+                                       [int64("zero", [0]), int64("one", [1])]), symbolic=True)
+        assert not report.uncosted
+        relu = next(n for n in report.nodes if n.op_type == "Relu")
+        assert relu.flops == batch * (seq + 1)
+
     def test_a_data_dependent_shape_is_uncosted_with_the_reason(self):
         nodes = [node("NonZero", ["X"], ["idx"]), node("Cast", ["idx"], ["f"], to=1),
                  node("MatMul", ["f", "W"], ["Y"])]

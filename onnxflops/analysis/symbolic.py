@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 
 from onnxflops.dims import INT64_MAX, SYMBOL_MARK, is_symbolic, to_dim, to_expr
 from onnxflops.graph import GraphView, is_float, is_standard_domain
@@ -253,6 +254,18 @@ def _reshape_value(node: onnx.NodeProto, values: _ShapeValues):
     return data.reshape([d if d else data.shape[i] for i, d in enumerate(target)])
 
 
+def _constant_value(node: onnx.NodeProto, values: _ShapeValues):
+    """An integer Constant (the view knows constants only once they are marked, after this)."""
+    attrs = _attrs(node)
+    if "value" in attrs:
+        value = onnx.numpy_helper.to_array(attrs["value"])
+        return value.astype(object) if value.dtype.kind in "iu" else None
+    for key in ("value_ints", "value_int"):
+        if key in attrs:
+            return np.asarray(attrs[key], dtype=object)
+    return None
+
+
 def _identity_value(node: onnx.NodeProto, values: _ShapeValues):
     return values.get(node.input[0])
 
@@ -285,6 +298,7 @@ _VALUE_OF: dict[str, Callable] = {
     "Shape": _shape_value, "Size": _size_value, "Gather": _gather_value,
     "Unsqueeze": _unsqueeze_value, "Squeeze": _squeeze_value, "Concat": _concat_value,
     "Slice": _slice_value, "Reshape": _reshape_value, "Identity": _identity_value,
+    "Constant": _constant_value,
     "Cast": _cast_value, "CastLike": _cast_value, "Where": _where_value,
     "Add": _elementwise(lambda a, b: a + b), "Sub": _elementwise(lambda a, b: a - b),
     "Mul": _elementwise(lambda a, b: a * b), "Div": _divide,
@@ -323,7 +337,7 @@ def _expand_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
 def _broadcast(a: list, b: list) -> list:
     rank = max(len(a), len(b))
     a, b = [1] * (rank - len(a)) + a, [1] * (rank - len(b)) + b
-    return [y if _equals(x, 1) else x if _equals(y, 1) or _equals(x, y) else None
+    return [y if _equals(x, 1) else x if _equals(y, 1) or x is not None and x == y else None
             for x, y in zip(a, b)]
 
 
@@ -454,6 +468,27 @@ def _global_pool_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | Non
     return None if data is None else [*data[:2], *[1] * (len(data) - 2)]
 
 
+def _reduce_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
+    """A Reduce* op's output: axes from the input (opset 18) or the attribute; none: all, unless
+    noop_with_empty_axes."""
+    data = values.shape(node.input[0])
+    if data is None:
+        return None
+    attrs = _attrs(node)
+    given = len(node.input) > 1 and node.input[1] or "axes" in attrs
+    axes = _axes(node, values) if given else None
+    if given and axes is None:
+        return None  # axes computed at run time
+    if not axes:
+        if attrs.get("noop_with_empty_axes", 0):
+            return list(data)
+        axes = range(len(data))
+    reduced = {a % len(data) for a in axes}
+    if attrs.get("keepdims", 1):
+        return [1 if i in reduced else d for i, d in enumerate(data)]
+    return [d for i, d in enumerate(data) if i not in reduced]
+
+
 def _product(dims) -> Any:
     return None if None in dims else math.prod(dims)
 
@@ -482,4 +517,8 @@ _SHAPE_OF: dict[str, Callable] = {
                      "GroupNormalization"], _same_shape),
     **dict.fromkeys(["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "PRelu",
                      "Where"], _broadcast_shape),
+    # Opset 18 moved the axes to an input, which ONNX inference reads only from an initializer.
+    **dict.fromkeys(["ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
+                     "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
+                     "ReduceSumSquare"], _reduce_shape),
 }

@@ -11,7 +11,7 @@ from onnxflops.errors import Uncostable
 
 @rule(["Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Split", "Slice",
        "Expand", "Tile", "Pad", "Identity", "Cast", "Shape", "Size", "Where", "Compress",
-       "ConstantOfShape", "GatherElements", "GatherND", "OneHot", "Trilu", "ReverseSequence",
+       "ConstantOfShape", "OneHot", "Trilu", "ReverseSequence",
        "NonZero", "EyeLike", "Dropout", "Constant", "Optional", "OptionalGetElement",
        "OptionalHasElement", "SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceErase",
        "SequenceInsert", "SequenceLength", "SplitToSequence", "ConcatFromSequence", "BitCast",
@@ -45,9 +45,10 @@ def range_(n: Node) -> Cost:
     return Cost(flops=3 + adds) if n.input(0).is_float else Cost(flops=3, int_ops=adds)
 
 
-@rule("Gather", category=DATA_MOVEMENT, weights=(0,))
+@rule(["Gather", "GatherElements", "GatherND"], category=DATA_MOVEMENT, weights=(0,))
 def gather(n: Node) -> Cost:
-    """0: a lookup (an Embedding's table is its weight)"""
+    """0: a lookup (an Embedding's table, or the experts' weights a token is routed to, is its
+    weight)"""
     return ZERO
 
 

@@ -1,7 +1,9 @@
 """The machine's practical ceilings: peak FLOP/s and memory bandwidth, measured once and cached.
 
-Peak FLOP/s is what onnxruntime reaches on a large square MatMul with the same provider, threads
-and dtype as the model; bandwidth is what it reaches copying a large tensor (bytes read plus bytes
+Peak FLOP/s is the best onnxruntime reaches, with the same provider, threads and dtype as the
+model, over several compute-bound probes: a square MatMul, a MatMul with a long inner dim and a
+3×3 convolution (which onnxruntime's CPU provider runs in its blocked NCHWc layout, faster than
+its MatMul: one probe alone let ResNet-50 reach 100.1% of the "peak"); bandwidth is what it reaches copying a large tensor (bytes read plus bytes
 written per second). Both are the best of a few runs. They are cached per machine, provider,
 threads and dtype in $ONNXFLOPS_CACHE_DIR, else $XDG_CACHE_HOME/onnxflops, else
 ~/.cache/onnxflops. `quick` measures small problems (for tests): a rough figure, cached apart.
@@ -24,10 +26,14 @@ from onnxflops.profiling.runtime import SessionConfig, import_ort, make_session
 
 # Side of the MatMul and elements copied, per provider: full measurement, quick one.
 _MATMUL_SIDE = {"cpu": (2048, 256), "cuda": (8192, 1024)}
+# The convolution probe: channels in = out and spatial side, per provider (full, quick).
+_CONV = {"cpu": ((256, 56), (64, 28)), "cuda": ((512, 64), (128, 32))}
 _COPY_ELEMENTS = {"cpu": (64 << 20, 1 << 20), "cuda": (256 << 20, 4 << 20)}
 # Fewest runs and seconds spent per measurement (full, quick): the best run is kept, so more runs
 # mean less chance that other work on the machine lowers the figure.
 _RUNS = ((10, 1.0), (3, 0.0))
+# Part of the cache key: ceilings measured by other probes are measured again.
+_PROBES = "probes=matmul,deep-matmul,conv3x3"
 
 
 @dataclass
@@ -68,7 +74,7 @@ def machine_ceilings(config: SessionConfig, dtype: str = "float32", quick: bool 
     path = cache_dir() / "ceilings.json"
     key = "|".join([_machine(), config.provider, f"device={config.device_id}",
                     f"threads={config.threads or 'default'}", dtype,
-                    "quick" if quick else "full"])
+                    "quick" if quick else "full", _PROBES])
     cache = _read(path)
     if not refresh and key in cache:
         return Ceilings(**cache[key])
@@ -83,44 +89,58 @@ def machine_ceilings(config: SessionConfig, dtype: str = "float32", quick: bool 
 
 def measure(config: SessionConfig, dtype: str = "float32", quick: bool = False) -> Ceilings:
     level = 1 if quick else 0
-    side = _MATMUL_SIDE[config.provider][level]
     elements = _COPY_ELEMENTS[config.provider][level]
     runs, seconds = _RUNS[level]
-    matmul = _single_op_model("MatMul", dtype, [side, side], 2)
-    copy = _single_op_model("Identity", dtype, [elements], 1)
+    peak = max(flops / _best_time(model, config, shapes, dtype, runs, seconds)
+               for model, shapes, flops in _compute_probes(config.provider, level, dtype))
+    copy = _single_op_model("Identity", dtype, [[elements]], [elements])
+    best_copy = _best_time(copy, config, [[elements], [elements]], dtype, runs, seconds)
     itemsize = np.dtype(dtype).itemsize
-    best_matmul = _best_time(matmul, config, [side, side], 2, dtype, runs, seconds)
-    best_copy = _best_time(copy, config, [elements], 1, dtype, runs, seconds)
-    return Ceilings(2 * side ** 3 / best_matmul, 2 * elements * itemsize / best_copy, dtype,
-                    quick, time.strftime("%Y-%m-%dT%H:%M:%S"))
+    return Ceilings(peak, 2 * elements * itemsize / best_copy, dtype, quick,
+                    time.strftime("%Y-%m-%dT%H:%M:%S"))
 
 
-def _single_op_model(op_type: str, dtype: str, shape: list[int], inputs: int) -> bytes:
+def _compute_probes(provider: str, level: int, dtype: str) -> list[tuple[bytes, list, int]]:
+    """(model, input shapes then output shape, FLOPs) of each compute-bound probe."""
+    n = _MATMUL_SIDE[provider][level]
+    c, side = _CONV[provider][level]
+    probes = [("MatMul", [[n, n], [n, n], [n, n]], 2 * n ** 3, {}),
+              ("MatMul", [[n // 2, 4 * n], [4 * n, n // 2], [n // 2, n // 2]], n ** 3, {}),
+              ("Conv", [[1, c, side, side], [c, c, 3, 3], [1, c, side, side]],
+               2 * c * c * 9 * side * side, {"pads": [1, 1, 1, 1]})]
+    return [(_single_op_model(op, dtype, shapes[:-1], shapes[-1], **attrs), shapes, flops)
+            for op, shapes, flops, attrs in probes]
+
+
+def _single_op_model(op_type: str, dtype: str, input_shapes: list[list[int]],
+                     output_shape: list[int], **attrs) -> bytes:
     elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
-    names = [f"x{i}" for i in range(inputs)]
-    out_shape = shape if op_type != "MatMul" else [shape[0], shape[1]]
-    graph = helper.make_graph([helper.make_node(op_type, names, ["y"])], op_type.lower(),
-                              [helper.make_tensor_value_info(n, elem, shape) for n in names],
-                              [helper.make_tensor_value_info("y", elem, out_shape)])
+    names = [f"x{i}" for i in range(len(input_shapes))]
+    graph = helper.make_graph([helper.make_node(op_type, names, ["y"], **attrs)], op_type.lower(),
+                              [helper.make_tensor_value_info(n, elem, shape)
+                               for n, shape in zip(names, input_shapes)],
+                              [helper.make_tensor_value_info("y", elem, output_shape)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8  # any onnxruntime of the last years runs IR 8
     return model.SerializeToString()
 
 
-def _best_time(model: bytes, config: SessionConfig, shape: list[int], inputs: int, dtype: str,
+def _best_time(model: bytes, config: SessionConfig, shapes: list[list[int]], dtype: str,
                runs: int, seconds: float) -> float:
     """Seconds of the fastest of at least `runs` runs taking at least `seconds` in all, inputs
-    and output bound in place (no allocation timed)."""
+    (`shapes` but the last) and output (the last) bound in place (no allocation timed)."""
     ort = import_ort()
     session = make_session(model, SessionConfig(config.provider, config.threads, "all",
                                                 config.device_id))
     device = "cuda" if config.provider == "cuda" else "cpu"
-    x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    rng = np.random.default_rng(0)
     binding = session.io_binding()
-    for i in range(inputs):
+    for i, shape in enumerate(shapes[:-1]):
+        x = rng.standard_normal(shape).astype(dtype)
         binding.bind_ortvalue_input(f"x{i}", ort.OrtValue.ortvalue_from_numpy(x, device,
                                                                               config.device_id))
-    out = ort.OrtValue.ortvalue_from_shape_and_type(shape, x.dtype, device, config.device_id)
+    out = ort.OrtValue.ortvalue_from_shape_and_type(shapes[-1], np.dtype(dtype), device,
+                                                    config.device_id)
     binding.bind_ortvalue_output("y", out)
     session.run_with_iobinding(binding)  # warm-up
     times: list[float] = []

@@ -1,0 +1,79 @@
+"""The roofline estimate of `onnxflops.llm` against onnxruntime's measured latency, same graphs.
+
+A small Llama (GQA) is exported once; its prefill and one decode step are estimated on this
+machine's measured ceilings (`--hardware cpu`, float32 throughout, as onnxruntime's CPU provider
+runs them) and then run under onnxruntime with the same shapes. The ratio measured / estimated
+says how far a roofline is from reality: per-node max(flops/peak, bytes/bandwidth) assumes every
+kernel reaches the machine's ceiling and no launch or framework overhead.
+With `--provider cuda` (where a GPU is available) the same graphs run on the CUDA provider and
+are compared with `--hardware` (default h100).
+
+    python bench/llm_estimate_vs_measured.py [--prompt 256] [--context 256] [--batch 1]
+        [--layers 4] [--hidden 512] [--provider cpu|cuda] [--hardware h100] [--runs 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prompt", type=int, default=256)
+    parser.add_argument("--context", type=int, default=256)
+    parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--hidden", type=int, default=512)
+    parser.add_argument("--provider", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--hardware", default=None)
+    parser.add_argument("--runs", type=int, default=30)
+    args = parser.parse_args()
+
+    import numpy as np
+
+    from converters.causal_lm import causal_lm_to_onnx, import_transformers
+    from onnxflops.serving import llm
+    from onnxflops.profiling import profile
+
+    transformers = import_transformers()
+    config = transformers.LlamaConfig(
+        num_hidden_layers=args.layers, hidden_size=args.hidden,
+        intermediate_size=args.hidden * 8 // 3 // 64 * 64, num_attention_heads=args.hidden // 64,
+        num_key_value_heads=max(1, args.hidden // 256), vocab_size=8192,
+        max_position_embeddings=max(args.prompt, args.context) + 8)
+    lm = causal_lm_to_onnx(transformers.LlamaForCausalLM(config))
+    hardware = args.hardware or ("cpu" if args.provider == "cpu" else "h100")
+    dtype = "fp32" if args.provider == "cpu" else "bf16"
+    r = llm(lm, prompt=args.prompt, generate=1, batch=args.batch, hardware=hardware, dtype=dtype)
+    # generate=1: the one decode step runs at context = prompt; a second report for --context.
+    step = r if args.context == args.prompt else llm(lm, prompt=args.context, generate=1,
+                                                     batch=args.batch, hardware=hardware,
+                                                     dtype=dtype)
+    ids = {"input_ids": np.zeros((args.batch, args.prompt), dtype=np.int64)}
+    prefill = profile(lm.prefill, provider=args.provider, runs=args.runs, inputs=ids,
+                      ceilings=False)
+    past = {vi.name: np.random.default_rng(0).standard_normal(
+                [args.batch if d.dim_param == "batch" else args.context if d.dim_param == "context"
+                 else d.dim_value for d in vi.type.tensor_type.shape.dim]).astype(np.float32)
+            for vi in lm.decode.graph.input if vi.name.startswith("past_")}
+    decode = profile(lm.decode, provider=args.provider, runs=args.runs,
+                     inputs={"input_ids": np.zeros((args.batch, 1), dtype=np.int64), **past},
+                     ceilings=False)
+    print(f"{r.hardware.name}: peak {r.hardware.peak(dtype) / 1e9:.1f} GFLOP/s, "
+          f"bandwidth {r.hardware.bandwidth_bytes_per_s / 1e9:.1f} GB/s; "
+          f"Llama d={args.hidden}, {args.layers} layers, batch {args.batch}")
+    print(f"{'phase':<28}{'estimate ms':>12}{'measured ms':>12}{'ratio':>8}")
+    for label, estimate, measured in (
+            (f"prefill ({args.prompt} tokens)", r.estimate.prefill_s, prefill.latency.median),
+            (f"decode step (context {args.context})", step.estimate.decode_s_per_token,
+             decode.latency.median)):
+        print(f"{label:<28}{estimate * 1e3:>12.3f}{measured:>12.3f}"
+              f"{measured / (estimate * 1e3):>8.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,234 @@
+"""A Hugging Face causal language model → its two serving graphs, each exported once.
+
+- prefill: the model called on a prompt, dims `batch` × `prompt` left symbolic;
+- decode: the model called on one new token with its KV cache (`past_key_values`) holding
+  `context` tokens, `batch` and `context` left symbolic.
+
+Counted with symbolic=True, each graph gives formulas that are then evaluated at any prompt or
+context length. Mixture-of-experts layers are exported with transformers' `batched_mm` experts:
+each token is dispatched to exactly its top-k experts by gathering their weights, so the graph
+holds the T·k expert products that the model runs, with no data-dependent loop (the default
+implementation's per-expert loop does not export). torch and transformers are imported only here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import sys
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import onnx
+
+from converters.common import framework_needed, install_hint, root_cause
+from converters.from_torch import OPSET, eval_mode, export_dynamo
+from onnxflops.errors import OnnxFlopsError, first_line
+
+# Example sizes the graphs are traced at: neither may be 0 or 1, which torch.export would
+# specialise on, and they differ so that no dim is taken for another.
+_EXAMPLE_BATCH, _EXAMPLE_PROMPT, _EXAMPLE_CONTEXT = 2, 5, 7
+# Where a cache tensor keeps its tokens: [batch, kv_heads, tokens, head_dim] in every HF model.
+_TOKEN_AXIS = 2
+
+
+@dataclass
+class CausalLM:
+    """The two graphs of a causal LM, and what the graphs cannot tell."""
+
+    name: str
+    prefill: onnx.ModelProto  # inputs: input_ids [batch, prompt]
+    decode: onnx.ModelProto  # inputs: input_ids [batch, 1], one key and one value per layer
+    experts: int  # experts per MoE layer (0: a dense model)
+    experts_per_token: int  # top-k
+    params: int  # the model's own count, each tied tensor once (the graph would also count
+    # buffers it reads as constants: the rotary embedding's inverse frequencies)
+    expert_params: int  # parameters of all experts of all layers
+
+
+def load_causal_lm(source):
+    """A transformers model from what a user names: a model, a config (object, config.json or
+    a folder holding one), or a `package.module:factory` spec returning a model."""
+    transformers = import_transformers()
+    if isinstance(source, (str, Path)) and not Path(source).exists() and ":" in str(source):
+        from converters.sources import load
+
+        source = load(source)
+    if isinstance(source, (str, Path)):
+        source = _read_config(Path(source), transformers)
+    if isinstance(source, transformers.PretrainedConfig):
+        with _quiet():
+            return transformers.AutoModelForCausalLM.from_config(source)
+    if isinstance(source, transformers.PreTrainedModel):
+        return source
+    raise OnnxFlopsError(f"cannot serve a {type(source).__name__}: give a transformers causal LM, "
+                         "its config (object or config.json) or a package.module:factory spec")
+
+
+def causal_lm_to_onnx(model) -> CausalLM:
+    """Export `model` (see `load_causal_lm` for what it may be) once for prefill, once for decode."""
+    with framework_needed("a causal LM"):
+        return _causal_lm_to_onnx(model)
+
+
+def _causal_lm_to_onnx(model) -> CausalLM:
+    model = load_causal_lm(model)
+    name = type(model).__name__
+    config = model.config
+    experts = int(getattr(config, "num_local_experts", 0) or getattr(config, "num_experts", 0) or 0)
+    with _experts_batched(config if experts else None), eval_mode(model):
+        prefill, decode, layers = _export_phases(model, name)
+    _name_cache_inputs(decode, layers)
+    prefill.graph.name = decode.graph.name = name
+    expert_params = sum(p.numel() for n, p in model.named_parameters() if ".experts." in n)
+    return CausalLM(name, prefill, decode, experts,
+                    int(getattr(config, "num_experts_per_tok", 0) or 0) if experts else 0,
+                    sum(p.numel() for p in model.parameters()), expert_params)
+
+
+def _export_phases(model, name: str) -> tuple[onnx.ModelProto, onnx.ModelProto, int]:
+    """The prefill and decode-step graphs, and the number of layers with a KV cache."""
+    import torch
+
+    config = model.config
+    batch = torch.export.Dim("batch", min=1, max=1 << 16)
+    prompt = torch.export.Dim("prompt", min=1, max=1 << 24)
+    context = torch.export.Dim("context", min=1, max=1 << 24)
+    generator = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, config.vocab_size, (_EXAMPLE_BATCH, _EXAMPLE_PROMPT), generator=generator)
+    try:
+        with torch.no_grad(), _quiet():
+            cache = model(input_ids=ids, use_cache=True).past_key_values
+    except Exception as e:  # the model's own code raises anything; the user gets one line
+        raise OnnxFlopsError(f"causal LM '{name}': cannot run it on a prompt "
+                             f"({first_line(root_cause(e))})") from None
+    layers = getattr(cache, "layers", None)
+    if not layers or not all(hasattr(layer, "keys") and hasattr(layer, "values")
+                             and layer.keys is not None for layer in layers):
+        raise OnnxFlopsError(f"causal LM '{name}': its cache is not one of keys and values per "
+                             "layer (a transformers DynamicCache); only such caches are served")
+    past = [tuple(_resized(t, _EXAMPLE_CONTEXT) for t in (layer.keys, layer.values))
+            for layer in layers]
+    prefill = _export(_prefill_module(model), (ids,), {"input_ids": {0: batch, 1: prompt}}, name)
+    decode = _export(_decode_module(model), (ids[:, :1], past),
+                     {"input_ids": {0: batch},
+                      "past": [({0: batch, _TOKEN_AXIS: context},) * 2 for _ in past]}, name)
+    return prefill, decode, len(past)
+
+
+@contextlib.contextmanager
+def _experts_batched(config):
+    """MoE experts as transformers' batched_mm (see the module docstring), for the export only."""
+    if config is None or not hasattr(config, "_experts_implementation"):
+        yield
+        return
+    previous = config._experts_implementation
+    config._experts_implementation = "batched_mm"
+    try:
+        yield
+    finally:
+        config._experts_implementation = previous
+
+def import_transformers():
+    """transformers, importable even beside a torchvision built for another torch: transformers
+    imports torchvision for image models whenever it is installed, and a mismatched one
+    ('operator torchvision::nms does not exist') would make every import fail; no language
+    model needs it, so it is hidden then."""
+    if "transformers" not in sys.modules:
+        try:
+            import torchvision  # noqa: F401
+        except Exception:  # a broken install raises RuntimeError, not ImportError
+            for name in [n for n in sys.modules if n.split(".")[0] == "torchvision"]:
+                del sys.modules[name]
+            sys.modules["torchvision"] = None  # find_spec says: not installed
+    try:
+        import transformers
+    except ImportError as e:
+        raise OnnxFlopsError(f"serving costs need transformers{install_hint(e)}") from None
+    return transformers
+
+
+def _prefill_module(model):
+    """The model on a prompt, its logits the output."""
+    import torch
+
+    class Prefill(torch.nn.Module):
+        def __init__(self, lm):
+            super().__init__()
+            self.lm = lm
+
+        def forward(self, input_ids):
+            return self.lm(input_ids=input_ids, use_cache=False).logits
+
+    return Prefill(model)
+
+
+def _decode_module(model):
+    """The model on one token with a KV cache of `context` tokens, its logits the output."""
+    import torch
+    from transformers import DynamicCache
+
+    class DecodeStep(torch.nn.Module):
+        def __init__(self, lm):
+            super().__init__()
+            self.lm = lm
+
+        def forward(self, input_ids, past):
+            cache = DynamicCache(ddp_cache_data=list(past), config=self.lm.config)
+            return self.lm(input_ids=input_ids, past_key_values=cache, use_cache=True).logits
+
+    return DecodeStep(model)
+
+
+def _resized(t, tokens: int):
+    import torch
+
+    shape = list(t.shape)
+    shape[_TOKEN_AXIS] = tokens
+    return torch.randn(shape, dtype=t.dtype)
+
+
+def _export(module, args: tuple, dynamic_shapes: dict, name: str) -> onnx.ModelProto:
+    logging.getLogger("torch.onnx").setLevel(logging.ERROR)
+    try:
+        with _quiet():
+            return export_dynamo(module, args, ["input_ids"], OPSET, dynamic_shapes)
+    except Exception as e:  # the exporter raises anything; the user gets one line
+        raise OnnxFlopsError(f"causal LM '{name}': the dynamo exporter cannot convert it "
+                             f"({first_line(root_cause(e))})") from None
+
+
+def _name_cache_inputs(model: onnx.ModelProto, layers: int) -> None:
+    """past_{layer}_{0,1} → past_key_{layer} / past_value_{layer}, wherever they are read."""
+    renames = {f"past_{i}_{j}": f"past_{'value' if j else 'key'}_{i}"
+               for i in range(layers) for j in (0, 1)}
+    for vi in model.graph.input:
+        vi.name = renames.get(vi.name, vi.name)
+    for node in model.graph.node:
+        for k, name in enumerate(node.input):
+            if name in renames:
+                node.input[k] = renames[name]
+
+
+def _read_config(path: Path, transformers):
+    file = path / "config.json" if path.is_dir() else path
+    try:
+        data = json.loads(file.read_text())
+    except (OSError, ValueError) as e:
+        raise OnnxFlopsError(f"{file}: not a readable config.json ({first_line(e)})") from None
+    if not isinstance(data, dict) or "model_type" not in data:
+        raise OnnxFlopsError(f"{file}: a transformers config.json needs a 'model_type'")
+    try:
+        return transformers.AutoConfig.for_model(data.pop("model_type"), **data)
+    except (ValueError, TypeError, KeyError) as e:
+        raise OnnxFlopsError(f"{file}: {first_line(e)}") from None
+
+
+@contextlib.contextmanager
+def _quiet():
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        yield

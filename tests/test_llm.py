@@ -1,0 +1,296 @@
+"""Serving costs of causal LMs (onnxflops.llm): prefill and decode steps against FlopCounterMode
+on the Hugging Face model's own forward passes; the roofline by hand; the command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from onnxflops.errors import OnnxFlopsError
+from onnxflops.serving import HARDWARE, hardware, llm
+from onnxflops.serving.phases import Phase, Traffic
+
+PROMPT, GENERATE, BATCH = 6, 3, 2
+
+
+def _transformers():
+    pytest.importorskip("torch")
+    from converters.causal_lm import import_transformers
+
+    try:
+        return import_transformers()
+    except OnnxFlopsError:
+        pytest.skip("transformers is not installed")
+
+
+def _reference(model, batch: int, prompt: int, generate: int) -> dict:
+    """FlopCounterMode / 2 (its FLOPs are 2 per MAC) of the prompt pass and of each generated
+    token, run with the cache and MATH attention (which runs every product it counts)."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    ids = torch.randint(0, model.config.vocab_size, (batch, prompt),
+                        generator=torch.Generator().manual_seed(0))
+    steps = []
+    with torch.no_grad(), sdpa_kernel(SDPBackend.MATH):
+        with FlopCounterMode(display=False) as counter:
+            cache = model(input_ids=ids, use_cache=True).past_key_values
+        prefill = counter.get_total_flops() // 2
+        for _ in range(generate):
+            with FlopCounterMode(display=False) as counter:
+                cache = model(input_ids=ids[:, :1], past_key_values=cache,
+                              use_cache=True).past_key_values
+            steps.append(counter.get_total_flops() // 2)
+    return {"prefill": prefill, "steps": steps,
+            "params": sum(p.numel() for p in model.parameters())}
+
+
+def _check_against_reference(model, kv_bytes_per_token: int):
+    expected = _reference(model, BATCH, PROMPT, GENERATE)
+    r = llm(model, prompt=PROMPT, generate=GENERATE, batch=BATCH, hardware="h100")
+    assert r.prefill.macs == expected["prefill"]
+    assert r.decode_first.macs == expected["steps"][0]
+    assert r.decode_last.macs == expected["steps"][-1]
+    assert r.decode_total.macs == sum(expected["steps"])
+    assert [r.decode_at(PROMPT + i).macs for i in range(GENERATE)] == expected["steps"]
+    assert r.params.total == r.params.active == expected["params"]
+    assert r.kv_cache_bytes == BATCH * (PROMPT + GENERATE) * kv_bytes_per_token
+    return r
+
+
+@pytest.mark.slow
+def test_grouped_query_llama_matches_flop_counter():
+    transformers = _transformers()
+    config = transformers.LlamaConfig(num_hidden_layers=2, hidden_size=64, intermediate_size=128,
+                                      num_attention_heads=4, num_key_value_heads=2,
+                                      vocab_size=256, max_position_embeddings=256)
+    model = transformers.LlamaForCausalLM(config)
+    # Per token: 2 layers × (key + value) × 2 kv heads × head size 16, in bf16.
+    r = _check_against_reference(model, 2 * 2 * 2 * 16 * 2)
+    # The step's formula in the context: per layer, 4 heads × 16 for q·kᵀ and again for p·v,
+    # over context + 1 keys: 2 × 2 × 64 × (context + 1) MACs grow with the cache.
+    step = r.decode_at("context").macs
+    assert step.diff(step.free_symbols.pop()) == BATCH * 2 * 2 * 64
+    assert r.estimate.bound["decode"] == "memory"
+    # Per layer a decode step reads its weights once, in bf16: q and o 64×64, k and v 64×32,
+    # gate, up and down 64×128, two norm scales of 64.
+    reads = r.decode_reads()
+    assert [b for b in reads if b.startswith("layers.")] == ["layers.0", "layers.1"]
+    assert reads["layers.1"]["weights"] == 2 * (2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 128 + 2 * 64)
+    assert reads["layers.1"]["other"] > 2 * BATCH * PROMPT * 2 * 16 * 2  # at least its cache
+    assert r.estimate.prefill_s > 0 and r.estimate.decode_s_per_token > 0
+
+
+@pytest.mark.slow
+def test_gpt2_matches_flop_counter():
+    transformers = _transformers()
+    config = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=256,
+                                     n_positions=64, bos_token_id=0, eos_token_id=0)
+    # 2 layers × (key + value) × 64 channels per token, in bf16.
+    _check_against_reference(transformers.GPT2LMHeadModel(config), 2 * 2 * 64 * 2)
+
+
+@pytest.mark.slow
+def test_mixtral_experts_cost_top_k_per_token():
+    """The eager experts (a loop over the experts hit, running each on its tokens) run what
+    FlopCounterMode counts: T·k expert products. The graph dispatches the same T·k."""
+    transformers = _transformers()
+    config = transformers.MixtralConfig(num_hidden_layers=2, hidden_size=32, intermediate_size=64,
+                                        num_attention_heads=4, num_key_value_heads=2,
+                                        vocab_size=128, num_local_experts=4,
+                                        num_experts_per_tok=2, experts_implementation="eager")
+    model = transformers.MixtralForCausalLM(config)
+    expected = _reference(model, BATCH, PROMPT, GENERATE)
+    r = llm(model, prompt=PROMPT, generate=GENERATE, batch=BATCH)
+    assert model.config._experts_implementation == "eager"  # the export left it as it was
+    assert r.prefill.macs == expected["prefill"]
+    assert [r.decode_at(PROMPT + i).macs for i in range(GENERATE)] == expected["steps"]
+    # Each expert: gate and up 2·64×32, down 32×64 = 6144 params; 2 layers × 4 experts.
+    experts = 2 * 4 * 6144
+    assert r.params.total == expected["params"]
+    assert r.params.active == expected["params"] - experts + experts * 2 // 4
+
+
+def _matmul_model() -> onnx.ModelProto:
+    """x[batch, 64] @ W[64, 32]: 2048·batch MACs, reads 256·batch + 8192 bytes, writes 128·batch."""
+    w = helper.make_tensor("w", TensorProto.FLOAT, [64, 32], [0.5] * 64 * 32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "mm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 32])], [w])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def test_roofline_is_the_slower_of_compute_and_memory_per_node():
+    from onnxflops.api import count_with_model
+
+    counted = count_with_model(_matmul_model(), symbolic=True, keep_bound=False)
+    # Weights in int8 (a quarter of float32), activations in bf16 (half).
+    phase = Phase(counted, ("batch",), Traffic(weight_bits=8, activation_bits=16))
+    cost = phase.at(batch=4)
+    assert (cost.macs, cost.flops) == (4 * 2048, 4 * 4096)
+    assert cost.bytes_read == 8192 // 4 + 4 * 256 // 2
+    assert cost.bytes_written == 4 * 128 // 2
+    h100 = HARDWARE["h100"]
+    moved = cost.bytes_read + cost.bytes_written
+    timing = phase.seconds(h100, "bf16", batch=4)
+    assert timing.seconds == pytest.approx(max(cost.flops / 989.5e12, moved / 3.35e12))
+    assert timing.bound == "memory"
+    # At a batch of 10^6 rows the weights are read once for many products: compute-bound.
+    big = phase.at(batch=10**6)
+    timing = phase.seconds(h100, "bf16", batch=10**6)
+    assert timing.seconds == pytest.approx(max(big.flops / 989.5e12,
+                                               (big.bytes_read + big.bytes_written) / 3.35e12))
+
+
+def test_experts_gathered_for_a_product_are_read_once_in_the_weights_dtype():
+    """batched_mm dispatch: GatherND takes each (token, expert) pair's weights W[e] (8×16) and a
+    batched MatMul applies them. Serving reads those rows once, as weights; the copy the graph
+    writes between the two is no traffic."""
+    from onnxflops.api import count_with_model
+
+    w = helper.make_tensor("w", TensorProto.FLOAT, [4, 8, 16], [0.5] * 4 * 8 * 16)
+    graph = helper.make_graph(
+        [helper.make_node("GatherND", ["w", "experts"], ["picked"], name="pick"),
+         helper.make_node("MatMul", ["picked", "x"], ["y"], name="apply")], "moe",
+        [helper.make_tensor_value_info("experts", TensorProto.INT64, ["pairs", 1]),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, ["pairs", 16, 1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["pairs", 8, 1])], [w])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    counted = count_with_model(proto, symbolic=True, keep_bound=False)
+    phase = Phase(counted, ("pairs",), Traffic(weight_bits=4, activation_bits=16))
+    cost = phase.at(pairs=3)
+    assert cost.macs == 3 * 8 * 16
+    # int4 rows of 3 pairs; bf16 activations: the pairs' inputs, and int64 expert indices read
+    # as activations (3 × 8 bytes, halved with them).
+    assert cost.bytes_read == 3 * 8 * 16 // 2 + 3 * 16 * 2 + 3 * 8 // 2
+    assert cost.bytes_written == 3 * 8 * 2
+    # 6 pairs over 4 experts read at most the 4 experts' weights.
+    assert phase.at(pairs=6).bytes_read == 4 * 8 * 16 // 2 + 6 * 16 * 2 + 6 * 8 // 2
+
+
+def test_an_embedding_lookup_reads_its_rows_not_the_table():
+    from onnxflops.api import count_with_model
+
+    table = helper.make_tensor("table", TensorProto.FLOAT, [1000, 8], [0.5] * 8000)
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["table", "ids"], ["h"], name="embed"),
+         helper.make_node("Relu", ["h"], ["y"], name="act")], "embed",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", 1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 1, 8])], [table])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    counted = count_with_model(proto, symbolic=True, keep_bound=False)
+    cost = Phase(counted, ("batch",), Traffic(weight_bits=16, activation_bits=16)).at(batch=2)
+    # 2 rows of 8 bf16 and 2 int64 ids (as bf16 activations: halved); Relu reads the rows.
+    assert cost.bytes_read == 2 * 8 * 2 + 2 * 8 // 2 + 2 * 8 * 2
+    assert cost.bytes_written == 2 * (2 * 8 * 2)
+
+
+def test_onnxflops_llm_is_the_function_whatever_was_imported():
+    import onnxflops
+    import onnxflops.html.llm
+    import onnxflops.serving
+
+    assert onnxflops.llm is onnxflops.serving.llm
+    assert onnxflops.html.llm.llm_html
+
+
+def test_hardware_table_names_and_errors():
+    assert hardware("H100-SXM") is HARDWARE["h100"]
+    assert hardware("a100_80gb") is HARDWARE["a100"]
+    assert HARDWARE["h200"].bandwidth_bytes_per_s == 4.8e12
+    assert HARDWARE["l4"].peak("bf16") == 121e12
+    assert HARDWARE["mi300x"].peak("fp8") == 1307.4e12  # not in the table: the fastest float
+    with pytest.raises(OnnxFlopsError, match="unknown hardware 'tpu'"):
+        hardware("tpu")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"prompt": 0}, "prompt must be a positive integer"),
+    ({"generate": -1}, "generate must be a positive integer"),
+    ({"dtype": "fp8"}, "unknown dtype 'fp8'"),
+])
+def test_bad_arguments_are_one_line_errors(kwargs, message):
+    args = {"prompt": 4, "generate": 2, **kwargs}
+    with pytest.raises(OnnxFlopsError, match=message):
+        llm("unused.json", **args)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "onnxflops.cli", "llm", *args],
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("content, message", [
+    ({"hidden_size": 64}, "a transformers config.json needs a 'model_type'"),
+    ({"model_type": "no_such_model"}, "Unrecognized model identifier: no_such_model"),
+    ([1, 2], "a transformers config.json needs a 'model_type'"),
+])
+def test_cli_bad_config_is_one_line(tmp_path, content, message):
+    _transformers()
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(content))
+    done = _cli(str(config), "--prompt", "4", "--generate", "2")
+    assert done.returncode == 2
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"onnxflops: error: {config}: ") and message in last
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_cli_json_from_a_config_file(tmp_path):
+    _transformers()
+    (tmp_path / "config.json").write_text(json.dumps({
+        "model_type": "llama", "num_hidden_layers": 1, "hidden_size": 32,
+        "intermediate_size": 64, "num_attention_heads": 2, "num_key_value_heads": 1,
+        "vocab_size": 64, "max_position_embeddings": 64}))
+    page = tmp_path / "llm.html"
+    done = _cli(str(tmp_path), "--prompt", "8", "--generate", "4", "--hardware", "l4", "--json",
+                "--html", str(page))
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert list(doc) == ["model", "batch", "prompt", "generate", "dtype", "kv_dtype", "params",
+                         "prefill", "decode_first", "decode_last", "decode_total",
+                         "kv_cache_bytes", "hardware", "estimate"]
+    assert doc["hardware"] == {"name": "NVIDIA L4", "peak_flops_per_s": 121e12,
+                               "bandwidth_bytes_per_s": 300e9}
+    assert set(doc["estimate"]) == {"prefill_s", "decode_s_per_token", "tokens_per_s", "bound"}
+    # 1 layer × (key + value) × 1 kv head × head size 16 × 12 tokens, bf16.
+    assert doc["kv_cache_bytes"] == 2 * 16 * 12 * 2
+    assert set(doc["prefill"]) == {"macs", "flops", "bytes_read", "bytes_written"}
+    html = page.read_text()
+    assert html.count("<svg") == 3 and "LlamaForCausalLM: serving costs" in html
+
+
+@pytest.mark.slow
+def test_decode_step_against_the_two_n_rule_of_thumb():
+    """Kaplan et al.'s forward FLOPs per token, 2·N + 2·n_layer·n_ctx·d_attn (N: non-embedding
+    params), plus the de-embedding 2·d_model·n_vocab, against the decode step's count.
+
+    Ours is 2 FLOPs per MAC of what the step multiplies: every weight matrix once (N less the
+    norm scales, which multiply elementwise), the head, and at a context of c cached tokens
+    q·kᵀ and p·v over c + 1 keys. Their table counts q·kᵀ only, so ours exceeds the rule by the
+    p·v term, 2·n_layer·(c + 1)·d_attn, less the norms; the elementwise work (norms, SiLU,
+    rotary, softmax) is FLOPs beyond the MACs. A 7B-shaped config needs weights absent (meta
+    export); this one keeps Llama's proportions small: d = 128, 8 heads over 2 KV heads."""
+    transformers = _transformers()
+    layers, d, ffn, vocab, kv = 2, 128, 256, 512, 32
+    config = transformers.LlamaConfig(num_hidden_layers=layers, hidden_size=d,
+                                      intermediate_size=ffn, num_attention_heads=8,
+                                      num_key_value_heads=2, vocab_size=vocab,
+                                      max_position_embeddings=4096, tie_word_embeddings=False)
+    r = llm(transformers.LlamaForCausalLM(config), prompt=1024, generate=2, batch=1)
+    norms = layers * 2 * d + d
+    per_layer = d * d + 2 * d * kv + d * d + 3 * d * ffn
+    n = layers * per_layer + norms  # non-embedding: the head is the de-embedding
+    for c in (1024, 1025):
+        rule = 2 * n + 2 * d * vocab + 2 * layers * (c + 1) * d
+        step = r.decode_at(c)
+        assert 2 * step.macs == rule + 2 * layers * (c + 1) * d - 2 * norms
+        assert step.flops > 2 * step.macs  # and the elementwise work
