@@ -40,12 +40,13 @@ def test_an_attribute_given_as_a_tensor_is_uncosted_with_the_reason():
     assert _reason(report, "MaxPool") == "attribute 'kernel_shape' is TENSOR; MaxPool wants INTS"
 
 
-def test_scan_without_num_scan_inputs_is_uncosted():
+def test_scan_without_num_scan_inputs_is_an_error_before_onnx_inference_sees_it():
     m = onnx.load("tests/fuzz/seeds/scan.onnx")
     scan = m.graph.node[0]
     scan.attribute.remove(next(a for a in scan.attribute if a.name == "num_scan_inputs"))
-    report = count(m, batch=4)
-    assert "lacks its required attribute 'num_scan_inputs'" in _reason(report, "Scan")
+    with pytest.raises(OnnxFlopsError, match="node '' \\(Scan\\) lacks its required attribute "
+                                             "'num_scan_inputs'"):
+        count(m, batch=4)
 
 
 def test_gemm_of_rank_one_inputs_is_uncosted_not_a_traceback():
@@ -121,10 +122,9 @@ def test_scan_with_two_to_the_thirty_scanned_inputs_allocates_nothing_for_them()
     m = onnx.load("tests/fuzz/seeds/scan.onnx")
     next(a for a in m.graph.node[0].attribute if a.name == "num_scan_inputs").i = 2**30
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    started = time.perf_counter()
-    report = count(m, batch=4)
-    assert "num_scan_inputs is 1073741824, but the node has 2 inputs" in _reason(report, "Scan")
-    assert time.perf_counter() - started < 10
+    with pytest.raises(OnnxFlopsError, match=r"node '' \(Scan\) has num_scan_inputs 1073741824, "
+                                             r"but 2 inputs"):
+        count(m, batch=4)
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB
 
 
@@ -356,6 +356,7 @@ def test_a_device_is_not_read_as_a_model():
     (".h5", "not an HDF5 file, as an .h5 Keras model is"),
     (".pt2", "not a zip archive, as a torch.export .pt2 program is")])
 def test_a_framework_file_of_random_bytes_says_what_it_is_not(tmp_path, suffix, message):
+    pytest.importorskip("torch" if suffix == ".pt2" else "keras")  # else: "needs keras"
     path = tmp_path / f"random{suffix}"
     path.write_bytes(bytes(range(256)) * 4)
     with pytest.raises(OnnxFlopsError) as caught:

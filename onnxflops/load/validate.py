@@ -15,7 +15,8 @@ import onnx.defs
 from onnx import AttributeProto, TensorProto
 
 from onnxflops.errors import OnnxFlopsError
-from onnxflops.graph import STANDARD_DOMAINS
+from onnxflops.graph import STANDARD_DOMAINS, domain_key
+_CONTROL_FLOW = frozenset(("Loop", "If", "Scan"))
 _KNOWN_DTYPES = frozenset(v for k, v in TensorProto.DataType.items() if k != "UNDEFINED")
 # Packed below a byte (two or four to a byte, and so in int32_data too): their data is not
 # checked against dims here.
@@ -30,8 +31,10 @@ _TYPED_DATA = ("float_data", "int32_data", "string_data", "int64_data", "double_
 def check_model(model: onnx.ModelProto, where: str) -> None:
     """Raise OnnxFlopsError naming the first thing in `model` no stage can make sense of."""
     _check_opsets(model, where)
+    opsets = {domain_key(o.domain): o.version for o in model.opset_import}
     for graph in _graphs(model.graph):
         _check_graph(graph, where)
+        _check_control_flow(graph, opsets, where)
     for function in model.functions:
         for node in function.node:
             _check_node(node, where)
@@ -85,6 +88,28 @@ def _graphs(graph: onnx.GraphProto):
                     stack.append(a.g)
                 elif a.type == AttributeProto.GRAPHS:
                     stack.extend(a.graphs)
+
+
+def _check_control_flow(graph: onnx.GraphProto, opsets: dict[str, int], where: str) -> None:
+    """Loop, If and Scan nodes hold their required attributes: onnx's shape inference of one
+    without them may crash the process (onnx 1.19: Scan without num_scan_inputs)."""
+    for node in graph.node:
+        if node.domain not in STANDARD_DOMAINS or node.op_type not in _CONTROL_FLOW:
+            continue
+        try:
+            schema = onnx.defs.get_schema(node.op_type, opsets.get("", 1), "")
+        except onnx.defs.SchemaError:
+            continue
+        given = {a.name: a for a in node.attribute}
+        for name, attribute in schema.attributes.items():
+            if attribute.required and name not in given:
+                raise OnnxFlopsError(f"{where}: node '{_text(node.name)}' ({node.op_type}) lacks "
+                                     f"its required attribute '{name}'")
+        scanned = given.get("num_scan_inputs")
+        if node.op_type == "Scan" and scanned is not None \
+                and not 0 < scanned.i <= len(node.input):  # onnx's inference loops over it
+            raise OnnxFlopsError(f"{where}: node '{_text(node.name)}' (Scan) has num_scan_inputs "
+                                 f"{scanned.i}, but {len(node.input)} inputs")
 
 
 def _check_graph(graph: onnx.GraphProto, where: str) -> None:

@@ -8,11 +8,18 @@ import random
 import tempfile
 from pathlib import Path
 
+import onnx
 import pytest
 from hypothesis import given, strategies as st
 
 import mutator
 import oracle
+
+# Older onnx crashes natively on some mutated models (a segfault in onnx 1.19's shape inference
+# of a control-flow node): no Python code can catch that. The property holds from onnx 1.23.
+pytestmark = pytest.mark.skipif(
+    tuple(int(p) for p in onnx.__version__.split(".")[:2]) < (1, 23),
+    reason=f"onnx {onnx.__version__} can crash natively on mutated models; fuzzed on 1.23+")
 
 SEEDS = mutator.load_seeds()
 NESTED = [name for name in ("loop", "if", "scan") if name in SEEDS]
