@@ -3,9 +3,10 @@
 The floor is what any tool must do to know a model's shapes: `onnx.load(path,
 load_external_data=False)` plus `onnx.shape_inference.infer_shapes` on the same file. For each
 model (built by bench/models.py: ResNet-50 with inline and with external weights, BERT-base, a
-50,000-node graph) the floor, `python -m onnxflops.cli count ...` (the table a user reads) and
-`count ... --json` run as child processes, interleaved and rotating in order (a noisy machine
-drifts); medians are compared.
+50,000-node graph, Llama-shaped decoders of 32 and 80 layers exported from a meta-device module)
+the floor, `python -m onnxflops.cli count ...` (the table a user reads) and `count ... --json` run
+as child processes, interleaved and rotating in order (a noisy machine drifts); medians are
+compared. Building the decoders needs torch and transformers (a minute or two).
 
 Targets: count at most 1.5× the floor (`--json` is reported beside it, with no target); count's peak RSS does not grow with the weight bytes
 (ResNet-50 with inline weights vs external data); counting imports no ML framework.
@@ -99,9 +100,10 @@ def main(argv: list[str] | None = None) -> int:
         directory = args.keep or Path(tmp)
         directory.mkdir(parents=True, exist_ok=True)
         print(f"building models in {directory} ...", flush=True)
-        built = subprocess.run([sys.executable, str(BENCH / "models.py"), str(directory)],
+        built = subprocess.run([sys.executable, str(BENCH / "models.py"), str(directory),
+                                *(args.only or ())],
                                env=env, check=True, stdout=subprocess.PIPE, text=True)
-        cases = [c for c in json.loads(built.stdout) if not args.only or c["name"] in args.only]
+        cases = json.loads(built.stdout)
         for c in cases:
             print(f"  {c['name']:18s} {c['nodes']:6d} nodes  {c['params'] / 1e6:6.1f}M params  "
                   f"file {mib(Path(c['path']).stat().st_size)}", flush=True)

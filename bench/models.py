@@ -1,13 +1,16 @@
-"""Benchmark models built with onnx.helper alone, no framework: ResNet-50, BERT-base, 50k nodes.
+"""Benchmark models: ResNet-50, BERT-base and 50k nodes built with onnx.helper alone; Llama-shaped
+decoders of 32 and 80 layers exported by torch's dynamo exporter from a meta-device module.
 
-    python bench/models.py DIR    # writes the models into DIR and prints a JSON manifest
+    python bench/models.py DIR [NAME ...]   # writes the (named) models into DIR, prints a manifest
 
 Weights are random bytes stored inline, in a real external data file, or external with the data
-file absent (counting must never read it).
+file absent (counting must never read it). The decoders are exported weights-absent: a meta-device
+module has no bytes to write.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sys
@@ -36,14 +39,14 @@ class Weights:
         self.offset = 0
         self.rng = np.random.default_rng(0)
 
-    def add(self, name: str, shape: tuple[int, ...]) -> str:
+    def add(self, name: str, shape: tuple[int, ...], dtype: int = TensorProto.FLOAT) -> str:
         n = math.prod(shape)
-        nbytes = 4 * n
+        nbytes = helper.tensor_dtype_to_np_dtype(dtype).itemsize * n
         if self.storage == "inline" or nbytes <= EXTERNAL_THRESHOLD_BYTES:
-            data = self.rng.standard_normal(n, dtype=np.float32).tobytes()
-            self.tensors.append(helper.make_tensor(name, TensorProto.FLOAT, shape, data, raw=True))
+            data = self.rng.standard_normal(n).astype(helper.tensor_dtype_to_np_dtype(dtype))
+            self.tensors.append(helper.make_tensor(name, dtype, shape, data.tobytes(), raw=True))
             return name
-        t = TensorProto(name=name, dims=shape, data_type=TensorProto.FLOAT,
+        t = TensorProto(name=name, dims=shape, data_type=dtype,
                         data_location=TensorProto.EXTERNAL)
         for key, value in (("location", self.data_file), ("offset", str(self.offset)),
                            ("length", str(nbytes))):
@@ -272,18 +275,55 @@ def synthetic(weights: Weights, target_nodes: int = 50_000, width: int = 64) -> 
                    [helper.make_tensor_value_info(x, TensorProto.FLOAT, ["batch", 16, width])])
 
 
+def llama_decoder(weights: Weights, layers: int) -> onnx.ModelProto:
+    """Llama-2-7B's shapes (hidden 4096, 32 heads, MLP 11008) at `layers` layers, exported by
+    torch.onnx (dynamo, unoptimized: the optimizer folds constants, which meta tensors lack) from a
+    meta-device module; its parameters become initializers whose external data file is absent."""
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    # transformers imports torchvision when it finds it; a torchvision built for another torch
+    # fails to load, and the decoder needs none of it.
+    importlib.util.find_spec = lambda name, *args, **kwargs: None \
+        if name.split(".")[0] == "torchvision" else find_spec(name, *args, **kwargs)
+    try:
+        import torch
+        from transformers import LlamaConfig, LlamaForCausalLM
+    finally:
+        importlib.util.find_spec = find_spec
+
+    config = LlamaConfig(num_hidden_layers=layers, hidden_size=4096, intermediate_size=11008,
+                         num_attention_heads=32, num_key_value_heads=32, vocab_size=32000,
+                         use_cache=False, attn_implementation="sdpa")
+    with torch.device("meta"):
+        module = LlamaForCausalLM(config).eval()
+    ids = torch.ones(1, 128, dtype=torch.long, device="meta")
+    program = torch.onnx.export(module, (ids,), dynamo=True, optimize=False, verbose=False)
+    initializers = program.model.graph.initializers
+    for name, value in initializers.items():
+        weights.add(name, tuple(value.shape), value.dtype.value)
+    initializers.clear()  # meta tensors: no bytes to serialize
+    model = program.model_proto
+    model.graph.initializer.extend(weights.tensors)
+    return model
+
+
 # name, builder, weight storage, the --input bindings that count it
 CASES = [
     ("resnet50-inline", resnet50, "inline", ["input=1x3x224x224"]),
     ("resnet50-external", resnet50, "external", ["input=1x3x224x224"]),
     ("bert-base", bert_base, "absent", ["input_ids=1x128", "attention_mask=1x128"]),
     ("synthetic-50k", synthetic, "absent", ["x=1x16x64"]),
+    ("llama-32-layers", functools.partial(llama_decoder, layers=32), "absent", ["input_ids=1x128"]),
+    ("llama-80-layers", functools.partial(llama_decoder, layers=80), "absent", ["input_ids=1x128"]),
 ]
 
 
-def build_all(directory: Path) -> list[dict]:
+def build_all(directory: Path, names: list[str] | None = None) -> list[dict]:
     manifest = []
     for name, build, storage, inputs in CASES:
+        if names and name not in names:
+            continue
         path = directory / f"{name}.onnx"
         weights = Weights(storage, f"{name}.data")
         model = build(weights)
@@ -296,4 +336,4 @@ def build_all(directory: Path) -> list[dict]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(build_all(Path(sys.argv[1]))))
+    print(json.dumps(build_all(Path(sys.argv[1]), sys.argv[2:])))

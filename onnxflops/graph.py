@@ -224,7 +224,10 @@ class GraphView:
                             name, onnx.helper.np_dtype_to_tensor_dtype(value.dtype), value.shape)
 
     def rows(self) -> list[NodeRow]:
-        """The graph's nodes in order, their fields read once (see NodeRow)."""
+        """The graph's nodes in order, their fields read once (see NodeRow).
+
+        The canonical editor keeps this list and `producers()` in step with its edits, in place.
+        """
         if self._rows is None:
             # Slicing copies a repeated field fastest (a list; rows never change it).
             self._rows = [(node, node.op_type,

@@ -1,4 +1,4 @@
-"""Equivalent graph forms reach one canonical cost (onnxflops/canonical.py).
+"""Equivalent graph forms reach one canonical cost (onnxflops/canonical/).
 
 Each form is built by hand as an exporter writes it; its count is compared with the canonical op's,
 and a near miss (a wrong constant) is shown to stay as written, so no test passes by accident.

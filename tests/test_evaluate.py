@@ -16,6 +16,9 @@ FEEDS = {
     "shape": np.array([0, -1], np.int64), "first": np.array([0], np.int64),
     "ones": np.array([1], np.int64), "one": np.array(1, np.int64),
     "three": np.array(3, np.int64), "eleven": np.array(11, np.int64),
+    "like": np.array(0.0, np.float32), "to_3x1x4": np.array([3, 1, 4], np.int64),
+    "column": np.array([[1], [0]], np.int64), "flags": np.array([True, False]),
+    "floats": np.array([4.0, 2.0, 0.125, -1.0], np.float32),
 }
 NODES = [
     helper.make_node("Slice", ["a", "starts", "ends", "axes", "steps"], ["slice"]),
@@ -35,6 +38,15 @@ NODES = [
     helper.make_node("Equal", ["starts", "ends"], ["equal"]),
     helper.make_node("Where", ["equal", "starts", "ends"], ["where"]),
     helper.make_node("Mul", ["gather_scalar", "three"], ["mul"]),
+    helper.make_node("CastLike", ["a", "like"], ["cast_like"]),
+    helper.make_node("Expand", ["column", "to_3x1x4"], ["expand"]),  # (2,1) and (3,1,4): 3×2×4
+    helper.make_node("Transpose", ["a"], ["transpose"], perm=[2, 0, 1]),
+    helper.make_node("Transpose", ["a"], ["transpose_reversed"]),
+    helper.make_node("CumSum", ["a", "one"], ["cumsum"]),
+    helper.make_node("Max", ["starts", "ends", "three"], ["max"]),
+    helper.make_node("Min", ["starts", "ends"], ["min"]),
+    helper.make_node("Not", ["flags"], ["not"]),
+    helper.make_node("Sqrt", ["floats"], ["sqrt"]),
 ]
 
 
@@ -53,10 +65,14 @@ def test_shape_ops_match_the_reference_evaluator():
     # By hand: on axis 1 the start 10 clamps to row 2, stepping -2 to row 0; axis 2 runs 3 down to 0.
     assert got["slice"].tolist() == [[[11, 10, 9, 8], [3, 2, 1, 0]],
                                      [[23, 22, 21, 20], [15, 14, 13, 12]]]
+    # Expand broadcasts both ways: (2, 1) against [3, 1, 4] is 3×2×4, rows of 1 then of 0.
+    assert got["expand"].shape == (3, 2, 4) and got["expand"][2].tolist() == [[1] * 4, [0] * 4]
 
 
 def test_ops_it_does_not_cover_are_left_to_the_reference_evaluator():
     with pytest.raises(NotImplementedError):
         evaluate([helper.make_node("Div", ["a", "a"], ["q"])], FEEDS, 17)
+    with pytest.raises(NotImplementedError):
+        evaluate([helper.make_node("CumSum", ["a", "one"], ["c"], reverse=1)], FEEDS, 17)
     with pytest.raises(NotImplementedError):  # Squeeze/Unsqueeze axes were attributes before 13
         evaluate(NODES[:1], FEEDS, 12)

@@ -7,6 +7,7 @@ is still used for any other op (`evaluate` raises NotImplementedError for those)
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 import numpy as np
@@ -61,6 +62,27 @@ def _cast(x: list, attrs: dict) -> np.ndarray:
     return x[0].astype(helper.tensor_dtype_to_np_dtype(attrs["to"]))
 
 
+def _cast_like(x: list, attrs: dict) -> np.ndarray:
+    return _cast(x[:1], {"to": helper.np_dtype_to_tensor_dtype(x[1].dtype)})
+
+
+def _expand(x: list, attrs: dict) -> np.ndarray:
+    """Broadcast both ways: the input to the shape, and dims of 1 in the shape to the input's."""
+    shape = np.broadcast_shapes(x[0].shape, tuple(int(d) for d in x[1]))
+    return np.array(np.broadcast_to(x[0], shape))
+
+
+def _cumsum(x: list, attrs: dict) -> np.ndarray:
+    if attrs.get("exclusive", 0) or attrs.get("reverse", 0):
+        raise NotImplementedError("CumSum exclusive or reverse")
+    return np.cumsum(x[0], axis=int(x[1].reshape(())), dtype=x[0].dtype)
+
+
+def _sqrt(x: list, attrs: dict) -> np.ndarray:
+    with np.errstate(invalid="ignore"):  # √ of a negative is NaN, as ONNX has it
+        return np.sqrt(x[0])
+
+
 def _constant_of_shape(x: list, attrs: dict) -> np.ndarray:
     fill = numpy_helper.to_array(attrs["value"]) if "value" in attrs else np.zeros(1, np.float32)
     return np.full(tuple(int(d) for d in x[0]), fill.reshape(-1)[0], dtype=fill.dtype)
@@ -89,6 +111,14 @@ _OPS: dict[str, Op] = {
     "Slice": _slice,
     "Reshape": _reshape,
     "Cast": _cast,
+    "CastLike": _cast_like,
+    "Expand": _expand,
+    "Transpose": lambda x, a: np.transpose(x[0], a.get("perm")),
+    "CumSum": _cumsum,
+    "Max": lambda x, a: functools.reduce(np.maximum, x),
+    "Min": lambda x, a: functools.reduce(np.minimum, x),
+    "Not": lambda x, a: np.logical_not(x[0]),
+    "Sqrt": _sqrt,  # an attention scale, √(1/√d)
     "ConstantOfShape": _constant_of_shape,
     "Range": lambda x, a: np.arange(x[0], x[1], x[2], dtype=x[0].dtype),
     "Neg": lambda x, a: np.negative(x[0]),

@@ -1,0 +1,71 @@
+"""The canonical rules, in the order they run, and the pass that applies them to every graph.
+
+Exporters write one computation in several ways. Each rule recognises a family of forms by
+structure (op types, shapes, and the values of scalar constants, never of weights) and rewrites it
+to the form the cost table prices: structural.py holds the forms told by structure alone,
+probes.py those recognised by evaluating a candidate subgraph on probe inputs. A rule is a function
+of an Editor that returns whether it changed the graph; it is listed in RULES with the op types
+whose presence lets it match anything.
+
+It runs on the analyzed model and keeps every tensor's analyzed shape, adding shapes for the
+tensors it creates, so the model is not analyzed again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import onnx
+
+from onnxflops.analysis import AnalyzedModel, mark_constants
+from onnxflops.canonical.editor import CONTROL_FLOW, Editor
+from onnxflops.canonical.probes import REDUCTIONS, fuse_activations, fuse_layer_norms
+from onnxflops.canonical.structural import (
+    BIAS_SLOT,
+    COMPARISONS,
+    compare_integers_as_integers,
+    drop_broadcast_zero_bias,
+    read_loop_invariants_from_outer_scope,
+    scale_products_not_operands,
+)
+from onnxflops.graph import GraphView, bodies
+
+
+class Rule(NamedTuple):
+    anchors: frozenset[str]  # op types whose presence lets the rule match anything
+    rewrite: Callable[[Editor], bool]  # True where it changed the graph
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(frozenset({"Loop"}), read_loop_invariants_from_outer_scope),
+    Rule(frozenset(BIAS_SLOT), drop_broadcast_zero_bias),
+    Rule(frozenset(COMPARISONS), compare_integers_as_integers),
+    Rule(frozenset({"Erf", "Tanh"}), fuse_activations),
+    Rule(frozenset(REDUCTIONS), fuse_layer_norms),
+    Rule(frozenset({"MatMul"}), scale_products_not_operands),
+)
+
+
+def canonicalize(analyzed: AnalyzedModel) -> AnalyzedModel:
+    """Rewrite the analyzed model (which analyze made for this pipeline) in place and return it."""
+    if _rewrite_graph(analyzed.model.graph, analyzed.graph, analyzed.opsets.get("", 0)):
+        mark_constants(analyzed.graph)
+    return analyzed
+
+
+def _rewrite_graph(graph: onnx.GraphProto, view: GraphView, opset: int) -> bool:
+    changed = False
+    present = {row[1] for row in view.rows()}
+    for node, op_type, _, _, _ in view.rows() if present & CONTROL_FLOW else ():
+        if op_type in CONTROL_FLOW:
+            for body in bodies(node):
+                inner = GraphView(body, view)
+                mark_constants(inner)
+                changed |= _rewrite_graph(body, inner, opset)
+    editor = None
+    for rule in RULES:
+        if rule.anchors & present:
+            editor = editor or Editor(graph, view, opset)
+            changed |= rule.rewrite(editor)
+    return changed
