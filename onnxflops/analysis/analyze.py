@@ -16,6 +16,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from onnxflops.analysis.contrib_shapes import infer_contrib_shapes
+from onnxflops.load import opset_warnings
 from onnxflops.analysis.evaluate import evaluate
 from onnxflops.analysis.inference import NodeTyper, infer_model, small
 from onnxflops.analysis.symbolic import (
@@ -48,7 +49,7 @@ def analyze(model: onnx.ModelProto, *, owned: bool = False) -> AnalyzedModel:
     The analyzed model is a copy that canonicalize may edit, or with `owned` (the caller hands
     `model` over) `model` itself.
     """
-    warnings: list[str] = []
+    warnings: list[str] = opset_warnings(model)
     opsets = {domain_key(o.domain): o.version for o in model.opset_import}
     if has_symbolic_inputs(model):
         return _analyze_symbolic(model, opsets, warnings)
