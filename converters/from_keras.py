@@ -25,6 +25,7 @@ import onnx
 
 from converters.common import check_container, is_single_input
 from converters.structure import StandInValues, is_float_dtype
+from onnxflops.dims import format_shape
 from onnxflops.errors import OnnxFlopsError, first_line, last_line
 from onnxflops.graph import is_standard_domain
 
@@ -134,7 +135,7 @@ def _input_specs(declared: list[tuple[str, tuple, str]], given, batch: int, labe
         unknown = [i for i, d in enumerate(shape) if d is None]
         if unknown:
             raise OnnxFlopsError(f"{label}: input '{name}' has unknown dim {unknown[0]} "
-                                 f"(shape {_format(shape)}); give its shape with inputs=")
+                                 f"(shape {format_shape(shape)}); give its shape with inputs=")
         specs.append(tf.TensorSpec(shape, tf.as_dtype(dtype), name=_tf_name(name, position)))
     return specs
 
@@ -168,10 +169,6 @@ def _dtype_name(dtype) -> str:
 def _tf_name(name: str, position: int) -> str:
     cleaned = "".join(c if c.isalnum() or c in "_.-" else "_" for c in name)
     return cleaned if cleaned[:1].isalnum() else f"input_{position}"
-
-
-def _format(shape) -> str:
-    return "x".join("?" if d is None else str(d) for d in shape)
 
 
 def _convert(fn, specs: list, variables, keep_weights: bool, opset: int, label: str) -> onnx.ModelProto:

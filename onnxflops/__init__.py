@@ -8,6 +8,7 @@ import importlib
 
 _PUBLIC = {
     "count": "onnxflops.api",
+    "clear_caches": "onnxflops.caches",
     "CONVENTIONS": "onnxflops.costs.registry",
     "Cost": "onnxflops.costs", "register_rule": "onnxflops.costs",
     "OnnxFlopsError": "onnxflops.errors",

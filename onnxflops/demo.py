@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 import sys
 
-from onnxflops.comparison import compare, text_table
-from onnxflops.report import Report, human
+from onnxflops.comparison import compare
+from onnxflops.dims import format_shape
+from onnxflops.report import Report, human, text_table
 
 PAIR = "seed003_conv_gru_dense"
 INPUT = (1, 1, 100, 256)
@@ -26,7 +27,7 @@ def main() -> int:
 
     p = pair(PAIR)
     keras_model, module, example = p.keras_model(), p.torch_module(), p.torch_example()
-    print(f"{p.description}\n{PAIR}: input {'x'.join(map(str, INPUT))}, written once in Keras "
+    print(f"{p.description}\n{PAIR}: input {format_shape(INPUT)}, written once in Keras "
           "and once in PyTorch (models/)\n")
     frameworks = compare(keras_to_onnx(keras_model), torch_to_onnx(module, example))
     exporters = compare(torch_to_onnx(module, example, exporter="legacy"),
@@ -39,14 +40,14 @@ def main() -> int:
              "counts " + ", ".join(f"{op} {human(v)}" for op, v in per_op.items())],
             ["torch FlopCounterMode (live)", "-", human(flop_counter_mode_flops(module, example)),
              "-", "contractions only: 2·MACs"]]
-    print("\n".join(text_table(["", "MACs", "FLOPs", "params", ""], rows, note=True)))
+    print("\n".join(text_table(["", "MACs", "FLOPs", "params", ""], rows, left=1, note=True)))
     print("\nper layer, Keras vs PyTorch, in execution order:")
     print("\n".join(text_table(
         ["Keras layer", "PyTorch module", "MACs Keras", "MACs PyTorch", "params Keras",
          "params PyTorch", ""],
         [[_names(r.a), _names(r.b), human(_sum(r.a, "macs")), human(_sum(r.b, "macs")),
           human(_sum(r.a, "params")), human(_sum(r.b, "params")), r.status]
-         for r in frameworks.layers], names=2, note=True)))
+         for r in frameworks.layers], note=True)))
     gru = next(n for n in frameworks.a.nodes if n.op_type == "Loop")
     print(f"\nThe GRU runs {gru.detail['trip_count']} steps (the conv leaves 97 rows, not 100): "
           f"{human(gru.macs)} MACs. TensorFlow's profiler counts the GRU's loop body once, as "

@@ -6,12 +6,13 @@ left unbound, '$4*batch' for a dim computed from them. sympy is imported only wh
 
 from __future__ import annotations
 
-import functools
 import keyword
 import re
 from typing import Any
 
 import numpy as np
+
+from onnxflops.caches import memoized
 
 Dim = Any  # int, a symbol name (str) while unbound, or None when unknown
 
@@ -43,7 +44,7 @@ def symbol_name(name: str) -> str:
     return name + "_" if keyword.iskeyword(name) or name in _FUNCTIONS else name
 
 
-@functools.lru_cache(maxsize=4096)
+@memoized(maxsize=4096)
 def to_expr(dim: str) -> Any:
     """'$4*batch' → the sympy expression 4·batch, its symbols positive integers."""
     import sympy

@@ -7,7 +7,7 @@ from the TensorProto header; values are read only from small in-proto tensors (a
 from __future__ import annotations
 
 import math
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, NamedTuple
 
 import numpy as np
 import onnx
@@ -158,10 +158,20 @@ def has_inline_data(t: onnx.TensorProto) -> bool:
     return t.data_location != onnx.TensorProto.EXTERNAL
 
 
-# A node as the passes over a graph read it: (proto, op type, domain with "" for the standard
-# one, input names, output names), an absent optional tensor named "". Reading a proto's fields
-# costs about a microsecond per node, so a graph's rows are read once and shared.
-NodeRow = tuple[onnx.NodeProto, str, str, list[str], list[str]]
+class NodeRow(NamedTuple):
+    """A node as the passes over a graph read it, an absent optional tensor named "". Reading a
+    proto's fields costs about a microsecond per node, so a graph's rows are read once and shared."""
+
+    proto: onnx.NodeProto
+    op_type: str
+    domain: str  # "" for the standard domain, however the node spells it
+    inputs: list[str]
+    outputs: list[str]
+
+    @classmethod
+    def of(cls, node: onnx.NodeProto) -> "NodeRow":
+        # Slicing copies a repeated field fastest (a list; rows never change it).
+        return cls(node, node.op_type, domain_key(node.domain), node.input[:], node.output[:])
 
 STANDARD_DOMAINS = ("", "ai.onnx")
 
@@ -229,10 +239,7 @@ class GraphView:
         The canonical editor keeps this list and `producers()` in step with its edits, in place.
         """
         if self._rows is None:
-            # Slicing copies a repeated field fastest (a list; rows never change it).
-            self._rows = [(node, node.op_type,
-                           domain_key(node.domain),
-                           node.input[:], node.output[:]) for node in self.graph.node]
+            self._rows = [NodeRow.of(node) for node in self.graph.node]
         return self._rows
 
     def nodes_changed(self) -> None:
@@ -298,7 +305,7 @@ class GraphView:
         return None
 
     def nodes(self) -> Iterator[onnx.NodeProto]:
-        return (row[0] for row in self.rows())
+        return (row.proto for row in self.rows())
 
     def producer(self, name: str) -> onnx.NodeProto | None:
         """The node of this graph that computes `name` (None for inputs and initializers)."""
@@ -307,7 +314,7 @@ class GraphView:
     def producers(self) -> dict[str, onnx.NodeProto]:
         """The node of this graph that computes each tensor."""
         if self._producers is None:
-            self._producers = {o: row[0] for row in self.rows() for o in row[4] if o}
+            self._producers = {o: row.proto for row in self.rows() for o in row.outputs if o}
         return self._producers
 
     def weight_sources(self, name: str) -> frozenset[str]:
@@ -366,7 +373,7 @@ class GraphView:
 
     def is_constant_row(self, row: NodeRow) -> bool:
         """Whether a node computes only constants (work done once, not per run)."""
-        outputs = row[4]
+        outputs = row.outputs
         if len(outputs) == 1 and self.parent is None:  # most nodes: the quick answer
             return outputs[0] in self.constant
         return any(outputs) and all(not o or self.is_constant(o) for o in outputs)

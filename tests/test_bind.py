@@ -5,7 +5,7 @@ from __future__ import annotations
 import onnx
 import pytest
 
-from builders import model, node, weight
+from helpers import model, node, weight
 from onnxflops.bind.inputs import bind_inputs
 from onnxflops.errors import OnnxFlopsError
 

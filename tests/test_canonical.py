@@ -14,7 +14,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnxflops
-from builders import model, node, weight
+from helpers import model, node, weight
 
 SQRT_HALF = 1 / math.sqrt(2)
 

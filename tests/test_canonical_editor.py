@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-from builders import model, node, weight
+from helpers import model, node, weight
 from onnx import TensorProto, helper
 
 from onnxflops.canonical.editor import Editor

@@ -11,12 +11,12 @@ import sys
 import onnx
 import pytest
 
-from builders import model, node, weight
+from helpers import model, node, weight
 from onnxflops.cli import main
 
 
 @pytest.fixture
-def dynamic_cnn(tmp_path):
+def dynamic_cnn(onnx_file):
     m = model([node("Conv", ["input", "w", "b"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
                     name="/features/conv1/Conv"),
                node("Relu", ["c"], ["r"], name="/features/relu/Relu"),
@@ -26,9 +26,7 @@ def dynamic_cnn(tmp_path):
               {"input": ["batch", 3, "height", "width"]},
               [weight("w", (4, 3, 3, 3)), weight("b", (4,)), weight("fc.w", (10, 4)),
                weight("fc.b", (10,))])
-    path = tmp_path / "cnn.onnx"
-    onnx.save(m, str(path))
-    return str(path)
+    return onnx_file(m, "cnn.onnx")
 
 
 def run(capsys, *argv):
@@ -138,12 +136,13 @@ def test_a_real_process_prints_no_traceback(tmp_path):
     assert done.stderr.count("\n") == 1
 
 
-def test_count_converts_a_factory_spec_with_the_chosen_exporter(capsys):
+@pytest.mark.slow
+def test_count_converts_a_factory_spec_with_the_chosen_exporter(capped):
     pytest.importorskip("torch")
-    code, out, _ = run(capsys, "count", "models.torch_models:mlp", "--input", "input=1x64",
-                       "--exporter", "legacy", "--json")
-    total = json.loads(out)["total"]
-    assert code == 0
+    done = capped(["python", "-m", "onnxflops.cli", "count", "models.torch_models:mlp",
+                   "--input", "input=1x64", "--exporter", "legacy", "--json"])
+    assert done.returncode == 0, done.stderr
+    total = json.loads(done.stdout)["total"]
     assert total["macs"] == 64 * 128 + 128 * 64 + 64 * 10
     assert total["params"] == (64 * 128 + 128) + (128 * 64 + 64) + (64 * 10 + 10)
 
@@ -206,3 +205,12 @@ def test_a_missing_framework_names_the_extra_that_installs_it(tmp_path, capsys, 
     assert (code, out) == (2, "")
     assert err == (f"onnxflops: error: {path}: converting it needs {missing}: "
                    f"pip install 'onnxflops[{extra}]'\n")
+
+
+def test_counting_an_onnx_file_imports_neither_tensorflow_nor_torch(onnx_file):
+    path = onnx_file(model([node("Relu", ["x"], ["y"])], {"x": [2]}), "relu.onnx")
+    code = ("import sys, onnxflops; onnxflops.count(sys.argv[1]); "
+            "print(sorted({'tensorflow', 'torch', 'keras', 'tf2onnx'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code, path],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -48,6 +48,7 @@ def test_session_optimized_cnn_fuses_conv_and_relu(tmp_path):
     assert totals(onnxflops.count(optimized)) == totals(onnxflops.count(original))
 
 
+@pytest.mark.slow
 def test_transformer_optimizer_output_counts_as_the_export(tmp_path):
     torch = pytest.importorskip("torch")
     optimizer = pytest.importorskip("onnxruntime.transformers.optimizer")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from typed_models import FLOAT, INT64, costed, typed_model
+from helpers import FLOAT, INT64, costed, typed_model
 
 MS = {"com.microsoft": 1}
 F, I, U8, I8 = FLOAT, INT64, TensorProto.UINT8, TensorProto.INT8

@@ -7,7 +7,7 @@ import onnx
 from onnx import TensorProto, helper
 
 import onnxflops
-from builders import model, node, weight
+from helpers import model, node, weight
 
 
 def single(op_node, inputs, weights=(), opset=17, convention="default", **kw):

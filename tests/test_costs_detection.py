@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from typed_models import FLOAT, INT64, costed, typed_model
+from helpers import FLOAT, INT64, costed, typed_model
 
 BILINEAR = 3 * (2 ** 2 - 1)  # three lerps of a + t·(b − a), as Resize counts linear 2-D
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from onnx import helper
 
-from typed_models import FLOAT, costed, typed_model
+from helpers import FLOAT, costed, typed_model
 
 ML = {"ai.onnx.ml": 5}
 N, C = 4, 3

@@ -9,7 +9,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxflops
-from typed_models import FLOAT, costed, typed_model
+from helpers import FLOAT, costed, typed_model
 
 U8, I8, F16, BF16 = TensorProto.UINT8, TensorProto.INT8, TensorProto.FLOAT16, TensorProto.BFLOAT16
 RNG = np.random.default_rng(0)

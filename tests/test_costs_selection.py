@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from typed_models import FLOAT, INT64, costed, typed_model
+from helpers import FLOAT, INT64, costed, typed_model
 
 
 def cost(nodes, inputs, constants=None, opset=28, outputs=None):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from typed_models import FLOAT, costed, typed_model
+from helpers import FLOAT, costed, typed_model
 
 
 def fft(n: int) -> int:

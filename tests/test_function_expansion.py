@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import onnxflops
-from builders import model, node, weight
+from helpers import model, node, weight
 
 N, C, H, W = 2, 4, 6, 6
 E = N * C * H * W

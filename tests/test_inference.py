@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnxflops
-from builders import model, node, weight
+from helpers import model, node, weight
 from onnxflops.api import count_with_model
 from onnxflops.analysis.inference import _CONTROL_FLOW
 from onnxflops.analysis.analyze import analyze

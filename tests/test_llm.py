@@ -232,6 +232,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     ({"model_type": "no_such_model"}, "Unrecognized model identifier: no_such_model"),
     ([1, 2], "a transformers config.json needs a 'model_type'"),
 ])
+@pytest.mark.slow  # transformers imports torch
 def test_cli_bad_config_is_one_line(tmp_path, content, message):
     _transformers()
     config = tmp_path / "config.json"

@@ -8,7 +8,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from builders import model, node, weight
+from helpers import model, node, weight
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.load.reader import load_model
 

@@ -15,7 +15,7 @@ from onnxflops.counting.counter import count_model
 from onnxflops.analysis.expand import expansion_model
 from onnxflops.graph import TensorInfo
 from onnxflops.analysis.analyze import analyze
-from typed_models import FLOAT, INT64, costed, typed_model
+from helpers import FLOAT, INT64, costed, typed_model
 
 OPSET = onnx.defs.onnx_opset_version()
 DEFAULT_DOMAIN_OPS = sorted(s.name for s in onnx.defs.get_all_schemas() if s.domain == "")

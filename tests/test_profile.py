@@ -14,7 +14,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from builders import model, node, weight
+from helpers import model, node, weight
 from onnxflops.cli import main
 from onnxflops.profiling import ceilings, fusion, trace
 
@@ -324,14 +324,12 @@ def test_fusion_match_on_hand_built_graphs():
                                                          ([2], [])]
 
 
-def test_cuda_absent_is_one_clear_line(capsys, tmp_path, fusable):
+def test_cuda_absent_is_one_clear_line(capsys, onnx_file, fusable):
     import onnxruntime
 
     if "CUDAExecutionProvider" in onnxruntime.get_available_providers():
         pytest.skip("this machine has CUDA")
-    path = tmp_path / "m.onnx"
-    onnx.save(fusable, str(path))
-    code = main(["profile", str(path), "--provider", "cuda"])
+    code = main(["profile", onnx_file(fusable), "--provider", "cuda"])
     out, err = capsys.readouterr()
     assert code != 0 and out == ""
     assert len(err.strip().splitlines()) == 1
@@ -391,10 +389,9 @@ def test_without_fusion_each_executed_region_still_maps_back(fusable):
         "conv", "relu", "flatten", "mm", "bias"}
 
 
-def test_counting_does_not_import_onnxruntime(tmp_path):
-    path = tmp_path / "m.onnx"
-    onnx.save(model([node("Relu", ["x"], ["y"])], {"x": [1, 8]}), str(path))
-    script = (f"import sys, onnxflops; onnxflops.count({str(path)!r}); "
+def test_counting_does_not_import_onnxruntime(onnx_file):
+    path = onnx_file(model([node("Relu", ["x"], ["y"])], {"x": [1, 8]}))
+    script = (f"import sys, onnxflops; onnxflops.count({path!r}); "
               "sys.exit('onnxruntime' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", script], cwd=ROOT).returncode == 0
 

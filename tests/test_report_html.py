@@ -1,7 +1,8 @@
 """The report: self-contained HTML whose plots a real browser lays out, and the other formats.
 
-The browser test runs Debian's chromium headless and skips where it is not installed;
-tests/render_report_in_chromium.sh installs it and runs this file.
+The browser test runs Debian's chromium headless and skips where it is not installed, except in
+CI (CI=true), where it fails: .ci/run installs chromium. tests/render_report_in_chromium.sh
+installs it and runs this file.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 import shutil
 import struct
@@ -16,7 +18,7 @@ import subprocess
 
 import pytest
 
-from builders import model, node, weight
+from helpers import model, node, weight
 from onnxflops.cli import main
 
 pytest.importorskip("onnxruntime")
@@ -160,7 +162,10 @@ document.body.appendChild(pre);
 def _chromium(tmp_path, *args: str) -> subprocess.CompletedProcess:
     binary = shutil.which("chromium") or shutil.which("chromium-browser")
     if binary is None:
-        pytest.skip("chromium is not installed (tests/render_report_in_chromium.sh installs it)")
+        missing = "chromium is not installed (tests/render_report_in_chromium.sh installs it)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"{missing}, and CI must run the browser tests: .ci/run installs it")
+        pytest.skip(missing)
     profile_dir = tmp_path / "chromium-profile"
     profile_dir.mkdir(exist_ok=True)
     return subprocess.run([binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile_dir}", *args],

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 import onnxflops
-from builders import flop_counter_flops, model, node, weight
+from helpers import flop_counter_flops, model, node, weight
 
 
 def dense_model(m: int, p: int, n: int, *, variables: bool = False):
@@ -147,6 +147,7 @@ class TestSeed002ConvBatchNormRelu:
         assert reports[0].total.params == 298 and reports[0].total.buffers == 4
 
 
+@pytest.mark.slow
 class TestSeed003ConvGruDense:
     """The PyTorch model of seed 003, exported by torch.onnx.export."""
 

@@ -6,7 +6,7 @@ import numpy as np
 from onnx import TensorProto, helper
 
 import onnxflops
-from builders import model, node, weight
+from helpers import model, node, weight
 
 
 def test_loop_body_reads_unsqueeze_axes_from_the_outer_scope():

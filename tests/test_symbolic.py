@@ -14,33 +14,14 @@ import sympy
 from onnx import TensorProto
 
 import onnxflops
-from builders import model, node, weight
+from helpers import assert_agrees_with_bound_counts, model, node, weight
 from onnxflops.cli import main
-from onnxflops.report.tables import BACKWARD, SUMMED
 
 batch, seq, height, width = sympy.symbols("batch seq height width", integer=True, positive=True)
 
 
 def int64(name: str, value) -> onnx.TensorProto:
     return weight(name, np.shape(value), dtype=np.int64, value=value)
-
-
-def substituted(report: onnxflops.Report, values: dict) -> dict:
-    return {key: sympy.sympify(getattr(report.total, key)).subs(values)
-            for key in (*SUMMED, *BACKWARD)}
-
-
-def assert_agrees_with_bound_counts(path_or_proto, bind, values_list, **options):
-    """The symbolic totals, at each set of values, equal the count with those values bound."""
-    symbolic = onnxflops.count(path_or_proto, symbolic=True, training=True, **options)
-    assert not symbolic.uncosted
-    for values in values_list:
-        bound = onnxflops.count(path_or_proto, inputs=bind(**values), training=True, **options)
-        assert not bound.uncosted
-        expected = {key: getattr(bound.total, key) for key in (*SUMMED, *BACKWARD)}
-        at = {sympy.Symbol(k, integer=True, positive=True): v for k, v in values.items()}
-        assert substituted(symbolic, at) == expected, values
-    return symbolic
 
 
 def dense(inputs: dict):

@@ -13,7 +13,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnxflops
-from builders import model, node, weight
+from helpers import model, node, weight
 from onnxflops.cli import main
 from onnxflops.report.tables import SUMMED
 

@@ -10,8 +10,8 @@ from onnxflops.analysis.analyze import (
                                         mark_constants,
                                         refine_subgraph,
 )
-from onnxflops.analysis.evaluate import evaluate
+from onnxflops.analysis.evaluate import evaluate, reference_evaluate
 from onnxflops.analysis.expand import expansion_model
 
 __all__ = ["AnalyzedModel", "analyze", "evaluate", "expansion_model", "has_unknown_outputs",
-           "mark_constants", "refine_subgraph"]
+           "mark_constants", "reference_evaluate", "refine_subgraph"]

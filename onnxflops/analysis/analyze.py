@@ -16,8 +16,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from onnxflops.analysis.contrib_shapes import infer_contrib_shapes
-from onnxflops.load import opset_warnings
-from onnxflops.analysis.evaluate import evaluate
+from onnxflops.analysis.evaluate import evaluate, reference_evaluate
 from onnxflops.analysis.inference import NodeTyper, infer_model, small
 from onnxflops.analysis.symbolic import (
     concrete_values,
@@ -33,6 +32,7 @@ from onnxflops.graph import (
     info_from_value_info,
     is_known,
 )
+from onnxflops.load import opset_warnings
 
 
 @dataclass
@@ -171,7 +171,7 @@ def refine_subgraph(view: GraphView, opsets: dict[str, int]) -> None:
 
 def has_unknown_outputs(view: GraphView) -> bool:
     for row in view.rows():
-        for name in row[4]:
+        for name in row.outputs:
             if name and not is_known(view.info(name)):
                 return True
     return False
@@ -202,21 +202,11 @@ def _evaluate_constants(view: GraphView, opsets: dict[str, int],
         return evaluate(nodes, feeds, opsets.get("", 0))
     except Exception:  # noqa: BLE001 - an op numpy does not cover, or one it cannot run as given
         pass
-    graph = onnx.helper.make_graph(
-        nodes, "constants", [],
-        [onnx.helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in produced],
-        [numpy_helper.from_array(np.asarray(v), name=k) for k, v in feeds.items()])
-    model = onnx.helper.make_model(
-        graph, opset_imports=[onnx.helper.make_opsetid(d, v) for d, v in opsets.items()])
     try:
-        from onnx.reference import ReferenceEvaluator
-
-        outputs = ReferenceEvaluator(model).run(None, {})
+        return reference_evaluate(nodes, feeds, opsets, [o for n in nodes for o in n.output if o])
     except Exception as e:  # noqa: BLE001 - the reference evaluator raises anything; shapes stay unknown
         warnings.append(f"could not evaluate shape arithmetic: {str(e).splitlines()[0]}")
         return {}
-    names = [o.name for o in graph.output]
-    return {n: np.asarray(v) for n, v in zip(names, outputs) if v is not None}
 
 
 def _with_values(model: onnx.ModelProto, values: dict[str, np.ndarray]) -> onnx.ModelProto:

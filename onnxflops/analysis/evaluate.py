@@ -8,7 +8,7 @@ is still used for any other op (`evaluate` raises NotImplementedError for those)
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import onnx
@@ -39,6 +39,21 @@ def evaluate(nodes: list[onnx.NodeProto], feeds: dict[str, np.ndarray],
         values[node.output[0]] = np.asarray(op([values[i] if i else None for i in node.input],
                                                attrs))
     return {n.output[0]: values[n.output[0]] for n in nodes}
+
+
+def reference_evaluate(nodes: list[onnx.NodeProto], feeds: Mapping[str, np.ndarray],
+                       opsets: Mapping[str, int], outputs: list[str]) -> dict[str, np.ndarray]:
+    """The `outputs` of `nodes` from the values in `feeds`, by onnx's reference evaluator: any op
+    of any opset it knows. It raises anything, and is imported only when first needed."""
+    from onnx.reference import ReferenceEvaluator
+
+    graph = helper.make_graph(
+        nodes, "constants", [], [helper.make_value_info(o, onnx.TypeProto()) for o in outputs],
+        [numpy_helper.from_array(np.asarray(v), name=k) for k, v in feeds.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v)
+                                                    for d, v in opsets.items()])
+    values = ReferenceEvaluator(model).run(None, {})
+    return {name: np.asarray(v) for name, v in zip(outputs, values) if v is not None}
 
 
 def _shape(x: list, attrs: dict) -> np.ndarray:

@@ -88,7 +88,7 @@ class NodeTyper:
         unknown_left = False
         for position, row in enumerate(view.rows()):
             typed = True
-            for name in row[4]:
+            for name in row.outputs:
                 if name and not is_known(lookup(name)):
                     typed = self._type(position, row, lookup)
                     break
@@ -96,7 +96,7 @@ class NodeTyper:
             if view.is_constant_row(row):
                 self._evaluate(row)
             if not typed:  # rare: look again, after the evaluation
-                unknown_left |= not all(is_known(lookup(name)) for name in row[4] if name)
+                unknown_left |= not all(is_known(lookup(name)) for name in row.outputs if name)
         return unknown_left
 
     def _type(self, position: int, row: NodeRow,
@@ -168,14 +168,14 @@ class NodeTyper:
     def _data(self, row: NodeRow,
               lookup: Callable[[str], TensorInfo | None]) -> list[np.ndarray | None]:
         """The values of the inputs inference reads, where known."""
-        op_type, inputs = row[1], row[3]
+        op_type, inputs = row.op_type, row.inputs
         reads_any = op_type in _READS_ANY_VALUES
         return [self.view.value(name) if (info := lookup(name) if name else None) is not None
                 and (reads_any or info.dtype in _SHAPE_DATA_TYPES) else None for name in inputs]
 
     def _inferred(self, row: NodeRow, lookup: Callable[[str], TensorInfo | None]) -> tuple:
         """(output types, whether all are known, whether they make the node's kind)."""
-        inputs, outputs = row[3], row[4]
+        inputs, outputs = row.inputs, row.outputs
         infos = [lookup(name) if name else None for name in inputs]
         found = self._infer_node(row, infos, self._data(row, lookup))
         known = all(info is not None and info.known for name, info in zip(outputs, found) if name)

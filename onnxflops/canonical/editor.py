@@ -16,13 +16,12 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from onnxflops.analysis import evaluate
+from onnxflops.analysis import evaluate, reference_evaluate
 from onnxflops.graph import (
     GraphView,
     NodeRow,
     TensorInfo,
     bodies,
-    domain_key,
     free_names,
 )
 
@@ -297,14 +296,8 @@ def _run_cone(cone: list[onnx.NodeProto], feeds: dict[str, np.ndarray], name: st
         return np.asarray(evaluate(cone, feeds, opset)[name])
     except Exception:  # noqa: BLE001, S110 - an op numpy does not cover, or cannot run as given
         pass
-    graph = helper.make_graph(
-        cone, "constant", [], [helper.make_value_info(name, onnx.TypeProto())],
-        [numpy_helper.from_array(np.asarray(v), k) for k, v in feeds.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     try:
-        from onnx.reference import ReferenceEvaluator
-
-        return np.asarray(ReferenceEvaluator(model).run(None, {})[0])
+        return reference_evaluate(cone, feeds, {"": opset}, [name])[name]
     except Exception:  # noqa: BLE001 - the reference evaluator raises anything: not a scalar then
         return None
 
@@ -326,7 +319,7 @@ def _cone_key(cone: list[onnx.NodeProto], feeds: dict[str, np.ndarray], output: 
 
 def _row(node: onnx.NodeProto) -> NodeRow:
     """The node's fields as GraphView.rows reads them."""
-    return node, node.op_type, domain_key(node.domain), node.input[:], node.output[:]
+    return NodeRow.of(node)
 
 
 def rename_in_graph(graph: onnx.GraphProto, old: str, new: str) -> None:

@@ -8,7 +8,6 @@ arithmetic is recognised.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from collections.abc import Callable, Iterable
@@ -19,6 +18,7 @@ import onnx
 from onnx import helper
 
 from onnxflops.analysis import expansion_model
+from onnxflops.caches import memoized
 from onnxflops.canonical.editor import Editor
 from onnxflops.graph import GraphView, TensorInfo, is_standard_domain
 
@@ -365,7 +365,7 @@ def _same_work(a: list[str], b: list[str]) -> bool:
     return norm(a) == norm(b)
 
 
-@functools.lru_cache(maxsize=64)
+@memoized(maxsize=64)
 def _expanded(op_type: str, attributes: tuple, since: int, inputs: tuple) -> onnx.ModelProto:
     """The op's ONNX function body for inputs of these (dtype, shape), with inferred shapes."""
     names = [f"input_{i}" for i in range(len(inputs))]

@@ -8,6 +8,7 @@ import sys
 
 from onnxflops.costs import CONVENTIONS, REGISTRY
 from onnxflops.graph import domain_key
+from onnxflops.report import text_table
 
 
 def register(sub) -> None:
@@ -41,10 +42,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(rows, indent=1, ensure_ascii=False) + "\n")
         return 0
     lines = ["Conventions: " + "; ".join(f"{k}: {v}" for k, v in CONVENTIONS.items()), ""]
-    width = max((len(_name(r)) for r in rows), default=0)
-    category = max((len(r["category"]) for r in rows), default=0)
-    for r in rows:
-        lines.append(f"{_name(r):<{width}}  {r['category']:<{category}}  {r['formula']}")
+    lines += text_table(None, [[_name(r), r["category"], r["formula"]] for r in rows], left=3)
     lines.append(f"\n{len(rows)} ops")
     sys.stdout.write("\n".join(lines) + "\n")
     return 0

@@ -4,7 +4,6 @@ from onnxflops.comparison.compare import (
     Comparison,
     assert_same_cost,
     compare,
-    text_table,
 )
 
-__all__ = ["Comparison", "assert_same_cost", "compare", "text_table"]
+__all__ = ["Comparison", "assert_same_cost", "compare"]

@@ -19,8 +19,9 @@ import numpy as np
 import onnx
 
 from onnxflops.api import count
+from onnxflops.dims import format_shape
 from onnxflops.errors import OnnxFlopsError
-from onnxflops.report import Report, Totals, human
+from onnxflops.report import Report, Totals, human, text_table
 
 COMPARED = ("macs", "flops", "params", "buffers")
 _PER_LAYER = ("macs", "params", "buffers")
@@ -101,15 +102,15 @@ class Comparison:
                             [[key, human(getattr(self.a.total, key)),
                               human(getattr(self.b.total, key)),
                               _delta(getattr(self.a.total, key), getattr(self.b.total, key))]
-                             for key in SHOWN])
+                             for key in SHOWN], left=1)
         lines += ["", "by op type (FLOPs; ops that compute nothing left out)"]
         lines += text_table(["op", "a", "b", "b − a"],
                             [[op, human(ta.flops), human(tb.flops), _delta(ta.flops, tb.flops)]
                              for op, (ta, tb) in self.by_op_type.items()
-                             if ta.flops or tb.flops])
+                             if ta.flops or tb.flops], left=1)
         lines += ["", "layers in execution order (MACs, params)"]
         lines += text_table(["a", "b", "MACs a", "MACs b", "params a", "params b", ""],
-                            [_layer_cells(row) for row in self.layers], names=2, note=True)
+                            [_layer_cells(row) for row in self.layers], note=True)
         for row in self.layers:
             lines += [f"  note: {note}" for note in row.notes]
         if self.outputs is not None:
@@ -257,8 +258,8 @@ def _row(ga: list[Layer], gb: list[Layer], tolerance: float) -> LayerRow:
     shape_a, shape_b = ga[-1].output_shape, gb[-1].output_shape
     if status == "same" and shape_a and shape_b and sorted(map(str, shape_a)) != sorted(
             map(str, shape_b)):
-        notes.append(f"{_names(ga)} vs {_names(gb)}: output shape {_shape(shape_a)} vs "
-                     f"{_shape(shape_b)} (not a layout transpose of each other)")
+        notes.append(f"{_names(ga)} vs {_names(gb)}: output shape {format_shape(shape_a)} vs "
+                     f"{format_shape(shape_b)} (not a layout transpose of each other)")
     return LayerRow(ga, gb, status, notes)
 
 
@@ -305,10 +306,6 @@ def _names(group: list[Layer]) -> str:
     return "+".join(x.name or "(top level)" for x in group) or "-"
 
 
-def _shape(shape) -> str:
-    return "x".join(str(d) for d in shape)
-
-
 def _delta(x, y) -> str:
     return "0" if x == y else ("+" if y > x else "−") + human(abs(y - x))
 
@@ -318,16 +315,6 @@ def _layer_cells(row: LayerRow) -> list[str]:
     return [_names(row.a), _names(row.b), human(ta.macs) if row.a else "-",
             human(tb.macs) if row.b else "-", human(ta.params) if row.a else "-",
             human(tb.params) if row.b else "-", row.status]
-
-
-def text_table(header: list[str], rows: list[list[str]], names: int = 1,
-               note: bool = False) -> list[str]:
-    """Aligned text rows: the first `names` columns left, numbers right, a last `note` column left."""
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    last = len(header) - 1
-    text = [r[i].ljust(w) if i < names or (note and i == last) else r[i].rjust(w)
-            for r in [header, *rows] for i, w in enumerate(widths)]
-    return ["  ".join(text[k:k + len(header)]).rstrip() for k in range(0, len(text), len(header))]
 
 
 def _check_outputs(sides: list[_Side], reports: tuple[Report, Report], batch: int | None,
@@ -362,15 +349,13 @@ def _check_outputs(sides: list[_Side], reports: tuple[Report, Report], batch: in
 
 
 def _random_feeds(session, report: Report, seed: int) -> dict[str, np.ndarray]:
+    from onnxflops.profiling.runtime import random_input
+
     rng = np.random.default_rng(seed)
-    feeds = {}
-    for arg in session.get_inputs():
-        shape = report.inputs.get(arg.name) or [d if isinstance(d, int) else 1 for d in arg.shape]
-        if "int" in arg.type:
-            feeds[arg.name] = rng.integers(0, 10, size=shape).astype(_numpy_type(arg.type))
-        else:
-            feeds[arg.name] = rng.standard_normal(shape).astype(_numpy_type(arg.type))
-    return feeds
+    return {arg.name: random_input(rng, report.inputs.get(arg.name)
+                                   or [d if isinstance(d, int) else 1 for d in arg.shape],
+                                   _numpy_type(arg.type))
+            for arg in session.get_inputs()}
 
 
 def _matching_feeds(session, report: Report, values: list[np.ndarray], layout: str,

@@ -79,14 +79,9 @@ class Rule:
 
 @dataclass
 class Registry:
-    """Rules by (domain, op type), each with its backward beside its forward.
-
-    `memo` keeps what counting derived from the table (the cost of a function body, by node
-    signature); it empties whenever a rule changes.
-    """
+    """Rules by (domain, op type), each with its backward beside its forward."""
 
     rules: dict[tuple[str, str], Rule] = field(default_factory=dict)
-    memo: dict[Any, Any] = field(default_factory=dict)
 
     def register(self, op_types: str | Iterable[str], *, category: str, domain: str = "",
                  weights: tuple[int, ...] | str = (), buffers: tuple[int, ...] = (),
@@ -133,7 +128,6 @@ class Registry:
         if key in self.rules and not replacing:
             raise ValueError(f"duplicate cost rule for {rule.domain or 'ai.onnx'}::{rule.op_type}")
         self.rules[key] = rule
-        self.memo.clear()
 
     def lookup(self, domain: str, op_type: str) -> Rule | None:
         return self.rules.get((domain_key(domain), op_type))

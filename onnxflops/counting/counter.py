@@ -48,6 +48,11 @@ class _Counter:
             self.flows = {id(analyzed.graph): GradientFlow(table, analyzed.graph)}
         self.bodies: dict[tuple, GraphView] = {}  # by (scope, node outputs, attribute)
         self.expansions: dict[tuple, tuple[AnalyzedModel, tuple[str, ...]]] = {}
+        # Function-body costs by node signature: a model repeats the same LayerNorm or Gelu many
+        # times. Kept for one count: the signatures hold shapes, unbounded across models, and a
+        # count may bring a table of its own.
+        self.expansion_costs: dict[tuple, Cost] = {}
+        self.expansion_backwards: dict[tuple, Cost] = {}
         self.opsets = analyzed.opsets
         self.seen_weights: set[str] = set()
         self.outcomes: dict[tuple, _Outcome | object] = {}  # by node signature
@@ -64,7 +69,7 @@ class _Counter:
         constant_nodes = 0
         for position, row in enumerate(graph.rows()):
             if graph.is_constant_row(row):
-                if row[1] != "Constant":
+                if row.op_type != "Constant":
                     constant_nodes += 1
                     constant_work.add(self._report(row, graph, graph.kinds.get(position),
                                                    count_params=False))
@@ -114,17 +119,19 @@ class _Counter:
                     self.outcomes[valued] = outcome
                 else:
                     self.outcomes[signature] = outcome
-        rule, category, costed, macs, flops, int_ops, detail, read, written, in_shapes, out_shapes \
-            = outcome
-        entry = NodeReport(proto.name, op_type, domain, proto, category, macs, flops,
-                           int_ops, 0, 0, read, written, in_shapes, out_shapes, detail)
+        entry = NodeReport(proto.name, op_type, domain, layer_source=proto,
+                           category=outcome.category, macs=outcome.macs, flops=outcome.flops,
+                           int_ops=outcome.int_ops, bytes_read=outcome.bytes_read,
+                           bytes_written=outcome.bytes_written,
+                           input_shapes=outcome.input_shapes, output_shapes=outcome.output_shapes,
+                           detail=outcome.detail)
         if self.flows is not None and count_params:
-            backward = self._backward(rule, node) if costed else None
+            backward = self._backward(outcome.rule, node) if outcome.costed else None
             backward = backward or ZERO  # uncosted: reported, and left out of the totals
             entry.backward_macs = backward.macs
             entry.backward_flops = backward.flops_under(self.convention)
-        if costed and count_params:
-            entry.params, entry.buffers = self._weights(rule, row, scope)
+        if outcome.costed and count_params:
+            entry.params, entry.buffers = self._weights(outcome.rule, row, scope)
             entry.params += self.sub_params
             entry.buffers += self.sub_buffers
             self.sub_params = self.sub_buffers = 0
@@ -179,9 +186,9 @@ class _Counter:
         params = buffers = 0
         if not rule.weights and not rule.buffers:
             return params, buffers
-        proto = row[0]
+        proto = row.proto
         packed = rule.packed(_attributes(proto)) if rule.packed else {}
-        for slot, name in enumerate(row[3]):
+        for slot, name in enumerate(row.inputs):
             if not name or not scope.holds_value(name):
                 continue
             is_buffer = slot in rule.buffers
@@ -234,26 +241,24 @@ class _Counter:
         return self._sum_backward(view, self.opsets, flow, f"subgraph '{attr}'")
 
     def function_cost(self, node: Node) -> Cost:
-        # Models repeat the same LayerNorm or Gelu many times: the table keeps the cost of a
-        # body by node signature, as long as its rules do not change.
         key = _expansion_key(node)
-        cost = self.table.memo.get(key)
+        cost = self.expansion_costs.get(key)
         if cost is None:
             analyzed, _ = self._expansion(node, key)
             cost = self._sum_graph(analyzed.graph, analyzed.opsets,
                                    f"the function body of {node.op_type}")
-            self.table.memo[key] = cost
+            self.expansion_costs[key] = cost
         return cost
 
     def function_backward(self, node: Node, grads: frozenset[int]) -> Cost:
         key = _expansion_key(node)
-        cost = self.table.memo.get((key, grads))
+        cost = self.expansion_backwards.get((key, grads))
         if cost is None:
             analyzed, formal_inputs = self._expansion(node, key)
             flow = GradientFlow(self.table, analyzed.graph, [formal_inputs[i] for i in grads])
             cost = self._sum_backward(analyzed.graph, analyzed.opsets, flow,
                                       f"the function body of {node.op_type}")
-            self.table.memo[(key, grads)] = cost
+            self.expansion_backwards[(key, grads)] = cost
         return cost
 
     def _expansion(self, node: Node, key: tuple) -> tuple[AnalyzedModel, tuple[str, ...]]:
@@ -276,7 +281,7 @@ class _Counter:
         for row in view.rows():
             if view.is_constant_row(row):
                 continue
-            proto = row[0]
+            proto = row.proto
             rule = self.table.lookup(proto.domain, proto.op_type)
             if rule is None:
                 raise Uncostable(f"{where} holds {proto.op_type}, which has no cost rule")
@@ -363,8 +368,8 @@ _KIND = "kind"  # tags a signature taken from analysis, apart from the counter's
 def _infos(row: NodeRow, scope: GraphView) -> tuple[list, list]:
     """The node's input and output infos (None for an absent or untyped tensor)."""
     info = scope.tensors.get if scope.parent is None else scope.info  # the same, for the top
-    return ([info(name) if name else None for name in row[3]],
-            [info(name) if name else None for name in row[4]])
+    return ([info(name) if name else None for name in row.inputs],
+            [info(name) if name else None for name in row.outputs])
 
 
 def _type_keys(names: list[str], infos: list[TensorInfo | None]) -> tuple:
@@ -396,13 +401,16 @@ class _Outcome(NamedTuple):
     @classmethod
     def of(cls, rule: Rule | None, cost: Cost | None, convention: str,
            inputs: list[TensorInfo | None], outputs: list[TensorInfo | None]) -> "_Outcome":
-        shapes = [_shape(i) for i in inputs], [_shape(o) for o in outputs]
+        input_shapes, output_shapes = [_shape(i) for i in inputs], [_shape(o) for o in outputs]
         if cost is None:
-            return cls(rule, rule.category if rule else "uncosted", False, 0, 0, 0, None, 0, 0,
-                       *shapes)
-        return cls(rule, rule.category, True, cost.macs, cost.flops_under(convention), cost.all_int_ops,
-                   dict(cost.detail) if cost.detail else None, _bytes(inputs), _bytes(outputs),
-                   *shapes)
+            return cls(rule, category=rule.category if rule else "uncosted", costed=False,
+                       macs=0, flops=0, int_ops=0, detail=None, bytes_read=0, bytes_written=0,
+                       input_shapes=input_shapes, output_shapes=output_shapes)
+        return cls(rule, category=rule.category, costed=True, macs=cost.macs,
+                   flops=cost.flops_under(convention), int_ops=cost.all_int_ops,
+                   detail=dict(cost.detail) if cost.detail else None,
+                   bytes_read=_bytes(inputs), bytes_written=_bytes(outputs),
+                   input_shapes=input_shapes, output_shapes=output_shapes)
 
 
 def _attributes(proto: onnx.NodeProto) -> dict[str, Any]:

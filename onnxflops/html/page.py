@@ -13,9 +13,10 @@ import time
 from html import escape
 from typing import Sequence
 
+from onnxflops.dims import format_shape
 from onnxflops.html.svg import Line, Point, paired_bars, scatter
-from onnxflops.profiling.measure import Profile, markdown_table
-from onnxflops.report import human
+from onnxflops.profiling.measure import Profile
+from onnxflops.report import human, markdown_table
 
 COMPUTE_BOUND, MEMORY_BOUND, NO_FLOPS = "#1f77b4", "#d62728", "#8c8c8c"
 LATENCY, FLOPS = "#ff7f0e", "#2ca02c"
@@ -76,7 +77,7 @@ def _summary_rows(profiles: Sequence[Profile]) -> tuple[list[str], list[list[str
     rows = []
     for p in profiles:
         lat = p.latency.to_dict()
-        inputs = ", ".join(f"{k}={'x'.join(map(str, v))}" for k, v in p.count.inputs.items())
+        inputs = ", ".join(f"{k}={format_shape(v)}" for k, v in p.count.inputs.items())
         rows.append([p.model, inputs, human(p.flops), human(p.count.total.macs),
                      human(p.count.total.params), f"{lat['median']:.3f}", f"{lat['p90']:.3f}",
                      f"{lat['p99']:.3f}", human(p.achieved_flops_per_s),

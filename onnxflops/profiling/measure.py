@@ -42,7 +42,7 @@ from onnxflops.profiling.runtime import (
     time_runs,
 )
 from onnxflops.profiling.trace import END_TO_END_ONLY, NodeTimes, read_trace
-from onnxflops.report import Report, human
+from onnxflops.report import Report, human, markdown_table, text_table
 
 Progress = Callable[[str, float], None]
 
@@ -219,10 +219,7 @@ class Profile:
 
     def to_text(self, limit: int | None = 20) -> str:
         header, rows = self.table_rows(limit)
-        widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(len(header))]
-        lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w)
-                           for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-                 for r in [header, ["-" * w for w in widths], *rows]]
+        lines = text_table(header, rows, rules=True)[:-1]  # no rule after the last row
         return "\n".join([*self.summary_lines(), "", *lines, *self.notes()]) + "\n"
 
     def to_markdown(self, limit: int | None = None) -> str:
@@ -459,13 +456,6 @@ def _label(node: onnx.NodeProto) -> str:
         op = f"Nchwc{op}"
     activation = next((a.s.decode() for a in node.attribute if a.name == "activation"), None)
     return f"{op}({activation})" if activation else op
-
-
-def markdown_table(header: list[str], rows: list[list[str]], text_columns: int = 2) -> list[str]:
-    """Lines of a Markdown table, the first `text_columns` left-aligned, numbers right-aligned."""
-    return ["| " + " | ".join(header) + " |",
-            "|" + "|".join("---" if i < text_columns else "---:" for i in range(len(header))) + "|",
-            *("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows)]
 
 
 def _rate(flops: float, time_ms: float | None) -> float | None:

@@ -154,10 +154,22 @@ def _fresh(base: str, taken: set[str]) -> str:
     return name
 
 
+def random_input(rng: np.random.Generator, shape: list[int], dtype) -> np.ndarray:
+    """Random data for one input: standard normal floats, all-true bools, or integers 0 and 1
+    (valid indices for any table)."""
+    # Made in the input's own dtype (float16 from float32 numbers: numpy draws no narrower).
+    if dtype in (np.float32, np.float64):
+        return rng.standard_normal(shape, dtype=dtype)
+    if np.issubdtype(dtype, np.floating):
+        return rng.standard_normal(shape, dtype=np.float32).astype(dtype)
+    if dtype == np.bool_:
+        return np.ones(shape, dtype)
+    return rng.integers(0, 2, size=shape, dtype=dtype)
+
+
 def random_feeds(model: onnx.ModelProto, given: dict[str, np.ndarray] | None = None,
                  seed: int = 0) -> dict[str, np.ndarray]:
-    """One array per real input of a bound model: standard normal floats, small integers
-    (valid indices for any table), or the arrays the caller gave."""
+    """One array per real input of a bound model: `random_input`, or the arrays the caller gave."""
     rng = np.random.default_rng(seed)
     weights = {t.name for t in model.graph.initializer}
     made = [vi for vi in model.graph.input if vi.name not in weights
@@ -172,16 +184,7 @@ def random_feeds(model: onnx.ModelProto, given: dict[str, np.ndarray] | None = N
             continue
         tensor = vi.type.tensor_type
         dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type)
-        shape = [d.dim_value for d in tensor.shape.dim]
-        # Made in the input's own dtype (float16 from float32 numbers: numpy draws no narrower).
-        if dtype in (np.float32, np.float64):
-            feeds[vi.name] = rng.standard_normal(shape, dtype=dtype)
-        elif np.issubdtype(dtype, np.floating):
-            feeds[vi.name] = rng.standard_normal(shape, dtype=np.float32).astype(dtype)
-        elif dtype == np.bool_:
-            feeds[vi.name] = np.ones(shape, dtype)
-        else:
-            feeds[vi.name] = rng.integers(0, 2, size=shape, dtype=dtype)
+        feeds[vi.name] = random_input(rng, [d.dim_value for d in tensor.shape.dim], dtype)
     return feeds
 
 

@@ -9,5 +9,7 @@ from onnxflops.report.tables import (
     Uncosted,
     human,
 )
+from onnxflops.report.render import markdown_table, text_table
 
-__all__ = ["BACKWARD", "SUMMED", "NodeReport", "Report", "Totals", "Uncosted", "human"]
+__all__ = ["BACKWARD", "SUMMED", "NodeReport", "Report", "Totals", "Uncosted", "human",
+           "markdown_table", "text_table"]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
 
 import onnx
+
+from onnxflops.caches import memoized
 
 _KERAS_LAYER_SCOPE = re.compile(r".+_\d+$")
 
@@ -28,14 +29,14 @@ def layer_of(proto: onnx.NodeProto) -> str:
 
 
 # Nodes of one layer share its scope: each scope is parsed once.
-@functools.lru_cache(maxsize=4096)
+@memoized(maxsize=4096)
 def _layer_of_name_scopes(value: str) -> str:
     scopes = [s.strip(" '\"") for s in value.strip("[]").split(",")]
     scopes = [s for s in scopes[:-1] if s]
     return scopes[-1] if scopes else ""
 
 
-@functools.lru_cache(maxsize=4096)
+@memoized(maxsize=4096)
 def _layer_of_scope(scope: str) -> str:
     if not scope.startswith("/"):  # torch's legacy names start with one
         layers = list(itertools.takewhile(_KERAS_LAYER_SCOPE.match, scope.split("/")))

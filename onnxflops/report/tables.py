@@ -6,11 +6,13 @@ import csv
 import io
 import json
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 import onnx
 
+from onnxflops.dims import format_shape
 from onnxflops.report.layers import layer_of
+from onnxflops.report.render import markdown_table, text_table
 
 SUMMED = ("macs", "flops", "int_ops", "params", "buffers", "bytes_read", "bytes_written")
 # Counted only for training, None otherwise: the backward pass (training FLOPs = flops + these).
@@ -190,23 +192,11 @@ class Report:
         return out.getvalue()
 
     def to_markdown(self, by: str = "node") -> str:
-        header, rows = self._table(by)
-        lines = ["| " + " | ".join(header) + " |",
-                 "|" + "|".join("---" if i < 2 else "---:" for i in range(len(header))) + "|"]
-        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        lines = markdown_table(*self._table(by))
         return "\n".join([self._summary(), "", *lines, *self._notes()]) + "\n"
 
     def to_table(self, by: str = "node") -> str:
-        header, rows = self._table(by)
-        widths = [max(len(header[i]), *(len(r[i]) for r in rows)) if rows else len(header[i])
-                  for i in range(len(header))]
-
-        def line(cells: Iterable[str]) -> str:
-            return "  ".join(c.ljust(w) if i < 2 else c.rjust(w)
-                             for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
-
-        rule = "  ".join("-" * w for w in widths)
-        body = [line(header), rule, *(line(r) for r in rows), rule]
+        body = text_table(*self._table(by), rules=True)
         return "\n".join([self._summary(), "", *body, *self._notes()]) + "\n"
 
     def _table(self, by: str) -> tuple[list[str], list[list[str]]]:
@@ -238,7 +228,7 @@ class Report:
 
     def _summary(self) -> str:
         t = self.total
-        shapes = ", ".join(f"{k}={_shape_text(v)}" for k, v in self.inputs.items())
+        shapes = ", ".join(f"{k}={format_shape(v)}" for k, v in self.inputs.items())
         return (f"{self.model}  [{shapes}]  convention={self.convention}\n"
                 f"MACs {human(t.macs)}  FLOPs {human(t.flops)}  int ops {human(t.int_ops)}  "
                 f"params {human(t.params)}  buffers {human(t.buffers)}  "
@@ -270,14 +260,8 @@ def human(value: Any, unit: str = "") -> str:
     return f"{value:g}{(' ' + unit) if unit else ''}"
 
 
-def _shape_text(shape: Any) -> str:
-    if shape is None:
-        return "?"
-    return "x".join("?" if d is None else str(d) for d in shape) if shape else "scalar"
-
-
 def _shapes_text(shapes: list) -> str:
-    return ", ".join(_shape_text(s) for s in shapes)
+    return ", ".join(format_shape(s) for s in shapes)
 
 
 def _one_record_per_line(doc: dict[str, Any], pad: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import onnxflops
-from builders import flop_counter_flops
+from helpers import flop_counter_flops
 
 torch = pytest.importorskip("torch")
 nn = torch.nn

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import onnxflops
-from conversions import converted
+from helpers import converted
 from models import pair
 from onnxflops.cli import main
 

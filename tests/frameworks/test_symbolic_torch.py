@@ -10,12 +10,14 @@ import onnx
 import pytest
 import sympy
 
-from test_symbolic import assert_agrees_with_bound_counts, batch, height, seq, width
+from helpers import assert_agrees_with_bound_counts
 
 torch = pytest.importorskip("torch")
 
-from models.resnet50 import ResNet50  # noqa: E402  (they need torch)
-from models.torch_models import transformer_encoder  # noqa: E402
+batch, seq, height, width = sympy.symbols("batch seq height width", integer=True, positive=True)
+
+from models.resnet50 import ResNet50
+from models.torch_models import transformer_encoder
 
 
 @pytest.fixture(scope="module")

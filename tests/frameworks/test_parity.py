@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from builders import flop_counter_flops
-from conversions import SIDES, converted, counted
+from helpers import SIDES, converted, counted, flop_counter_flops
 from models import PAIRS, pair
 
 pytest.importorskip("tensorflow")

@@ -1,0 +1,41 @@
+"""Independent oracles the counts are checked against."""
+
+from __future__ import annotations
+
+import sympy
+
+import onnxflops
+from onnxflops.report.tables import BACKWARD, SUMMED
+
+
+def flop_counter_flops(module, *inputs) -> int:
+    """What torch.utils.flop_counter.FlopCounterMode counts for one forward pass.
+
+    Grad is enabled so torch's fused inference fast paths do not hide matmuls, and attention runs
+    on the math backend: FlopCounterMode has no formula for the CPU flash-attention kernel.
+    """
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with torch.enable_grad(), sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as c:
+        module(*inputs)
+    return c.get_total_flops()
+
+
+def substituted(report: onnxflops.Report, values: dict) -> dict:
+    return {key: sympy.sympify(getattr(report.total, key)).subs(values)
+            for key in (*SUMMED, *BACKWARD)}
+
+
+def assert_agrees_with_bound_counts(path_or_proto, bind, values_list, **options):
+    """The symbolic totals, at each set of values, equal the count with those values bound."""
+    symbolic = onnxflops.count(path_or_proto, symbolic=True, training=True, **options)
+    assert not symbolic.uncosted
+    for values in values_list:
+        bound = onnxflops.count(path_or_proto, inputs=bind(**values), training=True, **options)
+        assert not bound.uncosted
+        expected = {key: getattr(bound.total, key) for key in (*SUMMED, *BACKWARD)}
+        at = {sympy.Symbol(k, integer=True, positive=True): v for k, v in values.items()}
+        assert substituted(symbolic, at) == expected, values
+    return symbolic

@@ -1,0 +1,51 @@
+"""The layers hold: import-linter's contracts in pyproject.toml pass, and they name every stage."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# The test extra installs it; the core-only environments of test_install.py do not.
+pytest.importorskip("importlinter")
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: import-linter brings tomli
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def contracts() -> dict[str, dict]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    return {contract["id"]: contract for contract in config["contracts"]}
+
+
+def test_import_contracts_are_kept():
+    # The checkout under test is analysed, not whatever copy of the package is installed.
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = subprocess.run(
+        [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports;"
+         "sys.exit(lint_imports(no_cache=True, no_logo=True))"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"{len(contracts())} kept, 0 broken" in run.stdout
+
+
+def test_every_stage_and_top_module_has_a_layer():
+    layered = {name.strip() for layer in contracts()["layers"]["layers"] for name in layer.split("|")}
+    package = ROOT / "onnxflops"
+    modules = {f"onnxflops.{p.stem}" for p in package.glob("*.py") if p.stem != "__init__"}
+    stages = {f"onnxflops.{p.name}" for p in package.iterdir() if (p / "__init__.py").exists()}
+    assert modules | stages | {"converters"} == layered
+
+
+def test_converters_may_not_import_the_counting_stages():
+    forbidden = contracts()["converters-no-costs"]
+    assert forbidden["source_modules"] == ["converters"]
+    assert set(forbidden["forbidden_modules"]) >= {
+        "onnxflops.costs", "onnxflops.counting", "onnxflops.canonical", "onnxflops.analysis"}
