@@ -13,7 +13,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from builders import model, node, weight
+from helpers import model, node, weight
 from onnxflops import OnnxFlopsError, count
 from onnxflops.cli import EXIT_BUG, main, version
 
