@@ -356,6 +356,7 @@ def test_a_device_is_not_read_as_a_model():
         count("/dev/zero")
 
 
+@pytest.mark.slow  # imports the framework, which says what the file is not
 @pytest.mark.parametrize("suffix, message", [
     (".keras", "not a zip archive, as a .keras model is"),
     (".h5", "not an HDF5 file, as an .h5 Keras model is"),
