@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Protocol
 
 import numpy as np
 import onnx
 import onnx.defs
 
+from onnxflops.caches import memoized
 from onnxflops.costs.cost import Cost
 from onnxflops.errors import OnnxFlopsError, Uncostable
 from onnxflops.graph import GraphView, TensorInfo, domain_key, format_shape
@@ -212,7 +212,7 @@ def check_node(node: Node) -> None:
 _AXIS_ATTRIBUTES = frozenset(("axis", "axes"))
 
 
-@functools.lru_cache(maxsize=None)
+@memoized(4096)
 def _schema_spec(op_type: str, domain: str, opset: int) -> tuple | None:
     """What check_node reads of the op's schema: its version, input and output count ranges,
     required attributes and each attribute's type; None for an op onnx has no schema of."""

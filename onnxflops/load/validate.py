@@ -7,13 +7,13 @@ the model's records once and allocate nothing in proportion to a number read fro
 
 from __future__ import annotations
 
-import functools
 import math
 
 import onnx
 import onnx.defs
 from onnx import AttributeProto, TensorProto
 
+from onnxflops.caches import memoized
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.graph import STANDARD_DOMAINS, domain_key
 _CONTROL_FLOW = frozenset(("Loop", "If", "Scan"))
@@ -44,7 +44,7 @@ def check_model(model: onnx.ModelProto, where: str) -> None:
                         _check_graph(graph, where)
 
 
-@functools.cache
+@memoized(1)
 def newest_opsets() -> dict[str, int]:
     """The newest opset of each domain whose schemas onnx holds."""
     newest: dict[str, int] = {}
