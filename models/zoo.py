@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 from dataclasses import dataclass, field
 from typing import Callable
+
+from converters.common import torchvision_importable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -56,27 +57,6 @@ def oracle(model: ZooModel, built=None, inputs=None) -> tuple[int | None, int]:
                                          if not any(part in name for part in model.unread))
 
 
-def importable_torchvision() -> None:
-    """Make `import torchvision` work where its compiled ops do not load (a CUDA build of
-    torchvision beside a CPU torch): it then fails registering fakes for two ops it never defined.
-    Defining their schemas lets it import; the models need none of its compiled ops."""
-    if "torchvision" in sys.modules:
-        return
-    try:
-        import torchvision  # noqa: F401
-        return
-    except RuntimeError:
-        for name in [n for n in sys.modules if n.split(".")[0] == "torchvision"]:
-            del sys.modules[name]
-    import torch
-
-    library = torch.library.Library("torchvision", "FRAGMENT")
-    for op in ("nms", "qnms"):
-        library.define(f"{op}(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-    importable_torchvision.library = library  # kept alive: dropping it undefines the ops
-    import torchvision  # noqa: F401,F811
-
-
 def _ids(*shape, high: int = VOCAB):
     import torch
 
@@ -90,7 +70,7 @@ def _image(*shape):
 
 
 def _transformers():
-    importable_torchvision()
+    torchvision_importable()
     import transformers
 
     transformers.logging.set_verbosity_error()
@@ -98,7 +78,7 @@ def _transformers():
 
 
 def _timm():
-    importable_torchvision()
+    torchvision_importable()
     import timm
 
     return timm
@@ -203,7 +183,7 @@ def keras_mobilenet_v2():
 
 
 def torchvision_mobilenet_v2():
-    importable_torchvision()
+    torchvision_importable()
     import torchvision
 
     return torchvision.models.mobilenet_v2(width_mult=0.35)
