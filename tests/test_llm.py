@@ -278,8 +278,8 @@ def test_decode_step_against_the_two_n_rule_of_thumb():
     norm scales, which multiply elementwise), the head, and at a context of c cached tokens
     q·kᵀ and p·v over c + 1 keys. Their table counts q·kᵀ only, so ours exceeds the rule by the
     p·v term, 2·n_layer·(c + 1)·d_attn, less the norms; the elementwise work (norms, SiLU,
-    rotary, softmax) is FLOPs beyond the MACs. A 7B-shaped config needs weights absent (meta
-    export); this one keeps Llama's proportions small: d = 128, 8 heads over 2 KV heads."""
+    rotary, softmax) is FLOPs beyond the MACs. This one keeps Llama's proportions small, with
+    real weights: d = 128, 8 heads over 2 KV heads (the 7B shape on meta: below)."""
     transformers = _transformers()
     layers, d, ffn, vocab, kv = 2, 128, 256, 512, 32
     config = transformers.LlamaConfig(num_hidden_layers=layers, hidden_size=d,
@@ -309,7 +309,12 @@ def test_llama2_7b_shaped_decode_step_on_meta_against_the_two_n_rule():
     + 2·d·vocab (the head, which N leaves out) + 4·L·d (the new token's own key and value)
     − 2·(2·L·d + d) (the norm scales, which multiply elementwise). For all 32 layers at C = 2048:
     2·N = 12,952,543,232 and the attention term 1,073,741,824; ours is 262,135,808 FLOPs more
-    (+2.0 % of 2·N), nearly all of it the head."""
+    (+2.0 % of 2·N), nearly all of it the head. FlopCounterMode runs the same meta model's
+    cached decode step (shapes only) and agrees."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
     transformers = _transformers()
     d, ffn, vocab, layers = 4096, 11008, 32000, 2
     config = transformers.LlamaConfig(hidden_size=d, intermediate_size=ffn,
@@ -327,3 +332,11 @@ def test_llama2_7b_shaped_decode_step_on_meta_against_the_two_n_rule():
         assert step.flops > 2 * step.macs  # norms, SiLU, rotary, softmax on top
     # KV cache: L × (key + value) × d × tokens, bf16.
     assert r.kv_cache_bytes == layers * 2 * d * 2050 * 2
+    with torch.device("meta"):
+        model = transformers.LlamaForCausalLM(config).eval()
+    ids = torch.zeros(1, 2048, dtype=torch.long, device="meta")
+    with torch.no_grad(), sdpa_kernel(SDPBackend.MATH):
+        cache = model(input_ids=ids, use_cache=True).past_key_values
+        with FlopCounterMode(display=False) as counter:
+            model(input_ids=ids[:, :1], past_key_values=cache, use_cache=True)
+    assert r.decode_at(2048).macs == counter.get_total_flops() // 2
