@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Iterator, Sequence
 
@@ -85,3 +86,24 @@ def framework_needed(subject: str) -> Iterator[None]:
         if not hint:
             raise
         raise OnnxFlopsError(f"{subject}: converting it needs {e.name}{hint}") from None
+
+
+@contextlib.contextmanager
+def native_output_silenced():
+    """Nothing written to the process's stdout and stderr reaches them for the duration, from
+    C++ too: TensorFlow's logging on import and on first use, the TorchScript exporter's graph
+    dumps. Errors come as exceptions and are reported in one line."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(fd) for fd in (1, 2)]
+    with open(os.devnull, "w") as devnull:
+        for fd in (1, 2):
+            os.dup2(devnull.fileno(), fd)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            for fd, copy in zip((1, 2), saved):
+                os.dup2(copy, fd)
+                os.close(copy)

@@ -23,9 +23,11 @@ from typing import Any
 import numpy as np
 import onnx
 
-from converters.common import is_single_input
+from converters.common import is_single_input, native_output_silenced
 from converters.structure import StandInValues, is_float_dtype
 from onnxflops.dims import format_shape
+from converters.weight_match import Weight, weight_roles_by_value
+from onnxflops.load import record_weight_roles
 from onnxflops.errors import OnnxFlopsError, first_line, last_line
 from onnxflops.graph import is_standard_domain
 
@@ -41,13 +43,16 @@ def keras_to_onnx(model, inputs=None, *, batch: int = 1, keep_weights: bool = Fa
     order of `model.inputs`.
     """
     _quiet_tensorflow()
+    import keras
     import tensorflow as tf
 
     label = f"Keras model '{model.name}'"
     specs = _input_specs(_model_inputs(model, label), inputs, batch, label)
 
+    structure = _input_structure(model)
+
     def call(*xs):
-        return model(xs[0] if len(xs) == 1 else list(xs), training=False)
+        return model(keras.tree.pack_sequence_as(structure, list(xs)), training=False)
 
     with _traceable_batch_norm():
         proto = _convert(tf.function(call), specs, model.variables, keep_weights, opset, label)
@@ -106,6 +111,8 @@ def is_saved_model_dir(path: Path) -> bool:
 def _quiet_tensorflow() -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     logging.getLogger("tf2onnx").setLevel(logging.CRITICAL)  # unconverted ops are raised, not logged
+    with native_output_silenced():  # what TensorFlow logs from C++ as Keras imports it
+        import keras  # noqa: F401
 
 
 def _model_inputs(model, label: str) -> list[tuple[str, tuple, str]]:
@@ -117,6 +124,18 @@ def _model_inputs(model, label: str) -> list[tuple[str, tuple, str]]:
         raise OnnxFlopsError(f"{label} has no defined inputs (not built); call it once or give "
                              "inputs=")
     return [(t.name, tuple(t.shape), str(t.dtype)) for t in declared]
+
+
+def _input_structure(model):
+    """How the model takes its inputs (one tensor, a list, a dict by name: every keras-hub
+    backbone), with `model.inputs` as its leaves in order."""
+    try:
+        structure = model.input
+    except (AttributeError, ValueError):
+        structure = None
+    if structure is None:
+        return model.inputs[0] if len(model.inputs) == 1 else list(model.inputs)
+    return structure
 
 
 def _input_specs(declared: list[tuple[str, tuple, str]], given, batch: int, label: str) -> list:
@@ -158,7 +177,7 @@ def _overrides(given, names: list[str], label: str) -> dict[str, Any]:
 def _shape_and_dtype(value, declared_dtype: str) -> tuple[tuple[int, ...], str]:
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         return tuple(int(d) for d in value.shape), _dtype_name(value.dtype)
-    return tuple(int(d) for d in value), declared_dtype
+    return tuple(int(d) for d in value), getattr(value, "dtype", declared_dtype)  # TypedShape
 
 
 def _dtype_name(dtype) -> str:
@@ -174,9 +193,14 @@ def _convert(fn, specs: list, variables, keep_weights: bool, opset: int, label: 
     import tensorflow as tf
     from tf2onnx import convert, tf_loader
 
-    with _without_conv_batchnorm_fusion():
+    stand_ins: list[Weight] = []
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(native_output_silenced())  # TensorFlow's C++ logging
+        stack.enter_context(_without_conv_batchnorm_fusion())
         try:
-            with contextlib.nullcontext() if keep_weights else _stand_in_weights(variables):
+            with contextlib.ExitStack() as weights:
+                if not keep_weights:
+                    stand_ins = weights.enter_context(_stand_in_weights(variables))
                 concrete = fn.get_concrete_function(*specs)
                 input_names = [t.name for t in concrete.inputs if t.dtype != tf.resource]
                 output_names = [t.name for t in concrete.outputs if t.dtype != tf.resource]
@@ -203,6 +227,8 @@ def _convert(fn, specs: list, variables, keep_weights: bool, opset: int, label: 
         except Exception as e:  # tf2onnx and TF raise anything; the user gets one line
             raise OnnxFlopsError(f"{label}: cannot convert ({last_line(e)})") from None
     _check_converted(proto, label)
+    if stand_ins:
+        record_weight_roles(proto, **weight_roles_by_value(proto, stand_ins))
     return proto
 
 
@@ -225,15 +251,20 @@ def _frozen(concrete, input_names: list[str]):
 
 @contextlib.contextmanager
 def _stand_in_weights(variables):
-    """Give every float variable a stand-in value for the duration; restore the real ones after."""
+    """Give every float variable a stand-in value for the duration; restore the real ones after.
+    Yields the stand-ins, by which the converted graph's initializers are told apart."""
     unique = list({id(v): v for v in variables}.values())
     floats = [v for v in unique if is_float_dtype(_dtype_name(v.dtype))]
     saved = [v.numpy() for v in floats]
     values = StandInValues()
+    stand_ins = []
     try:
-        for v, real in zip(floats, saved):
-            v.assign(values.like(real.shape, real.dtype))
-        yield
+        for position, (v, real) in enumerate(zip(floats, saved)):
+            stand_in = values.like(real.shape, real.dtype)
+            v.assign(stand_in)
+            key = getattr(v, "path", None) or f"{v.name}#{position}"
+            stand_ins.append(Weight(key, stand_in, bool(getattr(v, "trainable", True))))
+        yield stand_ins
     finally:
         for v, real in zip(floats, saved):
             v.assign(real)

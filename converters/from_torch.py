@@ -2,7 +2,10 @@
 
 Both exporters are told not to fold BatchNorm into the preceding conv (the dynamo exporter's
 optimizer is off; the legacy one keeps BatchNorm with TrainingMode.PRESERVE), so BatchNorm's
-scale/bias stay params and its running statistics buffers.
+scale/bias stay params and its running statistics buffers. Neither folds constants, so
+initializers keep the names of the parameters and buffers they hold; the ONNX records which is which
+(see `onnxflops.load.weight_roles`). A module called with a dict of inputs is called by keyword, the
+arguments left out at their defaults. When one exporter fails, the other is tried, with a warning.
 
 Counting needs no weight bytes. Unless `keep_weights=True`, the dynamo exporter's weights are
 written as headers only (name, dtype, shape, marked external with no data), never serialized; its
@@ -17,21 +20,22 @@ torch is imported only when a module is converted.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import io
 import logging
 import os
-import sys
 import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import onnx
 
-from converters.common import is_single_input, root_cause, triton_kept_out
+from converters.common import is_single_input, native_output_silenced, root_cause, triton_kept_out
 from converters.structure import StandInValues, is_float_dtype
 from onnxflops.errors import OnnxFlopsError, first_line
 from onnxflops.graph import MAX_VALUE_ELEMENTS
+from onnxflops.load import record_weight_roles
 
 # Where a graph-only model's initializers say their data lives: a file that is never written.
 ABSENT_WEIGHTS = "weights-not-written.bin"
@@ -53,12 +57,15 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
 
     if exporter not in EXPORTERS:
         raise OnnxFlopsError(f"unknown exporter '{exporter}' (choose from {', '.join(EXPORTERS)})")
-    logging.getLogger("torch.onnx").setLevel(logging.ERROR)
     is_program = isinstance(module, torch.export.ExportedProgram)
     label = f"PyTorch model '{_model_name(module, is_program)}'"
-    names = argument_names(module)
     if is_program and exporter == "legacy":
         raise OnnxFlopsError(f"{label}: an ExportedProgram converts with the dynamo exporter only")
+    names = argument_names(module)
+    target = module
+    if isinstance(inputs, Mapping) and not is_program:
+        names = _keyword_names(module, inputs, label)
+        target = _keyword_call(module, names)
     weights = list(module.state_dict.values()) if is_program else _unique_tensors(module)
     on_meta = any(t.is_meta for t in weights)
     if on_meta and exporter == "legacy":
@@ -69,22 +76,33 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
         stack.enter_context(warnings.catch_warnings())
         warnings.simplefilter("ignore")  # exporter advice about the graph, not the user's problem
         stack.enter_context(contextlib.redirect_stdout(io.StringIO()))  # progress, graph dumps
-        if not keep_weights and exporter == "legacy":
-            stack.enter_context(_stand_in_weights(weights))
+        stack.enter_context(contextlib.redirect_stderr(io.StringIO()))  # a failed trace's graph
+        stack.enter_context(_torch_logs_silenced())
         if not is_program:
             stack.enter_context(eval_mode(module))
         stack.enter_context(triton_kept_out())
-        try:
-            if exporter == "dynamo":
-                proto = export_dynamo(module, args, names, opset, keep_weights=keep_weights)
-            else:
-                proto = _export_legacy(module, args, names, opset)
-        except OnnxFlopsError:
-            raise
-        except Exception as e:  # the exporters raise anything; the user gets one line
-            raise OnnxFlopsError(f"{label}: the {exporter} exporter cannot convert it "
-                                 f"({first_line(root_cause(e))})") from None
+        # The legacy exporter cannot take meta weights; a program converts with dynamo only.
+        fallbacks = () if is_program or on_meta else tuple(e for e in EXPORTERS if e != exporter)
+        failures = []
+        for attempt in (exporter, *fallbacks):
+            try:
+                with contextlib.ExitStack() as weights_swapped:
+                    if attempt == "legacy" and not keep_weights:
+                        weights_swapped.enter_context(_stand_in_weights(weights))
+                    proto = _export(attempt, target, args, names, opset, keep_weights)
+                break
+            except OnnxFlopsError:
+                raise
+            except Exception as e:  # the exporters raise anything; the user gets one line
+                failures.append(f"the {attempt} exporter cannot convert it "
+                                f"({first_line(root_cause(e))})")
+        else:
+            raise OnnxFlopsError(f"{label}: {'; '.join(failures)}")
+    if failures:
+        warnings.warn(f"{label}: {failures[0]}; converted with the {attempt} exporter instead",
+                      stacklevel=2)
     proto.graph.name = _model_name(module, is_program)
+    record_weight_roles(proto, *_weight_names(target, is_program), exhaustive=True)
     return proto
 
 
@@ -92,6 +110,15 @@ def is_graph_only(proto: onnx.ModelProto) -> bool:
     """Whether a converted model's weights are headers whose data was never written."""
     return any(entry.key == "location" and entry.value == ABSENT_WEIGHTS
                for t in proto.graph.initializer for entry in t.external_data)
+
+
+def _weight_names(module, is_program: bool) -> tuple[list[str], list[str]]:
+    """The names torch gives the parameters and the buffers: the exporters name initializers so.
+    A tied weight has several names, any one of which its one initializer may take."""
+    if is_program:
+        return list(module.graph_signature.parameters), list(module.graph_signature.buffers)
+    return ([n for n, _ in module.named_parameters(remove_duplicate=False)],
+            [n for n, _ in module.named_buffers(remove_duplicate=False)])
 
 
 def load_exported_program(path, *, unsafe: bool = False):
@@ -154,28 +181,34 @@ def _export_legacy(module, args: tuple, names: list[str], opset: int) -> onnx.Mo
     import torch
 
     buffer = io.BytesIO()
-    with _native_output_silenced():
+    with native_output_silenced():
         torch.onnx.export(module, args, buffer, dynamo=False, opset_version=opset,
-                          input_names=names[:len(args)] or None, do_constant_folding=True,
+                          input_names=names[:len(args)] or None, do_constant_folding=False,
                           training=torch.onnx.TrainingMode.PRESERVE)
     return onnx.load_from_string(buffer.getvalue())
 
 
+def _export(exporter: str, module, args: tuple, names: list[str], opset: int,
+            keep_weights: bool) -> onnx.ModelProto:
+    if exporter == "dynamo":
+        return export_dynamo(module, args, names, opset, keep_weights=keep_weights)
+    return _export_legacy(module, args, names, opset)
+
+
 @contextlib.contextmanager
-def _native_output_silenced():
-    """The TorchScript exporter's C++ logger dumps the whole graph to stdout when it fails."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(fd) for fd in (1, 2)]
-    with open(os.devnull, "w") as devnull:
-        for fd in (1, 2):
-            os.dup2(devnull.fileno(), fd)
-        try:
-            yield
-        finally:
-            for fd, copy in zip((1, 2), saved):
-                os.dup2(copy, fd)
-                os.close(copy)
+def _torch_logs_silenced():
+    """torch.export logs the traceback of a failed trace at WARNING; a failure is reported in one
+    line, and the other exporter may well succeed."""
+    loggers = [logging.getLogger(n) for n in ("torch.export", "torch._dynamo", "torch.onnx",
+                                              "torch._export", "torch.fx.experimental")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
 
 
 def _model_name(module, is_program: bool) -> str:
@@ -199,6 +232,66 @@ def argument_names(module) -> list[str]:
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
+def _keyword_names(module, given: Mapping, label: str) -> list[str]:
+    """The forward() arguments `given` names, in forward()'s order; the others keep their defaults.
+
+    Refuses a name forward() does not take, and leaves out none that it needs."""
+    try:
+        parameters = list(inspect.signature(module.forward).parameters.values())
+    except (TypeError, ValueError):
+        return list(given)
+    takes_any = any(p.kind == p.VAR_KEYWORD for p in parameters)
+    named = [p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    listing = ", ".join(named)
+    unknown = [n for n in given if n not in named]
+    if unknown and not takes_any:
+        raise OnnxFlopsError(f"{label}: forward() has no argument '{unknown[0]}' "
+                             f"(arguments: {listing})")
+    required = [p.name for p in parameters if p.default is p.empty
+                and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    missing = [n for n in required if n not in given]
+    if missing:
+        raise OnnxFlopsError(f"{label}: forward() needs {', '.join(repr(n) for n in missing)}, "
+                             f"not given (arguments: {listing}; given: {', '.join(given)})")
+    return [n for n in named if n in given] + unknown
+
+
+@functools.cache
+def _keyword_call_class():
+    import torch
+
+    class KeywordCall(torch.nn.Module):
+        """Calls the module with its inputs by name; returns the tensors of what it returns
+        (model outputs, dicts, tuples), leaving out objects such as key/value caches."""
+
+        def __init__(self, module, names: list[str]):
+            super().__init__()
+            self.module = module
+            self.names = names
+
+        def forward(self, *args):
+            return tuple(_tensors(self.module(**dict(zip(self.names, args)))))
+
+    return KeywordCall
+
+
+def _keyword_call(module, names: list[str]):
+    return _keyword_call_class()(module, names)
+
+
+def _tensors(value):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _tensors(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _tensors(item)
+
+
 def _example_args(module, inputs, names: list[str], is_program: bool, label: str,
                   on_meta: bool) -> tuple:
     import torch
@@ -209,14 +302,13 @@ def _example_args(module, inputs, names: list[str], is_program: bool, label: str
         raise OnnxFlopsError(f"{label}: give its inputs (shapes or tensors), e.g. "
                              "inputs=((1, 3, 224, 224),)")
     if isinstance(inputs, Mapping):
-        unknown = [n for n in inputs if n not in names]
-        if unknown:
-            raise OnnxFlopsError(f"{label}: forward() has no argument '{unknown[0]}' "
-                                 f"(arguments: {', '.join(names)})")
-        missing = [n for n in names[:len(inputs)] if n not in inputs]
-        if missing:
-            raise OnnxFlopsError(f"{label}: forward() argument '{missing[0]}' was not given")
-        items = [inputs[n] for n in names[:len(inputs)]]
+        if is_program:
+            unknown = [n for n in inputs if n not in names]
+            missing = [n for n in names if n not in inputs]
+            if unknown or missing:
+                raise OnnxFlopsError(f"{label}: its inputs are {', '.join(names)} "
+                                     f"(given: {', '.join(inputs)})")
+        items = [inputs[n] for n in names]
     elif is_single_input(inputs):
         items = [inputs]
     else:
@@ -236,7 +328,10 @@ def _as_tensor(item, generator, label: str):
     if isinstance(item, np.ndarray):
         return torch.from_numpy(item)
     if isinstance(item, Sequence) and all(isinstance(d, (int, np.integer)) and d > 0 for d in item):
-        return torch.randn(tuple(int(d) for d in item), generator=generator)
+        shape, dtype = tuple(int(d) for d in item), getattr(torch, getattr(item, "dtype", "float32"))
+        if dtype.is_floating_point:
+            return torch.randn(shape, generator=generator, dtype=dtype)
+        return torch.ones(shape, dtype=dtype)  # a valid token id, an attention mask letting all in
     raise OnnxFlopsError(f"{label}: input {item!r} is neither a tensor nor a shape of positive ints")
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import onnx
 
-from converters.common import triton_kept_out
+from converters.common import native_output_silenced, triton_kept_out
 from converters.from_keras import (
     is_saved_model_dir,
     keras_to_onnx,
@@ -138,7 +138,8 @@ def _from_factory(spec: str):
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # as `python -m` does: the user's own packages import
     try:
-        module = importlib.import_module(module_name)
+        with native_output_silenced():  # TensorFlow logs from C++ as it is imported
+            module = importlib.import_module(module_name)
     except ImportError as e:
         raise OnnxFlopsError(f"{spec}: cannot import module '{module_name}' ({first_line(e)})"
                              f"{install_hint(e)}") from None
@@ -146,7 +147,8 @@ def _from_factory(spec: str):
     if not callable(factory):
         raise OnnxFlopsError(f"{spec}: module '{module_name}' has no function '{attr}'")
     try:
-        model = factory()
+        with native_output_silenced():
+            model = factory()
     except Exception as e:  # the user's factory raised: report it in one line
         raise OnnxFlopsError(f"{spec}: the factory raised {type(e).__name__}: {first_line(e)}") \
             from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
@@ -17,7 +18,7 @@ from onnxflops.canonical import canonicalize
 from onnxflops.costs import CONVENTIONS, RuleOverrides, with_rules
 from onnxflops.counting import count_model
 from onnxflops.dims import SYMBOL_MARK, is_symbolic
-from onnxflops.errors import OnnxFlopsError
+from onnxflops.errors import OnnxFlopsError, UncostedWarning
 from onnxflops.load import load_model
 from onnxflops.normalize import normalize
 from onnxflops.report import Report
@@ -37,7 +38,7 @@ class Counted:
 def count(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
           batch: int | None = None, convention: str = "default", *, training: bool = False,
           symbolic: bool = False, exporter: str = "dynamo", unsafe: bool = False,
-          rules: RuleOverrides | None = None) -> Report:
+          rules: RuleOverrides | None = None, strict: bool = False) -> Report:
     """Count MACs, FLOPs, params and memory traffic of `model` with its inputs bound as given.
 
     `model` is an .onnx path or an onnx.ModelProto, or a framework model converted first (a
@@ -49,10 +50,18 @@ def count(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
     `symbolic`: dims left unbound stay symbols, and the counts are sympy formulas in them.
     `rules`: cost rules for this count only, by (domain, op type): a function of the node, or a
     (forward, backward) pair (see onnxflops.register_rule); the table itself is left as it is.
+
+    A count that left nodes uncosted (its totals short of the model's work) warns with an
+    UncostedWarning naming them, and `report.complete` is False; `strict=True` raises instead.
     """
-    return count_with_model(model, inputs, batch, convention, training=training,
-                            symbolic=symbolic, exporter=exporter, unsafe=unsafe,
-                            keep_bound=False, rules=rules).report
+    report = count_with_model(model, inputs, batch, convention, training=training,
+                              symbolic=symbolic, exporter=exporter, unsafe=unsafe,
+                              keep_bound=False, rules=rules).report
+    if not report.complete:
+        if strict:
+            raise OnnxFlopsError(report.uncosted_summary())
+        warnings.warn(report.uncosted_summary(), UncostedWarning, stacklevel=2)
+    return report
 
 
 def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,

@@ -6,8 +6,9 @@ import argparse
 import importlib
 import os
 import sys
+import warnings
 
-from onnxflops.errors import OnnxFlopsError
+from onnxflops.errors import OnnxFlopsError, UncostedWarning
 
 COMMANDS = ("count", "convert", "compare", "ops", "profile", "report", "llm")
 
@@ -45,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in [argv[0]] if argv and argv[0] in COMMANDS else COMMANDS:
         importlib.import_module(f"onnxflops.commands.{name}").register(sub)
     args = parser.parse_args(argv)
+    warnings.showwarning = _show_warning
+    # The report lists its uncosted nodes and the exit status says so: no second telling.
+    warnings.simplefilter("ignore", UncostedWarning)
     try:
         return args.func(args) or 0
     except OnnxFlopsError as e:
@@ -53,6 +57,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("onnxflops: interrupted", file=sys.stderr)
         return 130
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"onnxflops: warning: {message}", file=sys.stderr)
 
 
 def run() -> None:

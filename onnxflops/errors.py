@@ -9,6 +9,10 @@ class OnnxFlopsError(Exception):
     """A problem with the user's input (file, shape, option), reported as one line by the CLI."""
 
 
+class UncostedWarning(UserWarning):
+    """A count left nodes uncosted: its totals are short of the model's work."""
+
+
 class Uncostable(Exception):
     """Raised by a cost rule when a node cannot be costed; the reason goes to `uncosted`."""
 

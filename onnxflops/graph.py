@@ -57,6 +57,9 @@ _TYPE_ONLY_INPUTS = {"CastLike": (1,), "RandomNormalLike": (0,), "RandomUniformL
 
 # (De)quantizing a weight carries the weight; its scale and zero point are not parameters.
 _WEIGHT_CARRYING_INPUTS = {"DequantizeLinear": (0,), "QuantizeLinear": (0,)}
+# Products that are the network's work when they read a weight and a state filled from one value.
+_CONTRACTIONS = frozenset({"MatMul", "Gemm"})
+
 
 class TensorInfo:
     """A tensor's name, dtype and shape (None: rank unknown), as the cost rules read them."""
@@ -355,6 +358,8 @@ class GraphView:
                 return False
         if holds_subgraph(node):
             return False
+        if op_type in _CONTRACTIONS and not domain and self._works_on_filled_state(inputs):
+            return False
         carried = None if domain else _WEIGHT_CARRYING_INPUTS.get(op_type)
         sources = frozenset().union(*(self.weight_sources(i) for slot, i in enumerate(inputs)
                                       if i and (carried is None or slot in carried)))
@@ -363,6 +368,23 @@ class GraphView:
                 self.constant.add(o)
                 self.derived_from[o] = sources
         return False
+
+    def _works_on_filled_state(self, inputs: list[str]) -> bool:
+        """A product of a weight and a state filled from one value (an RNN's first step, h0 =
+        zeros times W_hh, once torch.export unrolls it): the network's work on its initial state,
+        done every run, though every input is constant."""
+        def largest_source(name: str) -> int:
+            sizes = [info.numel for info in map(self.info, self.weight_sources(name))
+                     if info is not None and info.concrete]
+            return max(sizes, default=0)
+
+        def elements(name: str) -> int:
+            info = self.info(name)
+            return info.numel if info is not None and info.concrete else 0
+
+        present = [i for i in inputs if i]
+        return any(largest_source(i) > 1 for i in present) and any(
+            largest_source(i) <= 1 < elements(i) for i in present)
 
     def is_constant_row(self, row: NodeRow) -> bool:
         """Whether a node computes only constants (work done once, not per run)."""

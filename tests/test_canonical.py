@@ -164,3 +164,39 @@ def test_loop_state_the_body_never_changes_is_read_as_a_parameter():
     report = onnxflops.count(m)
     assert report.total.macs == 3 * 4 * 4
     assert report.total.params == 16
+
+
+def _masked_softmax(form: str, fill: float) -> onnx.ModelProto:
+    """Softmax over 2×4×4 scores masked by a boolean [1,1,4,4]: as tf2onnx lowers tf.where
+    ("select": Mul by the cast mask plus fill × the cast negation) or as HF writes it ("add")."""
+    h = onnx.helper
+    select = [h.make_node("Cast", ["c"], ["kept"], to=onnx.TensorProto.FLOAT),
+              h.make_node("Not", ["c"], ["dropped"]),
+              h.make_node("Cast", ["dropped"], ["dropped_f"], to=onnx.TensorProto.FLOAT),
+              h.make_node("Mul", ["x", "kept"], ["x_kept"]),
+              h.make_node("Mul", ["fill", "dropped_f"], ["filled"]),
+              h.make_node("Add", ["x_kept", "filled"], ["masked"])]
+    add = [h.make_node("Where", ["c", "zero", "fill"], ["mask"]),
+           h.make_node("Add", ["x", "mask"], ["masked"])]
+    graph = h.make_graph(
+        (select if form == "select" else add) + [h.make_node("Softmax", ["masked"], ["y"])],
+        form, [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2, 4, 4]),
+               h.make_tensor_value_info("c", onnx.TensorProto.BOOL, [1, 1, 4, 4])],
+        [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 2, 4, 4])],
+        [onnx.numpy_helper.from_array(np.array(fill, np.float32), "fill"),
+         onnx.numpy_helper.from_array(np.array(0, np.float32), "zero")])
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+
+
+def test_tensorflows_select_over_scores_costs_what_hfs_mask_add_costs():
+    select = onnxflops.count(_masked_softmax("select", -1e9))
+    add = onnxflops.count(_masked_softmax("add", -1e9))
+    assert select.total.flops == add.total.flops
+    assert select.by_op_type()["Add"].flops == 2 * 4 * 4  # one op per score
+    assert "Mul" not in select.by_op_type()
+
+
+def test_a_select_with_a_zero_fill_computes_nothing():
+    select = onnxflops.count(_masked_softmax("select", 0.0))
+    softmax_only = select.by_op_type()["Softmax"].flops
+    assert select.total.flops == softmax_only

@@ -312,3 +312,22 @@ class TestWeightsAndConstants:
         report = onnxflops.count(path)
         assert report.total.macs == 3 * 4096 * 2
         assert report.total.params == 4096 * 2
+
+
+def test_a_class_token_expanded_and_joined_to_the_activations_is_a_parameter():
+    """Plain ONNX (no converter record): ViT's token [1,1,8] reaches the activations through
+    Expand → Concat; its 8 elements are params beside the 8×4 projection."""
+    from onnx import numpy_helper
+
+    nodes = [helper.make_node("Expand", ["token", "batch_shape"], ["tokens"]),
+             helper.make_node("Concat", ["tokens", "x"], ["joined"], axis=1),
+             helper.make_node("MatMul", ["joined", "w"], ["y"])]
+    weights = [numpy_helper.from_array(np.ones((1, 1, 8), np.float32), "token"),
+               numpy_helper.from_array(np.array([2, 1, 8], np.int64), "batch_shape"),
+               numpy_helper.from_array(np.ones((8, 4), np.float32), "w")]
+    graph = helper.make_graph(
+        nodes, "vit_head", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3, 8])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 4, 4])], weights)
+    report = onnxflops.count(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    assert report.total.params == 8 + 8 * 4
+    assert report.total.macs == 2 * 4 * 8 * 4

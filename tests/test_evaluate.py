@@ -16,6 +16,7 @@ FEEDS = {
     "shape": np.array([0, -1], np.int64), "first": np.array([0], np.int64),
     "ones": np.array([1], np.int64), "one": np.array(1, np.int64),
     "three": np.array(3, np.int64), "eleven": np.array(11, np.int64),
+    "element_indices": np.array([[[-1, 0]] * 3] * 2, np.int64),
     "like": np.array(0.0, np.float32), "to_3x1x4": np.array([3, 1, 4], np.int64),
     "column": np.array([[1], [0]], np.int64), "flags": np.array([True, False]),
     "floats": np.array([4.0, 2.0, 0.125, -1.0], np.float32),
@@ -38,6 +39,7 @@ NODES = [
     helper.make_node("Equal", ["starts", "ends"], ["equal"]),
     helper.make_node("Where", ["equal", "starts", "ends"], ["where"]),
     helper.make_node("Mul", ["gather_scalar", "three"], ["mul"]),
+    helper.make_node("GatherElements", ["a", "element_indices"], ["gather_elements"], axis=2),
     helper.make_node("CastLike", ["a", "like"], ["cast_like"]),
     helper.make_node("Expand", ["column", "to_3x1x4"], ["expand"]),  # (2,1) and (3,1,4): 3×2×4
     helper.make_node("Transpose", ["a"], ["transpose"], perm=[2, 0, 1]),
@@ -76,3 +78,31 @@ def test_ops_it_does_not_cover_are_left_to_the_reference_evaluator():
         evaluate([helper.make_node("CumSum", ["a", "one"], ["c"], reverse=1)], FEEDS, 17)
     with pytest.raises(NotImplementedError):  # Squeeze/Unsqueeze axes were attributes before 13
         evaluate(NODES[:1], FEEDS, 12)
+
+
+def test_one_failed_evaluation_costs_only_what_depends_on_it():
+    """A constant node neither evaluator can run (a Reshape to a size its data lacks) sits
+    beside the shape arithmetic of another Reshape: that Reshape's shape is still found, so the
+    MatMul after it costs 2·8·4 = 64 MACs."""
+    import onnxflops
+
+    nodes = [
+        helper.make_node("Reshape", ["data", "bad_shape"], ["broken"]),
+        helper.make_node("Shape", ["x"], ["x_shape"]),
+        helper.make_node("Max", ["x_shape", "target"], ["new_shape"]),
+        helper.make_node("Reshape", ["x", "new_shape"], ["y"]),
+        helper.make_node("MatMul", ["y", "w"], ["z"]),
+        helper.make_node("Shape", ["broken"], ["broken_shape"]),
+        helper.make_node("Reshape", ["z", "broken_shape"], ["out"]),
+    ]
+    weights = {"data": np.array([[1, 2]], np.int64), "bad_shape": np.array([3], np.int64),
+               "target": np.array([2, 8], np.int64), "w": np.ones((8, 4), np.float32)}
+    graph = helper.make_graph(
+        nodes, "partly_evaluable",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("z", onnx.TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("out", onnx.TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(v, name=k) for k, v in weights.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    report = onnxflops.count(model)
+    assert report.by_op_type()["MatMul"].macs == 64

@@ -18,6 +18,7 @@ from onnx import helper, numpy_helper
 from onnxflops.analysis.contrib_shapes import infer_contrib_shapes
 from onnxflops.analysis.evaluate import evaluate, reference_evaluate
 from onnxflops.analysis.inference import NodeTyper, infer_model, small
+from onnxflops.errors import first_line
 from onnxflops.analysis.symbolic import (
     concrete_values,
     has_symbolic_inputs,
@@ -195,17 +196,51 @@ def _evaluate_constants(view: GraphView, opsets: dict[str, int],
     if not nodes:
         return {}
     produced = {o for n in nodes for o in n.output if o}
-    feeds = {i: view.value(i) for n in nodes for i in n.input
-             if i and i not in produced}
+    values = {i: view.value(i) for n in nodes for i in n.input if i and i not in produced}
+    opset = opsets.get("", 0)
+    numpy_lacks = []
+    for node in nodes:
+        try:
+            values.update(evaluate([node], values, opset))
+        except Exception:  # noqa: BLE001 - an op numpy does not cover, or an input it lacks
+            numpy_lacks.append(node)
+    if numpy_lacks:
+        values.update(_reference_values(numpy_lacks, values, opsets, warnings))
+    return {name: values[name] for name in produced if name in values}
+
+
+def _reference_values(nodes: list[onnx.NodeProto], known: dict[str, np.ndarray],
+                      opsets: dict[str, int], warnings: list[str]) -> dict[str, np.ndarray]:
+    """Outputs of `nodes` from onnx's reference evaluator, all at once where it can; else node
+    by node, so that one failure costs only the values that depend on it."""
+    found = _run_reference(nodes, known, opsets)
+    if isinstance(found, dict):
+        return found
+    values = dict(known)
+    failures = []
+    for node in nodes:
+        if not all(i in values for i in node.input if i):
+            continue  # what a failed node would have fed
+        result = _run_reference([node], values, opsets)
+        if isinstance(result, dict):
+            values.update(result)
+        else:
+            failures.append(f"{node.op_type} '{node.name}': {result}")
+    if failures:
+        warnings.append(f"could not evaluate shape arithmetic at {len(failures)} node(s), first "
+                        f"{failures[0]}")
+    return {name: values[name] for n in nodes for name in n.output if name in values}
+
+
+def _run_reference(nodes: list[onnx.NodeProto], known: dict[str, np.ndarray],
+                   opsets: dict[str, int]) -> dict[str, np.ndarray] | str:
+    """The outputs of `nodes` run by onnx's reference evaluator, or why it failed."""
+    produced = [o for n in nodes for o in n.output if o]
+    feeds = {i: known[i] for n in nodes for i in n.input if i and i not in produced and i in known}
     try:
-        return evaluate(nodes, feeds, opsets.get("", 0))
-    except Exception:  # noqa: BLE001 - an op numpy does not cover, or one it cannot run as given
-        pass
-    try:
-        return reference_evaluate(nodes, feeds, opsets, [o for n in nodes for o in n.output if o])
-    except Exception as e:  # noqa: BLE001 - the reference evaluator raises anything; shapes stay unknown
-        warnings.append(f"could not evaluate shape arithmetic: {str(e).splitlines()[0]}")
-        return {}
+        return reference_evaluate(nodes, feeds, opsets, produced)
+    except Exception as e:  # noqa: BLE001 - the reference evaluator raises anything
+        return first_line(e)
 
 
 def _with_values(model: onnx.ModelProto, values: dict[str, np.ndarray]) -> onnx.ModelProto:

@@ -115,11 +115,18 @@ def _squeeze(x: list, attrs: dict) -> np.ndarray:
     return np.squeeze(x[0], axis=None if axes is None else tuple(int(a) for a in axes))
 
 
+def _gather_elements(x: list, attrs: dict) -> np.ndarray:
+    data, indices, axis = x[0], x[1], attrs.get("axis", 0)
+    indices = np.where(indices < 0, indices + data.shape[axis], indices)  # negative: from the end
+    return np.take_along_axis(data, indices, axis=axis)
+
+
 _OPS: dict[str, Op] = {
     "Identity": lambda x, a: x[0],
     "Shape": _shape,
     "Size": lambda x, a: np.array(x[0].size, dtype=np.int64),
     "Gather": lambda x, a: np.take(x[0], x[1], axis=a.get("axis", 0)),
+    "GatherElements": _gather_elements,
     "Concat": lambda x, a: np.concatenate(x, axis=a["axis"]),
     "Unsqueeze": lambda x, a: np.expand_dims(x[0], tuple(int(i) for i in x[1])),
     "Squeeze": _squeeze,

@@ -16,11 +16,35 @@ Shape = Sequence[int]
 _SHAPE = re.compile(r"^\d+(x\d+)*$")
 
 
+class TypedShape(tuple):
+    """A shape with the dtype its input takes (`--input input_ids=1x128:int64`): a model that is
+    converted first gets example inputs of that dtype (token ids rather than floats)."""
+
+    dtype: str
+
+    def __new__(cls, dims: Iterable[int], dtype: str):
+        shape = super().__new__(cls, dims)
+        shape.dtype = dtype
+        return shape
+
+
+_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64")
+
+
 def parse_input_spec(spec: str) -> tuple[str, tuple[int, ...]]:
-    """'NAME=1x3x224x224' → ('NAME', (1, 3, 224, 224)); a scalar is 'NAME=scalar'."""
+    """'NAME=1x3x224x224' → ('NAME', (1, 3, 224, 224)); a scalar is 'NAME=scalar';
+    'NAME=1x128:int64' gives a TypedShape."""
     name, sep, dims = spec.rpartition("=")
     if not sep or not name:
-        raise OnnxFlopsError(f"--input '{spec}': expected NAME=DIMS, e.g. input=1x3x224x224")
+        raise OnnxFlopsError(f"--input '{spec}': expected NAME=DIMS[:DTYPE], e.g. "
+                             "input=1x3x224x224 or input_ids=1x128:int64")
+    dims, _, dtype = dims.partition(":")
+    if dtype:
+        if dtype.strip().lower() not in _DTYPES:
+            raise OnnxFlopsError(f"--input '{spec}': unknown dtype '{dtype}' (choose from "
+                                 f"{', '.join(_DTYPES)})")
+        name, shape = parse_input_spec(f"{name}={dims}")
+        return name, TypedShape(shape, dtype.strip().lower())
     dims = dims.strip().lower().replace("*", "x").replace(",", "x")
     if dims == "scalar":
         return name, ()

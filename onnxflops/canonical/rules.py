@@ -3,7 +3,8 @@
 Exporters write one computation in several ways. Each rule recognises a family of forms by
 structure (op types, shapes, and the values of scalar constants, never of weights) and rewrites it
 to the form the cost table prices: structural.py holds the forms told by structure alone,
-probes.py those recognised by evaluating a candidate subgraph on probe inputs. A rule is a function
+probes.py those recognised by evaluating a candidate subgraph on probe inputs, masking.py
+TensorFlow's select over attention scores written as the mask add HF writes. A rule is a function
 of an Editor that returns whether it changed the graph; it is listed in RULES with the op types
 whose presence lets it match anything.
 
@@ -20,6 +21,7 @@ import onnx
 
 from onnxflops.analysis import AnalyzedModel, mark_constants
 from onnxflops.canonical.editor import CONTROL_FLOW, Editor
+from onnxflops.canonical.masking import select_as_masked_add
 from onnxflops.canonical.probes import REDUCTIONS, fuse_activations, fuse_layer_norms
 from onnxflops.canonical.structural import (
     BIAS_SLOT,
@@ -38,6 +40,7 @@ class Rule(NamedTuple):
 
 
 RULES: tuple[Rule, ...] = (
+    Rule(frozenset({"Not"}), select_as_masked_add),
     Rule(frozenset({"Loop"}), read_loop_invariants_from_outer_scope),
     Rule(frozenset(BIAS_SLOT), drop_broadcast_zero_bias),
     Rule(frozenset(COMPARISONS), compare_integers_as_integers),

@@ -8,8 +8,10 @@ from onnxflops.bind import parse_input_spec
 
 
 def add_input_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--input", "-i", action="append", default=[], metavar="NAME=DIMS",
-                        help="bind an input's shape, e.g. --input input=1x3x224x224 (repeatable)")
+    parser.add_argument("--input", "-i", action="append", default=[], metavar="NAME=DIMS[:DTYPE]",
+                        help="bind an input's shape, e.g. --input input=1x3x224x224 (repeatable); "
+                             "a model converted first takes the dtype given, e.g. "
+                             "--input input_ids=1x128:int64")
     parser.add_argument("--batch", "-b", type=int, metavar="N",
                         help="bind every dynamic leading (batch) dim to N")
 

@@ -99,8 +99,8 @@ class Comparison:
     def to_text(self) -> str:
         lines = [f"a: {self.a.model}", f"b: {self.b.model}", ""]
         lines += text_table(["", "a", "b", "b − a"],
-                            [[key, human(getattr(self.a.total, key)),
-                              human(getattr(self.b.total, key)),
+                            [[key, *readable(getattr(self.a.total, key),
+                                             getattr(self.b.total, key)),
                               _delta(getattr(self.a.total, key), getattr(self.b.total, key))]
                              for key in SHOWN], left=1)
         lines += ["", "by op type (FLOPs; ops that compute nothing left out)"]
@@ -252,7 +252,7 @@ def _row(ga: list[Layer], gb: list[Layer], tolerance: float) -> LayerRow:
     differs = [k for k in _PER_LAYER if not _close(getattr(ta, k), getattr(tb, k), tolerance)]
     if differs:
         notes.append(f"{_names(ga)} vs {_names(gb)}: " + ", ".join(
-            f"{k} {human(getattr(ta, k))} vs {human(getattr(tb, k))}" for k in differs))
+            f"{k} {' vs '.join(readable(getattr(ta, k), getattr(tb, k)))}" for k in differs))
         notes += _explain(ga, gb, ta, tb)
     status = "differs" if differs else ("same" if len(ga) == len(gb) == 1 else "regrouped")
     shape_a, shape_b = ga[-1].output_shape, gb[-1].output_shape
@@ -275,7 +275,7 @@ def _explain(ga: list[Layer], gb: list[Layer], ta: Totals, tb: Totals) -> list[s
 
 
 def _differences(ra: Report, rb: Report, rows: list[LayerRow], tolerance: float) -> list[str]:
-    found = [f"total {k}: {human(getattr(ra.total, k))} vs {human(getattr(rb.total, k))}"
+    found = [f"total {k}: {' vs '.join(readable(getattr(ra.total, k), getattr(rb.total, k)))}"
              for k in COMPARED if not _close(getattr(ra.total, k), getattr(rb.total, k), tolerance)]
     for row in rows:
         if row.status == "missing":
@@ -289,6 +289,15 @@ def _differences(ra: Report, rb: Report, rows: list[LayerRow], tolerance: float)
             found.append(f"{side} has {len(report.uncosted)} uncosted node(s): the totals exclude "
                          "them")
     return found
+
+
+def readable(x, y) -> tuple[str, str]:
+    """Two numbers that differ, shown so that they read as different: rounded (2.98 G) where
+    that shows it, else exact integers ("2,981,234,688" and "2,981,234,944")."""
+    a, b = human(x), human(y)
+    if a != b or x == y or not all(isinstance(v, int) for v in (x, y)):
+        return a, b
+    return f"{x:,}", f"{y:,}"
 
 
 def _close(x, y, tolerance: float) -> bool:
@@ -307,7 +316,12 @@ def _names(group: list[Layer]) -> str:
 
 
 def _delta(x, y) -> str:
-    return "0" if x == y else ("+" if y > x else "−") + human(abs(y - x))
+    if x == y:
+        return "0"
+    gap = human(abs(y - x))
+    if isinstance(x, int) and isinstance(y, int) and human(x) == human(y):
+        gap = f"{abs(y - x):,}"  # the totals read alike rounded: the gap exactly
+    return ("+" if y > x else "−") + gap
 
 
 def _layer_cells(row: LayerRow) -> list[str]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 
 from onnxflops.costs.node import Node
-from onnxflops.costs.registry import DATA_MOVEMENT, ZERO, Cost, Grads, backward, rule
+from onnxflops.costs.registry import ALL_INPUTS, DATA_MOVEMENT, ZERO, Cost, Grads, backward, rule
 from onnxflops.errors import Uncostable
 
 
-@rule(["Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Split", "Slice",
+@rule(["Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Split", "Slice",
        "Expand", "Tile", "Pad", "Identity", "Cast", "Shape", "Size", "Where", "Compress",
        "ConstantOfShape", "OneHot", "Trilu", "ReverseSequence",
        "NonZero", "EyeLike", "Dropout", "Constant", "Optional", "OptionalGetElement",
@@ -19,6 +19,13 @@ from onnxflops.errors import Uncostable
       category=DATA_MOVEMENT)
 def data_movement(n: Node) -> Cost:
     """0: copies, views and selections move bytes but compute nothing"""
+    return ZERO
+
+
+@rule("Concat", category=DATA_MOVEMENT, weights=ALL_INPUTS)
+def concat(n: Node) -> Cost:
+    """0: joins tensors; a learned tensor joined to the activations (ViT's class token, expanded
+    to the batch) is a parameter of the network"""
     return ZERO
 
 

@@ -18,6 +18,8 @@ from onnxflops.analysis import (
 from onnxflops.costs import REGISTRY, ZERO, Backward, Cost, Node, Registry, Rule
 from onnxflops.counting.training import GradientFlow
 from onnxflops.counting.weights import is_hyperparameter
+from onnxflops.load import weight_roles
+from onnxflops.load.weight_roles import CONSTANT, PARAMETER
 from onnxflops.dims import SYMBOL_MARK, is_symbolic
 from onnxflops.errors import Uncostable
 from onnxflops.graph import GraphView, NodeRow, TensorInfo, domain_key, holds_subgraph
@@ -55,6 +57,8 @@ class _Counter:
         self.expansion_backwards: dict[tuple, Cost] = {}
         self.opsets = analyzed.opsets
         self.seen_weights: set[str] = set()
+        # Parameters and buffers as the framework named them, where a converter recorded them.
+        self.roles = weight_roles(analyzed.model)
         self.outcomes: dict[tuple, _Outcome | object] = {}  # by node signature
         self.uncosted: list[Uncosted] = []
         self.warnings: list[str] = list(analyzed.warnings)
@@ -67,6 +71,7 @@ class _Counter:
         nodes: list[NodeReport] = []
         total, constant_work = Totals(), Totals()
         constant_nodes = 0
+        reads: list[list[str]] = []  # each node's inputs, where recorded weights are credited
         for position, row in enumerate(graph.rows()):
             if graph.is_constant_row(row):
                 if row.op_type != "Constant":
@@ -74,8 +79,12 @@ class _Counter:
                     constant_work.add(self._report(row, graph, graph.kinds.get(position),
                                                    count_params=False))
                 continue
-            entry = self._report(row, graph, graph.kinds.get(position))
-            nodes.append(entry)
+            nodes.append(self._report(row, graph, graph.kinds.get(position)))
+            if self.roles is not None:
+                reads.append(row[3])
+        if self.roles is not None:
+            self._credit_unread_weights(nodes, reads, graph)
+        for entry in nodes:
             total.add(entry)
         missing = sorted({u.op_type for u in self.uncosted if u.reason.startswith("no cost rule")})
         if missing:
@@ -182,8 +191,42 @@ class _Counter:
             self.uncosted.append(Uncosted(label, node.op_type, f"backward: {e}"))
             return None
 
+    def _credit_unread_weights(self, nodes: list[NodeReport], reads: list[list[str]],
+                               graph: GraphView) -> None:
+        """Recorded parameters and buffers that no costed node read as a weight (a class token
+        reaching a Concat through an Expand, a table a Gather reads in part): each is credited
+        whole to the first node that reads something computed from it."""
+        for entry, names in zip(nodes, reads):
+            params, buffers = self._recorded_weights(names, graph)
+            entry.params += params
+            entry.buffers += buffers
+
+    def _recorded_weights(self, names: list[str], scope: GraphView) -> tuple[int, int]:
+        """Params and buffers read through `names`, by the converter's record, each framework
+        weight once and whole. Initializers the record does not name count by the graph rules."""
+        params = buffers = 0
+        for name in names:
+            for source in scope.weight_sources(name) if name else ():
+                role = self.roles.role(source)
+                if role is None or role[0] == CONSTANT or role[1] in self.seen_weights:
+                    continue
+                info = scope.info(source)
+                count = self.roles.sizes.get(role[1])
+                if count is None:
+                    if info is None or not info.known:
+                        continue
+                    count = info.numel
+                self.seen_weights.add(role[1])
+                if role[0] == PARAMETER:
+                    params += count
+                else:
+                    buffers += count
+        return params, buffers
+
     def _weights(self, rule: Rule, row: NodeRow, scope: GraphView) -> tuple[int, int]:
         params = buffers = 0
+        if self.roles is not None:
+            params, buffers = self._recorded_weights(row[3], scope)
         if not rule.weights and not rule.buffers:
             return params, buffers
         proto = row.proto
@@ -196,6 +239,8 @@ class _Counter:
                 continue
             for source in scope.weight_sources(name):
                 info = scope.info(source)
+                if self.roles is not None and self.roles.role(source) is not None:
+                    continue  # counted by the record
                 if source in self.seen_weights or info is None or not _is_weight(info):
                     continue
                 if is_hyperparameter(self.table, scope, proto, rule, info):

@@ -133,6 +133,18 @@ class Report:
     uncosted: list[Uncosted]
     warnings: list[str]
 
+    @property
+    def complete(self) -> bool:
+        """Every node was costed: the totals are the whole model's."""
+        return not self.uncosted
+
+    def uncosted_summary(self, shown: int = 5) -> str:
+        """One line: how many nodes are uncosted, the first few with why."""
+        listed = "; ".join(f"'{u.name}' ({u.op_type}: {u.reason})" for u in self.uncosted[:shown])
+        more = f"; and {len(self.uncosted) - shown} more" if len(self.uncosted) > shown else ""
+        return (f"{self.model}: {len(self.uncosted)} node(s) uncosted, the totals exclude them: "
+                f"{listed}{more}")
+
     def by_op_type(self) -> dict[str, Totals]:
         return self._group("op")[0]
 

@@ -56,6 +56,24 @@ def test_assert_same_cost_raises_with_the_comparison():
                                    inputs_b=((1, 4),))
 
 
+def test_totals_that_read_alike_rounded_are_shown_exactly():
+    # 1000·1000 + 1000 = 1,001,000 params against 1,001,001 with one more learned offset
+    wide = nn.Linear(1000, 1000)
+
+    class PlusOne(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(1000, 1000)
+            self.offset = nn.Parameter(torch.ones(1))
+
+        def forward(self, x):
+            return self.linear(x) + self.offset
+
+    result = onnxflops.compare(wide, PlusOne(), inputs_a=((1, 1000),), inputs_b=((1, 1000),))
+    assert "total params: 1,001,000 vs 1,001,001" in result.differences
+    assert "+1" in result.to_text()
+
+
 def test_tolerance_is_relative():
     wide, wider = nn.Linear(100, 100), nn.Linear(100, 101)
     options = dict(inputs_a=((1, 100),), inputs_b=((1, 100),))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -141,6 +144,115 @@ class TestInputs:
         by_name = onnxflops.count(module, inputs={"input": (3, 8)}).total.macs
         assert by_shape == by_tensor == by_name == 3 * 8 * 2
 
+    def test_torch_arguments_by_name_in_any_order_the_others_at_their_defaults(self):
+        class Masked(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.linear = nn.Linear(8, 4)
+
+            def forward(self, x, cache=None, mask=None, scale: float = 2.0):
+                y = self.linear(x) * scale
+                return {"y": y if mask is None else y * mask, "cache": object()}
+
+        x, mask = torch.ones(3, 8), torch.ones(3, 4)
+        report = onnxflops.count(Masked(), inputs={"mask": mask, "x": x})
+        # the linear 3·8·4 MACs and bias 12; × scale and × mask, 12 each
+        assert (report.total.macs, report.total.flops) == (96, 2 * 96 + 12 + 12 + 12)
+        assert report.inputs.keys() == {"x", "mask"}
+
+    def test_a_missing_torch_argument_is_named_with_forwards_arguments(self):
+        class Pair(nn.Module):
+            def forward(self, a, b, c=None):
+                return a + b
+
+        with pytest.raises(onnxflops.OnnxFlopsError,
+                           match=r"forward\(\) needs 'b', not given \(arguments: a, b, c; given: a\)"):
+            onnxflops.count(Pair(), inputs={"a": (2,)})
+        with pytest.raises(onnxflops.OnnxFlopsError, match="forward\\(\\) has no argument 'd'"):
+            onnxflops.count(Pair(), inputs={"a": (2,), "b": (2,), "d": (2,)})
+
+    def test_a_keras_model_with_dict_inputs(self):
+        tokens = keras.Input((6,), name="tokens")
+        weights = keras.Input((6,), name="weights")
+        model = keras.Model({"weights": weights, "tokens": tokens},
+                            keras.layers.Dense(3)(tokens * weights))
+        report = onnxflops.count(model, inputs={"tokens": (2, 6), "weights": (2, 6)})
+        assert (report.total.macs, report.total.params) == (2 * 6 * 3, 6 * 3 + 3)
+
+
+class TestExporterFallback:
+    class DataDependent(nn.Module):
+        """Python control flow on a value: torch.export cannot trace it, TorchScript tracing can."""
+
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.linear(x) if x.sum() > 0 else x
+
+    def test_the_other_exporter_is_used_with_a_warning(self, capfd):
+        x = torch.ones(2, 4)
+        with pytest.warns(UserWarning, match="the dynamo exporter cannot convert it .*; "
+                                             "converted with the legacy exporter instead"):
+            report = onnxflops.count(self.DataDependent(), inputs=(x,))
+        assert report.total.macs == 2 * 4 * 4
+        assert capfd.readouterr().err == ""  # no traceback logged by torch.export
+
+    def test_both_failing_is_one_line_naming_both(self):
+        class Broken(nn.Module):
+            def forward(self, x):
+                raise ValueError("no way")
+
+        with pytest.raises(onnxflops.OnnxFlopsError) as error:
+            torch_to_onnx(Broken(), (2,))
+        message = str(error.value)
+        assert "\n" not in message
+        assert "the dynamo exporter cannot convert it (no way)" in message
+        assert "the legacy exporter cannot convert it (no way)" in message
+
+
+class TestParamsAsTheFrameworkDefinesThem:
+    def test_a_class_token_through_expand_and_concat_is_a_parameter(self):
+        class ClassToken(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.token = nn.Parameter(torch.ones(1, 1, 8))
+                self.register_buffer("offsets", torch.ones(8))  # a buffer, not a parameter
+
+            def forward(self, x):
+                token = self.token.expand(x.shape[0], -1, -1)
+                return torch.cat([token, x], dim=1) + self.offsets
+
+        for exporter in ("dynamo", "legacy"):
+            report = onnxflops.count(torch_to_onnx(ClassToken(), (2, 3, 8), exporter=exporter))
+            assert (report.total.params, report.total.buffers) == (8, 8), exporter
+
+    def test_keras_non_trainable_weights_are_buffers_and_a_table_read_in_part_counts_whole(self):
+        class Positions(keras.layers.Layer):
+            def build(self, shape):
+                self.table = self.add_weight(shape=(50, 4), name="table")
+                self.scale = self.add_weight(shape=(4,), name="scale", trainable=False)
+
+            def call(self, x):  # TensorFlow folds the 2 rows read into a constant of their own
+                return x * self.scale + self.table[:x.shape[1]]
+
+        x = keras.Input((2, 4), name="x")
+        model = keras.Model(x, keras.layers.Dense(3)(Positions()(x)))
+        report = onnxflops.count(model)
+        assert report.total.params == 50 * 4 + 4 * 3 + 3
+        assert report.total.buffers == 4  # as torch calls a non-learned tensor
+
+
+@pytest.mark.parametrize("exporter", ["dynamo", "legacy"])
+def test_an_rnns_first_step_on_its_zero_state_is_work_of_the_network(exporter):
+    """torch.export unrolls nn.RNN: step 1 multiplies h0 = zeros by W_hh, every input constant.
+    5 steps × (8·16 input + 16·16 recurrent) MACs, as the RNN op and Keras's SimpleRNN count."""
+    module = nn.RNN(8, 16, batch_first=True)
+    report = onnxflops.count(torch_to_onnx(module, (1, 5, 8), exporter=exporter))
+    assert report.total.macs == 5 * (8 * 16 + 16 * 16)
+    assert report.constant_work.macs == 0
+
 
 class TestErrors:
     def test_a_tensorflow_error_is_reported_by_its_last_line(self):
@@ -243,7 +355,50 @@ class TestCommandLine:
         assert main(["count", "models.torch_models:mlp", "--input", "input=1x64", "--json"]) == 0
         assert '"macs": 17024' in capsys.readouterr().out
 
+    def test_a_token_model_from_a_factory_takes_integer_ids(self, capsys):
+        from models.torch_models import text_cnn
+
+        ids = torch.ones(1, 40, dtype=torch.int64)
+        expected = onnxflops.count(text_cnn(), inputs={"tokens": ids}).total.macs
+        assert main(["count", "models.torch_models:text_cnn", "--input", "tokens=1x40:int64",
+                     "--json"]) == 0
+        assert f'"macs": {expected}' in capsys.readouterr().out
+        assert main(["count", "models.torch_models:text_cnn", "--input", "tokens=1x40"]) == 2
+        assert main(["count", "models.torch_models:text_cnn", "--input", "tokens=1x40:int4"]) == 2
+        assert "unknown dtype 'int4'" in capsys.readouterr().err
+
+    def test_a_clean_keras_count_prints_nothing_on_stderr(self):
+        done = subprocess.run([sys.executable, "-m", "onnxflops.cli", "count",
+                               "models.keras_models:mlp"], capture_output=True, text=True)
+        assert done.returncode == 0
+        assert done.stderr == ""  # no TensorFlow logging from C++ on import or first use
+
     def test_a_conversion_error_is_one_line_and_exit_status_2(self, capsys):
         assert main(["count", "models.torch_models:mlp"]) == 2
         err = capsys.readouterr().err
         assert err.startswith("onnxflops: error:") and err.count("\n") == 1
+
+
+def test_initializers_are_told_by_their_stand_in_values_with_or_without_sampling(monkeypatch):
+    """Which weight an initializer holds, found by value: a slice of a table, a transposed
+    kernel, a constant of its own; also when large weights keep only a sample of their values."""
+    import onnx
+    import onnx.numpy_helper as nh
+
+    from converters import weight_match
+    from converters.structure import StandInValues
+    from converters.weight_match import Weight, weight_roles_by_value
+
+    values = StandInValues()
+    table, kernel, stats = (values.like(s, np.float32) for s in ((500, 64), (64, 32), (32,)))
+    weights = [Weight("table", table, True), Weight("kernel", kernel, True),
+               Weight("stats", stats, False)]
+    model = onnx.helper.make_model(onnx.helper.make_graph(
+        [], "g", [], [], [nh.from_array(table[3:9], "rows"), nh.from_array(kernel.T.copy(), "k"),
+                          nh.from_array(stats, "s"), nh.from_array(np.cos(table[:4]), "cos")]))
+    for kept in (10**9, 1000):  # everything kept; the large table sampled
+        monkeypatch.setattr(weight_match, "_KEPT", kept)
+        roles = weight_roles_by_value(model, weights)
+        assert roles["parameters"] == {"rows": "table", "k": "kernel"}
+        assert roles["buffers"] == {"s": "stats"} and roles["constants"] == ["cos"]
+        assert roles["sizes"] == {"table": 32000, "kernel": 2048, "stats": 32}

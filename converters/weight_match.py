@@ -1,0 +1,92 @@
+"""Which initializers of a converted graph hold which framework weights, found by their values.
+
+TensorFlow freezes variables into constants whose names say nothing of the variable, and may fold
+them (a position-embedding table cut to the rows a graph reads). Conversion runs with stand-in
+weights, distinct random values per variable (see `converters.structure`): an initializer whose
+values are among one variable's stand-ins holds that variable, whole or in part.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+_SAMPLES = 16  # values looked up per initializer
+_AGREEMENT = 0.75  # share of the samples found in one variable for the initializer to be its
+# Stand-in values kept for lookups at most: 12 bytes each. Past it, large weights keep only the
+# values whose bits end in k zeros, and initializers look up theirs: chosen by content, the same
+# values are kept on both sides, whatever part of a weight an initializer holds.
+_KEPT = 20_000_000
+_SMALL = 4096  # weights this small are kept whole
+
+
+@dataclass(frozen=True)
+class Weight:
+    key: str  # the framework's name for it
+    values: np.ndarray  # its stand-in values
+    trainable: bool
+
+
+def weight_roles_by_value(proto: onnx.ModelProto, weights: list[Weight]) -> dict:
+    """The keyword arguments of `record_weight_roles` for `proto`: trainable weights are
+    parameters, the others buffers; everything else (float initializers found in no weight,
+    integer masks and indices, Constant nodes) is no weight."""
+    parameters: dict[str, str] = {}
+    buffers: dict[str, str] = {}
+    constants: list[str] = []
+    total = sum(w.values.size for w in weights)
+    mask = (1 << max(0, int(np.ceil(np.log2(total / _KEPT))))) - 1 if total > _KEPT else 0
+    if weights:
+        kept = [_kept(w.values, mask if w.values.size > _SMALL else 0) for w in weights]
+        flat = np.concatenate(kept)
+        owners = np.repeat(np.arange(len(weights), dtype=np.int32), [k.size for k in kept])
+        order = np.argsort(flat, kind="stable")
+        ordered, ordered_owners = flat[order], owners[order]
+        del flat, owners, order
+    for initializer in proto.graph.initializer:
+        if initializer.data_type not in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE) \
+                or initializer.data_location == onnx.TensorProto.EXTERNAL:
+            continue
+        values = numpy_helper.to_array(initializer).astype(np.float32).ravel()
+        owner = _owner(values, ordered, ordered_owners, mask) if weights and values.size else None
+        if owner is None:
+            constants.append(initializer.name)
+        elif owner >= 0:
+            weight = weights[owner]
+            (parameters if weight.trainable else buffers)[initializer.name] = weight.key
+        else:  # values of several weights (folded together): a parameter of its own
+            parameters[initializer.name] = initializer.name
+    return {"parameters": parameters, "buffers": buffers, "constants": constants,
+            "sizes": {w.key: int(w.values.size) for w in weights}, "exhaustive": True}
+
+
+def _kept(values: np.ndarray, mask: int) -> np.ndarray:
+    flat = values.astype(np.float32).ravel()
+    return flat if not mask else flat[(flat.view(np.uint32) & mask) == 0]
+
+
+def _owner(values: np.ndarray, ordered: np.ndarray, owners: np.ndarray,
+           mask: int = 0) -> int | None:
+    """The weight whose stand-ins hold `values`; None: no weight's; -1: several weights'.
+
+    Distinct samples only: a table of cosines is mostly 1.0, a value a stand-in may have too.
+    With a mask, also the values every weight keeps whatever its size."""
+    picked = np.linspace(0, values.size - 1, min(_SAMPLES, values.size)).astype(int)
+    samples = values[picked]
+    if mask:
+        kept = _kept(values, mask)
+        samples = np.concatenate([samples, kept[np.linspace(0, kept.size - 1, min(
+            _SAMPLES, kept.size)).astype(int)]]) if kept.size else samples
+    samples = np.unique(samples)
+    at = np.minimum(np.searchsorted(ordered, samples), ordered.size - 1)
+    found = ordered[at] == samples
+    # What a weight would have kept: all of a small one's values, a large one's masked ones.
+    findable = int((found | ((samples.view(np.uint32) & mask) == 0)).sum())
+    if not findable or found.sum() < _AGREEMENT * findable:
+        return None
+    candidates, counts = np.unique(owners[at[found]], return_counts=True)
+    best = int(np.argmax(counts))
+    return int(candidates[best]) if counts[best] >= _AGREEMENT * findable else -1

@@ -1,0 +1,60 @@
+"""Real library models count exactly, called the way their users call them.
+
+Each model of `models.zoo` (HF transformers, timm, keras-hub, Keras Applications, torchvision; tiny
+configs, random init, nothing downloaded) is counted from its own framework and checked against
+that framework: MACs = FlopCounterMode / 2 with attention on the math backend, params = its own
+parameter count, and no node uncosted. A keras-hub model and its HF twin agree on MACs and params.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+pytest.importorskip("torch")
+from models.zoo import ZOO, oracle, zoo_model  # noqa: E402
+
+import onnxflops  # noqa: E402
+
+pytestmark = pytest.mark.slow
+_LIBRARIES = {"hf": "transformers", "timm": "timm", "keras_hub": "keras_hub",
+              "torchvision": "torchvision", "keras": "keras"}
+
+
+@functools.cache
+def counted(name: str) -> tuple[onnxflops.Report, int | None, int]:
+    """The strict count of a zoo model, and what its framework says (MACs, params)."""
+    model = zoo_model(name)
+    library = next(lib for prefix, lib in _LIBRARIES.items() if name.startswith(prefix + "_"))
+    pytest.importorskip(library)
+    built, inputs = model.build(), model.inputs()
+    want_macs, want_params = oracle(model, built, inputs)
+    return onnxflops.count(built, inputs or None, strict=True), want_macs, want_params
+
+
+@pytest.mark.parametrize("name", [m.name for m in ZOO if m.framework == "torch"])
+def test_a_torch_model_counts_what_flop_counter_mode_counts(name):
+    report, macs, params = counted(name)
+    assert report.total.macs == macs
+    assert report.total.params == params
+
+
+@pytest.mark.parametrize("name", [m.name for m in ZOO if m.framework == "keras"])
+def test_a_keras_model_counts_its_params_and_its_torch_twins_macs(name):
+    report, _, params = counted(name)
+    assert report.total.params == params
+    twin, _, twin_params = counted(zoo_model(name).twin)
+    assert report.total.macs == twin.total.macs
+    assert report.total.params == twin_params
+
+
+@pytest.mark.parametrize("name", ["keras_hub_gpt2", "keras_hub_llama"])
+def test_keras_hub_and_hf_do_the_same_flops_where_the_math_is_the_same(name):
+    """Keras masks scores with tf.where (lowered to arithmetic; canonical: one add per score, as
+    HF's mask add); HF's attention also checks each probability for NaN, work Keras does not do."""
+    report = counted(name)[0]
+    twin = counted(zoo_model(name).twin)[0]
+    assert report.total.flops == twin.total.flops - twin.by_op_type()["IsNaN"].flops
