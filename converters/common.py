@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import zipfile
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -107,3 +109,21 @@ def native_output_silenced():
             for fd, copy in zip((1, 2), saved):
                 os.dup2(copy, fd)
                 os.close(copy)
+
+
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+def check_container(path: Path) -> None:
+    """A .keras or .pt2 file is a zip archive, an .h5 file HDF5: what is neither is said so in
+    one line, before a framework loads it (and says "File not found", or offers --unsafe)."""
+    suffix = path.suffix.lower()
+    if not path.is_file():
+        raise OnnxFlopsError(f"{path}: not a regular file")
+    if suffix == ".h5":
+        with open(path, "rb") as f:
+            if f.read(len(_HDF5_SIGNATURE)) != _HDF5_SIGNATURE:
+                raise OnnxFlopsError(f"{path}: not an HDF5 file, as an .h5 Keras model is")
+    elif not zipfile.is_zipfile(path):
+        kind = "a .keras model" if suffix == ".keras" else "a torch.export .pt2 program"
+        raise OnnxFlopsError(f"{path}: not a zip archive, as {kind} is")

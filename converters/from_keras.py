@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from converters.common import is_single_input, native_output_silenced
+from converters.common import check_container, is_single_input, native_output_silenced
 from converters.structure import StandInValues, is_float_dtype
 from onnxflops.dims import format_shape
 from converters.weight_match import Weight, weight_roles_by_value
@@ -92,6 +92,7 @@ def load_keras_file(path: str | os.PathLike, *, safe_mode: bool = True):
     _quiet_tensorflow()
     import keras
 
+    check_container(Path(path))
     try:
         return keras.models.load_model(str(path), compile=False, safe_mode=safe_mode)
     except ValueError as e:

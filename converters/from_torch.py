@@ -27,11 +27,13 @@ import logging
 import os
 import warnings
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import onnx
 
-from converters.common import is_single_input, native_output_silenced, root_cause, triton_kept_out
+from converters.common import (check_container, is_single_input, native_output_silenced, root_cause,
+                               triton_kept_out)
 from converters.structure import StandInValues, is_float_dtype
 from onnxflops.errors import OnnxFlopsError, first_line
 from onnxflops.graph import MAX_VALUE_ELEMENTS
@@ -129,13 +131,17 @@ def load_exported_program(path, *, unsafe: bool = False):
     """
     import torch
 
+    check_container(Path(path))
     previous = os.environ.get(_WEIGHTS_ONLY)
     if not unsafe:
         os.environ[_WEIGHTS_ONLY] = "1"
     try:
         return torch.export.load(str(path))
     except Exception as e:  # a corrupt or unsafe archive raises zipfile, pickle or runtime errors
-        hint = "" if unsafe else "; if it holds pickled objects and you trust it, use --unsafe"
+        # --unsafe helps only where the weights-only unpickler refused something.
+        refused = "weights only" in str(e).lower() or "weights_only" in str(e).lower()
+        hint = "; if it holds pickled objects and you trust it, use --unsafe" \
+            if refused and not unsafe else ""
         raise OnnxFlopsError(f"{path}: not a loadable torch.export program ({first_line(e)}"
                              f"{hint})") from None
     finally:

@@ -143,13 +143,16 @@ def _from_factory(spec: str):
     except ImportError as e:
         raise OnnxFlopsError(f"{spec}: cannot import module '{module_name}' ({first_line(e)})"
                              f"{install_hint(e)}") from None
+    except (Exception, SystemExit) as e:  # the module itself fails: a SyntaxError, a raise, exit()
+        raise OnnxFlopsError(f"{spec}: importing module '{module_name}' raised "
+                             f"{type(e).__name__}: {first_line(e)}") from None
     factory = getattr(module, attr, None)
     if not callable(factory):
         raise OnnxFlopsError(f"{spec}: module '{module_name}' has no function '{attr}'")
     try:
         with native_output_silenced():
             model = factory()
-    except Exception as e:  # the user's factory raised: report it in one line
+    except (Exception, SystemExit) as e:  # the user's factory raised or exited: one line
         raise OnnxFlopsError(f"{spec}: the factory raised {type(e).__name__}: {first_line(e)}") \
             from None
     if not (_is_keras_model(model) or _is_torch_model(model)):

@@ -18,7 +18,7 @@ from onnxflops.canonical import canonicalize
 from onnxflops.costs import CONVENTIONS, RuleOverrides, with_rules
 from onnxflops.counting import count_model
 from onnxflops.dims import SYMBOL_MARK, is_symbolic
-from onnxflops.errors import OnnxFlopsError, UncostedWarning
+from onnxflops.errors import OnnxFlopsError, Uncostable, UncostedWarning
 from onnxflops.load import load_model
 from onnxflops.normalize import normalize
 from onnxflops.report import Report
@@ -92,9 +92,12 @@ def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | N
         # `proto` is our own copy (load_model never returns the caller's model): bound in place.
         bound = bind_inputs(proto, inputs, batch, allow_unbound=symbolic, in_place=True)
         shapes = {i.name: _declared(i) for i in real_inputs(bound)}
-        analyzed = canonicalize(analyze(normalize(bound), owned=not keep_bound))
-        report = count_model(analyzed, convention, _model_name(model, proto), shapes, training,
-                             table)
+        name = _model_name(model, proto)
+        try:
+            analyzed = canonicalize(analyze(normalize(bound), owned=not keep_bound))
+            report = count_model(analyzed, convention, name, shapes, training, table)
+        except Uncostable as e:  # a rule's complaint met outside a rule: the model, not a node
+            raise OnnxFlopsError(f"{name}: cannot be counted: {e}") from None
     return Counted(report, bound if keep_bound else None, analyzed)
 
 

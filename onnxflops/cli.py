@@ -6,11 +6,22 @@ import argparse
 import importlib
 import os
 import sys
+import traceback
 import warnings
 
-from onnxflops.errors import OnnxFlopsError, UncostedWarning
+from onnxflops.errors import OnnxFlopsError, UncostedWarning, first_line
 
 COMMANDS = ("count", "convert", "compare", "ops", "profile", "report", "llm")
+# Exit codes: 0 counted; 1 counted, some nodes uncosted (or compare: the counts differ); 2 bad
+# input, said in one line; 3 a bug in onnxflops, said in one line (the traceback with --debug).
+EXIT_BAD_INPUT, EXIT_BUG = 2, 3
+
+
+class _Parser(argparse.ArgumentParser):
+    """Option errors are one line, as every other bad input is (the usage is under --help)."""
+
+    def error(self, message: str):
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def version() -> str:
@@ -33,14 +44,19 @@ class _PrintVersion(argparse.Action):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="onnxflops",
         description="Count FLOPs, MACs, params and memory traffic of a neural network, "
                     "the same whichever framework it came from.")
     parser.add_argument("--version", action=_PrintVersion, nargs=0,
                         help="print the installed version and exit")
+    parser.add_argument("--debug", action="store_true",
+                        help="on an internal error, print the traceback (also ONNXFLOPS_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     argv = sys.argv[1:] if argv is None else argv
+    # --debug is taken wherever it stands, before the command or among its options.
+    debug = "--debug" in argv or os.environ.get("ONNXFLOPS_DEBUG", "") not in ("", "0")
+    argv = [a for a in argv if a != "--debug"]
     # The command being run is the only one registered: building every parser costs milliseconds
     # at each start. All are, to list them (--help, no command, an unknown one).
     for name in [argv[0]] if argv and argv[0] in COMMANDS else COMMANDS:
@@ -53,10 +69,21 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args) or 0
     except OnnxFlopsError as e:
         print(f"onnxflops: error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("onnxflops: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader stopped early (| head)
+        return 0
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - a bug: one line, not 1 ("uncosted")
+        if debug:
+            traceback.print_exc()
+        what = "ran out of memory" if isinstance(e, MemoryError) else \
+            f"{type(e).__name__}: {first_line(e)}"
+        print(f"onnxflops: internal error, a bug in onnxflops {version()} ({what}); "
+              + ("" if debug else "rerun with --debug for the traceback, and ")
+              + "please report it", file=sys.stderr)
+        return EXIT_BUG
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -18,6 +18,7 @@ Dim = Any  # int, a symbol name (str) while unbound, or None when unknown
 
 # A dim_param starting with this is a symbolic dim: rules get it as a sympy expression.
 SYMBOL_MARK = "$"
+INT64_MAX = 2**63 - 1  # the largest dim (or element count) an ONNX tensor can have
 
 # Names sympy prints in the formulas written here: a dim named so gets a trailing underscore.
 _FUNCTIONS = frozenset({"floor", "ceiling", "Max", "Min", "Mod", "Abs"})

@@ -8,6 +8,15 @@ import re
 class OnnxFlopsError(Exception):
     """A problem with the user's input (file, shape, option), reported as one line by the CLI."""
 
+    def __init__(self, message: str):
+        # One line whatever names it quotes: a name may hold line breaks.
+        super().__init__(str(message).translate(_ESCAPED_LINE_BREAKS))
+
+
+# Every character str.splitlines() breaks at, written as its escape.
+_ESCAPED_LINE_BREAKS = str.maketrans({c: ascii(c)[1:-1] for c in
+                                      "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"})
+
 
 class UncostedWarning(UserWarning):
     """A count left nodes uncosted: its totals are short of the model's work."""

@@ -13,7 +13,14 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from onnxflops.dims import SYMBOL_MARK, Dim, format_shape, is_symbolic, to_expr  # noqa: F401  (re-exported)
+from onnxflops.dims import (  # noqa: F401  (re-exported)
+    INT64_MAX,
+    SYMBOL_MARK,
+    Dim,
+    format_shape,
+    is_symbolic,
+    to_expr,
+)
 from onnxflops.errors import Uncostable
 
 # Values larger than this are never materialised: they are weights, not shape arithmetic. The
@@ -429,7 +436,10 @@ def _shape_op_value(node: onnx.NodeProto, shape: tuple[Dim, ...]) -> np.ndarray 
     dims = shape if node.op_type == "Size" else shape[slice(attrs.get("start", 0), attrs.get("end"))]
     if any(is_symbolic(d) for d in dims):
         return None
-    return np.array(math.prod(dims) if node.op_type == "Size" else dims, dtype=np.int64)
+    value = math.prod(dims) if node.op_type == "Size" else dims
+    if any(abs(v) > INT64_MAX for v in ([value] if node.op_type == "Size" else dims)):
+        return None  # no tensor has such a dim or so many elements: the value stays unknown
+    return np.array(value, dtype=np.int64)
 
 
 def _constant_node_info(node: onnx.NodeProto) -> TensorInfo | None:

@@ -33,6 +33,7 @@ from onnxflops.graph import (
     info_from_value_info,
     is_known,
 )
+from onnxflops.load import opset_warnings
 
 
 @dataclass
@@ -49,7 +50,7 @@ def analyze(model: onnx.ModelProto, *, owned: bool = False) -> AnalyzedModel:
     The analyzed model is a copy that canonicalize may edit, or with `owned` (the caller hands
     `model` over) `model` itself.
     """
-    warnings: list[str] = []
+    warnings: list[str] = opset_warnings(model)
     opsets = {domain_key(o.domain): o.version for o in model.opset_import}
     if has_symbolic_inputs(model):
         return _analyze_symbolic(model, opsets, warnings)

@@ -24,6 +24,7 @@ from onnxflops.analysis.contrib_shapes import (
     is_contrib,
 )
 from onnxflops.analysis.evaluate import evaluate
+from onnxflops.errors import first_line
 from onnxflops.graph import (
     MAX_VALUE_ELEMENTS,
     GraphView,
@@ -54,10 +55,14 @@ def infer_model(model: onnx.ModelProto, warnings: list[str]) -> onnx.ModelProto:
     try:
         return onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
     except onnx.shape_inference.InferenceError as e:
-        warnings.append("shape inference: " + str(e).strip().splitlines()[0])
+        warnings.append("shape inference: " + first_line(e))
     except (RuntimeError, ValueError) as e:
-        warnings.append("shape inference failed: " + str(e).strip().splitlines()[0])
-    return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+        warnings.append("shape inference failed: " + first_line(e))
+    try:
+        return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+    except Exception as e:  # noqa: BLE001 - left to node-by-node inference, said in a warning
+        warnings.append("shape inference gave up: " + first_line(e))
+        return model
 
 
 class NodeTyper:

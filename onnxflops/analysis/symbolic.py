@@ -18,10 +18,9 @@ import numpy as np
 import onnx
 import onnx.numpy_helper
 
-from onnxflops.dims import SYMBOL_MARK, is_symbolic, to_dim, to_expr
+from onnxflops.dims import INT64_MAX, SYMBOL_MARK, is_symbolic, to_dim, to_expr
 from onnxflops.graph import GraphView, is_float, is_standard_domain
 
-_INT64_MAX = 2**63 - 1
 # Each round runs ONNX inference once; a transformer needs about two (one per level of shape
 # arithmetic that depends on an earlier computed shape).
 _MAX_ROUNDS = 64
@@ -391,7 +390,7 @@ def _bound(index, dim):
     if index is None:
         return None
     if isinstance(index, (int, np.integer)):
-        if index >= _INT64_MAX // 2:
+        if index >= INT64_MAX // 2:
             return dim
         if index < 0:
             return None if dim is None else dim + index

@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import numbers
 import re
 from typing import Iterable, Mapping, Sequence
 
 import onnx
 
-from onnxflops.dims import SYMBOL_MARK, format_shape, symbol_name
+from onnxflops.dims import INT64_MAX, SYMBOL_MARK, format_shape, symbol_name
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.graph import info_from_value_info
 
 Shape = Sequence[int]
+
+
+def checked_dim(value, what: str) -> int:
+    """`value` as a dim: a whole number from 1 to 2^63-1; else an error naming `what`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise OnnxFlopsError(f"{what}: {value!r} is not a whole number")
+    if not 1 <= value <= INT64_MAX:
+        raise OnnxFlopsError(f"{what}: {value} is out of range (1 to 2^63-1)")
+    return int(value)
 
 _SHAPE = re.compile(r"^\d+(x\d+)*$")
 
@@ -51,10 +61,7 @@ def parse_input_spec(spec: str) -> tuple[str, tuple[int, ...]]:
     if not _SHAPE.match(dims):
         raise OnnxFlopsError(f"--input '{spec}': malformed shape '{dims}', expected positive integers "
                              "joined by 'x', e.g. 1x3x224x224")
-    shape = tuple(int(d) for d in dims.split("x"))
-    if any(d <= 0 for d in shape):
-        raise OnnxFlopsError(f"--input '{spec}': dims must be positive")
-    return name, shape
+    return name, tuple(checked_dim(int(d), f"--input '{spec}'") for d in dims.split("x"))
 
 
 def real_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
@@ -73,6 +80,9 @@ def bind_inputs(model: onnx.ModelProto, inputs: Mapping[str, Shape] | None = Non
     the input and the dim, unless `allow_unbound` (symbolic counting) keeps it as a symbol: named
     by its dim_param, or `<input>_<axis>` where it has none (see symbolic.py).
     """
+    if inputs is not None and not isinstance(inputs, Mapping):
+        raise OnnxFlopsError(f"inputs: expected a mapping of input names to shapes, not a "
+                             f"{type(inputs).__name__}")
     inputs = dict(inputs or {})
     graph_inputs = real_inputs(model)
     known = {i.name for i in graph_inputs}
@@ -80,8 +90,8 @@ def bind_inputs(model: onnx.ModelProto, inputs: Mapping[str, Shape] | None = Non
         if name not in known:
             raise OnnxFlopsError(f"model has no input '{name}'; its inputs are: "
                                  f"{', '.join(sorted(known)) or '(none)'}")
-    if batch is not None and batch <= 0:
-        raise OnnxFlopsError(f"--batch {batch}: must be a positive integer")
+    if batch is not None:
+        checked_dim(batch, "--batch")
 
     # Every shape is resolved before any is set: an error leaves `model` as it was.
     shapes = {vi.name: _resolve(vi.name, info_from_value_info(vi).shape, inputs.get(vi.name),
@@ -104,7 +114,10 @@ def bind_inputs(model: onnx.ModelProto, inputs: Mapping[str, Shape] | None = Non
 def _resolve(name: str, declared: tuple | None, given: Shape | None, batch: int | None,
              allow_unbound: bool) -> tuple | None:
     if given is not None:
-        given = tuple(int(d) for d in given)
+        if isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
+            raise OnnxFlopsError(f"input '{name}': expected a shape (a sequence of dims), "
+                                 f"not {given!r}")
+        given = tuple(checked_dim(d, f"input '{name}'") for d in given)
         if declared is not None:
             if len(declared) != len(given):
                 raise OnnxFlopsError(f"input '{name}': given shape {format_shape(given)} has rank "

@@ -99,8 +99,11 @@ def read_loop_invariants_from_outer_scope(g: Editor) -> bool:
     """Loop state the body returns unchanged is read from the outer scope instead of carried."""
     changed = False
     for node in g.of_type({"Loop"}):
-        body = next(a.g for a in node.attribute if a.name == "body")
+        body = next((a.g for a in node.attribute if a.name == "body"), None)
         carried = len(node.input) - 2
+        # A Loop whose body does not match its inputs is left for the count to call uncostable.
+        if body is None or len(body.input) != len(node.input) or len(body.output) < 1 + carried:
+            continue
         invariant = [k for k in range(carried)
                      if body.output[1 + k].name == body.input[2 + k].name and node.input[2 + k]
                      and (k >= len(node.output) or node.output[k] not in g.outputs)]

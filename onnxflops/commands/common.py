@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from onnxflops.bind import parse_input_spec
+from onnxflops.errors import OnnxFlopsError
 
 
 def add_input_options(parser: argparse.ArgumentParser) -> None:
@@ -17,7 +19,18 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
 
 
 def input_shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
-    return dict(parse_input_spec(spec) for spec in args.input)
+    return shapes_of(args.input)
+
+
+def shapes_of(specs: list[str], option: str = "--input") -> dict[str, tuple[int, ...]]:
+    """NAME=DIMS specs by name; naming an input twice is an error, not the last one winning."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for spec in specs:
+        name, shape = parse_input_spec(spec)
+        if name in shapes:
+            raise OnnxFlopsError(f"{option} names input '{name}' twice")
+        shapes[name] = shape
+    return shapes
 
 
 def add_conversion_options(p: argparse.ArgumentParser) -> None:
@@ -34,3 +47,23 @@ def add_format_options(p: argparse.ArgumentParser, rows: str) -> None:
     fmt.add_argument("--json", action="store_true", help="print the JSON document")
     fmt.add_argument("--csv", action="store_true", help=f"print one CSV row per {rows}")
     fmt.add_argument("--markdown", action="store_true", help="print Markdown")
+
+
+def check_output_path(target: str, option: str) -> None:
+    """Fail before any work, in one line, when `target` ('-': standard output) cannot be written:
+    a missing directory, a directory, a read-only place. Nothing is left behind."""
+    if target == "-":
+        return
+    path = Path(target)
+    if path.is_dir():
+        raise OnnxFlopsError(f"{option} {target}: is a directory")
+    if not path.parent.is_dir():
+        raise OnnxFlopsError(f"{option} {target}: directory '{path.parent}' does not exist")
+    existed = path.exists()
+    try:
+        with open(path, "a"):
+            pass
+    except OSError as e:
+        raise OnnxFlopsError(f"{option} {target}: cannot be written ({e.strerror})") from None
+    if not existed:
+        path.unlink()

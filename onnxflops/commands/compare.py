@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from onnxflops.bind import parse_input_spec
 from onnxflops.commands.common import (
     add_conversion_options,
     add_input_options,
     input_shapes,
+    shapes_of,
 )
 from onnxflops.costs import CONVENTIONS
 
@@ -48,12 +48,13 @@ def run(args: argparse.Namespace) -> int:
 
     result = compare(
         args.a, args.b, input_shapes(args) or None, args.tolerance,
-        inputs_a=_bindings(args.input_a), inputs_b=_bindings(args.input_b), batch=args.batch,
+        inputs_a=_bindings(args.input_a, "--input-a"),
+        inputs_b=_bindings(args.input_b, "--input-b"), batch=args.batch,
         convention=args.convention, exporter=args.exporter, check_outputs=args.check_outputs,
         output_tolerance=args.output_tolerance, layout=args.layout, unsafe=args.unsafe)
     sys.stdout.write(result.to_json() + "\n" if args.json else result.to_text())
     return 0 if result.same else 1
 
 
-def _bindings(specs: list[str]) -> dict[str, tuple[int, ...]] | None:
-    return dict(parse_input_spec(spec) for spec in specs) or None
+def _bindings(specs: list[str], option: str) -> dict[str, tuple[int, ...]] | None:
+    return shapes_of(specs, option) or None

@@ -10,6 +10,7 @@ import onnx
 from onnxflops.commands.common import (
     add_conversion_options,
     add_input_options,
+    check_output_path,
     input_shapes,
 )
 from onnxflops.errors import OnnxFlopsError
@@ -38,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not needs_conversion(args.model):
         raise OnnxFlopsError(f"{args.model}: already ONNX (or not a model onnxflops converts)")
+    check_output_path(args.output, "--output")
     model = load(args.model, unsafe=args.unsafe)
     options = dict(batch=args.batch, exporter=args.exporter)
     proto = convert(model, input_shapes(args) or None, keep_weights=not args.stand_in_weights,

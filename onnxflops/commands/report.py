@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from onnxflops.commands.common import add_input_options
+from onnxflops.commands.common import add_input_options, check_output_path
 from onnxflops.commands.profile import add_measure_options, measure_kwargs
 
 
@@ -37,6 +37,10 @@ def run(args: argparse.Namespace) -> int:
     from onnxflops.profiling import profile
     from onnxflops.profiling.progress import ProgressBar
 
+    check_output_path(args.output, "--output")
+    for fmt in ("markdown", "json", "csv"):
+        if getattr(args, fmt):
+            check_output_path(getattr(args, fmt), f"--{fmt}")
     kwargs = measure_kwargs(args)
     bar = ProgressBar(len(args.models))
     profiles = []

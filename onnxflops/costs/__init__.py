@@ -31,7 +31,7 @@ from onnxflops.costs import (  # noqa: F401  (imported for their registrations)
     spatial,
     text,
 )
-from onnxflops.costs.node import Engine, Node
+from onnxflops.costs.node import Engine, Node, check_node
 from onnxflops.costs.registry import (
     ALL_INPUTS,
     CONTRACTION,
@@ -52,7 +52,7 @@ from onnxflops.graph import domain_key
 
 __all__ = ["ALL_INPUTS", "CONTRACTION", "CONVENTIONS", "RECURRENT", "REGISTRY", "ZERO",
            "Backward", "Cost", "Engine", "Grads", "Node", "Registry", "Rule", "RuleOverrides",
-           "register_rule", "with_rules"]
+           "check_node", "register_rule", "with_rules"]
 
 ForwardFn = Callable[[Node], Cost]
 BackwardFn = Callable[[Node, Grads], Cost]

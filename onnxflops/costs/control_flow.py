@@ -9,9 +9,7 @@ import onnx
 from onnxflops.costs.node import Node
 from onnxflops.costs.registry import CONTROL_FLOW, Cost, Grads, backward, rule
 from onnxflops.errors import Uncostable
-from onnxflops.graph import TensorInfo
-
-_INT64_MAX = 2**63 - 1
+from onnxflops.graph import INT64_MAX, TensorInfo
 
 
 @rule("Loop", category=CONTROL_FLOW)
@@ -26,8 +24,10 @@ def loop(n: Node) -> Cost:
 
 def trip_count(n: Node) -> int:
     m = n.value(0)
-    if m is None or int(m) >= _INT64_MAX:
+    if m is None or m.size != 1 or int(m) >= INT64_MAX:
         raise Uncostable("the Loop's trip count M is not a constant after binding the inputs")
+    if int(m) < 0:
+        raise Uncostable(f"the Loop's trip count M is {int(m)}: a count of runs cannot be negative")
     return int(m)
 
 
@@ -41,8 +41,12 @@ def loop_backward(n: Node, grads: Grads) -> Cost:
 def scan(n: Node) -> Cost:
     """cost(body) × length of the scanned axis"""
     scanned = n.attr("num_scan_inputs")
+    if not 0 < scanned <= n.num_inputs:  # checked before anything is made `scanned` long
+        raise Uncostable(f"num_scan_inputs is {scanned}, but the node has {n.num_inputs} inputs")
     states = n.num_inputs - scanned
     axes = n.attr("scan_input_axes") or [0] * scanned
+    if len(axes) != scanned:
+        raise Uncostable(f"scan_input_axes has {len(axes)} axes for {scanned} scanned inputs")
     first = n.input(states)
     axis = axes[0] % first.rank
     iterations = first.dims[axis]

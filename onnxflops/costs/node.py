@@ -8,9 +8,10 @@ import numpy as np
 import onnx
 import onnx.defs
 
+from onnxflops.caches import memoized
 from onnxflops.costs.cost import Cost
-from onnxflops.errors import Uncostable
-from onnxflops.graph import GraphView, TensorInfo
+from onnxflops.errors import OnnxFlopsError, Uncostable
+from onnxflops.graph import GraphView, TensorInfo, domain_key, format_shape
 
 
 class Engine(Protocol):
@@ -158,3 +159,78 @@ class Node:
         if info is None:
             raise Uncostable(f"tensor '{name}' has no type or shape")
         return info
+
+
+def check_node(node: Node) -> None:
+    """What every rule may take for granted, checked before one runs: the node fits its op's
+    schema (input and output counts, required attributes, attribute types, axes within the
+    tensors' rank), else it is Uncostable with the reason; no tensor it reads or writes has a
+    negative dim, else the model contradicts itself and is an error naming the node."""
+    proto = node.proto
+    rank = -1  # the largest rank among the node's typed tensors
+    for kind, names in (("input", proto.input), ("output", proto.output)):
+        for name in names:
+            info = node.scope.info(name) if name else None
+            if info is None or info.shape is None:
+                continue
+            shape = info.shape
+            rank = max(rank, len(shape))
+            if shape and (min(shape) < 0 if info.concrete else
+                          any(isinstance(d, int) and d < 0 for d in shape)):
+                label = node.name or f"a {node.op_type} node"
+                raise OnnxFlopsError(f"node '{label}' ({node.op_type}): its {kind} '{name}' would "
+                                     f"have shape {format_shape(shape)}: the model's shapes "
+                                     "contradict themselves")
+    spec = _schema_spec(node.op_type, domain_key(node.domain), node.opset)
+    if spec is None:
+        return
+    version, inputs, outputs, required, types = spec
+    if not inputs[0] <= len(proto.input) <= inputs[1]:
+        raise Uncostable(f"has {len(proto.input)} inputs; {node.op_type}-{version} takes "
+                         f"{_between(*inputs)}")
+    if not outputs[0] <= len(proto.output) <= outputs[1]:
+        raise Uncostable(f"has {len(proto.output)} outputs; {node.op_type}-{version} gives "
+                         f"{_between(*outputs)}")
+    present = set()
+    for a in proto.attribute:
+        present.add(a.name)
+        wanted = types.get(a.name)
+        if wanted is not None and a.type != wanted and not a.ref_attr_name:
+            raise Uncostable(f"attribute '{a.name}' is {_attribute_type(a.type)}; "
+                             f"{node.op_type} wants {_attribute_type(wanted)}")
+        if a.name in _AXIS_ATTRIBUTES and rank >= 0:
+            for axis in [a.i] if a.type == onnx.AttributeProto.INT else a.ints:
+                if not -rank - 1 <= axis <= rank:
+                    raise Uncostable(f"axis {axis} is out of range for tensors of rank {rank}")
+    for name in required:
+        if name not in present:
+            raise Uncostable(f"lacks its required attribute '{name}'")
+
+
+# Attributes naming axes: checked against the node's ranks (a function body or onnx's inference
+# would otherwise build something as long as the axis is large).
+_AXIS_ATTRIBUTES = frozenset(("axis", "axes"))
+
+
+@memoized(4096)
+def _schema_spec(op_type: str, domain: str, opset: int) -> tuple | None:
+    """What check_node reads of the op's schema: its version, input and output count ranges,
+    required attributes and each attribute's type; None for an op onnx has no schema of."""
+    try:
+        schema = onnx.defs.get_schema(op_type, opset, domain)
+    except (onnx.defs.SchemaError, TypeError, OverflowError):
+        return None
+    attributes = schema.attributes
+    return (schema.since_version, (schema.min_input, schema.max_input),
+            (schema.min_output, schema.max_output),
+            tuple(name for name, a in attributes.items() if a.required),
+            {name: a.type.value for name, a in attributes.items()})
+
+
+def _between(low: int, high: int) -> str:
+    return str(low) if low == high else f"{low} to {high}" if high < 2**31 - 1 else f"{low} or more"
+
+
+def _attribute_type(value: int) -> str:
+    return onnx.AttributeProto.AttributeType.Name(value) \
+        if value in onnx.AttributeProto.AttributeType.values() else f"of type {value}"

@@ -15,13 +15,13 @@ from onnxflops.analysis import (
     mark_constants,
     refine_subgraph,
 )
-from onnxflops.costs import REGISTRY, ZERO, Backward, Cost, Node, Registry, Rule
+from onnxflops.costs import REGISTRY, ZERO, Backward, Cost, Node, Registry, Rule, check_node
 from onnxflops.counting.training import GradientFlow
 from onnxflops.counting.weights import is_hyperparameter
 from onnxflops.load import weight_roles
 from onnxflops.load.weight_roles import CONSTANT, PARAMETER
 from onnxflops.dims import SYMBOL_MARK, is_symbolic
-from onnxflops.errors import Uncostable
+from onnxflops.errors import Uncostable, first_line
 from onnxflops.graph import GraphView, NodeRow, TensorInfo, domain_key, holds_subgraph
 from onnxflops.report import NodeReport, Report, Totals, Uncosted
 
@@ -168,7 +168,7 @@ class _Counter:
                                           f"no cost rule for {domain}{node.op_type}"))
             return None
         try:
-            return rule.fn(node)
+            return apply_rule(rule.fn, node)
         except Uncostable as e:
             if count_params:
                 label = node.name or f"{node.op_type} node"
@@ -186,7 +186,7 @@ class _Counter:
                                           f"{node.op_type}: the backward totals exclude it"))
             return None
         try:
-            return gradient.fn(node, flow.grads(node.proto))
+            return apply_rule(gradient.fn, node, flow.grads(node.proto))
         except Uncostable as e:
             self.uncosted.append(Uncosted(label, node.op_type, f"backward: {e}"))
             return None
@@ -312,7 +312,11 @@ class _Counter:
         found = self.expansions.get(key)
         if found is None:
             inputs, values = _expansion_inputs(node)
-            analyzed = analyze(expansion_model(node.proto, node.opset, inputs, values))
+            try:
+                analyzed = analyze(expansion_model(node.proto, node.opset, inputs, values))
+            except (RuntimeError, ValueError, onnx.checker.ValidationError,
+                    onnx.shape_inference.InferenceError) as e:  # what onnx's inliner raises
+                raise Uncostable(f"its function body cannot be expanded: {first_line(e)}") from None
             found = self.expansions[key] = analyzed, tuple(node.proto.input)
         return found
 
@@ -328,7 +332,7 @@ class _Counter:
                 raise Uncostable(f"{where} holds {proto.op_type}, which has no cost rule")
             inner = Node(proto, view, opsets.get(domain_key(proto.domain), 0), self)
             try:
-                total = total + rule.fn(inner)
+                total = total + apply_rule(rule.fn, inner)
             except Uncostable as e:
                 raise Uncostable(f"in {where}, node '{proto.name}' ({proto.op_type}): {e}") from None
             params, buffers = self._weights(rule, row, view)
@@ -348,10 +352,33 @@ class _Counter:
                 raise Uncostable(f"{where} holds {proto.op_type}, which has no backward rule")
             inner = Node(proto, view, opsets.get(domain_key(proto.domain), 0), self)
             try:
-                total = total + gradient.fn(inner, flow.grads(proto))
+                total = total + apply_rule(gradient.fn, inner, flow.grads(proto))
             except Uncostable as e:
                 raise Uncostable(f"in {where}, node '{proto.name}' ({proto.op_type}): {e}") from None
         return total
+
+
+def apply_rule(fn, node: Node, *args) -> Cost:
+    """A cost rule (or backward rule) on a node checked first (check_node). What the rule cannot
+    make of values the schema leaves open (a rank, an attribute's range, a constant read) makes
+    the node Uncostable with the reason; so does a negative count: never a traceback or a wrong
+    number."""
+    check_node(node)
+    try:
+        cost = fn(node, *args)
+    except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as e:
+        raise Uncostable(f"its inputs or attributes do not fit {node.op_type} ({first_line(e)})") \
+            from None
+    if any(_is_negative(v) for v in (cost.macs, cost.dot_products, cost.flops, cost.int_ops,
+                                     cost.int_macs)):
+        raise Uncostable("its inputs or attributes give a negative count")
+    return cost
+
+
+def _is_negative(value: Any) -> bool:
+    if isinstance(value, (int, float)):
+        return not value >= 0
+    return bool(getattr(value, "is_negative", False))  # a sympy formula: negative for sure
 
 
 def _backward_rule(rule: Rule | None) -> Backward | None:

@@ -12,6 +12,7 @@ from google.protobuf.message import DecodeError
 
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.graph import MAX_VALUE_ELEMENTS
+from onnxflops.load.validate import check_model
 
 # Initializers at most MAX_VALUE_ELEMENTS large keep their bytes: analysis reads them as shape
 # arithmetic, axes, scalars. A tensor record no longer than this cannot hold more: no dtype packs
@@ -31,19 +32,30 @@ def load_model(source: str | os.PathLike | onnx.ModelProto) -> onnx.ModelProto:
     External data is never read (a missing data file is fine), nor are the bytes of inline weights:
     later stages hold only dims and dtypes.
     """
+    if not isinstance(source, (str, os.PathLike, onnx.ModelProto)):
+        hint = ": parse serialized bytes with onnx.load_from_string first" \
+            if isinstance(source, (bytes, bytearray)) else ""
+        raise OnnxFlopsError(f"cannot count a {type(source).__name__}: give an .onnx path or an "
+                             f"onnx.ModelProto (or a framework model){hint}")
     if isinstance(source, onnx.ModelProto):
+        check_model(source, source.graph.name or "model")  # before headers hide what data it holds
         return without_weight_bytes(source)
+    if not str(source):
+        raise OnnxFlopsError("no model given: the path is an empty string")
     path = Path(source)
     if not path.exists():
         raise OnnxFlopsError(f"{path}: no such file")
     if path.is_dir():
         raise OnnxFlopsError(f"{path}: is a directory, not an .onnx file")
+    if not path.is_file():  # /dev/zero, a pipe: its size says nothing, and reading may not end
+        raise OnnxFlopsError(f"{path}: not a regular file (a device, a pipe or a socket)")
     try:
         model = _read_without_weights(path)
     except (DecodeError, RuntimeError, ValueError, OSError) as e:
         raise OnnxFlopsError(f"{path}: not a readable ONNX model ({_first_line(e)})") from None
     if not model.graph.node and not model.graph.input and not model.graph.output:
         raise OnnxFlopsError(f"{path}: not an ONNX model (no graph found)")
+    check_model(model, str(path))
     return model
 
 

@@ -30,9 +30,11 @@ from onnxflops.profiling.ceilings import (
     machine_ceilings,
 )
 from onnxflops.profiling.runtime import (
+    MAX_LOOP_TRIPS,
     Latency,
     SessionConfig,
     check_provider,
+    check_run_counts,
     make_session,
     random_feeds,
     runnable,
@@ -255,6 +257,7 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
     measures them on small problems and makes fewer warm-up runs, for a fast rough answer.
     """
     config = SessionConfig(provider, threads, opt_level, device_id)
+    check_run_counts(runs=runs, warmup=warmup, profile_runs=profile_runs)
     check_provider(provider)
     step = progress or (lambda stage, fraction: None)
     arrays = {k: np.asarray(v) for k, v in (inputs or {}).items() if _is_array(v)}
@@ -263,6 +266,7 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
     step("counting", 0.0)
     source = _source(model, shapes, batch)
     counted = _count(source, shapes, batch, convention)
+    _check_loops(counted.report)
     feeds = random_feeds(counted.bound, arrays)
     model_bytes = runnable(source.run)
     warmup = min(warmup, 2) if quick else warmup
@@ -288,8 +292,18 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
     machine = machine_ceilings(config, dominant_float_dtype(source.run), quick) if ceilings else None
     step("done", 1.0)
     result = _join(counted, optimized.graph, times, latency, machine)
-    result.provider, result.threads, result.opt_level = provider, threads, opt_level
+    result.provider, result.threads, result.opt_level = provider, config.threads, opt_level
     return result
+
+
+def _check_loops(report: Report) -> None:
+    """Refuse, before running, a Loop that would run more than MAX_LOOP_TRIPS times a run."""
+    for node in report.nodes:
+        trips = (node.detail or {}).get("trip_count") if node.op_type == "Loop" else None
+        if isinstance(trips, int) and trips > MAX_LOOP_TRIPS:
+            raise OnnxFlopsError(f"node '{node.name or 'Loop'}' (Loop) would run {trips:,} times "
+                                 f"a run, more than the {MAX_LOOP_TRIPS:,} profiling allows: bind "
+                                 "a smaller trip count")
 
 
 @dataclass

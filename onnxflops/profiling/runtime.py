@@ -5,6 +5,8 @@ onnxruntime is imported here only, and only when a model is run: counting never 
 
 from __future__ import annotations
 
+import math
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -55,8 +57,28 @@ class SessionConfig:
         if self.opt_level not in OPT_LEVELS:
             raise OnnxFlopsError(f"unknown optimization level '{self.opt_level}': choose one of "
                                  f"{', '.join(OPT_LEVELS)}")
-        if self.threads is not None and self.threads < 1:
-            raise OnnxFlopsError(f"--threads {self.threads}: must be a positive integer")
+        if self.threads is not None:
+            if isinstance(self.threads, bool) or not isinstance(self.threads, int) \
+                    or self.threads < 1:
+                raise OnnxFlopsError(f"--threads {self.threads}: must be a positive integer")
+            # More threads than the machine has cores only makes the runs slower.
+            self.threads = min(self.threads, os.cpu_count() or 1)
+
+
+# Bounds on what one profile asks of the machine.
+MAX_RUNS = 1_000_000  # timed, warm-up or profiled runs
+MAX_LOOP_TRIPS = 1_000_000  # iterations of one Loop of the model, per run
+FEEDS_SHARE_OF_MEMORY = 0.5  # the random inputs may take at most this share of available memory
+
+
+def check_run_counts(**counts: int) -> None:
+    """Each count of runs (by option name: runs=, warmup=) a whole number within MAX_RUNS;
+    warm-up runs may be 0."""
+    for option, value in counts.items():
+        low = 0 if option == "warmup" else 1
+        flag = "--" + option.replace("_", "-")
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_RUNS:
+            raise OnnxFlopsError(f"{flag} {value}: must be a whole number from {low} to {MAX_RUNS:,}")
 
 
 def make_session(model: bytes | str, config: SessionConfig, *, profile_prefix: str | None = None,
@@ -65,7 +87,9 @@ def make_session(model: bytes | str, config: SessionConfig, *, profile_prefix: s
     ort = import_ort()
     provider = check_provider(config.provider)
     options = ort.SessionOptions()
-    options.log_severity_level = 3  # the NCHWc "hardware specific model" notice is expected
+    # 4, fatal only: the NCHWc "hardware specific model" notice is expected, and a run-time error
+    # is reported in one line from its exception (see _run_once).
+    options.log_severity_level = 4
     options.graph_optimization_level = getattr(ort.GraphOptimizationLevel,
                                                OPT_LEVELS[config.opt_level])
     if config.threads is not None:
@@ -133,11 +157,14 @@ def _fresh(base: str, taken: set[str]) -> str:
 def random_input(rng: np.random.Generator, shape: list[int], dtype) -> np.ndarray:
     """Random data for one input: standard normal floats, all-true bools, or integers 0 and 1
     (valid indices for any table)."""
+    # Made in the input's own dtype (float16 from float32 numbers: numpy draws no narrower).
+    if dtype in (np.float32, np.float64):
+        return rng.standard_normal(shape, dtype=dtype)
     if np.issubdtype(dtype, np.floating):
-        return rng.standard_normal(shape).astype(dtype)
+        return rng.standard_normal(shape, dtype=np.float32).astype(dtype)
     if dtype == np.bool_:
         return np.ones(shape, dtype)
-    return rng.integers(0, 2, size=shape).astype(dtype)
+    return rng.integers(0, 2, size=shape, dtype=dtype)
 
 
 def random_feeds(model: onnx.ModelProto, given: dict[str, np.ndarray] | None = None,
@@ -145,6 +172,9 @@ def random_feeds(model: onnx.ModelProto, given: dict[str, np.ndarray] | None = N
     """One array per real input of a bound model: `random_input`, or the arrays the caller gave."""
     rng = np.random.default_rng(seed)
     weights = {t.name for t in model.graph.initializer}
+    made = [vi for vi in model.graph.input if vi.name not in weights
+            and not (given and vi.name in given)]
+    _check_feeds_fit(made)
     feeds = {}
     for vi in model.graph.input:
         if vi.name in weights:
@@ -156,6 +186,40 @@ def random_feeds(model: onnx.ModelProto, given: dict[str, np.ndarray] | None = N
         dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type)
         feeds[vi.name] = random_input(rng, [d.dim_value for d in tensor.shape.dim], dtype)
     return feeds
+
+
+def _check_feeds_fit(inputs: list[onnx.ValueInfoProto]) -> None:
+    """Refuse, before allocating, inputs that together would not fit in memory."""
+    sizes = {}
+    for vi in inputs:
+        tensor = vi.type.tensor_type
+        itemsize = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type).itemsize
+        sizes[vi.name] = itemsize * math.prod(d.dim_value for d in tensor.shape.dim)
+    available = _available_memory()
+    if available and sum(sizes.values()) > FEEDS_SHARE_OF_MEMORY * available:
+        largest = max(sizes, key=sizes.get)
+        raise OnnxFlopsError(f"the model's inputs would take {_gib(sum(sizes.values()))} (input "
+                             f"'{largest}' {_gib(sizes[largest])}), more than this machine can "
+                             f"hold ({_gib(available)} available): profile with a smaller batch "
+                             "or shape")
+
+
+def _available_memory() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:,.1f} GiB"
 
 
 def runner(session, feeds: dict[str, np.ndarray], provider: str, device_id: int = 0) -> Callable:
@@ -199,15 +263,23 @@ class Latency:
 def time_runs(run: Callable, runs: int, warmup: int,
               progress: Callable[[float], None] | None = None) -> Latency:
     """`warmup` untimed runs (allocations, caches, lazy kernel choices), then `runs` timed ones."""
-    if runs < 1:
-        raise OnnxFlopsError(f"--runs {runs}: must be at least 1")
+    check_run_counts(runs=runs, warmup=warmup)
     for _ in range(warmup):
-        run()
+        _run_once(run)
     times = []
     for i in range(runs):
         start = time.perf_counter_ns()
-        run()
+        _run_once(run)
         times.append((time.perf_counter_ns() - start) / 1e6)
         if progress is not None:
             progress((i + 1) / runs)
     return Latency(times)
+
+
+def _run_once(run: Callable) -> None:
+    """One run; what onnxruntime rejects only at run time (a shape its kernels refuse, a Loop
+    that fails) is one line."""
+    try:
+        run()
+    except Exception as e:  # noqa: BLE001 - onnxruntime raises its own Fail, InvalidArgument, ...
+        raise OnnxFlopsError(f"onnxruntime failed running the model: {first_line(e)}") from None

@@ -1,0 +1,187 @@
+"""What a model must be before any stage reads it: opsets onnx knows, names that are text, element
+types that exist, initializers whose dims are sizes and agree with the data they hold.
+
+Each problem is one OnnxFlopsError line naming the tensor, node or opset at fault. The checks walk
+the model's records once and allocate nothing in proportion to a number read from the file.
+"""
+
+from __future__ import annotations
+
+import math
+
+import onnx
+import onnx.defs
+from onnx import AttributeProto, TensorProto
+
+from onnxflops.caches import memoized
+from onnxflops.errors import OnnxFlopsError
+from onnxflops.graph import STANDARD_DOMAINS, domain_key
+_CONTROL_FLOW = frozenset(("Loop", "If", "Scan"))
+_KNOWN_DTYPES = frozenset(v for k, v in TensorProto.DataType.items() if k != "UNDEFINED")
+# Packed below a byte (two or four to a byte, and so in int32_data too): their data is not
+# checked against dims here.
+_SUB_BYTE = frozenset(getattr(TensorProto, n) for n in
+                      ("UINT4", "INT4", "FLOAT4E2M1", "UINT2", "INT2", "FLOAT6E2M3", "FLOAT6E3M2")
+                      if hasattr(TensorProto, n))
+_COMPLEX = frozenset((TensorProto.COMPLEX64, TensorProto.COMPLEX128))
+_TYPED_DATA = ("float_data", "int32_data", "string_data", "int64_data", "double_data",
+               "uint64_data")
+
+
+def check_model(model: onnx.ModelProto, where: str) -> None:
+    """Raise OnnxFlopsError naming the first thing in `model` no stage can make sense of."""
+    _check_opsets(model, where)
+    opsets = {domain_key(o.domain): o.version for o in model.opset_import}
+    for graph in _graphs(model.graph):
+        _check_graph(graph, where)
+        _check_control_flow(graph, opsets, where)
+    for function in model.functions:
+        for node in function.node:
+            _check_node(node, where)
+            for a in node.attribute:
+                if a.type == AttributeProto.GRAPH:
+                    for graph in _graphs(a.g):
+                        _check_graph(graph, where)
+
+
+@memoized(1)
+def newest_opsets() -> dict[str, int]:
+    """The newest opset of each domain whose schemas onnx holds."""
+    newest: dict[str, int] = {}
+    for schema in onnx.defs.get_all_schemas_with_history():
+        newest[schema.domain] = max(newest.get(schema.domain, 0), schema.since_version)
+    newest["ai.onnx"] = newest[""] = max(newest[""], onnx.defs.onnx_opset_version())
+    return newest
+
+
+def _check_opsets(model: onnx.ModelProto, where: str) -> None:
+    for opset in model.opset_import:
+        _check_name(opset.domain, "an opset's domain", where)
+        domain = opset.domain or "ai.onnx"
+        if not 1 <= opset.version < 2**31:  # onnx's own functions take an int
+            raise OnnxFlopsError(f"{where}: imports opset {opset.version} of {domain}; "
+                                 "opset versions start at 1" if opset.version < 1 else
+                                 f"{where}: imports opset {opset.version} of {domain}, which no "
+                                 "opset can be")
+    if not any(o.domain in STANDARD_DOMAINS for o in model.opset_import) and _uses_standard_ops(model):
+        raise OnnxFlopsError(f"{where}: imports no opset of ai.onnx, yet its nodes use its ops")
+
+
+def opset_warnings(model: onnx.ModelProto) -> list[str]:
+    """A warning for each opset newer than the installed onnx knows: its ops are costed with the
+    newest schemas onnx has."""
+    newest = newest_opsets()
+    return [f"imports opset {o.version} of {o.domain or 'ai.onnx'}, newer than the "
+            f"{newest[o.domain]} onnx {onnx.__version__} knows: costed with opset "
+            f"{newest[o.domain]}'s schemas" for o in model.opset_import
+            if o.domain in newest and o.version > newest[o.domain]]
+
+
+def _uses_standard_ops(model: onnx.ModelProto) -> bool:
+    return any(n.domain in STANDARD_DOMAINS for g in _graphs(model.graph) for n in g.node)
+
+
+def _graphs(graph: onnx.GraphProto):
+    """`graph` and the graphs nested in its nodes, depth first, without recursion."""
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        yield g
+        for node in g.node:
+            for a in node.attribute:
+                if a.type == AttributeProto.GRAPH:
+                    stack.append(a.g)
+                elif a.type == AttributeProto.GRAPHS:
+                    stack.extend(a.graphs)
+
+
+def _check_control_flow(graph: onnx.GraphProto, opsets: dict[str, int], where: str) -> None:
+    """Loop, If and Scan nodes hold their required attributes: onnx's shape inference of one
+    without them may crash the process (onnx 1.19: Scan without num_scan_inputs)."""
+    for node in graph.node:
+        if node.domain not in STANDARD_DOMAINS or node.op_type not in _CONTROL_FLOW:
+            continue
+        try:
+            schema = onnx.defs.get_schema(node.op_type, opsets.get("", 1), "")
+        except onnx.defs.SchemaError:
+            continue
+        given = {a.name: a for a in node.attribute}
+        for name, attribute in schema.attributes.items():
+            if attribute.required and name not in given:
+                raise OnnxFlopsError(f"{where}: node '{_text(node.name)}' ({node.op_type}) lacks "
+                                     f"its required attribute '{name}'")
+        scanned = given.get("num_scan_inputs")
+        if node.op_type == "Scan" and scanned is not None \
+                and not 0 < scanned.i <= len(node.input):  # onnx's inference loops over it
+            raise OnnxFlopsError(f"{where}: node '{_text(node.name)}' (Scan) has num_scan_inputs "
+                                 f"{scanned.i}, but {len(node.input)} inputs")
+
+
+def _check_graph(graph: onnx.GraphProto, where: str) -> None:
+    for kind, values in (("input", graph.input), ("output", graph.output),
+                         ("value_info", graph.value_info)):
+        for vi in values:
+            _check_name(vi.name, f"a graph {kind}", where)
+            if vi.type.HasField("tensor_type"):
+                elem_type = vi.type.tensor_type.elem_type
+                if elem_type and elem_type not in _KNOWN_DTYPES:
+                    raise OnnxFlopsError(f"{where}: tensor '{vi.name}' has element type "
+                                         f"{elem_type}, which onnx does not define")
+    for t in graph.initializer:
+        _check_tensor(t, f"initializer '{_text(t.name)}'", where)
+    for node in graph.node:
+        _check_node(node, where)
+
+
+def _check_node(node: onnx.NodeProto, where: str) -> None:
+    label = f"a {_text(node.op_type)} node"
+    for text in (node.name, node.op_type, node.domain, *node.input, *node.output):
+        _check_name(text, label, where)
+    for prop in node.metadata_props:  # read for the node's layer
+        _check_name(prop.key, f"metadata of {label}", where)
+        _check_name(prop.value, f"metadata of {label}", where)
+    for a in node.attribute:
+        _check_name(a.name, f"an attribute of {label}", where)
+        if a.type == AttributeProto.TENSOR:
+            _check_tensor(a.t, f"attribute '{a.name}' of node '{_text(node.name)}'", where)
+        elif a.type == AttributeProto.TENSORS:
+            for t in a.tensors:
+                _check_tensor(t, f"attribute '{a.name}' of node '{_text(node.name)}'", where)
+
+
+def _check_name(text: str | bytes, what: str, where: str) -> None:
+    # protobuf gives back as bytes a string field that is not valid UTF-8.
+    if isinstance(text, bytes):
+        raise OnnxFlopsError(f"{where}: {what} has a name that is not UTF-8 text: {_text(text)}")
+
+
+def _text(text: str | bytes) -> str:
+    return text.decode("utf-8", "backslashreplace") if isinstance(text, bytes) else text
+
+
+def _check_tensor(t: onnx.TensorProto, what: str, where: str) -> None:
+    _check_name(t.name, "a tensor", where)
+    if t.data_type not in _KNOWN_DTYPES:
+        raise OnnxFlopsError(f"{where}: {what} has element type {t.data_type}, which onnx "
+                             "does not define" if t.data_type else f"{where}: {what} has no "
+                             "element type")
+    if any(d < 0 for d in t.dims):
+        raise OnnxFlopsError(f"{where}: {what} has negative dims {list(t.dims)}")
+    if t.data_location == TensorProto.EXTERNAL or t.data_type in _SUB_BYTE:
+        return
+    stored = _stored_elements(t)
+    declared = math.prod(t.dims)
+    if stored != declared:
+        shape = "x".join(map(str, t.dims)) or "a scalar"
+        raise OnnxFlopsError(f"{where}: {what} holds {stored:g} values, but its dims ({shape}) "
+                             f"say {declared}")
+
+
+def _stored_elements(t: onnx.TensorProto) -> float:
+    if t.raw_data:
+        return len(t.raw_data) / onnx.helper.tensor_dtype_to_np_dtype(t.data_type).itemsize
+    for field in _TYPED_DATA:
+        n = len(getattr(t, field))
+        if n:
+            return n // 2 if t.data_type in _COMPLEX else n
+    return 0

@@ -1,0 +1,399 @@
+"""Hostile and broken input: one test per failure class the fuzzer (tools/fuzz.py) found. Each
+ends in a count whose numbers are non-negative (the bad node uncosted, with its reason), or one
+OnnxFlopsError line naming what is at fault; never a traceback, a negative number or a blow-up."""
+
+from __future__ import annotations
+
+import resource
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from helpers import model, node, weight
+from onnxflops import OnnxFlopsError, count
+from onnxflops.cli import EXIT_BUG, main, version
+
+
+def _reason(report, op_type: str) -> str:
+    [entry] = [u for u in report.uncosted if u.op_type == op_type]
+    return entry.reason
+
+
+# --- rules see only nodes that fit their op's schema ---------------------------------------------
+
+def test_einsum_without_its_equation_is_uncosted_with_the_reason():
+    m = model([node("Einsum", ["a", "b"], ["c"])], {"a": [2, 3], "b": [3, 4]})
+    report = count(m)
+    assert "lacks its required attribute 'equation'" in _reason(report, "Einsum")
+    assert report.total.macs == 0
+
+
+def test_an_attribute_given_as_a_tensor_is_uncosted_with_the_reason():
+    kernel = helper.make_attribute("kernel_shape", helper.make_tensor("k", TensorProto.INT64, [2], [3, 3]))
+    pool = node("MaxPool", ["x"], ["y"])
+    pool.attribute.append(kernel)
+    report = count(model([pool], {"x": [1, 2, 8, 8]}))
+    assert _reason(report, "MaxPool") == "attribute 'kernel_shape' is TENSOR; MaxPool wants INTS"
+
+
+def test_scan_without_num_scan_inputs_is_an_error_before_onnx_inference_sees_it():
+    m = onnx.load("tests/fuzz/seeds/scan.onnx")
+    scan = m.graph.node[0]
+    scan.attribute.remove(next(a for a in scan.attribute if a.name == "num_scan_inputs"))
+    with pytest.raises(OnnxFlopsError, match="node '' \\(Scan\\) lacks its required attribute "
+                                             "'num_scan_inputs'"):
+        count(m, batch=4)
+
+
+def test_gemm_of_rank_one_inputs_is_uncosted_not_a_traceback():
+    # Gemm's schema does not say ranks: the rule's failure on rank 1 is the node's reason.
+    m = model([node("Gemm", ["a", "b"], ["c"])], {"a": [3], "b": [3]})
+    report = count(m)
+    assert report.uncosted and report.total.macs == 0
+
+
+def test_a_node_with_more_inputs_than_its_op_takes_is_uncosted():
+    m = model([node("Relu", ["x", "x"], ["y"])], {"x": [2, 3]})
+    assert _reason(count(m), "Relu") == "has 2 inputs; Relu-14 takes 1"
+
+
+# --- shapes that cannot be right ------------------------------------------------------------------
+
+def test_a_negative_loop_trip_count_is_uncosted_never_a_negative_count():
+    m = onnx.load("tests/fuzz/seeds/loop.onnx")
+    trip = next(t for t in m.graph.initializer if t.name == "trip")
+    trip.CopyFrom(numpy_helper.from_array(np.array(-1, np.int64), "trip"))
+    report = count(m, batch=2)
+    assert "trip count M is -1" in _reason(report, "Loop")
+    assert report.total.macs == 0
+
+
+def test_a_pool_window_larger_than_its_input_is_an_error_naming_the_node():
+    m = model([node("MaxPool", ["x"], ["y"], kernel_shape=[60, 1], name="pool")],
+              {"x": [1, 3, 10, 15]})
+    with pytest.raises(OnnxFlopsError, match=r"node 'pool' \(MaxPool\): its output 'y' would have "
+                                             r"shape 1x3x-49x15"):
+        count(m)
+
+
+def test_initializer_dims_that_are_negative_or_disagree_with_the_data_are_errors():
+    w = weight("w", (4, 3))
+    w.dims[0] = -4
+    m = model([node("MatMul", ["x", "w"], ["y"])], {"x": [2, 4]}, [w])
+    with pytest.raises(OnnxFlopsError, match=r"initializer 'w' has negative dims \[-4, 3\]"):
+        count(m)
+    m.graph.initializer[0].dims[0] = 5
+    with pytest.raises(OnnxFlopsError, match=r"initializer 'w' holds 12 values, but its dims "
+                                             r"\(5x3\) say 15"):
+        count(m)
+
+
+def test_an_opset_newer_than_onnx_knows_is_counted_with_a_warning():
+    report = count(model([node("Relu", ["x"], ["y"])], {"x": [2]}, opset=99))
+    assert any(w.startswith("imports opset 99 of ai.onnx, newer than the") for w in report.warnings)
+    assert report.total.flops == 2
+
+
+@pytest.mark.parametrize("opset, message", [
+    (0, "imports opset 0 of ai.onnx; opset versions start at 1"),
+    (2**40, f"imports opset {2**40} of ai.onnx, which no opset can be")])
+def test_an_opset_onnx_does_not_know_is_an_error(opset, message):
+    m = model([node("Relu", ["x"], ["y"])], {"x": [2]}, opset=opset)
+    with pytest.raises(OnnxFlopsError, match=message):
+        count(m)
+
+
+def test_no_standard_opset_import_is_an_error_not_an_inference_traceback():
+    m = model([node("Relu", ["x"], ["y"])], {"x": [2]})
+    del m.opset_import[:]
+    with pytest.raises(OnnxFlopsError, match="imports no opset of ai.onnx"):
+        count(m)
+
+
+def test_an_unknown_element_type_is_an_error():
+    m = model([node("Relu", ["x"], ["y"])], {"x": [2]})
+    m.graph.input[0].type.tensor_type.elem_type = 99
+    with pytest.raises(OnnxFlopsError, match="tensor 'x' has element type 99, which onnx does not define"):
+        count(m)
+
+
+# --- nothing in proportion to a number read from the file -----------------------------------------
+
+def test_scan_with_two_to_the_thirty_scanned_inputs_allocates_nothing_for_them():
+    m = onnx.load("tests/fuzz/seeds/scan.onnx")
+    next(a for a in m.graph.node[0].attribute if a.name == "num_scan_inputs").i = 2**30
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(OnnxFlopsError, match=r"node '' \(Scan\) has num_scan_inputs 1073741824, "
+                                             r"but 2 inputs"):
+        count(m, batch=4)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB
+
+
+# --- names that are not text ---------------------------------------------------------------------
+
+def test_a_name_that_is_not_utf8_is_one_line_naming_it(tmp_path):
+    data = model([node("Relu", ["x"], ["y"], name="relu")], {"x": [2]}).SerializeToString()
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(data.replace(b"relu", b"r\xff\nu"))
+    with pytest.raises(OnnxFlopsError) as caught:
+        count(str(path))
+    assert "a Relu node has a name that is not UTF-8 text: r\\xff\\nu" in str(caught.value)
+    assert len(str(caught.value).splitlines()) == 1
+
+
+# --- onnx's own errors never escape ----------------------------------------------------------------
+
+def test_a_recursive_local_function_is_an_error_not_an_onnx_validation_error():
+    f = helper.make_function("local", "F", ["a"], ["b"], [helper.make_node("F", ["a"], ["b"], domain="local")],
+                             [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)])
+    m = model([node("F", ["x"], ["y"], domain="local")], {"x": [2]})
+    m.functions.append(f)
+    m.opset_import.append(helper.make_opsetid("local", 1))
+    with pytest.raises(OnnxFlopsError, match="local functions cannot be inlined: .*[Cc]ycle"):
+        count(m)
+
+
+def test_a_function_body_the_inliner_rejects_leaves_the_node_uncosted():
+    # LayerNormalization is costed by expanding its function body; a fourth input makes onnx's
+    # inliner assert. The schema check sees it first.
+    m = model([node("LayerNormalization", ["x", "s", "b", "b"], ["y"])], {"x": [2, 4]},
+              [weight("s", (4,)), weight("b", (4,))])
+    assert "has 4 inputs" in _reason(count(m), "LayerNormalization")
+
+
+# --- the command line: exit codes a script can trust -------------------------------------------------
+
+def test_an_internal_error_exits_3_with_one_line_and_the_traceback_only_under_debug(
+        tmp_path, monkeypatch, capsys):
+    import onnxflops.commands.count as command
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(command, "count", broken)
+    path = tmp_path / "m.onnx"
+    onnx.save(model([node("Relu", ["x"], ["y"])], {"x": [2]}), str(path))
+    assert main(["count", str(path)]) == EXIT_BUG == 3
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        f"onnxflops: internal error, a bug in onnxflops {version()} (ZeroDivisionError: division "
+        "by zero); rerun with --debug for the traceback, and please report it"]
+    assert main(["count", str(path), "--debug"]) == 3
+    assert "Traceback (most recent call last)" in capsys.readouterr().err
+    monkeypatch.setenv("ONNXFLOPS_DEBUG", "1")
+    assert main(["count", str(path)]) == 3
+    assert "Traceback (most recent call last)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("body", ["raise SystemExit(0)", "import sys; sys.exit(3)", "def broken(:",
+                                  "raise RuntimeError('no GPU')"])
+def test_a_factory_module_that_exits_or_fails_at_import_is_one_line(tmp_path, monkeypatch, capsys, body):
+    (tmp_path / "badfactory.py").write_text(body + "\n\ndef make():\n    return None\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    sys.modules.pop("badfactory", None)
+    assert main(["count", "badfactory:make"]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("onnxflops: error: badfactory:make: importing module 'badfactory' raised")
+
+
+def test_a_factory_that_raises_system_exit_is_one_line(tmp_path, monkeypatch, capsys):
+    (tmp_path / "exitfactory.py").write_text("def make():\n    raise SystemExit(0)\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    assert main(["count", "exitfactory:make"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "onnxflops: error: exitfactory:make: the factory raised SystemExit: 0"]
+
+
+# --- the command line and the API reject nonsense ----------------------------------------------------
+
+@pytest.fixture
+def mlp_path():
+    return "tests/fuzz/seeds/mlp_legacy.onnx"
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--batch", "0"], "--batch: 0 is out of range (1 to 2^63-1)"),
+    (["--batch", "-1"], "--batch: -1 is out of range (1 to 2^63-1)"),
+    (["--batch", str(2**63)], f"--batch: {2**63} is out of range (1 to 2^63-1)"),
+    (["--input", "x=1e23x8"], "malformed shape '1e23x8'"),
+    (["--input", "x=1.5x8"], "malformed shape '1.5x8'"),
+    (["--input", f"x={10**23}x8"], f"{10**23} is out of range"),
+    (["--input", "x=2x8", "--input", "x=3x8"], "--input names input 'x' twice")])
+def test_the_cli_rejects_nonsense_options_in_one_line(mlp_path, capsys, options, message):
+    assert main(["count", mlp_path, *options]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert message in line
+
+
+@pytest.mark.parametrize("source, message", [
+    (None, "cannot count a NoneType: give an .onnx path or an onnx.ModelProto"),
+    (123, "cannot count a int"),
+    (b"\x08\x07", "cannot count a bytes: give an .onnx path or an onnx.ModelProto (or a framework "
+                  "model): parse serialized bytes with onnx.load_from_string first"),
+    ("", "no model given: the path is an empty string")])
+def test_count_rejects_what_is_not_a_model(source, message):
+    with pytest.raises(OnnxFlopsError) as caught:
+        count(source)
+    assert message in str(caught.value)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"batch": 1.5}, "--batch: 1.5 is not a whole number"),
+    ({"batch": True}, "--batch: True is not a whole number"),
+    ({"inputs": {"x": (2, 8.5)}}, "input 'x': 8.5 is not a whole number"),
+    ({"inputs": {"x": 5}}, "input 'x': expected a shape (a sequence of dims), not 5"),
+    ({"inputs": [(2, 8)]}, "inputs: expected a mapping of input names to shapes, not a list")])
+def test_count_rejects_inputs_of_the_wrong_type(mlp_path, kwargs, message):
+    with pytest.raises(OnnxFlopsError) as caught:
+        count(mlp_path, **kwargs)
+    assert str(caught.value) == message
+
+
+# --- output paths are checked before any work ---------------------------------------------------------
+
+@pytest.mark.parametrize("target, message", [
+    ("missing/dir/out.html", "directory 'missing/dir' does not exist"),
+    (".", "is a directory")])
+def test_report_output_paths_are_checked_before_any_work(tmp_path, monkeypatch, capsys, target,
+                                                         message):
+    import onnxflops.profiling
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(onnxflops.profiling, "profile", None)  # measuring would fail: not reached
+    assert main(["report", "model.onnx", "-o", target]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line == f"onnxflops: error: --output {target}: {message}"
+    assert main(["report", "model.onnx", "--json", target]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_an_unwritable_output_is_refused_and_leaves_nothing_behind(tmp_path, capsys):
+    from onnxflops.commands.common import check_output_path
+
+    with pytest.raises(OnnxFlopsError, match="cannot be written"):
+        check_output_path("/proc/onnxflops-out.html", "--output")
+    check_output_path(str(tmp_path / "new.html"), "--output")
+    assert not (tmp_path / "new.html").exists()
+
+
+def test_convert_checks_its_output_before_loading_anything(tmp_path, capsys):
+    assert main(["convert", "nosuch.module:factory", "-o", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"onnxflops: error: --output {tmp_path}: is a directory"]
+
+
+# --- profiling is bounded -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("options, message", [
+    (["--warmup", "-1"], "--warmup -1: must be a whole number from 0 to 1,000,000"),
+    (["--runs", "0"], "--runs 0: must be a whole number from 1 to 1,000,000"),
+    (["--runs", str(10**30)], f"--runs {10**30}: must be a whole number from 1 to 1,000,000"),
+    (["--threads", "0"], "--threads 0: must be a positive integer")])
+def test_profile_rejects_nonsense_options_in_one_line(mlp_path, capsys, options, message):
+    pytest.importorskip("onnxruntime")
+    assert main(["profile", mlp_path, "-b", "2", *options]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"onnxflops: error: {message}"
+
+
+def test_profile_caps_threads_to_the_machine():
+    import os
+
+    from onnxflops.profiling.runtime import SessionConfig
+
+    assert SessionConfig(threads=10_000).threads == (os.cpu_count() or 1)
+
+
+def test_profile_refuses_a_loop_that_would_run_for_hours():
+    pytest.importorskip("onnxruntime")
+    from onnxflops import profile
+
+    m = onnx.load("tests/fuzz/seeds/loop.onnx")
+    trip = next(t for t in m.graph.initializer if t.name == "trip")
+    trip.CopyFrom(numpy_helper.from_array(np.array(10**12, np.int64), "trip"))
+    with pytest.raises(OnnxFlopsError, match=r"would run 1,000,000,000,000 times a run, more than "
+                                             r"the 1,000,000 profiling allows"):
+        profile(m, inputs={"x": (2, 4)}, ceilings=False)
+
+
+def test_profile_refuses_inputs_that_cannot_fit_before_allocating_them(monkeypatch):
+    from onnxflops.profiling import runtime
+
+    monkeypatch.setattr(runtime, "_available_memory", lambda: 2**30)
+    m = model([node("Relu", ["x"], ["y"])], {"x": [2**28, 2]})  # 2 GiB of float32
+    with pytest.raises(OnnxFlopsError, match=r"the model's inputs would take 2.0 GiB \(input 'x' "
+                                             r"2.0 GiB\), more than this machine can hold"):
+        runtime.random_feeds(m)
+
+
+def test_random_inputs_are_made_in_the_model_dtype():
+    from onnxflops.profiling.runtime import random_feeds
+
+    m = model([node("Relu", ["x"], ["y"])], {"x": [3, 4]}, input_type=TensorProto.FLOAT16)
+    assert random_feeds(m)["x"].dtype == np.float16
+
+
+def test_an_onnxruntime_run_time_error_is_one_line(tmp_path, capsys):
+    pytest.importorskip("onnxruntime")
+    gather = model([node("Gather", ["table", "i"], ["y"])], {"i": [4]},
+                   [weight("table", (1, 3))], input_type=TensorProto.INT64)
+    path = tmp_path / "gather.onnx"
+    onnx.save(gather, str(path))  # random indices 0 and 1 into a table of one row
+    assert main(["profile", str(path), "--runs", "1", "--warmup", "0", "--no-ceilings"]) == 2
+    [line] = capsys.readouterr().err.splitlines()[-1:]
+    assert line.startswith("onnxflops: error: onnxruntime failed running the model: ")
+    assert "indices element out of data bounds" in line
+
+
+# --- messages say what is wrong ---------------------------------------------------------------------
+
+def test_a_device_is_not_read_as_a_model():
+    with pytest.raises(OnnxFlopsError, match="^/dev/zero: not a regular file"):
+        count("/dev/zero")
+
+
+@pytest.mark.slow  # imports the framework, which says what the file is not
+@pytest.mark.parametrize("suffix, message", [
+    (".keras", "not a zip archive, as a .keras model is"),
+    (".h5", "not an HDF5 file, as an .h5 Keras model is"),
+    (".pt2", "not a zip archive, as a torch.export .pt2 program is")])
+def test_a_framework_file_of_random_bytes_says_what_it_is_not(tmp_path, suffix, message):
+    pytest.importorskip("torch" if suffix == ".pt2" else "keras")  # else: "needs keras"
+    path = tmp_path / f"random{suffix}"
+    path.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(OnnxFlopsError) as caught:
+        count(str(path))
+    assert str(caught.value) == f"{path}: {message}"
+
+
+def test_an_option_error_is_one_line(mlp_path, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["count", mlp_path, "--batch", "abc"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "onnxflops count: error: argument --batch/-b: invalid int value: 'abc' "
+        "(see onnxflops count --help)"]
+
+
+def test_the_size_of_a_tensor_too_large_to_exist_stays_unknown():
+    # A shape whose element count overflows int64 (the fuzzer made one with a MaxPool kernel of
+    # 2^63-1): Size's value is left unknown, never an OverflowError.
+    m = model([node("Where", ["c", "x", "y"], ["w"]), node("Size", ["w"], ["n"])],
+              {"c": [2**62, 1], "x": [1, 4], "y": [1, 1]}, input_type=TensorProto.FLOAT)
+    m.graph.input[0].type.tensor_type.elem_type = TensorProto.BOOL
+    report = count(m)
+    assert all(n.macs >= 0 and n.flops >= 0 for n in report.nodes)
+
+
+def test_the_size_of_a_tensor_with_an_impossible_shape_is_no_overflow_error():
+    # A pool window of 2^63-1 makes a dim near -2^63; a Size of it is beyond int64.
+    m = model([node("MaxPool", ["x"], ["p"], kernel_shape=[2**63 - 1, 2], name="pool"),
+               node("Where", ["c", "p", "p"], ["w"]), node("Size", ["w"], ["n"])],
+              {"x": [1, 1, 8, 8], "c": [1]})
+    m.graph.input[1].type.tensor_type.elem_type = TensorProto.BOOL
+    with pytest.raises(OnnxFlopsError, match=r"node 'pool' \(MaxPool\): its output 'p' would have "
+                                             r"shape 1x1x-9223372036854775798x7"):
+        count(m)
