@@ -50,7 +50,11 @@ class CausalLM:
 
 def load_causal_lm(source):
     """A transformers model from what a user names: a model, a config (object, config.json or
-    a folder holding one), or a `package.module:factory` spec returning a model."""
+    a folder holding one), or a `package.module:factory` spec returning a model. A config is
+    built on the meta device: its graphs need no weight values, so an 8B config costs no memory
+    for weights."""
+    import torch
+
     transformers = import_transformers()
     if isinstance(source, (str, Path)) and not Path(source).exists() and ":" in str(source):
         from converters.sources import load
@@ -59,7 +63,7 @@ def load_causal_lm(source):
     if isinstance(source, (str, Path)):
         source = _read_config(Path(source), transformers)
     if isinstance(source, transformers.PretrainedConfig):
-        with _quiet():
+        with _quiet(), torch.device("meta"):
             return transformers.AutoModelForCausalLM.from_config(source)
     if isinstance(source, transformers.PreTrainedModel):
         return source
@@ -96,8 +100,11 @@ def _export_phases(model, name: str) -> tuple[onnx.ModelProto, onnx.ModelProto, 
     batch = torch.export.Dim("batch", min=1, max=1 << 16)
     prompt = torch.export.Dim("prompt", min=1, max=1 << 24)
     context = torch.export.Dim("context", min=1, max=1 << 24)
+    # Weights on the meta device meet inputs there: shapes flow, nothing is computed.
+    device = next(model.parameters()).device
     generator = torch.Generator().manual_seed(0)
-    ids = torch.randint(0, config.vocab_size, (_EXAMPLE_BATCH, _EXAMPLE_PROMPT), generator=generator)
+    ids = torch.randint(0, config.vocab_size, (_EXAMPLE_BATCH, _EXAMPLE_PROMPT),
+                        generator=generator).to(device)
     try:
         with torch.no_grad(), _quiet():
             cache = model(input_ids=ids, use_cache=True).past_key_values
@@ -168,7 +175,7 @@ def _resized(t, tokens: int):
 
     shape = list(t.shape)
     shape[_TOKEN_AXIS] = tokens
-    return torch.randn(shape, dtype=t.dtype)
+    return torch.randn(shape, dtype=t.dtype, device=t.device)
 
 
 def _export(module, args: tuple, dynamic_shapes: dict, name: str) -> onnx.ModelProto:

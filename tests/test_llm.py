@@ -278,8 +278,8 @@ def test_decode_step_against_the_two_n_rule_of_thumb():
     norm scales, which multiply elementwise), the head, and at a context of c cached tokens
     q·kᵀ and p·v over c + 1 keys. Their table counts q·kᵀ only, so ours exceeds the rule by the
     p·v term, 2·n_layer·(c + 1)·d_attn, less the norms; the elementwise work (norms, SiLU,
-    rotary, softmax) is FLOPs beyond the MACs. A 7B-shaped config needs weights absent (meta
-    export); this one keeps Llama's proportions small: d = 128, 8 heads over 2 KV heads."""
+    rotary, softmax) is FLOPs beyond the MACs. This one keeps Llama's proportions small, with
+    real weights: d = 128, 8 heads over 2 KV heads (the 7B shape on meta: below)."""
     transformers = _transformers()
     layers, d, ffn, vocab, kv = 2, 128, 256, 512, 32
     config = transformers.LlamaConfig(num_hidden_layers=layers, hidden_size=d,
@@ -295,3 +295,48 @@ def test_decode_step_against_the_two_n_rule_of_thumb():
         step = r.decode_at(c)
         assert 2 * step.macs == rule + 2 * layers * (c + 1) * d - 2 * norms
         assert step.flops > 2 * step.macs  # and the elementwise work
+
+
+@pytest.mark.slow
+def test_llama2_7b_shaped_decode_step_on_meta_against_the_two_n_rule():
+    """Llama-2-7B's shape (d 4096, ffn 11008, 32 heads = 32 KV heads, vocab 32000), built on the
+    meta device from its config (no weight bytes), 2 of its 32 layers to keep CI short: every
+    layer is the same, so the count is exact per layer and extends to L layers.
+
+    A decode step with C cached tokens multiplies, per layer, q, k, v, o (4·d²), the MLP
+    (3·d·ffn), and q·kᵀ and p·v over C + 1 keys (2·(C + 1)·d); then the head (d·vocab). Against
+    the rule of thumb 2·N + 2·L·C·d·2 (N: non-embedding params, norms included) ours is
+    + 2·d·vocab (the head, which N leaves out) + 4·L·d (the new token's own key and value)
+    − 2·(2·L·d + d) (the norm scales, which multiply elementwise). For all 32 layers at C = 2048:
+    2·N = 12,952,543,232 and the attention term 1,073,741,824; ours is 262,135,808 FLOPs more
+    (+2.0 % of 2·N), nearly all of it the head. FlopCounterMode runs the same meta model's
+    cached decode step (shapes only) and agrees."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    transformers = _transformers()
+    d, ffn, vocab, layers = 4096, 11008, 32000, 2
+    config = transformers.LlamaConfig(hidden_size=d, intermediate_size=ffn,
+                                      num_hidden_layers=layers, num_attention_heads=32,
+                                      num_key_value_heads=32, vocab_size=vocab,
+                                      max_position_embeddings=4096, tie_word_embeddings=False)
+    r = llm(config, prompt=2048, generate=2, batch=1)
+    norms = 2 * layers * d + d
+    n = layers * (4 * d * d + 3 * d * ffn) + norms  # non-embedding params
+    assert r.params.total == n + 2 * vocab * d  # the framework's own count: embedding and head
+    for c in (2048, 2049):
+        rule = 2 * n + 2 * layers * c * d * 2
+        step = r.decode_at(c)
+        assert 2 * step.macs == rule + 2 * d * vocab + 4 * layers * d - 2 * norms
+        assert step.flops > 2 * step.macs  # norms, SiLU, rotary, softmax on top
+    # KV cache: L × (key + value) × d × tokens, bf16.
+    assert r.kv_cache_bytes == layers * 2 * d * 2050 * 2
+    with torch.device("meta"):
+        model = transformers.LlamaForCausalLM(config).eval()
+    ids = torch.zeros(1, 2048, dtype=torch.long, device="meta")
+    with torch.no_grad(), sdpa_kernel(SDPBackend.MATH):
+        cache = model(input_ids=ids, use_cache=True).past_key_values
+        with FlopCounterMode(display=False) as counter:
+            model(input_ids=ids[:, :1], past_key_values=cache, use_cache=True)
+    assert r.decode_at(2048).macs == counter.get_total_flops() // 2
