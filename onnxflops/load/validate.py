@@ -134,19 +134,29 @@ def _check_graph(graph: onnx.GraphProto, where: str) -> None:
 
 
 def _check_node(node: onnx.NodeProto, where: str) -> None:
+    # Runs once per node of every model: the common case (all names text, no tensor attribute)
+    # costs a scan of the names, and the label naming the node is built only for an error.
+    names = (node.name, node.op_type, node.domain, *node.input, *node.output)
+    attributes = node.attribute
+    if not node.metadata_props and not any(type(n) is bytes for n in names) and not any(
+            type(a.name) is bytes or a.type in _TENSOR_ATTRIBUTES for a in attributes):
+        return
     label = f"a {_text(node.op_type)} node"
-    for text in (node.name, node.op_type, node.domain, *node.input, *node.output):
+    for text in names:
         _check_name(text, label, where)
     for prop in node.metadata_props:  # read for the node's layer
         _check_name(prop.key, f"metadata of {label}", where)
         _check_name(prop.value, f"metadata of {label}", where)
-    for a in node.attribute:
+    for a in attributes:
         _check_name(a.name, f"an attribute of {label}", where)
         if a.type == AttributeProto.TENSOR:
             _check_tensor(a.t, f"attribute '{a.name}' of node '{_text(node.name)}'", where)
         elif a.type == AttributeProto.TENSORS:
             for t in a.tensors:
                 _check_tensor(t, f"attribute '{a.name}' of node '{_text(node.name)}'", where)
+
+
+_TENSOR_ATTRIBUTES = (AttributeProto.TENSOR, AttributeProto.TENSORS)
 
 
 def _check_name(text: str | bytes, what: str, where: str) -> None:
