@@ -29,19 +29,30 @@ _TYPED_DATA = ("float_data", "int32_data", "string_data", "int64_data", "double_
 
 
 def check_model(model: onnx.ModelProto, where: str) -> None:
-    """Raise OnnxFlopsError naming the first thing in `model` no stage can make sense of."""
+    """Raise OnnxFlopsError naming the first thing in `model` no stage can make sense of.
+
+    One pass over every node of every graph, nested ones and function bodies included: a
+    50,000-node model is read here once, as the later stages read it once too."""
     _check_opsets(model, where)
     opsets = {domain_key(o.domain): o.version for o in model.opset_import}
-    for graph in _graphs(model.graph):
-        _check_graph(graph, where)
-        _check_control_flow(graph, opsets, where)
+    graphs = [model.graph]
+    function_body = onnx.GraphProto()
     for function in model.functions:
-        for node in function.node:
+        function_body.node.extend(function.node)
+    if function_body.node:
+        graphs.append(function_body)
+    while graphs:
+        graph = graphs.pop()
+        _check_values(graph, where)
+        for node in graph.node:
             _check_node(node, where)
+            if node.op_type in _CONTROL_FLOW and node.domain in STANDARD_DOMAINS:
+                _check_control_flow(node, opsets, where)
             for a in node.attribute:
                 if a.type == AttributeProto.GRAPH:
-                    for graph in _graphs(a.g):
-                        _check_graph(graph, where)
+                    graphs.append(a.g)
+                elif a.type == AttributeProto.GRAPHS:
+                    graphs.extend(a.graphs)
 
 
 @memoized(1)
@@ -95,29 +106,26 @@ def _graphs(graph: onnx.GraphProto):
                     stack.extend(a.graphs)
 
 
-def _check_control_flow(graph: onnx.GraphProto, opsets: dict[str, int], where: str) -> None:
+def _check_control_flow(node: onnx.NodeProto, opsets: dict[str, int], where: str) -> None:
     """Loop, If and Scan nodes hold their required attributes: onnx's shape inference of one
     without them may crash the process (onnx 1.19: Scan without num_scan_inputs)."""
-    for node in graph.node:
-        if node.domain not in STANDARD_DOMAINS or node.op_type not in _CONTROL_FLOW:
-            continue
-        try:
-            schema = onnx.defs.get_schema(node.op_type, opsets.get("", 1), "")
-        except onnx.defs.SchemaError:
-            continue
-        given = {a.name: a for a in node.attribute}
-        for name, attribute in schema.attributes.items():
-            if attribute.required and name not in given:
-                raise OnnxFlopsError(f"{where}: node '{_text(node.name)}' ({node.op_type}) lacks "
-                                     f"its required attribute '{name}'")
-        scanned = given.get("num_scan_inputs")
-        if node.op_type == "Scan" and scanned is not None \
-                and not 0 < scanned.i <= len(node.input):  # onnx's inference loops over it
-            raise OnnxFlopsError(f"{where}: node '{_text(node.name)}' (Scan) has num_scan_inputs "
-                                 f"{scanned.i}, but {len(node.input)} inputs")
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opsets.get("", 1), "")
+    except onnx.defs.SchemaError:
+        return
+    given = {a.name: a for a in node.attribute}
+    for name, attribute in schema.attributes.items():
+        if attribute.required and name not in given:
+            raise OnnxFlopsError(f"{where}: node '{_text(node.name)}' ({node.op_type}) lacks "
+                                 f"its required attribute '{name}'")
+    scanned = given.get("num_scan_inputs")
+    if node.op_type == "Scan" and scanned is not None \
+            and not 0 < scanned.i <= len(node.input):  # onnx's inference loops over it
+        raise OnnxFlopsError(f"{where}: node '{_text(node.name)}' (Scan) has num_scan_inputs "
+                             f"{scanned.i}, but {len(node.input)} inputs")
 
 
-def _check_graph(graph: onnx.GraphProto, where: str) -> None:
+def _check_values(graph: onnx.GraphProto, where: str) -> None:
     for kind, values in (("input", graph.input), ("output", graph.output),
                          ("value_info", graph.value_info)):
         for vi in values:
@@ -129,8 +137,6 @@ def _check_graph(graph: onnx.GraphProto, where: str) -> None:
                                          f"{elem_type}, which onnx does not define")
     for t in graph.initializer:
         _check_tensor(t, f"initializer '{_text(t.name)}'", where)
-    for node in graph.node:
-        _check_node(node, where)
 
 
 def _check_node(node: onnx.NodeProto, where: str) -> None:
@@ -138,8 +144,8 @@ def _check_node(node: onnx.NodeProto, where: str) -> None:
     # costs a scan of the names, and the label naming the node is built only for an error.
     names = (node.name, node.op_type, node.domain, *node.input, *node.output)
     attributes = node.attribute
-    if not node.metadata_props and not any(type(n) is bytes for n in names) and not any(
-            type(a.name) is bytes or a.type in _TENSOR_ATTRIBUTES for a in attributes):
+    if not node.metadata_props and bytes not in map(type, names) and (not attributes or not any(
+            type(a.name) is bytes or a.type in _TENSOR_ATTRIBUTES for a in attributes)):
         return
     label = f"a {_text(node.op_type)} node"
     for text in names:
