@@ -22,8 +22,8 @@ sys.path[:] = [str(BENCH.parent)] + [p for p in sys.path if Path(p or ".").resol
 
 def llama_onnx(preset: str = "llama3-8b", layers: int | None = None, tokens: int = 512):
     """The graph-only ModelProto of a preset Llama with `layers` decoder layers (default: all)."""
-    from converters import torch_to_onnx
-    from models import llama
+    from onnxflops.converters import torch_to_onnx
+    from onnxflops.models import llama
 
     return torch_to_onnx(llama.llama_on_meta(preset, layers), (llama.token_ids(tokens),))
 
@@ -31,7 +31,7 @@ def llama_onnx(preset: str = "llama3-8b", layers: int | None = None, tokens: int
 def main(argv: list[str] | None = None) -> int:
     import onnx
 
-    from models import llama
+    from onnxflops.models import llama
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("output", type=Path)

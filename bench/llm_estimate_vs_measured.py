@@ -35,8 +35,8 @@ def main() -> None:
 
     import numpy as np
 
-    from converters.causal_lm import causal_lm_to_onnx
-    from converters.common import import_transformers
+    from onnxflops.converters.causal_lm import causal_lm_to_onnx
+    from onnxflops.converters.common import import_transformers
     from onnxflops.serving import llm
     from onnxflops.profiling import profile
 

@@ -281,7 +281,7 @@ def llama_decoder(weights: Weights, layers: int) -> onnx.ModelProto:
     meta-device module; its parameters become initializers whose external data file is absent."""
     import torch
 
-    from converters.common import import_transformers
+    from onnxflops.converters.common import import_transformers
 
     transformers = import_transformers()
     LlamaConfig, LlamaForCausalLM = transformers.LlamaConfig, transformers.LlamaForCausalLM

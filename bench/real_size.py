@@ -39,7 +39,7 @@ CASES = {
                    "report = onnxflops.count(keras.applications.VGG16(weights=None))",
     "resnet50-keras": "import keras\n"
                       "report = onnxflops.count(keras.applications.ResNet50(weights=None))",
-    "resnet50-torch": "from models.resnet50 import ResNet50\n"
+    "resnet50-torch": "from onnxflops.models.resnet50 import ResNet50\n"
                       "report = onnxflops.count(ResNet50(), inputs=((1, 3, 224, 224),))",
     "llama3-8b-meta": "spec.loader.exec_module(llama)\n"
                       "report = onnxflops.count(llama.llama_on_meta('llama3-8b'), "

@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import onnxflops  # noqa: E402
-from models.zoo import ZOO, oracle, zoo_model  # noqa: E402
+from onnxflops.models.zoo import ZOO, oracle, zoo_model  # noqa: E402
 
 
 def measure(name: str, macs_of: dict[str, int]) -> str:

@@ -9,10 +9,10 @@ the meta device are headers always (`is_graph_only`).
 TensorFlow and torch are imported only when a model of theirs is converted.
 """
 
-from converters.causal_lm import CausalLM, causal_lm_to_onnx
-from converters.from_keras import keras_to_onnx
-from converters.from_torch import ABSENT_WEIGHTS, is_graph_only, torch_to_onnx
-from converters.sources import accepts, convert, declared_inputs, load, needs_conversion
+from onnxflops.converters.causal_lm import CausalLM, causal_lm_to_onnx
+from onnxflops.converters.from_keras import keras_to_onnx
+from onnxflops.converters.from_torch import ABSENT_WEIGHTS, is_graph_only, torch_to_onnx
+from onnxflops.converters.sources import accepts, convert, declared_inputs, load, needs_conversion
 
 __all__ = ["ABSENT_WEIGHTS", "CausalLM", "accepts", "causal_lm_to_onnx", "convert",
            "declared_inputs", "is_graph_only", "keras_to_onnx", "load", "needs_conversion",

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import onnx
 
-from converters.common import framework_needed, import_transformers, root_cause
-from converters.from_torch import OPSET, eval_mode, export_dynamo
+from onnxflops.converters.common import framework_needed, import_transformers, root_cause
+from onnxflops.converters.from_torch import OPSET, eval_mode, export_dynamo
 from onnxflops.errors import OnnxFlopsError, first_line
 
 # Example sizes the graphs are traced at: neither may be 0 or 1, which torch.export would
@@ -57,7 +57,7 @@ def load_causal_lm(source):
 
     transformers = import_transformers()
     if isinstance(source, (str, Path)) and not Path(source).exists() and ":" in str(source):
-        from converters.sources import load
+        from onnxflops.converters.sources import load
 
         source = load(source)
     if isinstance(source, (str, Path)):

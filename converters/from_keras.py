@@ -2,8 +2,8 @@
 
 Three things would otherwise make the ONNX graph depend on weight values:
 - Grappler folds constants: a zero bias add disappears, fresh BatchNorm statistics vanish into the
-  preceding conv. The model is traced with stand-in weights (see `converters.structure`) unless
-  `keep_weights=True`.
+  preceding conv. The model is traced with stand-in weights (see
+  `onnxflops.converters.structure`) unless `keep_weights=True`.
 - Keras 3 writes BatchNormalization as arithmetic that Grappler pushes into a bias-free conv. While
   tracing, 4-D/5-D BatchNorm is emitted as TensorFlow's FusedBatchNormV3, which tf2onnx turns into
   an ONNX BatchNormalization (scale and bias are params, mean and variance buffers, as in torch).
@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 import onnx
 
-from converters.common import check_container, is_single_input, native_output_silenced
-from converters.structure import StandInValues, is_float_dtype
+from onnxflops.converters.common import check_container, is_single_input, native_output_silenced
+from onnxflops.converters.structure import StandInValues, is_float_dtype
 from onnxflops.dims import format_shape
-from converters.weight_match import Weight, weight_roles_by_value
+from onnxflops.converters.weight_match import Weight, weight_roles_by_value
 from onnxflops.load import record_weight_roles
 from onnxflops.errors import OnnxFlopsError, first_line, last_line
 from onnxflops.graph import is_standard_domain

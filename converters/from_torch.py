@@ -13,7 +13,7 @@ graph does not depend on their values. Parameters on the meta device (`with torc
 accelerate's init_empty_weights) have no bytes at all: they are headers whatever `keep_weights`
 says, so a model too large for memory converts in the memory of its graph. The legacy exporter runs
 the model and merges initializers that merely happen to be equal: it converts with stand-in weights
-(see `converters.structure`) unless `keep_weights=True`, and cannot take meta weights.
+(see `onnxflops.converters.structure`) unless `keep_weights=True`, and cannot take meta weights.
 torch is imported only when a module is converted.
 """
 
@@ -32,9 +32,9 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from converters.common import (check_container, is_single_input, native_output_silenced, root_cause,
-                               triton_kept_out)
-from converters.structure import StandInValues, is_float_dtype
+from onnxflops.converters.common import (check_container, is_single_input,
+                                         native_output_silenced, root_cause, triton_kept_out)
+from onnxflops.converters.structure import StandInValues, is_float_dtype
 from onnxflops.errors import OnnxFlopsError, first_line
 from onnxflops.graph import MAX_VALUE_ELEMENTS
 from onnxflops.load import record_weight_roles

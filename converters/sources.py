@@ -21,15 +21,15 @@ from pathlib import Path
 
 import onnx
 
-from converters.common import native_output_silenced, triton_kept_out
-from converters.from_keras import (
+from onnxflops.converters.common import native_output_silenced, triton_kept_out
+from onnxflops.converters.from_keras import (
     is_saved_model_dir,
     keras_to_onnx,
     load_keras_file,
     saved_model_to_onnx,
 )
-from converters.common import framework_needed, install_hint
-from converters.from_torch import argument_names, load_exported_program, torch_to_onnx
+from onnxflops.converters.common import framework_needed, install_hint
+from onnxflops.converters.from_torch import argument_names, load_exported_program, torch_to_onnx
 from onnxflops.errors import OnnxFlopsError, first_line
 from onnxflops.load import load_model
 

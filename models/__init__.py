@@ -1,9 +1,9 @@
 """Reference architectures, each written once in Keras and once in PyTorch as the same network.
 
 `PAIRS` lists them with the PyTorch input shapes (Keras models declare theirs, channels-last).
-Builders are importable as factory specs, e.g. `models.keras_models:lenet` and
-`models.torch_models:lenet`, so the CLI can convert them too. Importing this package imports
-neither framework.
+Builders are importable as factory specs, e.g. `onnxflops.models.keras_models:lenet` and
+`onnxflops.models.torch_models:lenet`, so the CLI can convert them too. Importing this package
+imports neither framework.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ class Pair:
 
     @property
     def keras_spec(self) -> str:
-        return f"models.keras_models:{self.name}"
+        return f"onnxflops.models.keras_models:{self.name}"
 
     @property
     def torch_spec(self) -> str:
-        return f"models.torch_models:{self.name}"
+        return f"onnxflops.models.torch_models:{self.name}"
 
     def keras_model(self):
         return _build(self.keras_spec)

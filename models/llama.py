@@ -5,7 +5,7 @@
 checked against (HF's forward cannot run on meta tensors, so no counter can run it). The factories
 `llama3_8b` and `llama2_70b` return it exported at 512 tokens, for the command line:
 
-    onnxflops count models.llama:llama3_8b
+    onnxflops count onnxflops.models.llama:llama3_8b
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from converters.common import import_transformers
+from onnxflops.converters.common import import_transformers
 
 TOKENS = 512
 

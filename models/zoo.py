@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable
 
-from converters.common import torchvision_importable
+from onnxflops.converters.common import torchvision_importable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

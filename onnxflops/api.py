@@ -79,7 +79,7 @@ def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | N
                              f"{', '.join(CONVENTIONS)}")
     table = with_rules(rules)
     if not is_onnx_source(model):
-        from converters import (  # imports no framework by itself
+        from onnxflops.converters import (  # imports no framework by itself
             convert,
             needs_conversion,
         )

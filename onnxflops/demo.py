@@ -22,8 +22,8 @@ INPUT = (1, 1, 100, 256)
 
 def main() -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    from converters import keras_to_onnx, torch_to_onnx
-    from models import pair
+    from onnxflops.converters import keras_to_onnx, torch_to_onnx
+    from onnxflops.models import pair
 
     p = pair(PAIR)
     keras_model, module, example = p.keras_model(), p.torch_module(), p.torch_example()

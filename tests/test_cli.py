@@ -140,7 +140,7 @@ def test_a_real_process_prints_no_traceback(tmp_path):
 @pytest.mark.slow
 def test_count_converts_a_factory_spec_with_the_chosen_exporter(capped):
     pytest.importorskip("torch")
-    done = capped(["python", "-m", "onnxflops.cli", "count", "models.torch_models:mlp",
+    done = capped(["python", "-m", "onnxflops.cli", "count", "onnxflops.models.torch_models:mlp",
                    "--input", "input=1x64", "--exporter", "legacy", "--json"])
     assert done.returncode == 0, done.stderr
     total = json.loads(done.stdout)["total"]

@@ -115,8 +115,6 @@ def test_wheel_declares_ranges_never_pins(wheel):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="namespace move pending: converters/ and models/ still "
-                                       "install as top-level packages")
 def test_wheel_installs_only_the_onnxflops_package(wheel):
     assert top_level_packages(wheel) == {"onnxflops"}
 

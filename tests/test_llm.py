@@ -20,7 +20,7 @@ PROMPT, GENERATE, BATCH = 6, 3, 2
 
 def _transformers():
     pytest.importorskip("torch")
-    from converters.common import import_transformers
+    from onnxflops.converters.common import import_transformers
 
     try:
         return import_transformers()

@@ -97,8 +97,8 @@ def collect(directory: Path, pytest_args: list[str]) -> int:
 
 def collect_pairs(directory: Path) -> int:
     """Every pair of models/, from Keras and from PyTorch with each exporter."""
-    from converters import keras_to_onnx, torch_to_onnx
-    from models import PAIRS
+    from onnxflops.converters import keras_to_onnx, torch_to_onnx
+    from onnxflops.models import PAIRS
 
     for p in PAIRS:
         _keep(directory, keras_to_onnx(p.keras_model()), None, None, False)

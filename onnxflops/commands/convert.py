@@ -35,7 +35,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from converters import ABSENT_WEIGHTS, convert, is_graph_only, load, needs_conversion
+    from onnxflops.converters import ABSENT_WEIGHTS, convert, is_graph_only, load, needs_conversion
 
     if not needs_conversion(args.model):
         raise OnnxFlopsError(f"{args.model}: already ONNX (or not a model onnxflops converts)")
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _warn_if_weights_shaped_the_graph(model, proto: onnx.ModelProto, inputs, options) -> None:
     """Exporters drop zero biases or fold BatchNorm by value: say so when the file counts less."""
-    from converters import convert
+    from onnxflops.converters import convert
     from onnxflops.api import count
 
     written = count(proto).total

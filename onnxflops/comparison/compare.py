@@ -169,7 +169,7 @@ class _Side:
     """
 
     def __init__(self, source, shared: Mapping[str, Any] | None, own, unsafe: bool):
-        from converters import accepts, declared_inputs, load
+        from onnxflops.converters import accepts, declared_inputs, load
 
         self.model = load(source, unsafe=unsafe)
         declared = declared_inputs(self.model) if shared else {}
@@ -334,7 +334,7 @@ def _layer_cells(row: LayerRow) -> list[str]:
 def _check_outputs(sides: list[_Side], reports: tuple[Report, Report], batch: int | None,
                    exporter: str, tolerance: float, layout: str, seed: int) -> OutputCheck:
     """Run both models with their real weights on the same random inputs under onnxruntime."""
-    from converters import convert, needs_conversion
+    from onnxflops.converters import convert, needs_conversion
     from onnxflops.profiling.runtime import SessionConfig, make_session, runnable
 
     sessions = []

@@ -326,7 +326,7 @@ class _Source:
 def _source(model, shapes: dict, batch: int | None) -> _Source:
     if isinstance(model, onnx.ModelProto):
         return _Source(model, model, model.graph.name or "model", False)
-    from converters import convert, needs_conversion  # imports no framework by itself
+    from onnxflops.converters import convert, needs_conversion  # imports no framework by itself
 
     if needs_conversion(model):
         converted = convert(model, shapes or None, batch=batch, keep_weights=True)

@@ -129,7 +129,7 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
     (fp32, bf16, fp16, int8, int4), activations and the KV cache in `kv_dtype` (default: bf16,
     fp32 for fp32 weights, fp16 for fp16 ones).
     """
-    from converters.causal_lm import CausalLM, causal_lm_to_onnx
+    from onnxflops.converters.causal_lm import CausalLM, causal_lm_to_onnx
     from onnxflops.api import count_with_model
 
     for name, value in (("prompt", prompt), ("generate", generate), ("batch", batch)):

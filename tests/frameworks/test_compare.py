@@ -9,7 +9,7 @@ import pytest
 
 import onnxflops
 from helpers import converted
-from models import pair
+from onnxflops.models import pair
 from onnxflops.cli import main
 
 keras = pytest.importorskip("keras")
@@ -118,7 +118,7 @@ class TestOutputs:
 
     def test_outputs_of_the_two_exporters_agree(self):
         module = pair("lenet").torch_module()
-        from converters import torch_to_onnx
+        from onnxflops.converters import torch_to_onnx
 
         a = torch_to_onnx(module, ((1, 1, 32, 32),), keep_weights=True)
         b = torch_to_onnx(module, ((1, 1, 32, 32),), exporter="legacy", keep_weights=True)
@@ -128,17 +128,19 @@ class TestOutputs:
 
 class TestCommandLine:
     def test_exit_status_0_when_same_and_1_when_different(self, capsys):
-        assert main(["compare", "models.keras_models:mlp", "models.torch_models:mlp",
+        assert main(["compare", "onnxflops.models.keras_models:mlp",
+                     "onnxflops.models.torch_models:mlp",
                      "--input", "input=1x64"]) == 0
         assert "SAME" in capsys.readouterr().out
-        assert main(["compare", "models.keras_models:lstm2", "models.torch_models:lstm2",
+        assert main(["compare", "onnxflops.models.keras_models:lstm2",
+                     "onnxflops.models.torch_models:lstm2",
                      "--input", "x=1x12x10"]) == 1
         assert "DIFFERENT" in capsys.readouterr().out
 
     def test_shared_input_bindings_go_to_the_model_that_has_that_input(self, capsys):
         # The Keras model declares x as 8×8×32 (NHWC); only the torch factory takes x=1x32x8x8.
-        assert main(["compare", "models.keras_models:resnet_bottleneck",
-                     "models.torch_models:resnet_bottleneck", "--input", "x=1x32x8x8",
+        assert main(["compare", "onnxflops.models.keras_models:resnet_bottleneck",
+                     "onnxflops.models.torch_models:resnet_bottleneck", "--input", "x=1x32x8x8",
                      "--json"]) == 0
         document = json.loads(capsys.readouterr().out)
         assert document["same"] and document["a"]["total"]["macs"] == 69_632

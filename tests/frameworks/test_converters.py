@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -11,9 +12,11 @@ import pytest
 import onnxflops
 from onnxflops.cli import main
 
+MODELS = "onnxflops.models."  # factory specs of the reference architectures
+
 keras = pytest.importorskip("keras")
 torch = pytest.importorskip("torch")
-from converters import keras_to_onnx, torch_to_onnx  # noqa: E402
+from onnxflops.converters import keras_to_onnx, torch_to_onnx  # noqa: E402
 
 nn = torch.nn
 
@@ -300,7 +303,7 @@ class TestErrors:
             onnxflops.count(path)
 
     @pytest.mark.parametrize("spec,message", [
-        ("models.torch_models:no_such_model", "has no function 'no_such_model'"),
+        (MODELS + "torch_models:no_such_model", "has no function 'no_such_model'"),
         ("no_such_package.nets:build", "cannot import module 'no_such_package.nets'"),
         ("models:pair", "the factory raised TypeError")])
     def test_factory_spec_errors(self, spec, message):
@@ -315,7 +318,7 @@ class TestFiles:
         assert totals(onnxflops.count(tmp_path / "cnn.keras")) == KERAS_CNN
 
     def test_a_lambda_layer_in_a_file_is_refused_unless_trusted(self, tmp_path):
-        from converters import convert
+        from onnxflops.converters import convert
 
         x = keras.Input((4,))
         model = keras.Model(x, keras.layers.Lambda(lambda t: t * 2.0)(x))
@@ -352,29 +355,43 @@ class TestCommandLine:
         assert totals(onnxflops.count(tmp_path / "s.onnx")) == KERAS_CNN
 
     def test_count_converts_factory_specs_on_the_fly(self, capsys):
-        assert main(["count", "models.torch_models:mlp", "--input", "input=1x64", "--json"]) == 0
+        assert main(["count", MODELS + "torch_models:mlp", "--input", "input=1x64", "--json"]) == 0
         assert '"macs": 17024' in capsys.readouterr().out
 
     def test_a_token_model_from_a_factory_takes_integer_ids(self, capsys):
-        from models.torch_models import text_cnn
+        from onnxflops.models.torch_models import text_cnn
 
         ids = torch.ones(1, 40, dtype=torch.int64)
         expected = onnxflops.count(text_cnn(), inputs={"tokens": ids}).total.macs
-        assert main(["count", "models.torch_models:text_cnn", "--input", "tokens=1x40:int64",
+        assert main(["count", MODELS + "torch_models:text_cnn", "--input", "tokens=1x40:int64",
                      "--json"]) == 0
         assert f'"macs": {expected}' in capsys.readouterr().out
-        assert main(["count", "models.torch_models:text_cnn", "--input", "tokens=1x40"]) == 2
-        assert main(["count", "models.torch_models:text_cnn", "--input", "tokens=1x40:int4"]) == 2
+        assert main(["count", MODELS + "torch_models:text_cnn", "--input", "tokens=1x40"]) == 2
+        assert main(["count", MODELS + "torch_models:text_cnn", "--input", "tokens=1x40:int4"]) == 2
         assert "unknown dtype 'int4'" in capsys.readouterr().err
+
+    def test_a_factory_in_a_users_own_models_package_is_the_users(self, tmp_path):
+        """`models` is the user's name: onnxflops' own builders live under onnxflops.models."""
+        (tmp_path / "models").mkdir()
+        (tmp_path / "models" / "__init__.py").write_text("")
+        # y = x·Wᵀ + b, x [2, 8], W [4, 8]: 2·8·4 = 64 MACs, 8·4 + 4 = 36 params.
+        (tmp_path / "models" / "tiny.py").write_text(
+            "import torch\n\ndef linear():\n    return torch.nn.Linear(8, 4)\n")
+        done = subprocess.run([sys.executable, "-m", "onnxflops.cli", "count", "models.tiny:linear",
+                               "--input", "input=2x8", "--json"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        total = json.loads(done.stdout)["total"]
+        assert (total["macs"], total["params"]) == (64, 36)
 
     def test_a_clean_keras_count_prints_nothing_on_stderr(self):
         done = subprocess.run([sys.executable, "-m", "onnxflops.cli", "count",
-                               "models.keras_models:mlp"], capture_output=True, text=True)
+                               MODELS + "keras_models:mlp"], capture_output=True, text=True)
         assert done.returncode == 0
         assert done.stderr == ""  # no TensorFlow logging from C++ on import or first use
 
     def test_a_conversion_error_is_one_line_and_exit_status_2(self, capsys):
-        assert main(["count", "models.torch_models:mlp"]) == 2
+        assert main(["count", MODELS + "torch_models:mlp"]) == 2
         err = capsys.readouterr().err
         assert err.startswith("onnxflops: error:") and err.count("\n") == 1
 
@@ -385,9 +402,9 @@ def test_initializers_are_told_by_their_stand_in_values_with_or_without_sampling
     import onnx
     import onnx.numpy_helper as nh
 
-    from converters import weight_match
-    from converters.structure import StandInValues
-    from converters.weight_match import Weight, weight_roles_by_value
+    from onnxflops.converters import weight_match
+    from onnxflops.converters.structure import StandInValues
+    from onnxflops.converters.weight_match import Weight, weight_roles_by_value
 
     values = StandInValues()
     table, kernel, stats = (values.like(s, np.float32) for s in ((500, 64), (64, 32), (32,)))

@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("tensorflow")
 pytest.importorskip("torch")
 
-from models import pair  # noqa: E402
+from onnxflops.models import pair  # noqa: E402
 from onnxflops import demo  # noqa: E402
 
 

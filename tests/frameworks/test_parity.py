@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import SIDES, converted, counted, flop_counter_flops
-from models import PAIRS, pair
+from onnxflops.models import PAIRS, pair
 
 pytest.importorskip("tensorflow")
 torch = pytest.importorskip("torch")

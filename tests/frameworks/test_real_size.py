@@ -16,7 +16,7 @@ from onnxflops.errors import OnnxFlopsError
 from onnxflops.graph import MAX_VALUE_ELEMENTS
 
 torch = pytest.importorskip("torch")
-from converters import ABSENT_WEIGHTS, is_graph_only, torch_to_onnx  # noqa: E402
+from onnxflops.converters import ABSENT_WEIGHTS, is_graph_only, torch_to_onnx  # noqa: E402
 
 nn = torch.nn
 REPO = Path(__file__).resolve().parents[2]
@@ -91,7 +91,7 @@ class TestLlamaOnMeta:
 
     @pytest.fixture(autouse=True)
     def _transformers(self):
-        from models import llama
+        from onnxflops.models import llama
 
         try:
             llama.llama_config("tiny")
@@ -99,7 +99,7 @@ class TestLlamaOnMeta:
             pytest.skip(f"transformers' Llama cannot be imported ({e})")
 
     def test_counts_the_hand_derived_macs_and_params(self):
-        from models import llama
+        from onnxflops.models import llama
 
         report = onnxflops.count(llama.llama_on_meta("tiny"), inputs=(llama.token_ids(32),))
         assert report.total.macs == llama.analytic_macs("tiny", tokens=32)
@@ -109,10 +109,10 @@ class TestLlamaOnMeta:
 
     def test_convert_writes_a_graph_only_file_that_counts_back_identically(self, tmp_path,
                                                                            capsys):
-        from models import llama
+        from onnxflops.models import llama
 
         out = tmp_path / "tiny.onnx"
-        assert main(["convert", "models.llama:tiny", "-o", str(out)]) == 0
+        assert main(["convert", "onnxflops.models.llama:tiny", "-o", str(out)]) == 0
         assert "graph only" in capsys.readouterr().err
         assert out.stat().st_size < 2_000_000 and not (tmp_path / ABSENT_WEIGHTS).exists()
         assert_valid_but_for_the_absent_data(out)

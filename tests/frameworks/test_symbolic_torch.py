@@ -16,8 +16,8 @@ torch = pytest.importorskip("torch")
 
 batch, seq, height, width = sympy.symbols("batch seq height width", integer=True, positive=True)
 
-from models.resnet50 import ResNet50
-from models.torch_models import transformer_encoder
+from onnxflops.models.resnet50 import ResNet50
+from onnxflops.models.torch_models import transformer_encoder
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ import onnxflops
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-from models.resnet50 import Bottleneck, ResNet50
-from models.torch_models import transformer_encoder
+from onnxflops.models.resnet50 import Bottleneck, ResNet50
+from onnxflops.models.torch_models import transformer_encoder
 
 
 def torch_flops(module, x) -> tuple[int, int]:

@@ -1,6 +1,6 @@
 """Real library models count exactly, called the way their users call them.
 
-Each model of `models.zoo` (HF transformers, timm, keras-hub, Keras Applications, torchvision; tiny
+Each model of `onnxflops.models.zoo` (HF transformers, timm, keras-hub, Keras Applications, torchvision; tiny
 configs, random init, nothing downloaded) is counted from its own framework and checked against
 that framework: MACs = FlopCounterMode / 2 with attention on the math backend, params = its own
 parameter count, and no node uncosted. A keras-hub model and its HF twin agree on MACs and params.
@@ -15,7 +15,7 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 pytest.importorskip("torch")
-from models.zoo import ZOO, oracle, zoo_model  # noqa: E402
+from onnxflops.models.zoo import ZOO, oracle, zoo_model  # noqa: E402
 
 import onnxflops  # noqa: E402
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import onnx
 
 import onnxflops
-from models import pair
+from onnxflops.models import pair
 
 ROOT = Path(__file__).resolve().parents[2]
 SIDES = ("keras", "dynamo", "legacy")
@@ -21,7 +21,7 @@ SIDES = ("keras", "dynamo", "legacy")
 @functools.cache
 def converted(name: str, side: str) -> onnx.ModelProto:
     """The pair's Keras model (side "keras") or PyTorch twin (side = the exporter) as ONNX."""
-    from converters import keras_to_onnx, torch_to_onnx
+    from onnxflops.converters import keras_to_onnx, torch_to_onnx
 
     p = pair(name)
     if side == "keras":
