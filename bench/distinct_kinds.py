@@ -1,10 +1,12 @@
 """Counting N nodes of distinct kinds against N nodes of one kind, as whole processes.
 
 Analysis and the counter cost a node once per kind (op, attributes, input and output types) and
-reuse the result for alike nodes; a graph whose every node is a kind of its own must not cost far
-more per node. Both graphs are chains of N nodes on a 4x4 tensor; in the distinct one each node
-has its own attribute value, so no two nodes share a kind: LeakyRelu's alpha (an op costed by
-expanding its ONNX function body) or Gemm's alpha (an op with a rule of its own).
+reuse the result for alike nodes; a graph whose every node differs from the others must not cost
+far more per node. Both graphs are chains of N nodes on a 4x4 tensor; in the distinct one each node
+has its own alpha: LeakyRelu's (an op costed by expanding its ONNX function body) or Gemm's (an op
+with a rule of its own). A kind leaves coefficients out (analysis/kinds.py): ONNX's inference
+never reads them and LeakyRelu's body costs the same whatever its alpha, so those run once; Gemm's
+rule reads alpha (alpha != 1 costs a scaling), so the counter still costs each Gemm by its own.
 
 Target: the distinct-kinds count within 3x the same-kind count (time), peak RSS reported beside.
 
