@@ -79,10 +79,12 @@ def coefficients_shape_body(op_type: str, domain: str, opset: int) -> bool:
     body_opset = next((o.version for o in body.opset_import if not domain_key(o.domain)), opset)
     tainted: set[str] = set()  # the body's tensors computed from a coefficient
     for node in body.node:
+        if any(a.type in _GRAPH_TYPES for a in node.attribute):
+            return True  # its subgraph may read a coefficient or a value made from one
         refs = [a for a in node.attribute if a.ref_attr_name in floats]
         if not refs and tainted.isdisjoint(node.input):
             continue
-        if domain_key(node.domain) or any(a.type in _GRAPH_TYPES for a in node.attribute):
+        if domain_key(node.domain):
             return True
         if refs and node.op_type != "Constant" and (
                 any(a.type != onnx.AttributeProto.FLOAT for a in refs)
