@@ -17,6 +17,8 @@ from onnxflops.errors import OnnxFlopsError
 EXTRA_OF_MODULE = {"tensorflow": "keras", "keras": "keras", "tf2onnx": "keras",
                    "torch": "torch", "onnxscript": "torch", "onnx_ir": "torch",
                    "transformers": "hf"}
+# Where a converted graph's weights would be: named by their headers, never written.
+ABSENT_WEIGHTS = "weights-not-written.bin"
 
 
 def is_single_input(value) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,12 +25,13 @@ import numpy as np
 import onnx
 
 from onnxflops.converters.common import check_container, is_single_input, native_output_silenced
+from onnxflops.converters.filled import drop_fill_notes, filled_tensors_as_headers
 from onnxflops.converters.structure import StandInValues, is_float_dtype
 from onnxflops.dims import format_shape
 from onnxflops.converters.weight_match import Weight, weight_roles_by_value
 from onnxflops.load import record_weight_roles
 from onnxflops.errors import OnnxFlopsError, first_line, last_line
-from onnxflops.graph import is_standard_domain
+from onnxflops.graph import MAX_VALUE_ELEMENTS, is_standard_domain
 
 OPSET = 18
 _TF_NAMESPACE = "ai.onnx.converters.tensorflow"
@@ -51,11 +53,18 @@ def keras_to_onnx(model, inputs=None, *, batch: int = 1, keep_weights: bool = Fa
 
     structure = _input_structure(model)
 
-    def call(*xs):
-        return model(keras.tree.pack_sequence_as(structure, list(xs)), training=False)
+    variables = [] if keep_weights else _float_variables(model.variables)
+    stand_ins = _splat_stand_ins(variables)
 
-    with _traceable_batch_norm():
-        proto = _convert(tf.function(call), specs, model.variables, keep_weights, opset, label)
+    def call(*xs):
+        with _reading_stand_ins(variables, stand_ins):
+            return model(keras.tree.pack_sequence_as(structure, list(xs)), training=False)
+
+    with _traceable_batch_norm(), _filled_constants_kept_small(bool(stand_ins)):
+        proto = _convert(tf.function(call), specs, (), True, opset, label)
+    if stand_ins:
+        record_weight_roles(proto, **weight_roles_by_value(proto, stand_ins))
+        drop_fill_notes(proto.graph)
     proto.graph.name = model.name
     return proto
 
@@ -248,6 +257,81 @@ def _frozen(concrete, input_names: list[str]):
         tf.import_graph_def(graph_def, name="")
         input_names[:] = tf_loader.inputs_without_resource(session, input_names)
     return graph_def
+
+
+def _float_variables(variables) -> list:
+    """Each float variable once, in order: those that get stand-ins."""
+    unique = list({id(v): v for v in variables}.values())
+    return [v for v in unique if is_float_dtype(_dtype_name(v.dtype))]
+
+
+def _splat_stand_ins(variables) -> list[Weight]:
+    """One stand-in value per variable, distinct in the variable's dtype; its value is never read
+    (a model built in a `keras.StatelessScope(initialize_variables=False)` has none)."""
+    values = StandInValues()
+    return [Weight(getattr(v, "path", None) or f"{v.name}#{position}",
+                   values.distinct_scalar(_dtype_name(v.dtype)),
+                   bool(getattr(v, "trainable", True)), math.prod(v.shape))
+            for position, v in enumerate(variables)]
+
+
+@contextlib.contextmanager
+def _reading_stand_ins(variables, stand_ins: list[Weight]):
+    """While tracing: every variable reads as a constant filled with its stand-in value. The
+    GraphDef holds each as one value and a shape (TensorFlow's compact form for a filled tensor),
+    so no weight is copied into the graph, and Grappler sees constants as it would frozen ones."""
+    if not variables:
+        yield
+        return
+    import keras
+    import tensorflow as tf
+
+    mapping = [(v, tf.constant(w.values[0], dtype=v.dtype, shape=tuple(v.shape)))
+               for v, w in zip(variables, stand_ins)]
+    with keras.StatelessScope(state_mapping=mapping, initialize_variables=False):
+        yield
+
+
+@contextlib.contextmanager
+def _filled_constants_kept_small(active: bool):
+    """tf2onnx reads each TensorFlow constant filled with one value as a broadcast view of it, and
+    keeps it as a header (see `onnxflops.converters.filled`): no stand-in weight is expanded."""
+    if not active:
+        yield
+        return
+    from tf2onnx import tf_utils
+
+    read = tf_utils.get_tf_tensor_data
+
+    def unexpanded(tensor):
+        value = _tf_fill_value(tensor)
+        return read(tensor) if value is None else np.broadcast_to(value, _tf_dims(tensor))
+
+    tf_utils.get_tf_tensor_data = unexpanded
+    try:
+        with filled_tensors_as_headers():
+            yield
+    finally:
+        tf_utils.get_tf_tensor_data = read
+
+
+def _tf_dims(tensor) -> tuple[int, ...]:
+    return tuple(d.size for d in tensor.tensor_shape.dim)
+
+
+def _tf_fill_value(tensor):
+    """The value of a large TensorFlow TensorProto written compactly as one value and a shape."""
+    if tensor.tensor_content or math.prod(_tf_dims(tensor)) <= MAX_VALUE_ELEMENTS:
+        return None
+    fields = [values for field, values in tensor.ListFields() if field.name.endswith("_val")]
+    if len(fields) != 1 or len(fields[0]) != 1:
+        return None
+    from tensorflow.python.framework import tensor_util
+
+    one = type(tensor)()
+    one.CopyFrom(tensor)
+    one.tensor_shape.ClearField("dim")
+    return tensor_util.MakeNdarray(one).reshape(())
 
 
 @contextlib.contextmanager
