@@ -25,7 +25,7 @@ import numpy as np
 import onnx
 
 from onnxflops.converters.common import check_container, is_single_input, native_output_silenced
-from onnxflops.converters.filled import drop_fill_notes, filled_tensors_as_headers
+from onnxflops.converters.filled import drop_fill_notes, fill_value, filled_tensors_as_headers
 from onnxflops.converters.structure import StandInValues, is_float_dtype
 from onnxflops.dims import format_shape
 from onnxflops.converters.weight_match import Weight, weight_roles_by_value
@@ -300,19 +300,33 @@ def _filled_constants_kept_small(active: bool):
         yield
         return
     from tf2onnx import tf_utils
+    from tf2onnx.optimizer.merge_duplicated_nodes_optimizer import MergeDuplicatedNodesOptimizer
 
     read = tf_utils.get_tf_tensor_data
+    equal_attributes = MergeDuplicatedNodesOptimizer._have_equal_attr
 
     def unexpanded(tensor):
         value = _tf_fill_value(tensor)
         return read(tensor) if value is None else np.broadcast_to(value, _tf_dims(tensor))
 
+    def headers_compared_by_fill(optimizer, node_1, node_2, graph):
+        # The optimizer groups constants by their bytes: headers have none, so all of them
+        # would be compared element by element.
+        tensors = [n.attr["value"].t if n.is_const() else None for n in (node_1, node_2)]
+        if any(t is not None and fill_value(t) is not None for t in tensors):
+            return None not in tensors and all(
+                getattr(tensors[0], f) == getattr(tensors[1], f)
+                for f in ("dims", "data_type", "doc_string"))
+        return equal_attributes(optimizer, node_1, node_2, graph)
+
     tf_utils.get_tf_tensor_data = unexpanded
+    MergeDuplicatedNodesOptimizer._have_equal_attr = headers_compared_by_fill
     try:
         with filled_tensors_as_headers():
             yield
     finally:
         tf_utils.get_tf_tensor_data = read
+        MergeDuplicatedNodesOptimizer._have_equal_attr = equal_attributes
 
 
 def _tf_dims(tensor) -> tuple[int, ...]:
