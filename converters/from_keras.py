@@ -2,8 +2,11 @@
 
 Three things would otherwise make the ONNX graph depend on weight values:
 - Grappler folds constants: a zero bias add disappears, fresh BatchNorm statistics vanish into the
-  preceding conv. The model is traced with stand-in weights (see
-  `onnxflops.converters.structure`) unless `keep_weights=True`.
+  preceding conv. Unless `keep_weights=True`, the model is traced reading each variable as a
+  constant filled with a stand-in value of its own (see `onnxflops.converters.structure`): no
+  weight is read, copied or expanded on the way to ONNX, where each is a header (see
+  `onnxflops.converters.filled`), so memory stays near the model's own, and a model built in
+  `keras.StatelessScope(initialize_variables=False)`, whose variables hold nothing, converts too.
 - Keras 3 writes BatchNormalization as arithmetic that Grappler pushes into a bias-free conv. While
   tracing, 4-D/5-D BatchNorm is emitted as TensorFlow's FusedBatchNormV3, which tf2onnx turns into
   an ONNX BatchNormalization (scale and bias are params, mean and variance buffers, as in torch).
@@ -61,7 +64,7 @@ def keras_to_onnx(model, inputs=None, *, batch: int = 1, keep_weights: bool = Fa
             return model(keras.tree.pack_sequence_as(structure, list(xs)), training=False)
 
     with _traceable_batch_norm(), _filled_constants_kept_small(bool(stand_ins)):
-        proto = _convert(tf.function(call), specs, (), True, opset, label)
+        proto = _convert(tf.function(call), specs, (), opset, label)
     if stand_ins:
         record_weight_roles(proto, **weight_roles_by_value(proto, stand_ins))
         drop_fill_notes(proto.graph)
@@ -91,7 +94,8 @@ def saved_model_to_onnx(path: str | os.PathLike, inputs=None, *, batch: int = 1,
     def call(*xs):
         return signature(**dict(zip(names, xs)))
 
-    proto = _convert(tf.function(call), specs, signature.variables, keep_weights, opset, label)
+    proto = _convert(tf.function(call), specs, () if keep_weights else signature.variables,
+                     opset, label)
     proto.graph.name = Path(path).name
     return proto
 
@@ -199,7 +203,9 @@ def _tf_name(name: str, position: int) -> str:
     return cleaned if cleaned[:1].isalnum() else f"input_{position}"
 
 
-def _convert(fn, specs: list, variables, keep_weights: bool, opset: int, label: str) -> onnx.ModelProto:
+def _convert(fn, specs: list, stood_in, opset: int, label: str) -> onnx.ModelProto:
+    """`fn` converted; the variables `stood_in` hold stand-ins while it is frozen (a SavedModel's:
+    a Keras model's are read as stand-ins when it is traced, see `keras_to_onnx`)."""
     import tensorflow as tf
     from tf2onnx import convert, tf_loader
 
@@ -209,8 +215,8 @@ def _convert(fn, specs: list, variables, keep_weights: bool, opset: int, label: 
         stack.enter_context(_without_conv_batchnorm_fusion())
         try:
             with contextlib.ExitStack() as weights:
-                if not keep_weights:
-                    stand_ins = weights.enter_context(_stand_in_weights(variables))
+                if stood_in:
+                    stand_ins = weights.enter_context(_stand_in_weights(stood_in))
                 concrete = fn.get_concrete_function(*specs)
                 input_names = [t.name for t in concrete.inputs if t.dtype != tf.resource]
                 output_names = [t.name for t in concrete.outputs if t.dtype != tf.resource]
