@@ -41,6 +41,7 @@ def builder(name, path):
     spec.loader.exec_module(module)
     return module
 """
+_REPORT = "print(json.dumps({'macs': report.total.macs, 'params': report.total.params}))"
 _TOKENS = 512
 # keras-hub presets' configs (bert_base_en_uncased, gpt2_base_en, llama3.2_1b), random init.
 _KERAS_HUB = {

@@ -1,0 +1,106 @@
+"""Real size, Keras: conversions never copy or expand weights; a model without weight values counts."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import onnx
+import pytest
+
+import onnxflops
+from onnxflops.graph import MAX_VALUE_ELEMENTS
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[2]
+
+# VGG16 at 224×224, by hand: 13 3×3 convs and three dense layers.
+_VGG16_CONVS = [(224, 3, 64), (224, 64, 64), (112, 64, 128), (112, 128, 128), (56, 128, 256),
+                (56, 256, 256), (56, 256, 256), (28, 256, 512), (28, 512, 512), (28, 512, 512),
+                (14, 512, 512), (14, 512, 512), (14, 512, 512)]  # (side, in, out)
+_VGG16_DENSE = [(7 * 7 * 512, 4096), (4096, 4096), (4096, 1000)]
+VGG16_MACS = sum(side * side * 9 * c_in * c_out for side, c_in, c_out in _VGG16_CONVS) + \
+    sum(n_in * n_out for n_in, n_out in _VGG16_DENSE)
+VGG16_PARAMS = sum(9 * c_in * c_out + c_out for _, c_in, c_out in _VGG16_CONVS) + \
+    sum(n_in * n_out + n_out for n_in, n_out in _VGG16_DENSE)
+
+_VGG16_CHILD = """
+import json, os
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+import keras, onnxflops
+
+def rss(key):
+    return next(int(line.split()[1]) * 1024 for line in open("/proc/self/status")
+                if line.startswith(key + ":"))
+
+model = keras.applications.VGG16(weights=None)
+built = rss("VmRSS")
+total = onnxflops.count(model).total
+print(json.dumps({"macs": total.macs, "params": total.params, "own": model.count_params(),
+                  "built": built, "peak": rss("VmHWM")}))
+"""
+
+
+def run_capped(code: str, cap_bytes: int) -> tuple[int, str, bool]:
+    """A child Python process, killed as soon as its resident memory passes `cap_bytes` (an
+    address-space cap would not do: TensorFlow reserves far more than it uses)."""
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    killed = False
+    while child.poll() is None:
+        try:
+            with open(f"/proc/{child.pid}/status") as status:
+                resident = next((int(line.split()[1]) * 1024 for line in status
+                                 if line.startswith("VmRSS:")), 0)
+        except FileNotFoundError:
+            break
+        if resident > cap_bytes:
+            child.kill()
+            killed = True
+        time.sleep(0.05)
+    out = child.stdout.read().decode()
+    return child.wait(), out, killed
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc for memory")
+def test_vgg16_converts_and_counts_holding_no_copy_of_its_weights():
+    """528 MB of weights; converting and counting it once took 20+ GB. Now the conversion adds
+    less than half a copy of the weights to what the built model holds."""
+    pytest.importorskip("tensorflow")
+    code, out, killed = run_capped(_VGG16_CHILD, cap_bytes=4 * 2**30)
+    assert code == 0 and not killed, f"exit {code}, killed above 4 GiB: {killed}"
+    import json
+
+    result = json.loads(out.strip().splitlines()[-1])
+    assert (result["macs"], result["params"]) == (VGG16_MACS, VGG16_PARAMS)
+    assert result["own"] == VGG16_PARAMS  # Keras's own count agrees with the hand-derived one
+    assert result["peak"] - result["built"] < 4 * VGG16_PARAMS / 2
+
+
+def test_a_model_built_without_weight_values_counts_like_the_built_one():
+    """keras.StatelessScope(initialize_variables=False) builds a model whose variables hold no
+    values (Keras's way to build a model too large to allocate): it counts the same, and every
+    large initializer of the converted graph is a header, materialized model or not."""
+    keras = pytest.importorskip("keras")
+    pytest.importorskip("keras_hub")
+    from onnxflops.converters import is_graph_only, keras_to_onnx
+    from onnxflops.models.zoo import keras_hub_gpt2, zoo_model
+
+    inputs = zoo_model("keras_hub_gpt2").inputs()
+    with keras.StatelessScope(initialize_variables=False):
+        empty = keras_hub_gpt2()
+    assert all(v._value is None for v in empty.weights)
+    built = keras_hub_gpt2()
+    protos = [keras_to_onnx(m, inputs) for m in (empty, built)]
+    counts = [onnxflops.count(p).total for p in protos]
+    assert counts[0].macs == counts[1].macs > 0
+    assert counts[0].params == counts[1].params == built.count_params()
+    for proto in protos:
+        large = [t for t in proto.graph.initializer if math.prod(t.dims) > MAX_VALUE_ELEMENTS]
+        assert large and is_graph_only(proto)
+        assert all(t.data_location == onnx.TensorProto.EXTERNAL and not t.raw_data
+                   and not t.doc_string for t in large)
