@@ -63,11 +63,9 @@ def keras_to_onnx(model, inputs=None, *, batch: int = 1, keep_weights: bool = Fa
         with _reading_stand_ins(variables, stand_ins):
             return model(keras.tree.pack_sequence_as(structure, list(xs)), training=False)
 
-    with _traceable_batch_norm(), _filled_constants_kept_small(bool(stand_ins)):
-        proto = _convert(tf.function(call), specs, (), opset, label)
-    if stand_ins:
-        record_weight_roles(proto, **weight_roles_by_value(proto, stand_ins))
-        drop_fill_notes(proto.graph)
+    with _traceable_batch_norm():
+        proto = _convert(tf.function(call), specs, None if keep_weights else stand_ins, opset,
+                         label)
     proto.graph.name = model.name
     return proto
 
@@ -94,8 +92,7 @@ def saved_model_to_onnx(path: str | os.PathLike, inputs=None, *, batch: int = 1,
     def call(*xs):
         return signature(**dict(zip(names, xs)))
 
-    proto = _convert(tf.function(call), specs, () if keep_weights else signature.variables,
-                     opset, label)
+    proto = _convert(tf.function(call), specs, None if keep_weights else [], opset, label)
     proto.graph.name = Path(path).name
     return proto
 
@@ -203,24 +200,25 @@ def _tf_name(name: str, position: int) -> str:
     return cleaned if cleaned[:1].isalnum() else f"input_{position}"
 
 
-def _convert(fn, specs: list, stood_in, opset: int, label: str) -> onnx.ModelProto:
-    """`fn` converted; the variables `stood_in` hold stand-ins while it is frozen (a SavedModel's:
-    a Keras model's are read as stand-ins when it is traced, see `keras_to_onnx`)."""
+def _convert(fn, specs: list, stand_ins: list[Weight] | None, opset: int,
+             label: str) -> onnx.ModelProto:
+    """`fn` converted, with the real weights where `stand_ins` is None. Otherwise it holds the
+    stand-ins the traced graph reads (a Keras model's, see `keras_to_onnx`), and every float
+    variable the graph still captures (all of a SavedModel's) is frozen as a stand-in too, added to
+    it: the initializers are told apart by them."""
     import tensorflow as tf
     from tf2onnx import convert, tf_loader
 
-    stand_ins: list[Weight] = []
     with contextlib.ExitStack() as stack:
         stack.enter_context(native_output_silenced())  # TensorFlow's C++ logging
         stack.enter_context(_without_conv_batchnorm_fusion())
+        stack.enter_context(_filled_constants_kept_small(stand_ins is not None))
         try:
-            with contextlib.ExitStack() as weights:
-                if stood_in:
-                    stand_ins = weights.enter_context(_stand_in_weights(stood_in))
-                concrete = fn.get_concrete_function(*specs)
-                input_names = [t.name for t in concrete.inputs if t.dtype != tf.resource]
-                output_names = [t.name for t in concrete.outputs if t.dtype != tf.resource]
-                frozen = _frozen(concrete, input_names)  # the real weights are back after this
+            concrete = fn.get_concrete_function(*specs)
+            input_names = [t.name for t in concrete.inputs if t.dtype != tf.resource]
+            output_names = [t.name for t in concrete.outputs if t.dtype != tf.resource]
+            with _freezing_stand_ins(stand_ins):
+                frozen = _frozen(concrete, input_names)
             with tf.Graph().as_default():  # Grappler runs on the GraphDef, in graph mode
                 frozen = tf_loader.tf_optimize(input_names, output_names, frozen)
 
@@ -245,6 +243,7 @@ def _convert(fn, specs: list, stood_in, opset: int, label: str) -> onnx.ModelPro
     _check_converted(proto, label)
     if stand_ins:
         record_weight_roles(proto, **weight_roles_by_value(proto, stand_ins))
+        drop_fill_notes(proto.graph)
     return proto
 
 
@@ -355,24 +354,38 @@ def _tf_fill_value(tensor):
 
 
 @contextlib.contextmanager
-def _stand_in_weights(variables):
-    """Give every float variable a stand-in value for the duration; restore the real ones after.
-    Yields the stand-ins, by which the converted graph's initializers are told apart."""
-    unique = list({id(v): v for v in variables}.values())
-    floats = [v for v in unique if is_float_dtype(_dtype_name(v.dtype))]
-    saved = [v.numpy() for v in floats]
-    values = StandInValues()
-    stand_ins = []
+def _freezing_stand_ins(stand_ins: list[Weight] | None):
+    """While freezing: every float variable becomes a constant filled with a stand-in value of its
+    own, added to `stand_ins`, written as one value and a shape; its value is never read."""
+    if stand_ins is None:
+        yield
+        return
+    import tensorflow as tf
+    from tensorflow.python.framework import convert_to_constants, tensor_util
+
+    converter = convert_to_constants._FunctionConverterDataInEager
+    evaluate, make_tensor_proto = converter._eval, tensor_util.make_tensor_proto
+    values = StandInValues(taken=[w.values for w in stand_ins])  # distinct from those traced
+
+    def stand_in(self, tensor):
+        if not (isinstance(tensor, tf.Variable) and tensor.dtype.is_floating):
+            return evaluate(self, tensor)
+        shape = tuple(tensor.shape)
+        fill = values.distinct_scalar(tensor.dtype.name)
+        stand_ins.append(Weight(f"{tensor.name}#{len(stand_ins)}", fill,
+                                bool(getattr(tensor, "trainable", True)), math.prod(shape)))
+        return np.broadcast_to(fill.reshape(()), shape)
+
+    def compact(values, dtype=None, shape=None, verify_shape=False, allow_broadcast=False):
+        if isinstance(values, np.ndarray) and values.size > 1 and not any(values.strides):
+            values = values.flat[0]  # one value and the shape: TensorFlow's form of a fill
+        return make_tensor_proto(values, dtype, shape, verify_shape, allow_broadcast)
+
+    converter._eval, tensor_util.make_tensor_proto = stand_in, compact
     try:
-        for position, (v, real) in enumerate(zip(floats, saved)):
-            stand_in = values.like(real.shape, real.dtype)
-            v.assign(stand_in)
-            key = getattr(v, "path", None) or f"{v.name}#{position}"
-            stand_ins.append(Weight(key, stand_in, bool(getattr(v, "trainable", True))))
-        yield stand_ins
+        yield
     finally:
-        for v, real in zip(floats, saved):
-            v.assign(real)
+        converter._eval, tensor_util.make_tensor_proto = evaluate, make_tensor_proto
 
 
 @contextlib.contextmanager

@@ -8,6 +8,8 @@ variances stay valid) gives every model the graph its structure implies, whateve
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 SEED = 20240531
@@ -16,9 +18,12 @@ SEED = 20240531
 class StandInValues:
     """A deterministic stream of distinct values in [0.5, 1.5), one array per weight tensor."""
 
-    def __init__(self, seed: int = SEED):
+    def __init__(self, seed: int = SEED, taken: Iterable[np.ndarray] = ()):
+        """`taken`: values `distinct_scalar` is not to draw (given as arrays of their dtype)."""
         self._rng = np.random.default_rng(seed)
         self._drawn: dict[str, set[float]] = {}
+        for values in taken:
+            self._drawn.setdefault(str(values.dtype), set()).update(map(float, values.ravel()))
 
     def like(self, shape: tuple[int, ...], dtype) -> np.ndarray:
         # Drawn in float32 and shifted in place: no float64 array of a large weight's size.
@@ -29,7 +34,7 @@ class StandInValues:
     def distinct_scalar(self, dtype) -> np.ndarray:
         """A one-element array, a value in [0.5, 1.5) not drawn before in `dtype` (half types
         hold few values there: past them, the range widens by octaves)."""
-        drawn = self._drawn.setdefault(str(dtype), set())
+        drawn = self._drawn.setdefault(str(np.dtype(dtype)), set())
         for attempt in range(1 << 16):
             scale = np.float32(2.0 ** ((attempt // 64) % 16 - 8)) if attempt >= 64 else 1
             value = (self._rng.random(dtype=np.float32) + np.float32(0.5)) * scale
