@@ -129,7 +129,7 @@ def exported_tree(revision: str, into: Path) -> Path:
 
 def describe(result: dict) -> str:
     memory = f"{result['peak_rss'] / 2**30:5.2f} GiB"
-    outcome = result.get("error") or f"{result['macs']:,} MACs"
+    outcome = result.get("error") or f"{result['macs']:,} MACs, {result['params']:,} params"
     return f"{result['seconds']:6.1f} s  {memory}  {outcome}"
 
 
