@@ -57,7 +57,7 @@ def keras_to_onnx(model, inputs=None, *, batch: int = 1, keep_weights: bool = Fa
     structure = _input_structure(model)
 
     variables = [] if keep_weights else _float_variables(model.variables)
-    stand_ins = _splat_stand_ins(variables)
+    stand_ins = _stand_in_fills(variables)
 
     def call(*xs):
         with _reading_stand_ins(variables, stand_ins):
@@ -270,7 +270,7 @@ def _float_variables(variables) -> list:
     return [v for v in unique if is_float_dtype(_dtype_name(v.dtype))]
 
 
-def _splat_stand_ins(variables) -> list[Weight]:
+def _stand_in_fills(variables) -> list[Weight]:
     """One stand-in value per variable, distinct in the variable's dtype; its value is never read
     (a model built in a `keras.StatelessScope(initialize_variables=False)` has none)."""
     values = StandInValues()

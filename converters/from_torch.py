@@ -39,8 +39,6 @@ from onnxflops.errors import OnnxFlopsError, first_line
 from onnxflops.graph import MAX_VALUE_ELEMENTS
 from onnxflops.load import record_weight_roles
 
-# Where a graph-only model's initializers say their data lives: a file that is never written.
-
 OPSET = 18
 EXPORTERS = ("dynamo", "legacy")
 _WEIGHTS_ONLY = "TORCH_FORCE_WEIGHTS_ONLY_LOAD"

@@ -16,7 +16,8 @@ SEED = 20240531
 
 
 class StandInValues:
-    """A deterministic stream of distinct values in [0.5, 1.5), one array per weight tensor."""
+    """A deterministic stream of stand-ins: random arrays of values in [0.5, 1.5), one per weight
+    tensor (`like`), or one value per weight tensor that fills it (`distinct_scalar`)."""
 
     def __init__(self, seed: int = SEED, taken: Iterable[np.ndarray] = ()):
         """`taken`: values `distinct_scalar` is not to draw (given as arrays of their dtype)."""

@@ -2,8 +2,10 @@
 
 TensorFlow freezes variables into constants whose names say nothing of the variable, and may fold
 them (a position-embedding table cut to the rows a graph reads). Conversion runs with stand-in
-weights, distinct random values per variable (see `onnxflops.converters.structure`): an
-initializer whose values are among one variable's stand-ins holds that variable, whole or in part.
+weights, values of each variable's own (see `onnxflops.converters.structure`): one value filling
+it, whose initializers are headers noting it (`onnxflops.converters.filled`), or distinct random
+values. An initializer whose values are among one variable's stand-ins holds that variable, whole
+or in part.
 """
 
 from __future__ import annotations
