@@ -79,3 +79,19 @@ def test_a_model_built_without_weight_values_counts_like_the_built_one():
         assert large and is_graph_only(proto)
         assert all(t.data_location == onnx.TensorProto.EXTERNAL and not t.raw_data
                    and not t.doc_string for t in large)
+
+
+def test_a_saved_model_freezes_its_variables_as_headers(tmp_path):
+    """A SavedModel's variables are frozen as stand-ins, never read: the large kernel is a header,
+    and it is still told apart as the param it is."""
+    keras = pytest.importorskip("keras")
+    from onnxflops.converters import convert, is_graph_only
+
+    x = keras.Input((256,))
+    keras.Model(x, keras.layers.Dense(64)(x)).export(str(tmp_path / "saved"),
+                                                     format="tf_saved_model", verbose=False)
+    proto = convert(tmp_path / "saved")
+    assert is_graph_only(proto)
+    assert [tuple(t.dims) for t in proto.graph.initializer if not t.raw_data] == [(256, 64)]
+    total = onnxflops.count(proto).total
+    assert (total.macs, total.params) == (256 * 64, 256 * 64 + 64)
