@@ -3,14 +3,14 @@
 onnx.proto is proto2, whose strings protobuf does not validate: a name that is not UTF-8 comes back
 as bytes, and reading every name of a 50,000-node graph in Python to find one costs more than
 ONNX's whole shape inference. A proto3 message's strings are validated as they are parsed, in C:
-the model's bytes parsed as a proto3 shadow of onnx.proto that declares exactly the node names
-validate.py checks (the other fields are skipped as unknown) pass or fail at once. (The names of
-tensors and graph values it checks one by one: it reads those records whole anyway.)
+the records the reader parses, parsed again as a proto3 shadow of onnx.proto that declares
+exactly the node names validate.py checks (the other fields are skipped as unknown), pass or fail
+at once. (The names of tensors and graph values it checks one by one: it reads those records
+whole anyway.)
 """
 
 from __future__ import annotations
 
-import onnx
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from onnxflops.caches import memoized
@@ -31,15 +31,27 @@ _SHADOW = {
 _PACKAGE = "onnxflops_names"
 
 
-def names_are_text(model: onnx.ModelProto) -> bool:
-    """True where every node name the load check reads is UTF-8 text; False where one may not be
-    (the check's own walk then finds it and names it). `model` is serialized: give it without its
-    weight bytes."""
-    try:
-        _shadow_model().FromString(model.SerializeToString())
-    except Exception:  # noqa: BLE001 - DecodeError, or a backend's UnicodeDecodeError: walk it
-        return False
-    return True
+class NodeNames:
+    """Fed the model's records as a reader parses them (each a whole record, or a run of whole
+    records of the graph): `text` stays True while every node name in them is UTF-8 text, and
+    turns False where one may not be (the check's own walk then finds it and names it)."""
+
+    def __init__(self) -> None:
+        self._model = _shadow_model()()
+        self.text = True
+
+    def model_records(self, data: bytes) -> None:
+        self._parse(self._model, data)
+
+    def graph_records(self, data: bytes) -> None:
+        self._parse(self._model.graph, data)
+
+    def _parse(self, shadow, data: bytes) -> None:
+        if self.text:
+            try:
+                shadow.MergeFromString(data)
+            except Exception:  # noqa: BLE001 - DecodeError, or a backend's UnicodeDecodeError
+                self.text = False
 
 
 @memoized(1)

@@ -16,7 +16,6 @@ from onnx import AttributeProto, TensorProto
 from onnxflops.caches import memoized
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.graph import STANDARD_DOMAINS, domain_key
-from onnxflops.load.text_names import names_are_text
 
 _CONTROL_FLOW = frozenset(("Loop", "If", "Scan"))
 _KNOWN_DTYPES = frozenset(v for k, v in TensorProto.DataType.items() if k != "UNDEFINED")
@@ -30,16 +29,15 @@ _TYPED_DATA = ("float_data", "int32_data", "string_data", "int64_data", "double_
                "uint64_data")
 
 
-def check_model(model: onnx.ModelProto, where: str, *, weightless: bool = False) -> None:
+def check_model(model: onnx.ModelProto, where: str, *, names_text: bool = False) -> None:
     """Raise OnnxFlopsError naming the first thing in `model` no stage can make sense of.
 
     One pass over every node of every graph, nested ones and function bodies included: a
-    50,000-node model is read here once, as the later stages read it once too. `weightless`:
-    `model` holds no weight bytes (the loader's own read), so its names are found to be text at
-    C speed (text_names.py) and read here only where one may not be, to name it."""
+    50,000-node model is read here once, as the later stages read it once too. `names_text`:
+    the reader found every node name to be text at C speed (text_names.py); otherwise they are
+    read here, one by one."""
     _check_opsets(model, where)
     opsets = {domain_key(o.domain): o.version for o in model.opset_import}
-    names_checked = weightless and names_are_text(model)
     graphs = [model.graph]
     function_body = onnx.GraphProto()
     for function in model.functions:
@@ -50,13 +48,13 @@ def check_model(model: onnx.ModelProto, where: str, *, weightless: bool = False)
         graph = graphs.pop()
         _check_values(graph, where)
         for node in graph.node:
-            if not names_checked:
+            if not names_text:
                 _check_node(node, where)
             attributes = node.attribute
             if attributes:  # most nodes have none: the loop below is not even entered
                 for a in attributes:
                     kind = a.type
-                    if kind in _TENSOR_ATTRIBUTES and names_checked:
+                    if kind in _TENSOR_ATTRIBUTES and names_text:
                         _check_tensors(a, node, where)
                     elif kind == AttributeProto.GRAPH:
                         graphs.append(a.g)
