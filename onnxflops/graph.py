@@ -173,8 +173,13 @@ class NodeRow(NamedTuple):
 
     @classmethod
     def of(cls, node: onnx.NodeProto) -> "NodeRow":
-        # Slicing copies a repeated field fastest (a list; rows never change it).
-        return cls(node, node.op_type, domain_key(node.domain), node.input[:], node.output[:])
+        # Slicing copies a repeated field fastest (a list; rows never change it). The row is made
+        # as the tuple it is: a NamedTuple's own constructor takes keywords, at a call's cost.
+        return _new_tuple(cls, (node, node.op_type, domain_key(node.domain), node.input[:],
+                                node.output[:]))
+
+
+_new_tuple = tuple.__new__
 
 STANDARD_DOMAINS = ("", "ai.onnx")
 
@@ -242,7 +247,7 @@ class GraphView:
         The canonical editor keeps this list and `producers()` in step with its edits, in place.
         """
         if self._rows is None:
-            self._rows = [NodeRow.of(node) for node in self.graph.node]
+            self._rows = list(map(NodeRow.of, self.graph.node))
         return self._rows
 
     def nodes_changed(self) -> None:
