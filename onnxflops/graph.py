@@ -202,9 +202,9 @@ class GraphView:
         self.graph = graph
         self.parent = parent
         self._rows: list[NodeRow] | None = None
-        # By node position: a key equal for nodes whose types and attributes (so whose costs) are
-        # alike, where shape inference found it; dropped when the nodes are edited.
-        self.kinds: dict[int, tuple] = {}
+        # By node position: a number equal for nodes whose types and attributes (so whose costs)
+        # are alike, where shape inference found it; dropped when the nodes are edited.
+        self.kinds: dict[int, int] = {}
         self._producers: dict[str, onnx.NodeProto] | None = None
         self.tensors: dict[str, TensorInfo] = {}
         self.initializers: dict[str, onnx.TensorProto] = {}

@@ -12,6 +12,7 @@ unknown, shapes.analyze hands to onnx's reference evaluator, then to whole-model
 
 from __future__ import annotations
 
+import itertools
 from typing import Callable
 
 import numpy as np
@@ -77,6 +78,7 @@ class NodeTyper:
         self.warnings = warnings
         # By node signature (see _type): how its nodes are typed, or their types.
         self.by_signature: dict[tuple, object] = {}
+        self.kind_numbers = itertools.count()
         self.schemas: dict[tuple, defs.OpSchema | None] = {}
 
     def type_graph(self) -> bool:
@@ -126,9 +128,9 @@ class NodeTyper:
                 how = self.by_signature.get(signature)
                 if how is None:
                     how = self.by_signature[signature] = self._inferred(row, lookup)
-            found, outputs_known, alike = how
-            if alike:
-                self.view.kinds[position] = signature  # every type from it: nodes alike
+            found, outputs_known, kind = how
+            if kind is not None:
+                self.view.kinds[position] = kind  # every type from one signature: nodes alike
         tensors = self.view.tensors
         for name, info in zip(outputs, found):
             if name and info is not None and (info.shape is not None or tensors.get(name) is None
@@ -174,12 +176,16 @@ class NodeTyper:
                 and (reads_any or info.dtype in _SHAPE_DATA_TYPES) else None for name in inputs]
 
     def _inferred(self, row: NodeRow, lookup: Callable[[str], TensorInfo | None]) -> tuple:
-        """(output types, whether all are known, whether they make the node's kind)."""
+        """(output types, whether all are known, the kind of the nodes typed from them or None
+        where they are not alike). A kind is a number of the signature's own: the counter keys
+        its outcomes on it, and a number hashes at once where the signature would be hashed
+        again for every node."""
         inputs, outputs = row.inputs, row.outputs
         infos = [lookup(name) if name else None for name in inputs]
         found = self._infer_node(row, infos, self._data(row, lookup))
         known = all(info is not None and info.known for name, info in zip(outputs, found) if name)
-        return found, known, known and all(info is None or info.known for info in infos)
+        alike = known and all(info is None or info.known for info in infos)
+        return found, known, next(self.kind_numbers) if alike else None
 
     def _infer_node(self, row: NodeRow, infos: list[TensorInfo | None],
                     data: list[np.ndarray | None]) -> Outputs:

@@ -96,7 +96,7 @@ class _Counter:
         return Report(name, self.convention, inputs, total, nodes, constant_work, constant_nodes,
                       self.uncosted, self.warnings)
 
-    def _report(self, row: NodeRow, scope: GraphView, kind: tuple | None = None,
+    def _report(self, row: NodeRow, scope: GraphView, kind: int | None = None,
                 count_params: bool = True) -> NodeReport:
         """`kind`: what analysis found the node alike in with others (see GraphView.kinds)."""
         proto, op_type, domain, input_names, output_names = row
