@@ -174,8 +174,10 @@ class NodeRow(NamedTuple):
     @classmethod
     def of(cls, node: onnx.NodeProto) -> "NodeRow":
         # Slicing copies a repeated field fastest (a list; rows never change it). The row is made
-        # as the tuple it is: a NamedTuple's own constructor takes keywords, at a call's cost.
-        return _new_tuple(cls, (node, node.op_type, domain_key(node.domain), node.input[:],
+        # as the tuple it is: a NamedTuple's own constructor takes keywords, at a call's cost; and
+        # most nodes' domain is "", their key already.
+        domain = node.domain
+        return _new_tuple(cls, (node, node.op_type, domain and domain_key(domain), node.input[:],
                                 node.output[:]))
 
 
@@ -217,14 +219,15 @@ class GraphView:
         # variable, not a constant (ONNX semantics; TF-style graphs whose weights are inputs).
         overridable = {vi.name for vi in graph.input}
         by_type: dict[tuple, TensorInfo] = {}
-        for t in graph.initializer:
+        tensors, initializers, constant = self.tensors, self.initializers, self.constant
+        for t in graph.initializer:  # thousands of them: what is read per tensor is held here
             name, key = t.name, (t.data_type, tuple(t.dims))
             seen = by_type.get(key)
-            self.tensors[name] = seen.renamed(name) if seen is not None \
+            tensors[name] = seen.renamed(name) if seen is not None \
                 else by_type.setdefault(key, TensorInfo(name, *key))
-            self.initializers[name] = t
+            initializers[name] = t
             if name not in overridable:
-                self.constant.add(name)
+                constant.add(name)
         self._constant_outputs: set[str] = set()
         for node, op_type, domain, _, outputs in self.rows():
             if op_type == "Constant" and not domain:
