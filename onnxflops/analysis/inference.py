@@ -48,7 +48,7 @@ _CONTROL_FLOW = {"If", "Loop", "Scan", "SequenceMap"}  # the standard ops that h
 
 Outputs = list[TensorInfo | None]  # one per output name; None where the type stays unknown
 # How the nodes of a signature are typed, where not from it alone (see NodeTyper._how).
-_UNTYPED_INPUT, _EACH_NODE, _READS_VALUES = object(), object(), object()
+_UNTYPED_INPUT, _EACH_NODE = object(), object()
 
 
 def infer_model(model: onnx.ModelProto, warnings: list[str]) -> onnx.ModelProto:
@@ -123,11 +123,11 @@ class NodeTyper:
         if how is _EACH_NODE:
             found, outputs_known = self._type_one(row, lookup), False
         else:
-            if how is _READS_VALUES:
-                signature = (signature, self._values(row, lookup))
-                how = self.by_signature.get(signature)
+            if type(how) is dict:  # inference reads input values: their types by those values
+                values = self._values(row, lookup)
+                by_values, how = how, how.get(values)
                 if how is None:
-                    how = self.by_signature[signature] = self._inferred(row, lookup)
+                    how = by_values[values] = self._inferred(row, lookup)
             found, outputs_known, kind = how
             if kind is not None:
                 self.view.kinds[position] = kind  # every type from one signature: nodes alike
@@ -140,7 +140,8 @@ class NodeTyper:
 
     def _how(self, row: NodeRow, lookup: Callable[[str], TensorInfo | None]):
         """How nodes of one signature are typed: _UNTYPED_INPUT, _EACH_NODE (subgraphs,
-        onnxruntime's ops), _READS_VALUES (inference reads input values), or their types."""
+        onnxruntime's ops), a dict of their types by the input values inference reads (filled as
+        they are met), or their types."""
         proto, op_type, domain, inputs, outputs = row
         infos = [lookup(name) if name else None for name in inputs]
         if any(info is None for name, info in zip(inputs, infos) if name):
@@ -151,7 +152,7 @@ class NodeTyper:
             return _EACH_NODE
         if op_type in _READS_ANY_VALUES or any(info is not None and info.dtype in _SHAPE_DATA_TYPES
                                                for info in infos):
-            return _READS_VALUES
+            return {}
         return self._inferred(row, lookup)
 
     def _type_one(self, row: NodeRow, lookup: Callable[[str], TensorInfo | None]) -> Outputs:
