@@ -15,7 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 from helpers import model, node, weight
 from onnxflops import OnnxFlopsError, count
 from onnxflops.cli import EXIT_BUG, main, version
-from onnxflops.load import load_model
+from onnxflops.load import load_model, opset_warnings
 
 
 def _reason(report, op_type: str) -> str:
@@ -96,6 +96,19 @@ def test_an_opset_newer_than_onnx_knows_is_counted_with_a_warning():
     report = count(model([node("Relu", ["x"], ["y"])], {"x": [2]}, opset=99))
     assert any(w.startswith("imports opset 99 of ai.onnx, newer than the") for w in report.warnings)
     assert report.total.flops == 2
+
+
+def test_only_domains_onnx_holds_schemas_of_can_be_newer_than_it_knows():
+    ml = max(s.since_version for s in onnx.defs.get_all_schemas_with_history()
+             if s.domain == "ai.onnx.ml")
+    m = model([node("Relu", ["x"], ["y"])], {"x": [2]})
+    m.opset_import.extend([helper.make_opsetid("ai.onnx.ml", 99), helper.make_opsetid("example.custom", 99),
+                           helper.make_opsetid("ai.onnx.ml", ml)])
+    assert opset_warnings(m) == [f"imports opset 99 of ai.onnx.ml, newer than the {ml} onnx {onnx.__version__} "
+                                 f"knows: costed with opset {ml}'s schemas"]
+    m.opset_import[0].version = onnx.defs.onnx_opset_version()
+    del m.opset_import[1]  # the standard opset onnx knows, a custom one, ai.onnx.ml's newest
+    assert opset_warnings(m) == []
 
 
 @pytest.mark.parametrize("opset, message", [
