@@ -116,8 +116,8 @@ def _read_without_weights(path: Path, names: NodeNames) -> onnx.ModelProto:
                     _merge_graph_without_weights(model.graph, data, payload, end, names)
                 else:
                     record = data[start:end]
-                    model.MergeFromString(record)
                     names.model_records(record)
+                    model.MergeFromString(record)
         except IndexError:
             raise ValueError("truncated: the file ends inside a record") from None
     return model
@@ -139,8 +139,8 @@ def _merge_graph_without_weights(graph: onnx.GraphProto, data: mmap.mmap, begin:
 
 
 def _merge_graph_records(graph: onnx.GraphProto, records: bytes, names: NodeNames) -> None:
-    graph.MergeFromString(records)
     names.graph_records(records)
+    graph.MergeFromString(records)
 
 
 def _tensor_header(data: mmap.mmap, begin: int, end: int) -> onnx.TensorProto:

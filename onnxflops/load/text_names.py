@@ -33,29 +33,31 @@ _PACKAGE = "onnxflops_names"
 
 class NodeNames:
     """Fed the model's records as a reader parses them (each a whole record, or a run of whole
-    records of the graph): `text` stays True while every node name in them is UTF-8 text, and
-    turns False where one may not be (the check's own walk then finds it and names it)."""
+    records of the graph), before protobuf parses them into the model: `text` stays True while
+    every node name in them is UTF-8 text, and turns False where one may not be (the check's own
+    walk then finds it and names it). Each run is parsed on its own and let go at once, so the
+    shadow's copy of the names never sits beside the model's."""
 
     def __init__(self) -> None:
-        self._model = _shadow_model()()
         self.text = True
 
     def model_records(self, data: bytes) -> None:
-        self._parse(self._model, data)
+        self._parse("Model", data)
 
     def graph_records(self, data: bytes) -> None:
-        self._parse(self._model.graph, data)
+        self._parse("Graph", data)
 
-    def _parse(self, shadow, data: bytes) -> None:
+    def _parse(self, message: str, data: bytes) -> None:
         if self.text:
             try:
-                shadow.MergeFromString(data)
+                _shadow_types()[message].FromString(data)
             except Exception:  # noqa: BLE001 - DecodeError, or a backend's UnicodeDecodeError
                 self.text = False
 
 
 @memoized(1)
-def _shadow_model() -> type:
+def _shadow_types() -> dict[str, type]:
+    """The shadow's message classes, by name."""
     field = descriptor_pb2.FieldDescriptorProto
     file = descriptor_pb2.FileDescriptorProto(name=f"{_PACKAGE}.proto", package=_PACKAGE,
                                               syntax="proto3")
@@ -69,4 +71,5 @@ def _shadow_model() -> type:
                 type_name=f".{_PACKAGE}.{of}" if of else None)
     pool = descriptor_pool.DescriptorPool()
     pool.Add(file)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{_PACKAGE}.Model"))
+    return {message: message_factory.GetMessageClass(pool.FindMessageTypeByName(
+        f"{_PACKAGE}.{message}")) for message in _SHADOW}
