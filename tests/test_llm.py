@@ -428,8 +428,8 @@ def test_decode_step_against_the_two_n_rule_of_thumb():
 @pytest.mark.slow
 def test_llama2_7b_shaped_decode_step_on_meta_against_the_two_n_rule():
     """Llama-2-7B's shape (d 4096, ffn 11008, 32 heads = 32 KV heads, vocab 32000), built on the
-    meta device from its config (no weight bytes), 2 of its 32 layers to keep CI short: every
-    layer is the same, so the count is exact per layer and extends to L layers.
+    meta device from its config (no weight bytes), all 32 layers: its layers are alike, so llm
+    exports it cut to one and two layers and extends the counts to 32 (what CI can afford).
 
     A decode step with C cached tokens multiplies, per layer, q, k, v, o (4·d²), the MLP
     (3·d·ffn), and q·kᵀ and p·v over C + 1 keys (2·(C + 1)·d); then the head (d·vocab). Against
@@ -444,7 +444,7 @@ def test_llama2_7b_shaped_decode_step_on_meta_against_the_two_n_rule():
     from torch.utils.flop_counter import FlopCounterMode
 
     transformers = _transformers()
-    d, ffn, vocab, layers = 4096, 11008, 32000, 2
+    d, ffn, vocab, layers = 4096, 11008, 32000, 32
     config = transformers.LlamaConfig(hidden_size=d, intermediate_size=ffn,
                                       num_hidden_layers=layers, num_attention_heads=32,
                                       num_key_value_heads=32, vocab_size=vocab,
@@ -458,6 +458,8 @@ def test_llama2_7b_shaped_decode_step_on_meta_against_the_two_n_rule():
         step = r.decode_at(c)
         assert 2 * step.macs == rule + 2 * d * vocab + 4 * layers * d - 2 * norms
         assert step.flops > 2 * step.macs  # norms, SiLU, rotary, softmax on top
+    assert 2 * n == 12_952_543_232
+    assert 2 * r.decode_at(2048).macs - (2 * n + 2 * layers * 2048 * d * 2) == 262_135_808
     # KV cache: L × (key + value) × d × tokens, bf16.
     assert r.kv_cache_bytes == layers * 2 * d * 2050 * 2
     with torch.device("meta"):
