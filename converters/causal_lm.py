@@ -10,8 +10,8 @@ context length.
 A model whose decoder layers are all alike (the same modules with the same shapes and settings,
 no per-layer list in its config that varies: no alternating sliding-window and dense attention,
 no MoE on some layers only) can be exported cut to one layer and to two instead
-(`extend_layers=True`): the export's time grows with the depth, and every count extends exactly
-to all layers, one + (layers - 1) × (two - one), which serving does.
+(`extend_layers=True`): an export's time grows with the depth, theirs does not, and every count
+extends exactly to all layers, one + (layers - 1) × (two - one), which serving does.
 
 Mixture-of-experts layers are exported with transformers' `batched_mm` experts: each token is
 dispatched to exactly its top-k experts by gathering their weights, so the graph holds the T·k

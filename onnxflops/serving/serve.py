@@ -126,7 +126,9 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
 
     The prompt pass and one decode step (one token, the KV cache as input) are each exported once
     with their lengths symbolic and counted as formulas; `decode_total` sums the steps at contexts
-    prompt … prompt + generate - 1. Bytes are in the serving dtypes: weights in `dtype`
+    prompt … prompt + generate - 1. A model whose decoder layers are all alike is exported cut to
+    one layer and to two, and every number extended exactly to all its layers
+    (Phase.extended); others with all their layers. Bytes are in the serving dtypes: weights in `dtype`
     (fp32, bf16, fp16, int8, int4), activations and the KV cache in `kv_dtype` (default: bf16,
     fp32 for fp32 weights, fp16 for fp16 ones).
     """
