@@ -2,12 +2,13 @@
 
 A graph repeats a few kinds of node thousands of times. `NodeTyper` types a graph's tensors in
 graph order and runs ONNX's inference (`onnx.shape_inference.infer_node_outputs`: the op's own
-inference function, the one `infer_shapes` runs) once per node signature: op, opset, attributes,
-input types, and the values of the inputs inference reads (shapes, axes, sizes). Constant shape
-arithmetic is evaluated as it is met (evaluate.py), so its values reach the Reshape, Expand or
-Slice that reads them, which is what ONNX's data propagation does. Nodes holding subgraphs are
-inferred as one-node models, bodies included; onnxruntime's ops by contrib_shapes. What stays
-unknown, shapes.analyze hands to onnx's reference evaluator, then to whole-model inference.
+inference function, the one `infer_shapes` runs) once per node signature: op, opset, attributes
+less their coefficients (kinds.py), input types, and the values of the inputs inference reads
+(shapes, axes, sizes). Constant shape arithmetic is evaluated as it is met (evaluate.py), so its
+values reach the Reshape, Expand or Slice that reads them, which is what ONNX's data propagation
+does. Nodes holding subgraphs are inferred as one-node models, bodies included; onnxruntime's ops
+by contrib_shapes. What stays unknown, shapes.analyze hands to onnx's reference evaluator, then
+to whole-model inference.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from onnxflops.analysis.contrib_shapes import (
     is_contrib,
 )
 from onnxflops.analysis.evaluate import evaluate
+from onnxflops.analysis.kinds import attribute_key
 from onnxflops.errors import first_line
 from onnxflops.graph import (
     MAX_VALUE_ELEMENTS,
@@ -31,6 +33,7 @@ from onnxflops.graph import (
     NodeRow,
     TensorInfo,
     bodies,
+    domain_key,
     free_names,
     holds_subgraph,
     info_from_type,
@@ -105,11 +108,9 @@ class NodeTyper:
         proto, op_type, domain, inputs, outputs = row
         if op_type == "Constant" and not domain:
             return False  # typed from its value by the view, where it has one
-        attributes = proto.attribute
-        # Everything about the node but its names and its inputs' values. An input without a
-        # type is True, an absent one False.
-        signature = (op_type, domain,
-                     tuple([a.SerializeToString() for a in attributes]) if attributes else (),
+        # Everything about the node but its names, its inputs' values and its coefficients (no
+        # ONNX inference reads them). An input without a type is True, an absent one False.
+        signature = (op_type, domain, attribute_key(proto, self.opsets.get(domain_key(domain), 0)),
                      tuple([info.type_key if (info := lookup(name)) is not None else bool(name)
                             for name in inputs]),
                      tuple([not name for name in outputs]) if "" in outputs else ())
