@@ -101,7 +101,7 @@ class _Counter:
         return Report(name, self.convention, inputs, total, nodes, constant_work, constant_nodes,
                       self.uncosted, self.warnings)
 
-    def _report(self, row: NodeRow, scope: GraphView, kind: tuple | None = None,
+    def _report(self, row: NodeRow, scope: GraphView, kind: int | None = None,
                 count_params: bool = True) -> NodeReport:
         """`kind`: what analysis found the node alike in with others (see GraphView.kinds)."""
         proto, op_type, domain, input_names, output_names = row
@@ -137,12 +137,7 @@ class _Counter:
                         self.outcomes[signature] = refinement
                         signature = (signature, _refinement(refinement, row, scope))
                 self.outcomes[signature] = outcome
-        entry = NodeReport(proto.name, op_type, domain, layer_source=proto,
-                           category=outcome.category, macs=outcome.macs, flops=outcome.flops,
-                           int_ops=outcome.int_ops, bytes_read=outcome.bytes_read,
-                           bytes_written=outcome.bytes_written,
-                           input_shapes=outcome.input_shapes, output_shapes=outcome.output_shapes,
-                           detail=outcome.detail)
+        entry = NodeReport(proto.name, op_type, domain, proto, *outcome.entry_fields)
         if self.flows is not None and count_params:
             backward = self._backward(outcome.rule, node) if outcome.costed else None
             backward = backward or ZERO  # uncosted: reported, and left out of the totals
@@ -472,20 +467,33 @@ class _Outcome(NamedTuple):
     bytes_written: Any
     input_shapes: list
     output_shapes: list
+    # The NodeReport fields from `category` on, in its order (params and buffers 0, counted per
+    # node): a node's report is made from them positionally, as keywords cost a graph's worth.
+    entry_fields: tuple
 
     @classmethod
     def of(cls, rule: Rule | None, cost: Cost | None, convention: str,
            inputs: list[TensorInfo | None], outputs: list[TensorInfo | None]) -> "_Outcome":
         input_shapes, output_shapes = [_shape(i) for i in inputs], [_shape(o) for o in outputs]
         if cost is None:
-            return cls(rule, category=rule.category if rule else "uncosted", costed=False,
-                       macs=0, flops=0, int_ops=0, detail=None, bytes_read=0, bytes_written=0,
-                       input_shapes=input_shapes, output_shapes=output_shapes)
-        return cls(rule, category=rule.category, costed=True, macs=cost.macs,
-                   flops=cost.flops_under(convention), int_ops=cost.all_int_ops,
-                   detail=dict(cost.detail) if cost.detail else None,
-                   bytes_read=_bytes(inputs), bytes_written=_bytes(outputs),
-                   input_shapes=input_shapes, output_shapes=output_shapes)
+            return cls.made(rule, category=rule.category if rule else "uncosted", costed=False,
+                            macs=0, flops=0, int_ops=0, detail=None, bytes_read=0,
+                            bytes_written=0, input_shapes=input_shapes,
+                            output_shapes=output_shapes)
+        return cls.made(rule, category=rule.category, costed=True, macs=cost.macs,
+                        flops=cost.flops_under(convention), int_ops=cost.all_int_ops,
+                        detail=dict(cost.detail) if cost.detail else None,
+                        bytes_read=_bytes(inputs), bytes_written=_bytes(outputs),
+                        input_shapes=input_shapes, output_shapes=output_shapes)
+
+    @classmethod
+    def made(cls, rule: Rule | None, *, category: str, costed: bool, macs: Any, flops: Any,
+             int_ops: Any, detail: dict | None, bytes_read: Any, bytes_written: Any,
+             input_shapes: list, output_shapes: list) -> "_Outcome":
+        entry_fields = (category, macs, flops, int_ops, 0, 0, bytes_read, bytes_written,
+                        input_shapes, output_shapes, detail)
+        return cls(rule, category, costed, macs, flops, int_ops, detail, bytes_read,
+                   bytes_written, input_shapes, output_shapes, entry_fields)
 
 
 def _attributes(proto: onnx.NodeProto) -> dict[str, Any]:
