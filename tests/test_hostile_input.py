@@ -146,6 +146,16 @@ def test_scan_with_two_to_the_thirty_scanned_inputs_allocates_nothing_for_them()
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB
 
 
+def test_an_onnxruntime_op_missing_the_input_its_shape_comes_from_is_not_a_traceback():
+    # LayerNormalization before opset 17 is onnxruntime's, typed by analysis's own rules; its
+    # input 0 left out ('') gave them None to read a shape from. The Relu still counts: 8 FLOPs.
+    norm = node("LayerNormalization", ["", "scale", "bias"], ["normed"], axis=-1)
+    relu = node("Relu", ["x"], ["y"])
+    m = model([norm, relu], {"x": [2, 4]}, [weight("scale", [4]), weight("bias", [4])],
+              outputs=["normed", "y"], opset=11)
+    assert count(m).total.flops == 2 * 4
+
+
 # --- names that are not text ---------------------------------------------------------------------
 
 def test_a_name_that_is_not_utf8_is_one_line_naming_it(tmp_path):

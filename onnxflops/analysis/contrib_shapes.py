@@ -90,9 +90,11 @@ def contrib_outputs(node: onnx.NodeProto, inputs: list[TensorInfo | None]) -> li
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     try:
         return rule(inputs, attrs)
-    except (ValueError, IndexError, KeyError, ZeroDivisionError,
+    except (ValueError, IndexError, KeyError, ZeroDivisionError, AttributeError, TypeError,
             onnx.shape_inference.InferenceError):
-        return []  # inputs this rule does not understand: the outputs stay unknown
+        # inputs this rule does not understand (an input it needs left out, named ''): the
+        # outputs stay unknown, and the node is reported uncosted
+        return []
 
 
 def twin(op_type: str, inputs: list[TensorInfo | None], **attrs) -> Shape:
