@@ -1,11 +1,34 @@
-"""Which initializers a node reads as learned weights: what `params` counts and training updates."""
+"""Which initializers a node reads as learned weights: what `params` counts and training updates.
+
+Where no converter recorded the framework's own roles (`onnxflops.load.weight_roles`), the graph
+decides. A cost rule names the input slots that hold weights; of the constants read there, these
+hold no learned value and count as buffers:
+- a table of sinusoids: a constant computed through Cos or Sin (rotary and sinusoidal position
+  tables), and a constant multiplied with positions (a Range, or integers) into angles that only
+  Cos and Sin read (rotary's inverse frequencies);
+- an attention mask: a constant added to query·key scores on their way to a Softmax, stored as
+  it is (Swin's shifted-window masks, a causal mask, a zero bias); a learned bias reaches the
+  scores through a lookup or a product (a relative-position table read by a Gather).
+"""
 
 from __future__ import annotations
+
+from collections import defaultdict
 
 import onnx
 
 from onnxflops.costs import ALL_INPUTS, CONTRACTION, RECURRENT, Registry, Rule
-from onnxflops.graph import GraphView, TensorInfo
+from onnxflops.graph import GraphView, TensorInfo, is_float, is_standard_domain
+
+# Ops that only move or retype elements: a value keeps its meaning through them.
+_MOVES = frozenset({"Reshape", "Transpose", "Unsqueeze", "Squeeze", "Flatten", "Identity", "Cast",
+                    "Expand", "Concat", "Slice", "Tile"})
+_SINUSOIDS = frozenset({"Cos", "Sin"})
+_LOOKUPS = frozenset({"Gather", "GatherND", "GatherElements"})
+# Elementwise steps between query·key scores and their Softmax (a scale, a bias, a mask).
+_SCORE_STEPS = _MOVES | {"Mul", "Div", "Add", "Sub", "Where"}
+_SOFTMAXES = frozenset({"Softmax", "LogSoftmax"})
+_SEARCH_DEPTH = 12  # steps walked from a node; attention and rotary patterns are a few steps long
 
 
 def is_hyperparameter(table: Registry, view: GraphView, proto: onnx.NodeProto, rule: Rule,
@@ -22,3 +45,144 @@ def _is_contraction_output(table: Registry, view: GraphView, name: str) -> bool:
     producer = view.producer(name)
     rule = table.lookup(producer.domain, producer.op_type) if producer is not None else None
     return rule is not None and rule.category in (CONTRACTION, RECURRENT)
+
+
+class LearnedWeights:
+    """Which sources of a node's constant inputs the graph shows to hold no learned value (see the
+    module's docstring); what it finds of each graph is kept for the count."""
+
+    def __init__(self, table: Registry):
+        self.table = table
+        self._graphs: dict[int, _GraphFacts] = {}
+
+    def unlearned(self, view: GraphView, proto: onnx.NodeProto, name: str) -> frozenset[str]:
+        """The initializers behind `name`, a constant input of `proto`, that are not learned."""
+        facts = self._graphs.get(id(view))
+        if facts is None:
+            facts = self._graphs[id(view)] = _GraphFacts(self.table, view)
+        if facts.is_mask_addend(proto, name) or facts.makes_angles(proto, name):
+            return view.weight_sources(name)
+        return facts.tabulated.get(name, frozenset())
+
+
+class _GraphFacts:
+    def __init__(self, table: Registry, view: GraphView):
+        self.table = table
+        self.view = view
+        self.consumers: dict[str, list[onnx.NodeProto]] = defaultdict(list)
+        # Constant tensors computed through a sinusoid: the sources that reach them through one.
+        self.tabulated: dict[str, frozenset[str]] = {}
+        # Constant tensors computed by a lookup or a product of weights: learned values.
+        self.computed: set[str] = set()
+        for row in view.rows():
+            for name in row.inputs:
+                if name:
+                    self.consumers[name].append(row.proto)
+            if view.is_constant_row(row):
+                self._follow_constant(row.op_type, row.domain, row.inputs, row.outputs)
+
+    def _follow_constant(self, op_type: str, domain: str, inputs: list[str],
+                         outputs: list[str]) -> None:
+        present = [i for i in inputs if i]
+        if op_type in _SINUSOIDS and not domain:
+            tabulated = frozenset().union(*map(self.view.weight_sources, present))
+        else:
+            tabulated = frozenset().union(*(self.tabulated.get(i, ()) for i in present))
+        computed = (op_type in _LOOKUPS and not domain) or self._is_product(op_type, domain) or any(
+            i in self.computed for i in present)
+        for o in outputs:
+            if o and tabulated:
+                self.tabulated[o] = tabulated
+            if o and computed:
+                self.computed.add(o)
+
+    def _is_product(self, op_type: str, domain: str) -> bool:
+        rule = self.table.lookup(domain, op_type)
+        return rule is not None and rule.category in (CONTRACTION, RECURRENT)
+
+    def is_mask_addend(self, proto: onnx.NodeProto, name: str) -> bool:
+        """`name` is stored as it is (no lookup, no product) and added onto attention scores
+        that go on to a Softmax."""
+        if proto.op_type != "Add" or not is_standard_domain(proto.domain) or name in self.computed:
+            return False
+        others = [i for i in proto.input if i and i != name]
+        return (len(others) == 1 and not self.view.is_constant(others[0])
+                and self._are_scores(others[0]) and self._reaches_softmax(proto.output[0]))
+
+    def _are_scores(self, name: str) -> bool:
+        """Computed from a product of two activations (query·key) by elementwise steps."""
+        view = self.view
+        for _ in range(_SEARCH_DEPTH):
+            producer = view.producer(name)
+            if producer is None or not is_standard_domain(producer.domain):
+                return False
+            varying = [i for i in producer.input if i and not view.is_constant(i)]
+            if producer.op_type in ("MatMul", "Einsum"):
+                return len(varying) == 2
+            if producer.op_type not in _SCORE_STEPS or not varying:
+                return False
+            name = varying[0]
+        return False
+
+    def _reaches_softmax(self, name: str) -> bool:
+        frontier = [name]
+        for _ in range(_SEARCH_DEPTH):
+            following = []
+            for tensor in frontier:
+                for consumer in self.consumers.get(tensor, ()):
+                    if not is_standard_domain(consumer.domain):
+                        continue
+                    if consumer.op_type in _SOFTMAXES:
+                        return True
+                    if consumer.op_type in _SCORE_STEPS:
+                        following.extend(o for o in consumer.output if o)
+            if not following:
+                return False
+            frontier = following
+        return False
+
+    def makes_angles(self, proto: onnx.NodeProto, name: str) -> bool:
+        """`proto` multiplies `name` with positions into angles that only Cos and Sin read
+        (rotary's inverse frequencies times the positions)."""
+        if proto.op_type not in ("Mul", "MatMul") or not is_standard_domain(proto.domain):
+            return False
+        others = [i for i in proto.input if i and i != name]
+        return (len(others) == 1 and self._are_positions(others[0])
+                and self._only_sinusoids_read(proto.output[0]))
+
+    def _are_positions(self, name: str) -> bool:
+        """Counted positions: a Range, or integers made float, through moves and offsets."""
+        view = self.view
+        for _ in range(_SEARCH_DEPTH):
+            producer = view.producer(name)
+            if producer is None or not is_standard_domain(producer.domain):
+                return False
+            if producer.op_type == "Range":
+                return True
+            if producer.op_type == "Cast":
+                source = view.info(producer.input[0])
+                if source is not None and source.dtype and not is_float(source.dtype):
+                    return True
+            if producer.op_type not in _MOVES | {"Add", "Sub"}:
+                return False
+            varying = [i for i in producer.input if i and not view.is_constant(i)]
+            name = varying[0] if varying else producer.input[0]  # positions fixed by the shapes
+        return False
+
+    def _only_sinusoids_read(self, name: str) -> bool:
+        frontier, read = [name], False
+        for _ in range(_SEARCH_DEPTH):
+            following = []
+            for tensor in frontier:
+                for consumer in self.consumers.get(tensor, ()):
+                    standard = is_standard_domain(consumer.domain)
+                    if consumer.op_type in _SINUSOIDS and standard:
+                        read = True
+                    elif consumer.op_type in _MOVES and standard:
+                        following.extend(o for o in consumer.output if o)
+                    else:
+                        return False
+            if not following:
+                return read
+            frontier = following
+        return False
