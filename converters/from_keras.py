@@ -230,6 +230,9 @@ def _convert(fn, specs: list, variables, keep_weights: bool, opset: int, label: 
     _check_converted(proto, label)
     if stand_ins:
         record_weight_roles(proto, **weight_roles_by_value(proto, stand_ins))
+    elif keep_weights:
+        record_weight_roles(proto, **weight_roles_by_value(proto, _real_weights(variables),
+                                                           distinct=False))
     return proto
 
 
@@ -263,12 +266,23 @@ def _stand_in_weights(variables):
         for position, (v, real) in enumerate(zip(floats, saved)):
             stand_in = values.like(real.shape, real.dtype)
             v.assign(stand_in)
-            key = getattr(v, "path", None) or f"{v.name}#{position}"
-            stand_ins.append(Weight(key, stand_in, bool(getattr(v, "trainable", True))))
+            stand_ins.append(_weight(v, stand_in, position))
         yield stand_ins
     finally:
         for v, real in zip(floats, saved):
             v.assign(real)
+
+
+def _real_weights(variables) -> list[Weight]:
+    """Every float variable with its own values, by which a graph converted with them is read."""
+    unique = list({id(v): v for v in variables}.values())
+    floats = [v for v in unique if is_float_dtype(_dtype_name(v.dtype))]
+    return [_weight(v, v.numpy(), position) for position, v in enumerate(floats)]
+
+
+def _weight(variable, values: np.ndarray, position: int) -> Weight:
+    key = getattr(variable, "path", None) or f"{variable.name}#{position}"
+    return Weight(key, values, bool(getattr(variable, "trainable", True)))
 
 
 @contextlib.contextmanager
