@@ -203,7 +203,9 @@ def _convert(fn, specs: list, variables, keep_weights: bool, opset: int, label: 
                 if not keep_weights:
                     stand_ins = weights.enter_context(_stand_in_weights(variables))
                 concrete = fn.get_concrete_function(*specs)
-                input_names = [t.name for t in concrete.inputs if t.dtype != tf.resource]
+                # The arguments only: tensors the model captured (a Normalization layer's mean
+                # and variance given to its constructor) are frozen into constants with the rest.
+                input_names = [t.name for t in concrete.inputs[:len(specs)]]
                 output_names = [t.name for t in concrete.outputs if t.dtype != tf.resource]
                 frozen = _frozen(concrete, input_names)  # the real weights are back after this
             with tf.Graph().as_default():  # Grappler runs on the GraphDef, in graph mode

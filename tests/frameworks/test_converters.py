@@ -471,3 +471,23 @@ def test_a_keras_model_converted_with_its_own_weights_records_its_params():
     assert report.total.params == sum(int(np.prod(w.shape)) for w in model.trainable_weights)
     assert report.total.params == 64 * 4 + 2 * 4 + 4 * 3 + 3
     assert report.total.buffers == 2 * 4
+
+
+@pytest.mark.parametrize("keep_weights", [False, True])
+def test_a_normalization_given_its_statistics_holds_constants_not_inputs(keep_weights):
+    """Mean and variance given to the constructor are tensors the model captures: constants of
+    the graph (not inputs a user would have to feed), and no params, as count_params says."""
+    def normalized(layer):
+        x = keras.Input((4, 4, 3), name="x")
+        model = keras.Model(x, keras.layers.Conv2D(2, 1, name="conv")(layer(x)))
+        randomize_keras(model)  # a bias of its own: Grappler would drop a zero one
+        return model
+
+    given = normalized(keras.layers.Normalization(mean=[0.1, 0.2, 0.3],
+                                                  variance=[1.0, 2.0, 3.0]))
+    converted = keras_to_onnx(given, keep_weights=keep_weights)
+    assert [i.name for i in converted.graph.input] == ["x"]
+    report = onnxflops.count(converted)
+    assert report.total.params == given.count_params() == 2 * 3 + 2
+    # (x − mean) · 1/√var per element, then the 1×1 conv with its bias
+    assert report.total.flops == 2 * 48 + 2 * 16 * 2 * 3 + 16 * 2
