@@ -163,9 +163,19 @@ class TestFrameworksCoexist:
             pytest.skip("pip cannot install the triton wheel here")
         return str(target)
 
-    def run(self, code: str, triton_path: str) -> subprocess.CompletedProcess:
+    TORCH_THEN_KERAS = (
+        "import os, sys; os.environ['TF_CPP_MIN_LOG_LEVEL'] = '3'\n"
+        "import torch, onnxflops\n"
+        "t = onnxflops.count(torch.nn.Linear(8, 4), inputs=((1, 8),))\n"
+        "import keras\n"
+        "k = onnxflops.count(keras.Sequential([keras.Input((8,)), keras.layers.Dense(4)]))\n"
+        "print(t.total.macs, k.total.macs)\n")
+
+    def run(self, code: str, triton_path: str, *args: str,
+            cwd: Path | None = None) -> subprocess.CompletedProcess:
         path = os.pathsep.join([str(REPO), triton_path])
-        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+        return subprocess.run([sys.executable, *(("-c", code) if code else ()), *args],
+                              capture_output=True, text=True, cwd=cwd,
                               env=dict(os.environ, PYTHONPATH=path), timeout=600)
 
     def test_the_crash_is_real_with_this_triton(self, triton_path):
@@ -176,3 +186,23 @@ class TestFrameworksCoexist:
         child = self.run(self.KERAS_THEN_TORCH, triton_path)
         assert child.returncode == 0, child.stderr[-2000:]
         assert child.stdout.split() == ["32", "32", "False"]
+
+    def test_a_torch_module_then_a_keras_model(self, triton_path):
+        child = self.run(self.TORCH_THEN_KERAS, triton_path)
+        assert child.returncode == 0, child.stderr[-2000:]
+        assert child.stdout.split() == ["32", "32"]
+
+    @pytest.mark.parametrize("keras_first", [True, False], ids=["keras-file-first",
+                                                               "torch-spec-first"])
+    def test_compare_a_keras_file_and_a_torch_spec_in_either_order(self, triton_path, tmp_path,
+                                                                   keras_first):
+        saved = self.run("import os; os.environ['TF_CPP_MIN_LOG_LEVEL'] = '3'\n"
+                         "from onnxflops.models.keras_models import mlp\n"
+                         "mlp().save('mlp.keras')\n", triton_path, cwd=tmp_path)
+        assert saved.returncode == 0, saved.stderr[-2000:]
+        sides = ["mlp.keras", "onnxflops.models.torch_models:mlp"]
+        child = self.run("", triton_path, "-m", "onnxflops.cli", "compare",
+                         *(sides if keras_first else sides[::-1]), "--input", "input=1x64",
+                         cwd=tmp_path)
+        assert child.returncode == 0, child.stderr[-2000:]
+        assert "SAME: MACs, FLOPs (default), params and buffers agree" in child.stdout
