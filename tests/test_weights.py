@@ -103,3 +103,23 @@ def test_rotary_inverse_frequencies_are_a_buffer(angles_of, symbolic):
 def test_frequencies_applied_to_the_activations_are_learned():
     report = onnxflops.count(rotary("activations"), {"x": [1, TOKENS, WIDTH]})
     assert (report.total.params, report.total.buffers) == (WIDTH * WIDTH // 2, 0)
+
+
+def test_rotary_tables_folded_into_constants_are_buffers():
+    """x·cos + rotate_half(x)·sin with both tables constants (an exporter that folds constants),
+    rotate_half(x) = Concat(−x[..., 4:], x[..., :4]); then a learned scale, which stays a param."""
+    half = WIDTH // 2
+    nodes = [node("Slice", ["x", "start", "middle", "last_axis"], ["first_half"]),
+             node("Slice", ["x", "middle", "end", "last_axis"], ["second_half"]),
+             node("Neg", ["second_half"], ["negated"]),
+             node("Concat", ["negated", "first_half"], ["rotated"], axis=-1),
+             node("Mul", ["x", "cos"], ["x_cos"]), node("Mul", ["rotated", "sin"], ["rotated_sin"]),
+             node("Add", ["x_cos", "rotated_sin"], ["turned"]),
+             node("Mul", ["turned", "gamma"], ["y"])]
+    angles = np.outer(np.arange(TOKENS), np.ones(WIDTH)).astype(np.float32)
+    constants = {"start": np.array([0]), "middle": np.array([half]), "end": np.array([WIDTH]),
+                 "last_axis": np.array([-1]), "cos": np.cos(angles), "sin": np.sin(angles),
+                 "gamma": np.ones(WIDTH, np.float32)}
+    report = onnxflops.count(typed_model(nodes, {"x": (FLOAT, [1, TOKENS, WIDTH])}, constants))
+    assert not report.uncosted
+    assert (report.total.params, report.total.buffers) == (WIDTH, 2 * TOKENS * WIDTH)

@@ -4,8 +4,9 @@ Where no converter recorded the framework's own roles (`onnxflops.load.weight_ro
 decides. A cost rule names the input slots that hold weights; of the constants read there, these
 hold no learned value and count as buffers:
 - a table of sinusoids: a constant computed through Cos or Sin (rotary and sinusoidal position
-  tables), and a constant multiplied with positions (a Range, or integers) into angles that only
-  Cos and Sin read (rotary's inverse frequencies);
+  tables), a constant multiplied with positions (a Range, or integers) into angles that only
+  Cos and Sin read (rotary's inverse frequencies), and the tables of x·cos + rotate_half(x)·sin
+  folded into constants (rotate_half(x) = Concat(−x₂, x₁), x's halves);
 - an attention mask: a constant added to query·key scores on their way to a Softmax, stored as
   it is (Swin's shifted-window masks, a causal mask, a zero bias); a learned bias reaches the
   scores through a lookup or a product (a relative-position table read by a Gather).
@@ -24,6 +25,7 @@ from onnxflops.graph import GraphView, TensorInfo, is_float, is_standard_domain
 _MOVES = frozenset({"Reshape", "Transpose", "Unsqueeze", "Squeeze", "Flatten", "Identity", "Cast",
                     "Expand", "Concat", "Slice", "Tile"})
 _SINUSOIDS = frozenset({"Cos", "Sin"})
+_RESHAPES = frozenset({"Reshape", "Transpose", "Unsqueeze", "Squeeze", "Flatten", "Identity"})
 _LOOKUPS = frozenset({"Gather", "GatherND", "GatherElements"})
 # Elementwise steps between query·key scores and their Softmax (a scale, a bias, a mask).
 _SCORE_STEPS = _MOVES | {"Mul", "Div", "Add", "Sub", "Where"}
@@ -60,7 +62,8 @@ class LearnedWeights:
         facts = self._graphs.get(id(view))
         if facts is None:
             facts = self._graphs[id(view)] = _GraphFacts(self.table, view)
-        if facts.is_mask_addend(proto, name) or facts.makes_angles(proto, name):
+        if facts.is_mask_addend(proto, name) or facts.makes_angles(proto, name) or \
+                facts.rotates(proto, name):
             return view.weight_sources(name)
         return facts.tabulated.get(name, frozenset())
 
@@ -186,3 +189,50 @@ class _GraphFacts:
                 return read
             frontier = following
         return False
+
+    def rotates(self, proto: onnx.NodeProto, name: str) -> bool:
+        """`proto` multiplies `name` onto x or onto rotate_half(x) in x·cos + rotate_half(x)·sin:
+        a rotary table folded into a constant."""
+        if proto.op_type != "Mul" or not is_standard_domain(proto.domain):
+            return False
+        others = [i for i in proto.input if i and i != name]
+        if len(others) != 1:
+            return False
+        if self._rotated_half_of(others[0]) is not None:
+            return True  # the sines
+        for consumer in self.consumers.get(proto.output[0], ()):
+            if consumer.op_type != "Add" or not is_standard_domain(consumer.domain):
+                continue
+            for sibling in (i for i in consumer.input if i and i != proto.output[0]):
+                product = self.view.producer(sibling)
+                if product is not None and product.op_type == "Mul" and any(
+                        self._rotated_half_of(i) == others[0] for i in product.input if i):
+                    return True  # the cosines
+        return False
+
+    def _rotated_half_of(self, name: str) -> str | None:
+        """x where `name` is rotate_half(x): Concat(−x₂, x₁) of x's two halves (Slices or one
+        Split; moves between them allowed, as a stack and a reshape)."""
+        joined = self._producer_past_moves(name)
+        if joined is None or joined.op_type != "Concat" or len(joined.input) != 2:
+            return None
+        negated = self._producer_past_moves(joined.input[0])
+        if negated is None or negated.op_type != "Neg":
+            return None
+        second = self._producer_past_moves(negated.input[0])
+        first = self._producer_past_moves(joined.input[1])
+        if second is None or first is None or second.op_type != first.op_type or \
+                second.op_type not in ("Slice", "Split") or second.input[0] != first.input[0]:
+            return None
+        return second.input[0]
+
+    def _producer_past_moves(self, name: str) -> onnx.NodeProto | None:
+        """The node that computed `name`, past reshapes and transposes."""
+        view = self.view
+        for _ in range(_SEARCH_DEPTH):
+            producer = view.producer(name)
+            if producer is None or not is_standard_domain(producer.domain) or \
+                    producer.op_type not in _RESHAPES:
+                return producer
+            name = producer.input[0]
+        return None

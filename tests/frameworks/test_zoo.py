@@ -60,12 +60,13 @@ def test_keras_hub_and_hf_do_the_same_flops_where_the_math_is_the_same(name):
     assert report.total.flops == twin.total.flops - twin.by_op_type()["IsNaN"].flops
 
 
-@pytest.mark.parametrize("name, exporter", [("timm_swin", "dynamo"), ("hf_llama", "dynamo"),
-                                            ("hf_t5", "legacy")])
-def test_a_plain_torch_export_counts_the_frameworks_params(name, exporter, tmp_path):
-    """torch.onnx.export called by the user (constants not folded) writes no record of which
-    initializers are parameters: the graph tells Swin's shifted-window masks, Llama's rotary
-    inverse frequencies and T5's zero position bias from weights."""
+@pytest.mark.parametrize("name, exporter, fold", [
+    ("timm_swin", "dynamo", False), ("hf_llama", "dynamo", False), ("hf_llama", "dynamo", True),
+    ("hf_t5", "legacy", False)])
+def test_a_plain_torch_export_counts_the_frameworks_params(name, exporter, fold, tmp_path):
+    """torch.onnx.export called by the user writes no record of which initializers are
+    parameters: the graph tells Swin's shifted-window masks, Llama's rotary inverse frequencies
+    (or, constants folded, its cos and sin tables) and T5's zero position bias from weights."""
     import torch
 
     model = zoo_model(name)
@@ -86,7 +87,7 @@ def test_a_plain_torch_export_counts_the_frameworks_params(name, exporter, tmp_p
             return out if isinstance(out, torch.Tensor) else out.last_hidden_state
 
     path = tmp_path / f"{name}.onnx"
-    options = dict(optimize=False) if exporter == "dynamo" else dict(do_constant_folding=False)
+    options = dict(optimize=fold) if exporter == "dynamo" else dict(do_constant_folding=fold)
     torch.onnx.export(Positional(), tuple(inputs.values()), str(path), input_names=names,
                       dynamo=exporter == "dynamo", **options)
     report = onnxflops.count(path, strict=True)
