@@ -238,7 +238,7 @@ class _Counter:
             is_buffer = slot in rule.buffers
             if not (is_buffer or rule.is_weight_slot(slot)):
                 continue
-            unlearned = self.learned.unlearned(scope, proto, name)
+            unlearned = None
             for source in scope.weight_sources(name):
                 info = scope.info(source)
                 if self.roles is not None and self.roles.role(source) is not None:
@@ -250,6 +250,8 @@ class _Counter:
                 self.seen_weights.add(source)
                 # A packed slot's count holds where the slot reads the packed tensor itself.
                 count = packed[slot] if slot in packed and source == name else info.numel
+                if unlearned is None and not is_buffer:
+                    unlearned = self.learned.unlearned(scope, proto, name)
                 if is_buffer or source in unlearned:
                     buffers += count
                 else:

@@ -62,70 +62,100 @@ class LearnedWeights:
         facts = self._graphs.get(id(view))
         if facts is None:
             facts = self._graphs[id(view)] = _GraphFacts(self.table, view)
+        if not facts.may_hold_tables:
+            return frozenset()
         if facts.is_mask_addend(proto, name) or facts.makes_angles(proto, name) or \
                 facts.rotates(proto, name):
             return view.weight_sources(name)
-        return facts.tabulated.get(name, frozenset())
+        return facts.tabulated(name)
 
 
 class _GraphFacts:
+    """What one graph shows of its constants' origins, found as questions come and kept."""
+
     def __init__(self, table: Registry, view: GraphView):
         self.table = table
         self.view = view
-        self.consumers: dict[str, list[onnx.NodeProto]] = defaultdict(list)
-        # Constant tensors computed through a sinusoid: the sources that reach them through one.
-        self.tabulated: dict[str, frozenset[str]] = {}
-        # Constant tensors computed by a lookup or a product of weights: learned values.
-        self.computed: set[str] = set()
-        for row in view.rows():
-            for name in row.inputs:
-                if name:
-                    self.consumers[name].append(row.proto)
-            if view.is_constant_row(row):
-                self._follow_constant(row.op_type, row.domain, row.inputs, row.outputs)
+        self._consumers: dict[str, list[onnx.NodeProto]] | None = None
+        # By constant tensor: the sources that reach it through a sinusoid, and whether a lookup
+        # or a product of weights computed it (a learned value).
+        self._origins: dict[str, tuple[frozenset[str], bool]] = {}
+        op_types = {row.op_type for row in view.rows()}
+        self.has_softmax = not op_types.isdisjoint(_SOFTMAXES)
+        self.has_sinusoids = not op_types.isdisjoint(_SINUSOIDS)
+        self.has_negation = "Neg" in op_types
+        # Most graphs (a CNN) hold none of the ops that masks and position tables meet.
+        self.may_hold_tables = self.has_softmax or self.has_sinusoids or self.has_negation
 
-    def _follow_constant(self, op_type: str, domain: str, inputs: list[str],
-                         outputs: list[str]) -> None:
-        present = [i for i in inputs if i]
-        if op_type in _SINUSOIDS and not domain:
-            tabulated = frozenset().union(*map(self.view.weight_sources, present))
+    @property
+    def consumers(self) -> dict[str, list[onnx.NodeProto]]:
+        if self._consumers is None:
+            self._consumers = defaultdict(list)
+            for row in self.view.rows():
+                for name in row.inputs:
+                    if name:
+                        self._consumers[name].append(row.proto)
+        return self._consumers
+
+    def tabulated(self, name: str) -> frozenset[str]:
+        """The sources that reach constant `name` through a Cos or a Sin."""
+        return self._origin(name)[0] if self.has_sinusoids else frozenset()
+
+    def computed(self, name: str) -> bool:
+        """Whether a lookup or a product of weights computed constant `name`."""
+        return self._origin(name)[1]
+
+    def _origin(self, name: str) -> tuple[frozenset[str], bool]:
+        origins, view = self._origins, self.view
+        pending = [name]
+        while pending:  # up the constant nodes that computed `name`, each once
+            tensor = pending[-1]
+            if tensor in origins:
+                pending.pop()
+                continue
+            producer = view.producer(tensor) if view.is_constant(tensor) else None
+            inputs = [i for i in producer.input if i] if producer is not None else []
+            unknown = [i for i in inputs if i not in origins]
+            if unknown:
+                pending += unknown
+                continue
+            pending.pop()
+            origins[tensor] = self._follow(producer, inputs) if producer is not None \
+                else (frozenset(), False)
+        return origins[name]
+
+    def _follow(self, producer: onnx.NodeProto, inputs: list[str]) -> tuple[frozenset[str], bool]:
+        op_type, standard = producer.op_type, is_standard_domain(producer.domain)
+        if op_type in _SINUSOIDS and standard:
+            tabulated = frozenset().union(*map(self.view.weight_sources, inputs))
         else:
-            tabulated = frozenset().union(*(self.tabulated.get(i, ()) for i in present))
-        computed = (op_type in _LOOKUPS and not domain) or self._is_product(op_type, domain) or any(
-            i in self.computed for i in present)
-        for o in outputs:
-            if o and tabulated:
-                self.tabulated[o] = tabulated
-            if o and computed:
-                self.computed.add(o)
-
-    def _is_product(self, op_type: str, domain: str) -> bool:
-        rule = self.table.lookup(domain, op_type)
-        return rule is not None and rule.category in (CONTRACTION, RECURRENT)
+            tabulated = frozenset().union(*(self._origins[i][0] for i in inputs))
+        rule = self.table.lookup(producer.domain, op_type)
+        computed = (op_type in _LOOKUPS and standard) or (
+            rule is not None and rule.category in (CONTRACTION, RECURRENT)) or any(
+            self._origins[i][1] for i in inputs)
+        return tabulated, computed
 
     def is_mask_addend(self, proto: onnx.NodeProto, name: str) -> bool:
         """`name` is stored as it is (no lookup, no product) and added onto attention scores
         that go on to a Softmax."""
-        if proto.op_type != "Add" or not is_standard_domain(proto.domain) or name in self.computed:
+        if not self.has_softmax or proto.op_type != "Add" or not is_standard_domain(proto.domain):
             return False
+        info = self.view.info(name)
+        if info is None or info.shape is None or len(info.shape) < 2:
+            return False  # a mask spans the query and the key axes; a bias does not
         others = [i for i in proto.input if i and i != name]
         return (len(others) == 1 and not self.view.is_constant(others[0])
-                and self._are_scores(others[0]) and self._reaches_softmax(proto.output[0]))
+                and self._are_scores(others[0]) and not self.computed(name)
+                and self._reaches_softmax(proto.output[0]))
 
     def _are_scores(self, name: str) -> bool:
         """Computed from a product of two activations (query·key) by elementwise steps."""
-        view = self.view
-        for _ in range(_SEARCH_DEPTH):
-            producer = view.producer(name)
-            if producer is None or not is_standard_domain(producer.domain):
-                return False
-            varying = [i for i in producer.input if i and not view.is_constant(i)]
-            if producer.op_type in ("MatMul", "Einsum"):
-                return len(varying) == 2
-            if producer.op_type not in _SCORE_STEPS or not varying:
-                return False
-            name = varying[0]
-        return False
+        def is_product_of_activations(producer: onnx.NodeProto) -> bool:
+            return producer.op_type in ("MatMul", "Einsum") and sum(
+                1 for i in producer.input if i and not self.view.is_constant(i)) == 2
+
+        return self._computed_from(name, is_product_of_activations, _SCORE_STEPS)
 
     def _reaches_softmax(self, name: str) -> bool:
         frontier = [name]
@@ -147,7 +177,8 @@ class _GraphFacts:
     def makes_angles(self, proto: onnx.NodeProto, name: str) -> bool:
         """`proto` multiplies `name` with positions into angles that only Cos and Sin read
         (rotary's inverse frequencies times the positions)."""
-        if proto.op_type not in ("Mul", "MatMul") or not is_standard_domain(proto.domain):
+        if not self.has_sinusoids or proto.op_type not in ("Mul", "MatMul") or \
+                not is_standard_domain(proto.domain):
             return False
         others = [i for i in proto.input if i and i != name]
         return (len(others) == 1 and self._are_positions(others[0])
@@ -155,21 +186,28 @@ class _GraphFacts:
 
     def _are_positions(self, name: str) -> bool:
         """Counted positions: a Range, or integers made float, through moves and offsets."""
+        def counts(producer: onnx.NodeProto) -> bool:
+            if producer.op_type == "Cast":
+                source = self.view.info(producer.input[0])
+                return source is not None and bool(source.dtype) and not is_float(source.dtype)
+            return producer.op_type == "Range"
+
+        return self._computed_from(name, counts, _MOVES | {"Add", "Sub"})
+
+    def _computed_from(self, name: str, is_origin, steps: frozenset[str]) -> bool:
+        """Whether `name` was computed by a node `is_origin` accepts, through `steps` only, each
+        followed up its first varying input (its first input where none varies)."""
         view = self.view
         for _ in range(_SEARCH_DEPTH):
             producer = view.producer(name)
             if producer is None or not is_standard_domain(producer.domain):
                 return False
-            if producer.op_type == "Range":
+            if is_origin(producer):
                 return True
-            if producer.op_type == "Cast":
-                source = view.info(producer.input[0])
-                if source is not None and source.dtype and not is_float(source.dtype):
-                    return True
-            if producer.op_type not in _MOVES | {"Add", "Sub"}:
+            if producer.op_type not in steps:
                 return False
             varying = [i for i in producer.input if i and not view.is_constant(i)]
-            name = varying[0] if varying else producer.input[0]  # positions fixed by the shapes
+            name = varying[0] if varying else producer.input[0]
         return False
 
     def _only_sinusoids_read(self, name: str) -> bool:
@@ -193,7 +231,7 @@ class _GraphFacts:
     def rotates(self, proto: onnx.NodeProto, name: str) -> bool:
         """`proto` multiplies `name` onto x or onto rotate_half(x) in x·cos + rotate_half(x)·sin:
         a rotary table folded into a constant."""
-        if proto.op_type != "Mul" or not is_standard_domain(proto.domain):
+        if not self.has_negation or proto.op_type != "Mul" or not is_standard_domain(proto.domain):
             return False
         others = [i for i in proto.input if i and i != name]
         if len(others) != 1:
