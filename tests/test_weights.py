@@ -123,3 +123,19 @@ def test_rotary_tables_folded_into_constants_are_buffers():
     report = onnxflops.count(typed_model(nodes, {"x": (FLOAT, [1, TOKENS, WIDTH])}, constants))
     assert not report.uncosted
     assert (report.total.params, report.total.buffers) == (WIDTH, 2 * TOKENS * WIDTH)
+
+
+def test_a_constant_whose_result_is_only_compared_is_a_buffer():
+    """Keras merges its causal mask with the padding mask (Minimum) and tests the result: the
+    mask is a condition, not a weight; the projection beside it is."""
+    nodes = [node("Min", ["padding", "causal"], ["allowed"]),
+             node("Greater", ["allowed", "half"], ["keep"]),
+             node("MatMul", ["x", "w"], ["scores"]),
+             node("Where", ["keep", "scores", "never"], ["masked"]),
+             node("Softmax", ["masked"], ["y"], axis=-1)]
+    constants = {"causal": np.tril(np.ones((TOKENS, TOKENS), np.float32)),
+                 "half": np.array(0.5, np.float32), "never": np.array(-1e9, np.float32),
+                 "w": np.ones((WIDTH, TOKENS), np.float32)}
+    report = onnxflops.count(typed_model(nodes, {"x": (FLOAT, [TOKENS, WIDTH]),
+                                                 "padding": (FLOAT, [1, TOKENS])}, constants))
+    assert (report.total.params, report.total.buffers) == (WIDTH * TOKENS, TOKENS * TOKENS)

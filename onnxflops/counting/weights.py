@@ -9,7 +9,9 @@ hold no learned value and count as buffers:
   folded into constants (rotate_half(x) = Concat(−x₂, x₁), x's halves);
 - an attention mask: a constant added to query·key scores on their way to a Softmax, stored as
   it is (Swin's shifted-window masks, a causal mask, a zero bias); a learned bias reaches the
-  scores through a lookup or a product (a relative-position table read by a Gather).
+  scores through a lookup or a product (a relative-position table read by a Gather);
+- a condition: a constant read by a node whose result is only ever compared (a causal mask
+  merged with a padding mask, then tested by Greater).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ _LOOKUPS = frozenset({"Gather", "GatherND", "GatherElements"})
 # Elementwise steps between query·key scores and their Softmax (a scale, a bias, a mask).
 _SCORE_STEPS = _MOVES | {"Mul", "Div", "Add", "Sub", "Where"}
 _SOFTMAXES = frozenset({"Softmax", "LogSoftmax"})
+_COMPARISONS = frozenset({"Greater", "Less", "Equal", "GreaterOrEqual", "LessOrEqual"})
 _SEARCH_DEPTH = 12  # steps walked from a node; attention and rotary patterns are a few steps long
 
 
@@ -65,7 +68,7 @@ class LearnedWeights:
         if not facts.may_hold_tables:
             return frozenset()
         if facts.is_mask_addend(proto, name) or facts.makes_angles(proto, name) or \
-                facts.rotates(proto, name):
+                facts.rotates(proto, name) or facts.is_only_compared(proto):
             return view.weight_sources(name)
         return facts.tabulated(name)
 
@@ -84,8 +87,10 @@ class _GraphFacts:
         self.has_softmax = not op_types.isdisjoint(_SOFTMAXES)
         self.has_sinusoids = not op_types.isdisjoint(_SINUSOIDS)
         self.has_negation = "Neg" in op_types
+        self.has_comparisons = not op_types.isdisjoint(_COMPARISONS)
         # Most graphs (a CNN) hold none of the ops that masks and position tables meet.
-        self.may_hold_tables = self.has_softmax or self.has_sinusoids or self.has_negation
+        self.may_hold_tables = self.has_softmax or self.has_sinusoids or self.has_negation or \
+            self.has_comparisons
 
     @property
     def consumers(self) -> dict[str, list[onnx.NodeProto]]:
@@ -182,7 +187,7 @@ class _GraphFacts:
             return False
         others = [i for i in proto.input if i and i != name]
         return (len(others) == 1 and self._are_positions(others[0])
-                and self._only_sinusoids_read(proto.output[0]))
+                and self._only_read_by(proto.output[0], _SINUSOIDS))
 
     def _are_positions(self, name: str) -> bool:
         """Counted positions: a Range, or integers made float, through moves and offsets."""
@@ -208,24 +213,6 @@ class _GraphFacts:
                 return False
             varying = [i for i in producer.input if i and not view.is_constant(i)]
             name = varying[0] if varying else producer.input[0]
-        return False
-
-    def _only_sinusoids_read(self, name: str) -> bool:
-        frontier, read = [name], False
-        for _ in range(_SEARCH_DEPTH):
-            following = []
-            for tensor in frontier:
-                for consumer in self.consumers.get(tensor, ()):
-                    standard = is_standard_domain(consumer.domain)
-                    if consumer.op_type in _SINUSOIDS and standard:
-                        read = True
-                    elif consumer.op_type in _MOVES and standard:
-                        following.extend(o for o in consumer.output if o)
-                    else:
-                        return False
-            if not following:
-                return read
-            frontier = following
         return False
 
     def rotates(self, proto: onnx.NodeProto, name: str) -> bool:
@@ -274,3 +261,28 @@ class _GraphFacts:
                 return producer
             name = producer.input[0]
         return None
+
+    def is_only_compared(self, proto: onnx.NodeProto) -> bool:
+        """Whatever `proto` computes is only ever compared (through moves): a condition."""
+        if not self.has_comparisons or not is_standard_domain(proto.domain):
+            return False
+        return self._only_read_by(proto.output[0], _COMPARISONS)
+
+    def _only_read_by(self, name: str, readers: frozenset[str]) -> bool:
+        """Every use of `name`, past moves, is by one of `readers` (and there is one)."""
+        frontier, read = [name], False
+        for _ in range(_SEARCH_DEPTH):
+            following = []
+            for tensor in frontier:
+                for consumer in self.consumers.get(tensor, ()):
+                    standard = is_standard_domain(consumer.domain)
+                    if consumer.op_type in readers and standard:
+                        read = True
+                    elif consumer.op_type in _MOVES and standard:
+                        following.extend(o for o in consumer.output if o)
+                    else:
+                        return False
+            if not following:
+                return read
+            frontier = following
+        return False
