@@ -17,6 +17,8 @@ from onnxflops.errors import OnnxFlopsError
 EXTRA_OF_MODULE = {"tensorflow": "keras", "keras": "keras", "tf2onnx": "keras",
                    "torch": "torch", "onnxscript": "torch", "onnx_ir": "torch",
                    "transformers": "hf"}
+# Where a graph-only model's initializers say their data lives: a file that is never written.
+ABSENT_WEIGHTS = "weights-not-written.bin"
 
 
 def is_single_input(value) -> bool:

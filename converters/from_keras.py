@@ -2,8 +2,11 @@
 
 Three things would otherwise make the ONNX graph depend on weight values:
 - Grappler folds constants: a zero bias add disappears, fresh BatchNorm statistics vanish into the
-  preceding conv. The model is traced with stand-in weights (see
-  `onnxflops.converters.structure`) unless `keep_weights=True`.
+  preceding conv. Unless `keep_weights=True`, the model is traced reading each variable as a
+  constant filled with a stand-in value of its own (see `onnxflops.converters.structure`): no
+  weight is read, copied or expanded on the way to ONNX, where each is a header (see
+  `onnxflops.converters.filled`), so memory stays near the model's own, and a model built in
+  `keras.StatelessScope(initialize_variables=False)`, whose variables hold nothing, converts too.
 - Keras 3 writes BatchNormalization as arithmetic that Grappler pushes into a bias-free conv. While
   tracing, 4-D/5-D BatchNorm is emitted as TensorFlow's FusedBatchNormV3, which tf2onnx turns into
   an ONNX BatchNormalization (scale and bias are params, mean and variance buffers, as in torch).
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,12 +28,13 @@ import numpy as np
 import onnx
 
 from onnxflops.converters.common import check_container, is_single_input, native_output_silenced
+from onnxflops.converters.filled import drop_fill_notes, fill_value, filled_tensors_as_headers
 from onnxflops.converters.structure import StandInValues, is_float_dtype
 from onnxflops.dims import format_shape
 from onnxflops.converters.weight_match import Weight, weight_roles_by_value
 from onnxflops.load import record_weight_roles
 from onnxflops.errors import OnnxFlopsError, first_line, last_line
-from onnxflops.graph import is_standard_domain
+from onnxflops.graph import MAX_VALUE_ELEMENTS, is_standard_domain
 
 OPSET = 18
 _TF_NAMESPACE = "ai.onnx.converters.tensorflow"
@@ -51,11 +56,18 @@ def keras_to_onnx(model, inputs=None, *, batch: int = 1, keep_weights: bool = Fa
 
     structure = _input_structure(model)
 
+    variables = [] if keep_weights else _float_variables(model.variables)
+    stand_ins = _stand_in_fills(variables)
+
     def call(*xs):
-        return model(keras.tree.pack_sequence_as(structure, list(xs)), training=False)
+        with _reading_stand_ins(variables, stand_ins):
+            return model(keras.tree.pack_sequence_as(structure, list(xs)), training=False)
 
     with _traceable_batch_norm():
-        proto = _convert(tf.function(call), specs, model.variables, keep_weights, opset, label)
+        proto = _convert(tf.function(call), specs, None if keep_weights else stand_ins, opset,
+                         label)
+    if keep_weights:
+        _record_real_weight_roles(proto, model.variables)
     proto.graph.name = model.name
     return proto
 
@@ -82,7 +94,9 @@ def saved_model_to_onnx(path: str | os.PathLike, inputs=None, *, batch: int = 1,
     def call(*xs):
         return signature(**dict(zip(names, xs)))
 
-    proto = _convert(tf.function(call), specs, signature.variables, keep_weights, opset, label)
+    proto = _convert(tf.function(call), specs, None if keep_weights else [], opset, label)
+    if keep_weights:
+        _record_real_weight_roles(proto, signature.variables)
     proto.graph.name = Path(path).name
     return proto
 
@@ -190,24 +204,27 @@ def _tf_name(name: str, position: int) -> str:
     return cleaned if cleaned[:1].isalnum() else f"input_{position}"
 
 
-def _convert(fn, specs: list, variables, keep_weights: bool, opset: int, label: str) -> onnx.ModelProto:
+def _convert(fn, specs: list, stand_ins: list[Weight] | None, opset: int,
+             label: str) -> onnx.ModelProto:
+    """`fn` converted, with the real weights where `stand_ins` is None. Otherwise it holds the
+    stand-ins the traced graph reads (a Keras model's, see `keras_to_onnx`), and every float
+    variable the graph still captures (all of a SavedModel's) is frozen as a stand-in too, added to
+    it: the initializers are told apart by them."""
     import tensorflow as tf
     from tf2onnx import convert, tf_loader
 
-    stand_ins: list[Weight] = []
     with contextlib.ExitStack() as stack:
         stack.enter_context(native_output_silenced())  # TensorFlow's C++ logging
         stack.enter_context(_without_conv_batchnorm_fusion())
+        stack.enter_context(_filled_constants_kept_small(stand_ins is not None))
         try:
-            with contextlib.ExitStack() as weights:
-                if not keep_weights:
-                    stand_ins = weights.enter_context(_stand_in_weights(variables))
-                concrete = fn.get_concrete_function(*specs)
-                # The arguments only: tensors the model captured (a Normalization layer's mean
-                # and variance given to its constructor) are frozen into constants with the rest.
-                input_names = [t.name for t in concrete.inputs[:len(specs)]]
-                output_names = [t.name for t in concrete.outputs if t.dtype != tf.resource]
-                frozen = _frozen(concrete, input_names)  # the real weights are back after this
+            concrete = fn.get_concrete_function(*specs)
+            # The arguments only: tensors the model captured (a Normalization layer's mean and
+            # variance given to its constructor) are frozen into constants with the rest.
+            input_names = [t.name for t in concrete.inputs[:len(specs)]]
+            output_names = [t.name for t in concrete.outputs if t.dtype != tf.resource]
+            with _freezing_stand_ins(stand_ins):
+                frozen = _frozen(concrete, input_names)
             with tf.Graph().as_default():  # Grappler runs on the GraphDef, in graph mode
                 frozen = tf_loader.tf_optimize(input_names, output_names, frozen)
 
@@ -232,9 +249,7 @@ def _convert(fn, specs: list, variables, keep_weights: bool, opset: int, label: 
     _check_converted(proto, label)
     if stand_ins:
         record_weight_roles(proto, **weight_roles_by_value(proto, stand_ins))
-    elif keep_weights:
-        record_weight_roles(proto, **weight_roles_by_value(proto, _real_weights(variables),
-                                                           distinct=False))
+        drop_fill_notes(proto.graph)
     return proto
 
 
@@ -255,36 +270,136 @@ def _frozen(concrete, input_names: list[str]):
     return graph_def
 
 
-@contextlib.contextmanager
-def _stand_in_weights(variables):
-    """Give every float variable a stand-in value for the duration; restore the real ones after.
-    Yields the stand-ins, by which the converted graph's initializers are told apart."""
+def _float_variables(variables) -> list:
+    """Each float variable once, in order: those that get stand-ins."""
     unique = list({id(v): v for v in variables}.values())
-    floats = [v for v in unique if is_float_dtype(_dtype_name(v.dtype))]
-    saved = [v.numpy() for v in floats]
+    return [v for v in unique if is_float_dtype(_dtype_name(v.dtype))]
+
+
+def _record_real_weight_roles(proto: onnx.ModelProto, variables) -> None:
+    """The record of a graph converted with the real weights, read from their values."""
+    weights = [Weight(getattr(v, "path", None) or f"{v.name}#{position}", v.numpy(),
+                      bool(getattr(v, "trainable", True)))
+               for position, v in enumerate(_float_variables(variables))]
+    record_weight_roles(proto, **weight_roles_by_value(proto, weights, distinct=False))
+
+
+def _stand_in_fills(variables) -> list[Weight]:
+    """One stand-in value per variable, distinct in the variable's dtype; its value is never read
+    (a model built in a `keras.StatelessScope(initialize_variables=False)` has none)."""
     values = StandInValues()
-    stand_ins = []
+    return [Weight(getattr(v, "path", None) or f"{v.name}#{position}",
+                   values.distinct_scalar(_dtype_name(v.dtype)),
+                   bool(getattr(v, "trainable", True)), math.prod(v.shape))
+            for position, v in enumerate(variables)]
+
+
+@contextlib.contextmanager
+def _reading_stand_ins(variables, stand_ins: list[Weight]):
+    """While tracing: every variable reads as a constant filled with its stand-in value. The
+    GraphDef holds each as one value and a shape (TensorFlow's compact form for a filled tensor),
+    so no weight is copied into the graph, and Grappler sees constants as it would frozen ones."""
+    if not variables:
+        yield
+        return
+    import keras
+    import tensorflow as tf
+
+    mapping = [(v, tf.constant(w.values[0], dtype=v.dtype, shape=tuple(v.shape)))
+               for v, w in zip(variables, stand_ins)]
+    with keras.StatelessScope(state_mapping=mapping, initialize_variables=False):
+        yield
+
+
+@contextlib.contextmanager
+def _filled_constants_kept_small(active: bool):
+    """tf2onnx reads each TensorFlow constant filled with one value as a broadcast view of it, and
+    keeps it as a header (see `onnxflops.converters.filled`): no stand-in weight is expanded."""
+    if not active:
+        yield
+        return
+    from tf2onnx import tf_utils
+    from tf2onnx.optimizer.merge_duplicated_nodes_optimizer import MergeDuplicatedNodesOptimizer
+
+    read = tf_utils.get_tf_tensor_data
+    equal_attributes = MergeDuplicatedNodesOptimizer._have_equal_attr
+
+    def unexpanded(tensor):
+        value = _tf_fill_value(tensor)
+        return read(tensor) if value is None else np.broadcast_to(value, _tf_dims(tensor))
+
+    def headers_compared_by_fill(optimizer, node_1, node_2, graph):
+        # The optimizer groups constants by their bytes: headers have none, so all of them
+        # would be compared element by element.
+        tensors = [n.attr["value"].t if n.is_const() else None for n in (node_1, node_2)]
+        if any(t is not None and fill_value(t) is not None for t in tensors):
+            return None not in tensors and all(
+                getattr(tensors[0], f) == getattr(tensors[1], f)
+                for f in ("dims", "data_type", "doc_string"))
+        return equal_attributes(optimizer, node_1, node_2, graph)
+
+    tf_utils.get_tf_tensor_data = unexpanded
+    MergeDuplicatedNodesOptimizer._have_equal_attr = headers_compared_by_fill
     try:
-        for position, (v, real) in enumerate(zip(floats, saved)):
-            stand_in = values.like(real.shape, real.dtype)
-            v.assign(stand_in)
-            stand_ins.append(_weight(v, stand_in, position))
-        yield stand_ins
+        with filled_tensors_as_headers():
+            yield
     finally:
-        for v, real in zip(floats, saved):
-            v.assign(real)
+        tf_utils.get_tf_tensor_data = read
+        MergeDuplicatedNodesOptimizer._have_equal_attr = equal_attributes
 
 
-def _real_weights(variables) -> list[Weight]:
-    """Every float variable with its own values, by which a graph converted with them is read."""
-    unique = list({id(v): v for v in variables}.values())
-    floats = [v for v in unique if is_float_dtype(_dtype_name(v.dtype))]
-    return [_weight(v, v.numpy(), position) for position, v in enumerate(floats)]
+def _tf_dims(tensor) -> tuple[int, ...]:
+    return tuple(d.size for d in tensor.tensor_shape.dim)
 
 
-def _weight(variable, values: np.ndarray, position: int) -> Weight:
-    key = getattr(variable, "path", None) or f"{variable.name}#{position}"
-    return Weight(key, values, bool(getattr(variable, "trainable", True)))
+def _tf_fill_value(tensor):
+    """The value of a large TensorFlow TensorProto written compactly as one value and a shape."""
+    if tensor.tensor_content or math.prod(_tf_dims(tensor)) <= MAX_VALUE_ELEMENTS:
+        return None
+    fields = [values for field, values in tensor.ListFields() if field.name.endswith("_val")]
+    if len(fields) != 1 or len(fields[0]) != 1:
+        return None
+    from tensorflow.python.framework import tensor_util
+
+    one = type(tensor)()
+    one.CopyFrom(tensor)
+    one.tensor_shape.ClearField("dim")
+    return tensor_util.MakeNdarray(one).reshape(())
+
+
+@contextlib.contextmanager
+def _freezing_stand_ins(stand_ins: list[Weight] | None):
+    """While freezing: every float variable becomes a constant filled with a stand-in value of its
+    own, added to `stand_ins`, written as one value and a shape; its value is never read."""
+    if stand_ins is None:
+        yield
+        return
+    import tensorflow as tf
+    from tensorflow.python.framework import convert_to_constants, tensor_util
+
+    converter = convert_to_constants._FunctionConverterDataInEager
+    evaluate, make_tensor_proto = converter._eval, tensor_util.make_tensor_proto
+    values = StandInValues(taken=[w.values for w in stand_ins])  # distinct from those traced
+
+    def stand_in(self, tensor):
+        if not (isinstance(tensor, tf.Variable) and tensor.dtype.is_floating):
+            return evaluate(self, tensor)
+        shape = tuple(tensor.shape)
+        fill = values.distinct_scalar(tensor.dtype.name)
+        stand_ins.append(Weight(f"{tensor.name}#{len(stand_ins)}", fill,
+                                bool(getattr(tensor, "trainable", True)), math.prod(shape)))
+        return np.broadcast_to(fill.reshape(()), shape)
+
+    def compact(values, dtype=None, shape=None, verify_shape=False, allow_broadcast=False):
+        if isinstance(values, np.ndarray) and values.size > 1 and not any(values.strides):
+            values = values.flat[0]  # one value and the shape: TensorFlow's form of a fill
+        return make_tensor_proto(values, dtype, shape, verify_shape, allow_broadcast)
+
+    converter._eval, tensor_util.make_tensor_proto = stand_in, compact
+    try:
+        yield
+    finally:
+        converter._eval, tensor_util.make_tensor_proto = evaluate, make_tensor_proto
 
 
 @contextlib.contextmanager

@@ -32,15 +32,12 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from onnxflops.converters.common import (check_container, is_single_input,
+from onnxflops.converters.common import (ABSENT_WEIGHTS, check_container, is_single_input,
                                          native_output_silenced, root_cause, triton_kept_out)
 from onnxflops.converters.structure import StandInValues, is_float_dtype
 from onnxflops.errors import OnnxFlopsError, first_line
 from onnxflops.graph import MAX_VALUE_ELEMENTS
 from onnxflops.load import record_weight_roles
-
-# Where a graph-only model's initializers say their data lives: a file that is never written.
-ABSENT_WEIGHTS = "weights-not-written.bin"
 
 OPSET = 18
 EXPORTERS = ("dynamo", "legacy")

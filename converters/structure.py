@@ -8,22 +8,42 @@ variances stay valid) gives every model the graph its structure implies, whateve
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 SEED = 20240531
 
 
 class StandInValues:
-    """A deterministic stream of distinct values in [0.5, 1.5), one array per weight tensor."""
+    """A deterministic stream of stand-ins: random arrays of values in [0.5, 1.5), one per weight
+    tensor (`like`), or one value per weight tensor that fills it (`distinct_scalar`)."""
 
-    def __init__(self, seed: int = SEED):
+    def __init__(self, seed: int = SEED, taken: Iterable[np.ndarray] = ()):
+        """`taken`: values `distinct_scalar` is not to draw (given as arrays of their dtype)."""
         self._rng = np.random.default_rng(seed)
+        self._drawn: dict[str, set[float]] = {}
+        for values in taken:
+            self._drawn.setdefault(str(values.dtype), set()).update(map(float, values.ravel()))
 
     def like(self, shape: tuple[int, ...], dtype) -> np.ndarray:
         # Drawn in float32 and shifted in place: no float64 array of a large weight's size.
         values = self._rng.random(size=shape, dtype=np.float32)
         values += np.float32(0.5)
         return values.astype(dtype, copy=False)
+
+    def distinct_scalar(self, dtype) -> np.ndarray:
+        """A one-element array, a value in [0.5, 1.5) not drawn before in `dtype` (half types
+        hold few values there: past them, the range widens by octaves)."""
+        drawn = self._drawn.setdefault(str(np.dtype(dtype)), set())
+        for attempt in range(1 << 16):
+            scale = np.float32(2.0 ** ((attempt // 64) % 16 - 8)) if attempt >= 64 else 1
+            value = (self._rng.random(dtype=np.float32) + np.float32(0.5)) * scale
+            cast = np.array([value]).astype(dtype)
+            if float(cast[0]) != 1.0 and float(cast[0]) not in drawn:
+                drawn.add(float(cast[0]))
+                return cast
+        raise ValueError(f"no distinct {dtype} stand-in value is left")
 
 
 def is_float_dtype(dtype) -> bool:

@@ -2,8 +2,10 @@
 
 TensorFlow freezes variables into constants whose names say nothing of the variable, and may fold
 them (a position-embedding table cut to the rows a graph reads). Conversion runs with stand-in
-weights, distinct random values per variable (see `onnxflops.converters.structure`): an
-initializer whose values are among one variable's stand-ins holds that variable, whole or in part.
+weights, values of each variable's own (see `onnxflops.converters.structure`): one value filling
+it, whose initializers are headers noting it (`onnxflops.converters.filled`), or distinct random
+values. An initializer whose values are among one variable's stand-ins holds that variable, whole
+or in part.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 from onnx import numpy_helper
+
+from onnxflops.converters.filled import fill_value
 
 _SAMPLES = 16  # values looked up per initializer
 _AGREEMENT = 0.75  # share of the samples found in one variable for the initializer to be its
@@ -26,8 +30,13 @@ _SMALL = 4096  # weights this small are kept whole
 @dataclass(frozen=True)
 class Weight:
     key: str  # the framework's name for it
-    values: np.ndarray  # its stand-in values
+    values: np.ndarray  # its stand-in values: all of them, or the one that fills it
     trainable: bool
+    size: int | None = None  # its elements, where `values` is its fill value only
+
+    @property
+    def elements(self) -> int:
+        return self.values.size if self.size is None else self.size
 
 
 def weight_roles_by_value(proto: onnx.ModelProto, weights: list[Weight], *,
@@ -54,14 +63,18 @@ def weight_roles_by_value(proto: onnx.ModelProto, weights: list[Weight], *,
         ordered, ordered_owners = flat[order], owners[order]
         del flat, owners, order
     for initializer in proto.graph.initializer:
-        if initializer.data_type not in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE) \
-                or initializer.data_location == onnx.TensorProto.EXTERNAL:
+        if initializer.data_type not in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE):
             continue
-        values = numpy_helper.to_array(initializer).astype(np.float32).ravel()
+        values = fill_value(initializer)  # a header of a filled stand-in: its one value
+        if values is None:
+            if initializer.data_location == onnx.TensorProto.EXTERNAL:
+                continue
+            values = numpy_helper.to_array(initializer)
+        values = values.astype(np.float32).ravel()
         found = _owners(values, ordered, ordered_owners, mask, distinct) \
             if weights and values.size else None
         if found and len(found) > 1:  # no weight holds more values than it has
-            found = [i for i in found if weights[i].values.size >= values.size] or found
+            found = [i for i in found if weights[i].elements >= values.size] or found
         if found is None:
             constants.append(initializer.name)
         elif len(found) == 1:
@@ -75,7 +88,7 @@ def weight_roles_by_value(proto: onnx.ModelProto, weights: list[Weight], *,
         else:
             undecided = True
     return {"parameters": parameters, "buffers": buffers, "constants": constants,
-            "sizes": {w.key: int(w.values.size) for w in weights}, "exhaustive": not undecided}
+            "sizes": {w.key: int(w.elements) for w in weights}, "exhaustive": not undecided}
 
 
 def _kept(values: np.ndarray, mask: int) -> np.ndarray:
