@@ -173,8 +173,15 @@ class NodeRow(NamedTuple):
 
     @classmethod
     def of(cls, node: onnx.NodeProto) -> "NodeRow":
-        # Slicing copies a repeated field fastest (a list; rows never change it).
-        return cls(node, node.op_type, domain_key(node.domain), node.input[:], node.output[:])
+        # Slicing copies a repeated field fastest (a list; rows never change it). The row is made
+        # as the tuple it is: a NamedTuple's own constructor takes keywords, at a call's cost; and
+        # most nodes' domain is "", their key already.
+        domain = node.domain
+        return _new_tuple(cls, (node, node.op_type, domain and domain_key(domain), node.input[:],
+                                node.output[:]))
+
+
+_new_tuple = tuple.__new__
 
 STANDARD_DOMAINS = ("", "ai.onnx")
 
@@ -197,9 +204,9 @@ class GraphView:
         self.graph = graph
         self.parent = parent
         self._rows: list[NodeRow] | None = None
-        # By node position: a key equal for nodes whose types and attributes (so whose costs) are
-        # alike, where shape inference found it; dropped when the nodes are edited.
-        self.kinds: dict[int, tuple] = {}
+        # By node position: a number equal for nodes whose types and attributes (so whose costs)
+        # are alike, where shape inference found it; dropped when the nodes are edited.
+        self.kinds: dict[int, int] = {}
         self._producers: dict[str, onnx.NodeProto] | None = None
         self.tensors: dict[str, TensorInfo] = {}
         self.initializers: dict[str, onnx.TensorProto] = {}
@@ -212,14 +219,15 @@ class GraphView:
         # variable, not a constant (ONNX semantics; TF-style graphs whose weights are inputs).
         overridable = {vi.name for vi in graph.input}
         by_type: dict[tuple, TensorInfo] = {}
-        for t in graph.initializer:
+        tensors, initializers, constant = self.tensors, self.initializers, self.constant
+        for t in graph.initializer:  # thousands of them: what is read per tensor is held here
             name, key = t.name, (t.data_type, tuple(t.dims))
             seen = by_type.get(key)
-            self.tensors[name] = seen.renamed(name) if seen is not None \
+            tensors[name] = seen.renamed(name) if seen is not None \
                 else by_type.setdefault(key, TensorInfo(name, *key))
-            self.initializers[name] = t
+            initializers[name] = t
             if name not in overridable:
-                self.constant.add(name)
+                constant.add(name)
         self._constant_outputs: set[str] = set()
         for node, op_type, domain, _, outputs in self.rows():
             if op_type == "Constant" and not domain:
@@ -242,7 +250,7 @@ class GraphView:
         The canonical editor keeps this list and `producers()` in step with its edits, in place.
         """
         if self._rows is None:
-            self._rows = [NodeRow.of(node) for node in self.graph.node]
+            self._rows = list(map(NodeRow.of, self.graph.node))
         return self._rows
 
     def nodes_changed(self) -> None:
@@ -317,7 +325,9 @@ class GraphView:
     def producers(self) -> dict[str, onnx.NodeProto]:
         """The node of this graph that computes each tensor."""
         if self._producers is None:
-            self._producers = {o: row.proto for row in self.rows() for o in row.outputs if o}
+            # Every output is taken, then the absent one ("") dropped: one test less per output.
+            self._producers = {o: node for node, _, _, _, outputs in self.rows() for o in outputs}
+            self._producers.pop("", None)
         return self._producers
 
     def weight_sources(self, name: str) -> frozenset[str]:

@@ -15,6 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 from helpers import model, node, weight
 from onnxflops import OnnxFlopsError, count
 from onnxflops.cli import EXIT_BUG, main, version
+from onnxflops.load import load_model, opset_warnings
 
 
 def _reason(report, op_type: str) -> str:
@@ -97,6 +98,19 @@ def test_an_opset_newer_than_onnx_knows_is_counted_with_a_warning():
     assert report.total.flops == 2
 
 
+def test_only_domains_onnx_holds_schemas_of_can_be_newer_than_it_knows():
+    ml = max(s.since_version for s in onnx.defs.get_all_schemas_with_history()
+             if s.domain == "ai.onnx.ml")
+    m = model([node("Relu", ["x"], ["y"])], {"x": [2]})
+    m.opset_import.extend([helper.make_opsetid("ai.onnx.ml", 99), helper.make_opsetid("example.custom", 99),
+                           helper.make_opsetid("ai.onnx.ml", ml)])
+    assert opset_warnings(m) == [f"imports opset 99 of ai.onnx.ml, newer than the {ml} onnx {onnx.__version__} "
+                                 f"knows: costed with opset {ml}'s schemas"]
+    m.opset_import[0].version = onnx.defs.onnx_opset_version()
+    del m.opset_import[1]  # the standard opset onnx knows, a custom one, ai.onnx.ml's newest
+    assert opset_warnings(m) == []
+
+
 @pytest.mark.parametrize("opset, message", [
     (0, "imports opset 0 of ai.onnx; opset versions start at 1"),
     (2**40, f"imports opset {2**40} of ai.onnx, which no opset can be")])
@@ -142,6 +156,49 @@ def test_a_name_that_is_not_utf8_is_one_line_naming_it(tmp_path):
         count(str(path))
     assert "a Relu node has a name that is not UTF-8 text: r\\xff\\nu" in str(caught.value)
     assert len(str(caught.value).splitlines()) == 1
+
+
+def _model_naming_every_place() -> onnx.ModelProto:
+    """A model holding each kind of name the load check reads, every one spelled uniquely."""
+    relu = helper.make_node("Relu", ["in_of_node"], ["out_of_node"], name="name_of_node")
+    relu.metadata_props.add(key="metadata_key", value="metadata_value")
+    leaky = helper.make_node("LeakyRelu", ["x"], ["y"], alpha=0.1)
+    leaky.attribute[0].name = "attribute_name"
+    odd = helper.make_node("OpTypeName", ["x"], ["odd"], domain="domain_name")
+    constant = helper.make_node("Constant", [], ["c"],
+                                value=helper.make_tensor("tensor_of_attribute", TensorProto.FLOAT, [1], [1.0]))
+    then, otherwise = (helper.make_graph([helper.make_node("Identity", ["x"], ["b"], name=name)], "branch", [],
+                                         [helper.make_tensor_value_info("b", TensorProto.FLOAT, [2])])
+                       for name in ("node_in_branch", "other_branch"))
+    choice = helper.make_node("If", ["cond"], ["chosen"], then_branch=then, else_branch=otherwise)
+    call = helper.make_node("F", ["x"], ["f"], domain="local")
+    graph = helper.make_graph(
+        [relu, leaky, odd, constant, choice, call], "g",
+        [helper.make_tensor_value_info("graph_input", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("graph_output", TensorProto.FLOAT, [2])],
+        [numpy_helper.from_array(np.ones(2, np.float32), "initializer_name")],
+        value_info=[helper.make_tensor_value_info("value_info_name", TensorProto.FLOAT, [2])])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1)])
+    m.functions.append(helper.make_function(
+        "local", "F", ["a"], ["b"], [helper.make_node("Relu", ["a"], ["b"], name="node_in_function")],
+        [helper.make_opsetid("", 17)]))
+    return m
+
+
+@pytest.mark.parametrize("name", [
+    "name_of_node", "in_of_node", "out_of_node", "metadata_key", "metadata_value", "attribute_name",
+    "OpTypeName", "domain_name", "tensor_of_attribute", "node_in_branch", "node_in_function",
+    "graph_input", "graph_output", "initializer_name", "value_info_name"])
+def test_a_name_that_is_not_utf8_is_found_wherever_it_is(tmp_path, name):
+    # The file's names are found to be text at C speed (load/text_names.py) and read one by one
+    # only where one is not: each place the check reads must be among those found.
+    data = _model_naming_every_place().SerializeToString()
+    assert data.count(name.encode()) == 1
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(data.replace(name.encode(), name.encode()[:-1] + b"\xff"))
+    with pytest.raises(OnnxFlopsError, match=r"has a name that is not UTF-8 text: .*\\xff$"):
+        load_model(str(path))
+    load_model(_model_naming_every_place())  # the model is otherwise fine
 
 
 # --- onnx's own errors never escape ----------------------------------------------------------------

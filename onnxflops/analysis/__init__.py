@@ -11,7 +11,9 @@ from onnxflops.analysis.analyze import (
                                         refine_subgraph,
 )
 from onnxflops.analysis.evaluate import evaluate, reference_evaluate
-from onnxflops.analysis.expand import expansion_model
+from onnxflops.analysis.expand import coefficients_shape_body, expansion_model
+from onnxflops.analysis.kinds import attribute_key, coefficient_values
 
-__all__ = ["AnalyzedModel", "analyze", "evaluate", "expansion_model", "has_unknown_outputs",
+__all__ = ["AnalyzedModel", "analyze", "attribute_key", "coefficient_values",
+           "coefficients_shape_body", "evaluate", "expansion_model", "has_unknown_outputs",
            "mark_constants", "reference_evaluate", "refine_subgraph"]

@@ -15,6 +15,7 @@ import onnx.inliner
 import onnx.version_converter
 from onnx import numpy_helper
 
+from onnxflops.caches import memoized
 from onnxflops.errors import Uncostable
 from onnxflops.graph import TensorInfo, domain_key
 
@@ -31,10 +32,68 @@ def function_body(op_type: str, domain: str, opset: int, node: onnx.NodeProto,
             version, node.SerializeToString(), types)
         return onnx.FunctionProto.FromString(raw)
     if schema.has_function:
-        version = _pick(schema.function_opset_versions, opset)
-        body = schema.get_function_with_opset_version(version)
-        return body if isinstance(body, onnx.FunctionProto) else onnx.FunctionProto.FromString(body)
+        return _fixed_body(schema, opset)
     raise Uncostable(f"{op_type} has no function body in ONNX")
+
+
+def _fixed_body(schema: onnx.defs.OpSchema, opset: int) -> onnx.FunctionProto:
+    """The op's function body that ONNX defines once, attributes referenced by name (@alpha)."""
+    body = schema.get_function_with_opset_version(_pick(schema.function_opset_versions, opset))
+    return body if isinstance(body, onnx.FunctionProto) else onnx.FunctionProto.FromString(body)
+
+
+# Ops a value made from a coefficient may flow through without shaping any cost: each output's
+# shape is its inputs' broadcast, never their values, and their rules read no values.
+_ELEMENTWISE = frozenset((
+    "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Neg", "Abs", "Reciprocal",
+    "Sqrt", "Exp", "Log", "Erf", "Tanh", "Sigmoid", "Less", "Greater", "Equal", "LessOrEqual",
+    "GreaterOrEqual", "Not", "And", "Or", "Where", "Cast", "CastLike", "Floor", "Ceil", "Round",
+    "Sign", "Sin", "Cos", "Relu", "LeakyRelu", "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish",
+    "ThresholdedRelu", "Shrink", "Softplus", "Softsign", "Gelu", "Mish", "Swish"))
+_GRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+
+
+@memoized(1024)
+def coefficients_shape_body(op_type: str, domain: str, opset: int) -> bool:
+    """Whether the values of the op's FLOAT attributes (its coefficients) may change what its
+    function body costs. False only where ONNX's body is defined once (not built per node) and
+    each coefficient sets a Constant, or the coefficient of a nested op of which the same holds,
+    whose value then flows only through elementwise ops: LeakyRelu's alpha, Selu's gamma."""
+    domain = domain_key(domain)
+    schema = _schema_or_none(op_type, domain, opset)
+    if schema is None:
+        return True
+    if not _has_body(schema):
+        try:
+            opset = _first_version_with_body(op_type, domain, opset)
+        except Uncostable:
+            return True
+        schema = _schema(op_type, domain, opset)
+    floats = {name for name, a in schema.attributes.items()
+              if a.type == onnx.defs.OpSchema.AttrType.FLOAT}
+    if not floats:
+        return False
+    if schema.has_context_dependent_function or not schema.has_function:
+        return True  # a body built from the node may take another form for another value
+    body = _fixed_body(schema, opset)
+    body_opset = next((o.version for o in body.opset_import if not domain_key(o.domain)), opset)
+    tainted: set[str] = set()  # the body's tensors computed from a coefficient
+    for node in body.node:
+        if any(a.type in _GRAPH_TYPES for a in node.attribute):
+            return True  # its subgraph may read a coefficient or a value made from one
+        refs = [a for a in node.attribute if a.ref_attr_name in floats]
+        if not refs and tainted.isdisjoint(node.input):
+            continue
+        if domain_key(node.domain):
+            return True
+        if refs and node.op_type != "Constant" and (
+                any(a.type != onnx.AttributeProto.FLOAT for a in refs)
+                or coefficients_shape_body(node.op_type, "", body_opset)):
+            return True
+        if not tainted.isdisjoint(node.input) and node.op_type not in _ELEMENTWISE:
+            return True
+        tainted.update(node.output)
+    return False
 
 
 def expansion_model(node: onnx.NodeProto, opset: int, inputs: list[TensorInfo | None],

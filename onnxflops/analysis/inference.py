@@ -2,16 +2,18 @@
 
 A graph repeats a few kinds of node thousands of times. `NodeTyper` types a graph's tensors in
 graph order and runs ONNX's inference (`onnx.shape_inference.infer_node_outputs`: the op's own
-inference function, the one `infer_shapes` runs) once per node signature: op, opset, attributes,
-input types, and the values of the inputs inference reads (shapes, axes, sizes). Constant shape
-arithmetic is evaluated as it is met (evaluate.py), so its values reach the Reshape, Expand or
-Slice that reads them, which is what ONNX's data propagation does. Nodes holding subgraphs are
-inferred as one-node models, bodies included; onnxruntime's ops by contrib_shapes. What stays
-unknown, shapes.analyze hands to onnx's reference evaluator, then to whole-model inference.
+inference function, the one `infer_shapes` runs) once per node signature: op, opset, attributes
+less their coefficients (kinds.py), input types, and the values of the inputs inference reads
+(shapes, axes, sizes). Constant shape arithmetic is evaluated as it is met (evaluate.py), so its
+values reach the Reshape, Expand or Slice that reads them, which is what ONNX's data propagation
+does. Nodes holding subgraphs are inferred as one-node models, bodies included; onnxruntime's ops
+by contrib_shapes. What stays unknown, shapes.analyze hands to onnx's reference evaluator, then
+to whole-model inference.
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import Callable
 
 import numpy as np
@@ -24,6 +26,7 @@ from onnxflops.analysis.contrib_shapes import (
     is_contrib,
 )
 from onnxflops.analysis.evaluate import evaluate
+from onnxflops.analysis.kinds import attribute_key
 from onnxflops.errors import first_line
 from onnxflops.graph import (
     MAX_VALUE_ELEMENTS,
@@ -31,6 +34,7 @@ from onnxflops.graph import (
     NodeRow,
     TensorInfo,
     bodies,
+    domain_key,
     free_names,
     holds_subgraph,
     info_from_type,
@@ -47,7 +51,7 @@ _CONTROL_FLOW = {"If", "Loop", "Scan", "SequenceMap"}  # the standard ops that h
 
 Outputs = list[TensorInfo | None]  # one per output name; None where the type stays unknown
 # How the nodes of a signature are typed, where not from it alone (see NodeTyper._how).
-_UNTYPED_INPUT, _EACH_NODE, _READS_VALUES = object(), object(), object()
+_UNTYPED_INPUT, _EACH_NODE = object(), object()
 
 
 def infer_model(model: onnx.ModelProto, warnings: list[str]) -> onnx.ModelProto:
@@ -77,6 +81,7 @@ class NodeTyper:
         self.warnings = warnings
         # By node signature (see _type): how its nodes are typed, or their types.
         self.by_signature: dict[tuple, object] = {}
+        self.kind_numbers = itertools.count()
         self.schemas: dict[tuple, defs.OpSchema | None] = {}
 
     def type_graph(self) -> bool:
@@ -105,11 +110,9 @@ class NodeTyper:
         proto, op_type, domain, inputs, outputs = row
         if op_type == "Constant" and not domain:
             return False  # typed from its value by the view, where it has one
-        attributes = proto.attribute
-        # Everything about the node but its names and its inputs' values. An input without a
-        # type is True, an absent one False.
-        signature = (op_type, domain,
-                     tuple([a.SerializeToString() for a in attributes]) if attributes else (),
+        # Everything about the node but its names, its inputs' values and its coefficients (no
+        # ONNX inference reads them). An input without a type is True, an absent one False.
+        signature = (op_type, domain, attribute_key(proto, self.opsets.get(domain_key(domain), 0)),
                      tuple([info.type_key if (info := lookup(name)) is not None else bool(name)
                             for name in inputs]),
                      tuple([not name for name in outputs]) if "" in outputs else ())
@@ -121,14 +124,14 @@ class NodeTyper:
         if how is _EACH_NODE:
             found, outputs_known = self._type_one(row, lookup), False
         else:
-            if how is _READS_VALUES:
-                signature = (signature, self._values(row, lookup))
-                how = self.by_signature.get(signature)
+            if type(how) is dict:  # inference reads input values: their types by those values
+                values = self._values(row, lookup)
+                by_values, how = how, how.get(values)
                 if how is None:
-                    how = self.by_signature[signature] = self._inferred(row, lookup)
-            found, outputs_known, alike = how
-            if alike:
-                self.view.kinds[position] = signature  # every type from it: nodes alike
+                    how = by_values[values] = self._inferred(row, lookup)
+            found, outputs_known, kind = how
+            if kind is not None:
+                self.view.kinds[position] = kind  # every type from one signature: nodes alike
         tensors = self.view.tensors
         for name, info in zip(outputs, found):
             if name and info is not None and (info.shape is not None or tensors.get(name) is None
@@ -138,7 +141,8 @@ class NodeTyper:
 
     def _how(self, row: NodeRow, lookup: Callable[[str], TensorInfo | None]):
         """How nodes of one signature are typed: _UNTYPED_INPUT, _EACH_NODE (subgraphs,
-        onnxruntime's ops), _READS_VALUES (inference reads input values), or their types."""
+        onnxruntime's ops), a dict of their types by the input values inference reads (filled as
+        they are met), or their types."""
         proto, op_type, domain, inputs, outputs = row
         infos = [lookup(name) if name else None for name in inputs]
         if any(info is None for name, info in zip(inputs, infos) if name):
@@ -149,7 +153,7 @@ class NodeTyper:
             return _EACH_NODE
         if op_type in _READS_ANY_VALUES or any(info is not None and info.dtype in _SHAPE_DATA_TYPES
                                                for info in infos):
-            return _READS_VALUES
+            return {}
         return self._inferred(row, lookup)
 
     def _type_one(self, row: NodeRow, lookup: Callable[[str], TensorInfo | None]) -> Outputs:
@@ -174,12 +178,16 @@ class NodeTyper:
                 and (reads_any or info.dtype in _SHAPE_DATA_TYPES) else None for name in inputs]
 
     def _inferred(self, row: NodeRow, lookup: Callable[[str], TensorInfo | None]) -> tuple:
-        """(output types, whether all are known, whether they make the node's kind)."""
+        """(output types, whether all are known, the kind of the nodes typed from them or None
+        where they are not alike). A kind is a number of the signature's own: the counter keys
+        its outcomes on it, and a number hashes at once where the signature would be hashed
+        again for every node."""
         inputs, outputs = row.inputs, row.outputs
         infos = [lookup(name) if name else None for name in inputs]
         found = self._infer_node(row, infos, self._data(row, lookup))
         known = all(info is not None and info.known for name, info in zip(outputs, found) if name)
-        return found, known, known and all(info is None or info.known for info in infos)
+        alike = known and all(info is None or info.known for info in infos)
+        return found, known, next(self.kind_numbers) if alike else None
 
     def _infer_node(self, row: NodeRow, infos: list[TensorInfo | None],
                     data: list[np.ndarray | None]) -> Outputs:

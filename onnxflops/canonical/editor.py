@@ -51,8 +51,9 @@ class Editor:
         self.producer: dict[str, onnx.NodeProto] = view.producers()
         # An ascending order key per row: nodes inserted between two rows take keys between
         # theirs, so no key moves when the graph grows (bisecting the keys finds a row's index).
-        self._keys: list[float] = [float(i) for i in range(len(self.rows))]
-        self._order: dict[int, float] = {id(row[0]): key for row, key in zip(self.rows, self._keys)}
+        # Numbered when first needed: most graphs have nothing to rewrite.
+        self._keys: list[float] = []
+        self._order: dict[int, float] | None = None
         self._consumers: dict[str, list[onnx.NodeProto]] | None = None
         self._body_reads: dict[int, set[str]] = {}  # control-flow node → outer names its bodies read
         self._holders: dict[int, onnx.NodeProto] | None = None  # nodes holding subgraphs
@@ -63,7 +64,14 @@ class Editor:
 
     def order(self, node: onnx.NodeProto) -> float:
         """A key that sorts nodes in graph order."""
-        return self._order[id(node)]
+        return self._ordered()[id(node)]
+
+    def _ordered(self) -> dict[int, float]:
+        """Each node's order key (the rows numbered afresh where they are not yet)."""
+        if self._order is None:
+            self._keys[:] = [float(i) for i in range(len(self.rows))]
+            self._order = {id(row[0]): key for row, key in zip(self.rows, self._keys)}
+        return self._order
 
     def of_type(self, op_types: set[str] | dict) -> list[onnx.NodeProto]:
         """The standard-domain nodes of these op types, in graph order."""
@@ -217,10 +225,11 @@ class Editor:
     def _insert(self, at: int, added: list[onnx.NodeProto]) -> None:
         if not added:
             return
+        order = self._ordered()
         keys = self._keys_between(at, len(added))
         if keys is None:  # no room left between two floats: number the rows afresh (rare)
-            self._keys[:] = [float(i) for i in range(len(self._keys))]
-            self._order = {id(row[0]): key for row, key in zip(self.rows, self._keys)}
+            self._order = None
+            order = self._ordered()
             keys = self._keys_between(at, len(added))
         for offset, (node, key) in enumerate(zip(added, keys)):
             self.graph.node.insert(at + offset, node)
@@ -228,7 +237,7 @@ class Editor:
             row = _row(node)
             self.rows.insert(at + offset, row)
             self._keys.insert(at + offset, key)
-            self._order[id(node)] = key
+            order[id(node)] = key
             self._add(row)
         self.view.kinds = {}
 
@@ -244,7 +253,7 @@ class Editor:
 
     def _index(self, node: onnx.NodeProto) -> int:
         """The node's index in the graph (and in `rows`)."""
-        index = bisect.bisect_left(self._keys, self._order[id(node)])
+        index = bisect.bisect_left(self._keys, self._ordered()[id(node)])
         assert self.rows[index][0] is node
         return index
 

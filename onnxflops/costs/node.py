@@ -32,7 +32,7 @@ class Engine(Protocol):
 class Node:
     """A node with its tensors resolved. Rules read shapes, dtypes, attributes and small constants."""
 
-    __slots__ = ("proto", "scope", "opset", "read_values", "_attrs", "_engine")
+    __slots__ = ("proto", "scope", "opset", "read_values", "read_floats", "_attrs", "_engine")
 
     def __init__(self, proto: onnx.NodeProto, scope: GraphView, opset: int, engine: Engine):
         self.proto = proto
@@ -41,6 +41,9 @@ class Node:
         # Whether the rule read a constant input's value: then its cost may vary with that value,
         # not only with the node's types and attributes.
         self.read_values = False
+        # Whether the rule read a FLOAT attribute (a coefficient): then its cost may vary with
+        # that value, which a node's kind leaves out.
+        self.read_floats = False
         self._attrs: dict[str, Any] | None = None
         self._engine = engine
 
@@ -70,6 +73,8 @@ class Node:
         a = self._attrs.get(name)
         if a is None:
             return default
+        if a.type == onnx.AttributeProto.FLOAT:
+            self.read_floats = True
         value = onnx.helper.get_attribute_value(a)
         return value.decode() if isinstance(value, bytes) else value
 

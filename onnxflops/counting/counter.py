@@ -10,6 +10,9 @@ import onnx
 from onnxflops.analysis import (
     AnalyzedModel,
     analyze,
+    attribute_key,
+    coefficient_values,
+    coefficients_shape_body,
     expansion_model,
     has_unknown_outputs,
     mark_constants,
@@ -55,6 +58,8 @@ class _Counter:
         # count may bring a table of its own.
         self.expansion_costs: dict[tuple, Cost] = {}
         self.expansion_backwards: dict[tuple, Cost] = {}
+        # Expansion keys whose bodies' costs were found to read the node's coefficients.
+        self.coefficient_keys: set[tuple] = set()
         self.opsets = analyzed.opsets
         self.seen_weights: set[str] = set()
         self.learned = LearnedWeights(table)
@@ -97,24 +102,27 @@ class _Counter:
         return Report(name, self.convention, inputs, total, nodes, constant_work, constant_nodes,
                       self.uncosted, self.warnings)
 
-    def _report(self, row: NodeRow, scope: GraphView, kind: tuple | None = None,
+    def _report(self, row: NodeRow, scope: GraphView, kind: int | None = None,
                 count_params: bool = True) -> NodeReport:
         """`kind`: what analysis found the node alike in with others (see GraphView.kinds)."""
         proto, op_type, domain, input_names, output_names = row
         opset = self.opsets.get(domain, 0)
         # Training counts each node's backward from its own Node: no reuse then.
         reuse = scope is self.analyzed.graph and self.flows is None
-        inputs = outputs = signature = outcome = valued = node = None
+        inputs = outputs = signature = outcome = node = None
         if reuse and kind is not None:
             signature = (_KIND, kind)
         elif reuse:
             inputs, outputs = _infos(row, scope)
             signature = self._signature(row, inputs, outputs, opset)
-        if signature is not None:
+        refined = set()  # the refinements the signature took: by coefficients, by constants
+        while signature is not None:
             outcome = self.outcomes.get(signature)
-            if outcome is _VALUE_DEPENDENT:
-                valued = (signature, _constant_inputs(input_names, scope))
-                outcome = self.outcomes.get(valued)
+            if outcome is _READS_FLOATS or outcome is _VALUE_DEPENDENT:
+                refined.add(outcome)
+                signature = (signature, _refinement(outcome, row, scope))
+                continue
+            break
         if outcome is None:
             rule = self.table.lookup(domain, op_type)
             if inputs is None:
@@ -123,18 +131,14 @@ class _Counter:
             cost = self._cost(rule, node, count_params)
             outcome = _Outcome.of(rule, cost, self.convention, inputs, outputs)
             if signature is not None and cost is not None:
-                if node.read_values:
-                    self.outcomes[signature] = _VALUE_DEPENDENT
-                    valued = valued or (signature, _constant_inputs(input_names, scope))
-                    self.outcomes[valued] = outcome
-                else:
-                    self.outcomes[signature] = outcome
-        entry = NodeReport(proto.name, op_type, domain, layer_source=proto,
-                           category=outcome.category, macs=outcome.macs, flops=outcome.flops,
-                           int_ops=outcome.int_ops, bytes_read=outcome.bytes_read,
-                           bytes_written=outcome.bytes_written,
-                           input_shapes=outcome.input_shapes, output_shapes=outcome.output_shapes,
-                           detail=outcome.detail)
+                # What the rule read beyond the signature: nodes alike in it too cost alike.
+                for reads, refinement in ((node.read_floats, _READS_FLOATS),
+                                          (node.read_values, _VALUE_DEPENDENT)):
+                    if reads and refinement not in refined:
+                        self.outcomes[signature] = refinement
+                        signature = (signature, _refinement(refinement, row, scope))
+                self.outcomes[signature] = outcome
+        entry = NodeReport(proto.name, op_type, domain, proto, *outcome.entry_fields)
         if self.flows is not None and count_params:
             backward = self._backward(outcome.rule, node) if outcome.costed else None
             backward = backward or ZERO  # uncosted: reported, and left out of the totals
@@ -154,12 +158,9 @@ class _Counter:
         alike (graphs repeat a few kinds of node thousands of times). None: never reuse (a
         subgraph's cost credits its weights to the node that owns it)."""
         proto, op_type, domain, input_names, output_names = row
-        attributes = ()
-        if proto.attribute:
-            if holds_subgraph(proto):
-                return None
-            attributes = tuple([a.SerializeToString() for a in proto.attribute])
-        return (op_type, domain, opset, attributes,
+        if proto.attribute and holds_subgraph(proto):
+            return None
+        return (op_type, domain, opset, attribute_key(proto, opset),
                 _type_keys(input_names, inputs), _type_keys(output_names, outputs))
 
     def _cost(self, rule: Rule | None, node: Node, count_params: bool) -> Cost | None:
@@ -278,7 +279,7 @@ class _Counter:
             refine_subgraph(view, {**self.opsets, "": node.opset})
         mark_constants(view)
         self.bodies[_body_key(node, attr)] = view
-        return self._sum_graph(view, self.opsets, f"subgraph '{attr}'")
+        return self._sum_graph(view, self.opsets, f"subgraph '{attr}'")[0]
 
     def subgraph_backward(self, node: Node, attr: str, formal_grads: frozenset[int]) -> Cost:
         view = self.bodies.get(_body_key(node, attr))
@@ -290,17 +291,31 @@ class _Counter:
         return self._sum_backward(view, self.opsets, flow, f"subgraph '{attr}'")
 
     def function_cost(self, node: Node) -> Cost:
-        key = _expansion_key(node)
+        key = self._function_key(node)
         cost = self.expansion_costs.get(key)
         if cost is None:
             analyzed, _ = self._expansion(node, key)
-            cost = self._sum_graph(analyzed.graph, analyzed.opsets,
-                                   f"the function body of {node.op_type}")
+            cost, read = self._sum_graph(analyzed.graph, analyzed.opsets,
+                                         f"the function body of {node.op_type}")
+            if read and not node.read_floats and coefficient_values(node.proto):
+                # A rule of the body read a value or a coefficient: the node's may count.
+                self.coefficient_keys.add(key)
+                key = self._function_key(node)
             self.expansion_costs[key] = cost
         return cost
 
-    def function_backward(self, node: Node, grads: frozenset[int]) -> Cost:
+    def _function_key(self, node: Node) -> tuple:
+        """What the cost of the node's function body depends on: _expansion_key, and the node's
+        coefficients where they may change it (then the node's cost reads them)."""
         key = _expansion_key(node)
+        if key in self.coefficient_keys or coefficients_shape_body(node.op_type, node.domain,
+                                                                   node.opset):
+            node.read_floats = True
+            return key, coefficient_values(node.proto)
+        return key
+
+    def function_backward(self, node: Node, grads: frozenset[int]) -> Cost:
+        key = self._function_key(node)
         cost = self.expansion_backwards.get((key, grads))
         if cost is None:
             analyzed, formal_inputs = self._expansion(node, key)
@@ -324,9 +339,10 @@ class _Counter:
             found = self.expansions[key] = analyzed, tuple(node.proto.input)
         return found
 
-    def _sum_graph(self, view: GraphView, opsets: dict[str, int], where: str) -> Cost:
-        """Cost of one run of an inner graph; weights it reads are credited to the outer node."""
-        total = ZERO
+    def _sum_graph(self, view: GraphView, opsets: dict[str, int], where: str) -> tuple[Cost, bool]:
+        """Cost of one run of an inner graph, and whether some rule read a constant's value or a
+        coefficient; weights it reads are credited to the outer node."""
+        total, read = ZERO, False
         for row in view.rows():
             if view.is_constant_row(row):
                 continue
@@ -339,10 +355,11 @@ class _Counter:
                 total = total + apply_rule(rule.fn, inner)
             except Uncostable as e:
                 raise Uncostable(f"in {where}, node '{proto.name}' ({proto.op_type}): {e}") from None
+            read = read or inner.read_values or inner.read_floats
             params, buffers = self._weights(rule, row, view)
             self.sub_params += params
             self.sub_buffers += buffers
-        return total
+        return total, read
 
     def _sum_backward(self, view: GraphView, opsets: dict[str, int], flow: GradientFlow,
                       where: str) -> Cost:
@@ -404,13 +421,14 @@ def _expansion_inputs(node: Node) -> tuple[list[TensorInfo | None], list[np.ndar
 def _expansion_key(node: Node) -> tuple:
     inputs, values = _expansion_inputs(node)
     return (node.domain, node.op_type, node.opset, node.num_outputs,
-            tuple(a.SerializeToString() for a in node.proto.attribute),
+            attribute_key(node.proto, node.opset),
             tuple(None if i is None else (i.dtype, i.shape) for i in inputs),
             tuple(None if v is None else v.tobytes() for v in values))
 
 
-# A signature whose nodes' costs also depend on the values of their constant inputs.
-_VALUE_DEPENDENT = object()
+# A signature whose nodes' costs also depend on the values of their constant inputs; on the values
+# of their coefficients (FLOAT attributes, which a signature leaves out).
+_VALUE_DEPENDENT, _READS_FLOATS = object(), object()
 _KIND = "kind"  # tags a signature taken from analysis, apart from the counter's own
 
 
@@ -425,6 +443,13 @@ def _type_keys(names: list[str], infos: list[TensorInfo | None]) -> tuple:
     # An absent optional tensor (None) differs from a present one of unknown type (False).
     return tuple([info.type_key if info is not None else (False if name else None)
                   for name, info in zip(names, infos)])
+
+
+def _refinement(refinement: object, row: NodeRow, scope: GraphView) -> tuple:
+    """What refines a signature whose nodes' costs also depend on coefficients or constants."""
+    if refinement is _READS_FLOATS:
+        return coefficient_values(row.proto)
+    return _constant_inputs(row.inputs, scope)
 
 
 def _constant_inputs(names: list[str], scope: GraphView) -> tuple[str, ...]:
@@ -446,20 +471,33 @@ class _Outcome(NamedTuple):
     bytes_written: Any
     input_shapes: list
     output_shapes: list
+    # The NodeReport fields from `category` on, in its order (params and buffers 0, counted per
+    # node): a node's report is made from them positionally, as keywords cost a graph's worth.
+    entry_fields: tuple
 
     @classmethod
     def of(cls, rule: Rule | None, cost: Cost | None, convention: str,
            inputs: list[TensorInfo | None], outputs: list[TensorInfo | None]) -> "_Outcome":
         input_shapes, output_shapes = [_shape(i) for i in inputs], [_shape(o) for o in outputs]
         if cost is None:
-            return cls(rule, category=rule.category if rule else "uncosted", costed=False,
-                       macs=0, flops=0, int_ops=0, detail=None, bytes_read=0, bytes_written=0,
-                       input_shapes=input_shapes, output_shapes=output_shapes)
-        return cls(rule, category=rule.category, costed=True, macs=cost.macs,
-                   flops=cost.flops_under(convention), int_ops=cost.all_int_ops,
-                   detail=dict(cost.detail) if cost.detail else None,
-                   bytes_read=_bytes(inputs), bytes_written=_bytes(outputs),
-                   input_shapes=input_shapes, output_shapes=output_shapes)
+            return cls.made(rule, category=rule.category if rule else "uncosted", costed=False,
+                            macs=0, flops=0, int_ops=0, detail=None, bytes_read=0,
+                            bytes_written=0, input_shapes=input_shapes,
+                            output_shapes=output_shapes)
+        return cls.made(rule, category=rule.category, costed=True, macs=cost.macs,
+                        flops=cost.flops_under(convention), int_ops=cost.all_int_ops,
+                        detail=dict(cost.detail) if cost.detail else None,
+                        bytes_read=_bytes(inputs), bytes_written=_bytes(outputs),
+                        input_shapes=input_shapes, output_shapes=output_shapes)
+
+    @classmethod
+    def made(cls, rule: Rule | None, *, category: str, costed: bool, macs: Any, flops: Any,
+             int_ops: Any, detail: dict | None, bytes_read: Any, bytes_written: Any,
+             input_shapes: list, output_shapes: list) -> "_Outcome":
+        entry_fields = (category, macs, flops, int_ops, 0, 0, bytes_read, bytes_written,
+                        input_shapes, output_shapes, detail)
+        return cls(rule, category, costed, macs, flops, int_ops, detail, bytes_read,
+                   bytes_written, input_shapes, output_shapes, entry_fields)
 
 
 def _attributes(proto: onnx.NodeProto) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from google.protobuf.message import DecodeError
 
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.graph import MAX_VALUE_ELEMENTS
+from onnxflops.load.text_names import NodeNames
 from onnxflops.load.validate import check_model
 
 # Initializers at most MAX_VALUE_ELEMENTS large keep their bytes: analysis reads them as shape
@@ -49,13 +50,14 @@ def load_model(source: str | os.PathLike | onnx.ModelProto) -> onnx.ModelProto:
         raise OnnxFlopsError(f"{path}: is a directory, not an .onnx file")
     if not path.is_file():  # /dev/zero, a pipe: its size says nothing, and reading may not end
         raise OnnxFlopsError(f"{path}: not a regular file (a device, a pipe or a socket)")
+    names = NodeNames()
     try:
-        model = _read_without_weights(path)
+        model = _read_without_weights(path, names)
     except (DecodeError, RuntimeError, ValueError, OSError) as e:
         raise OnnxFlopsError(f"{path}: not a readable ONNX model ({_first_line(e)})") from None
     if not model.graph.node and not model.graph.input and not model.graph.output:
         raise OnnxFlopsError(f"{path}: not an ONNX model (no graph found)")
-    check_model(model, str(path))
+    check_model(model, str(path), names_text=names.text)
     return model
 
 
@@ -96,12 +98,13 @@ def _header(t: onnx.TensorProto) -> onnx.TensorProto:
     return h
 
 
-def _read_without_weights(path: Path) -> onnx.ModelProto:
+def _read_without_weights(path: Path, names: NodeNames) -> onnx.ModelProto:
     """Parse an .onnx file, its large initializers reduced to headers without reading their data.
 
     The file is memory-mapped and its records walked down to the graph's initializers; the runs of
     records between large initializers go to protobuf's parser as they are (parsing records one
     after another merges them: repeated fields append), so peak memory holds no weight bytes.
+    `names` is fed the same records, to find the node names text.
     """
     if path.stat().st_size == 0:
         raise ValueError("the file is empty")
@@ -110,27 +113,34 @@ def _read_without_weights(path: Path) -> onnx.ModelProto:
         try:
             for number, wire, start, payload, end in _records(data, 0, len(data)):
                 if number == _MODEL_GRAPH and wire == _LENGTH_DELIMITED:
-                    _merge_graph_without_weights(model.graph, data, payload, end)
+                    _merge_graph_without_weights(model.graph, data, payload, end, names)
                 else:
-                    model.MergeFromString(data[start:end])
+                    record = data[start:end]
+                    names.model_records(record)
+                    model.MergeFromString(record)
         except IndexError:
             raise ValueError("truncated: the file ends inside a record") from None
     return model
 
 
 def _merge_graph_without_weights(graph: onnx.GraphProto, data: mmap.mmap, begin: int,
-                                 end: int) -> None:
+                                 end: int, names: NodeNames) -> None:
     unchanged_from = begin
     for _, _, start, payload, stop in _records(data, begin, end, only=_GRAPH_INITIALIZER,
                                                longer_than=_SMALL_TENSOR_RECORD):
         tensor = _tensor_header(data, payload, stop)
         if not _is_large(tensor):
             continue
-        graph.MergeFromString(data[unchanged_from:start])
+        _merge_graph_records(graph, data[unchanged_from:start], names)
         graph.initializer.append(_header(tensor))
         _unmap_before(data, stop)
         unchanged_from = stop
-    graph.MergeFromString(data[unchanged_from:end])
+    _merge_graph_records(graph, data[unchanged_from:end], names)
+
+
+def _merge_graph_records(graph: onnx.GraphProto, records: bytes, names: NodeNames) -> None:
+    names.graph_records(records)
+    graph.MergeFromString(records)
 
 
 def _tensor_header(data: mmap.mmap, begin: int, end: int) -> onnx.TensorProto:

@@ -16,6 +16,7 @@ from onnx import AttributeProto, TensorProto
 from onnxflops.caches import memoized
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.graph import STANDARD_DOMAINS, domain_key
+
 _CONTROL_FLOW = frozenset(("Loop", "If", "Scan"))
 _KNOWN_DTYPES = frozenset(v for k, v in TensorProto.DataType.items() if k != "UNDEFINED")
 # Packed below a byte (two or four to a byte, and so in int32_data too): their data is not
@@ -28,11 +29,13 @@ _TYPED_DATA = ("float_data", "int32_data", "string_data", "int64_data", "double_
                "uint64_data")
 
 
-def check_model(model: onnx.ModelProto, where: str) -> None:
+def check_model(model: onnx.ModelProto, where: str, *, names_text: bool = False) -> None:
     """Raise OnnxFlopsError naming the first thing in `model` no stage can make sense of.
 
     One pass over every node of every graph, nested ones and function bodies included: a
-    50,000-node model is read here once, as the later stages read it once too."""
+    50,000-node model is read here once, as the later stages read it once too. `names_text`:
+    the reader found every node name to be text at C speed (text_names.py); otherwise they are
+    read here, one by one."""
     _check_opsets(model, where)
     opsets = {domain_key(o.domain): o.version for o in model.opset_import}
     graphs = [model.graph]
@@ -45,14 +48,20 @@ def check_model(model: onnx.ModelProto, where: str) -> None:
         graph = graphs.pop()
         _check_values(graph, where)
         for node in graph.node:
-            _check_node(node, where)
+            if not names_text:
+                _check_node(node, where)
+            attributes = node.attribute
+            if attributes:  # most nodes have none: the loop below is not even entered
+                for a in attributes:
+                    kind = a.type
+                    if kind in _TENSOR_ATTRIBUTES and names_text:
+                        _check_tensors(a, node, where)
+                    elif kind == AttributeProto.GRAPH:
+                        graphs.append(a.g)
+                    elif kind == AttributeProto.GRAPHS:
+                        graphs.extend(a.graphs)
             if node.op_type in _CONTROL_FLOW and node.domain in STANDARD_DOMAINS:
                 _check_control_flow(node, opsets, where)
-            for a in node.attribute:
-                if a.type == AttributeProto.GRAPH:
-                    graphs.append(a.g)
-                elif a.type == AttributeProto.GRAPHS:
-                    graphs.extend(a.graphs)
 
 
 @memoized(1)
@@ -81,11 +90,21 @@ def _check_opsets(model: onnx.ModelProto, where: str) -> None:
 def opset_warnings(model: onnx.ModelProto) -> list[str]:
     """A warning for each opset newer than the installed onnx knows: its ops are costed with the
     newest schemas onnx has."""
+    if all(map(_no_newer_than_onnx_knows, model.opset_import)):
+        return []  # the common case, found without reading onnx's schemas
     newest = newest_opsets()
     return [f"imports opset {o.version} of {o.domain or 'ai.onnx'}, newer than the "
             f"{newest[o.domain]} onnx {onnx.__version__} knows: costed with opset "
             f"{newest[o.domain]}'s schemas" for o in model.opset_import
             if o.domain in newest and o.version > newest[o.domain]]
+
+
+def _no_newer_than_onnx_knows(opset: onnx.OperatorSetIdProto) -> bool:
+    """Surely no newer than the installed onnx knows: a standard opset up to onnx's own, or a
+    domain onnx holds no schema of. (`newest_opsets` is the answer for the others.)"""
+    if opset.domain in STANDARD_DOMAINS:
+        return opset.version <= onnx.defs.onnx_opset_version()
+    return opset.domain not in onnx.defs.C.schema_version_map()
 
 
 def _uses_standard_ops(model: onnx.ModelProto) -> bool:
@@ -136,12 +155,13 @@ def _check_values(graph: onnx.GraphProto, where: str) -> None:
                     raise OnnxFlopsError(f"{where}: tensor '{vi.name}' has element type "
                                          f"{elem_type}, which onnx does not define")
     for t in graph.initializer:
-        _check_tensor(t, f"initializer '{_text(t.name)}'", where)
+        _check_tensor(t, where)
 
 
 def _check_node(node: onnx.NodeProto, where: str) -> None:
-    # Runs once per node of every model: the common case (all names text, no tensor attribute)
-    # costs a scan of the names, and the label naming the node is built only for an error.
+    # Runs once per node of a model whose names may not all be text: the common case (all names
+    # text, no tensor attribute) costs a scan of the names, and the label naming the node is built
+    # only for an error.
     names = (node.name, node.op_type, node.domain, *node.input, *node.output)
     attributes = node.attribute
     if not node.metadata_props and bytes not in map(type, names) and (not attributes or not any(
@@ -155,11 +175,15 @@ def _check_node(node: onnx.NodeProto, where: str) -> None:
         _check_name(prop.value, f"metadata of {label}", where)
     for a in attributes:
         _check_name(a.name, f"an attribute of {label}", where)
-        if a.type == AttributeProto.TENSOR:
-            _check_tensor(a.t, f"attribute '{a.name}' of node '{_text(node.name)}'", where)
-        elif a.type == AttributeProto.TENSORS:
-            for t in a.tensors:
-                _check_tensor(t, f"attribute '{a.name}' of node '{_text(node.name)}'", where)
+        if a.type in _TENSOR_ATTRIBUTES:
+            _check_tensors(a, node, where)
+
+
+def _check_tensors(a: onnx.AttributeProto, node: onnx.NodeProto, where: str) -> None:
+    """The tensor(s) of a TENSOR or TENSORS attribute."""
+    what = f"attribute '{a.name}' of node '{_text(node.name)}'"
+    for t in [a.t] if a.type == AttributeProto.TENSOR else a.tensors:
+        _check_tensor(t, where, what)
 
 
 _TENSOR_ATTRIBUTES = (AttributeProto.TENSOR, AttributeProto.TENSORS)
@@ -175,29 +199,41 @@ def _text(text: str | bytes) -> str:
     return text.decode("utf-8", "backslashreplace") if isinstance(text, bytes) else text
 
 
-def _check_tensor(t: onnx.TensorProto, what: str, where: str) -> None:
+def _check_tensor(t: onnx.TensorProto, where: str, what: str | None = None) -> None:
+    """`what`: the tensor in an error, an initializer named by its name where None. Runs once
+    per initializer: the common case reads each field once and builds no label."""
     _check_name(t.name, "a tensor", where)
-    if t.data_type not in _KNOWN_DTYPES:
-        raise OnnxFlopsError(f"{where}: {what} has element type {t.data_type}, which onnx "
-                             "does not define" if t.data_type else f"{where}: {what} has no "
+    dtype, dims = t.data_type, t.dims
+    if dtype not in _KNOWN_DTYPES:
+        what = what or f"initializer '{_text(t.name)}'"
+        raise OnnxFlopsError(f"{where}: {what} has element type {dtype}, which onnx "
+                             "does not define" if dtype else f"{where}: {what} has no "
                              "element type")
-    if any(d < 0 for d in t.dims):
-        raise OnnxFlopsError(f"{where}: {what} has negative dims {list(t.dims)}")
-    if t.data_location == TensorProto.EXTERNAL or t.data_type in _SUB_BYTE:
+    if dims and min(dims) < 0:
+        what = what or f"initializer '{_text(t.name)}'"
+        raise OnnxFlopsError(f"{where}: {what} has negative dims {list(dims)}")
+    if t.data_location == TensorProto.EXTERNAL or dtype in _SUB_BYTE:
         return
-    stored = _stored_elements(t)
-    declared = math.prod(t.dims)
+    stored = _stored_elements(t, dtype)
+    declared = math.prod(dims)
     if stored != declared:
-        shape = "x".join(map(str, t.dims)) or "a scalar"
+        what = what or f"initializer '{_text(t.name)}'"
+        shape = "x".join(map(str, dims)) or "a scalar"
         raise OnnxFlopsError(f"{where}: {what} holds {stored:g} values, but its dims ({shape}) "
                              f"say {declared}")
 
 
-def _stored_elements(t: onnx.TensorProto) -> float:
-    if t.raw_data:
-        return len(t.raw_data) / onnx.helper.tensor_dtype_to_np_dtype(t.data_type).itemsize
+def _stored_elements(t: onnx.TensorProto, dtype: int) -> float:
+    raw = t.raw_data
+    if raw:
+        return len(raw) / _itemsize(dtype)
     for field in _TYPED_DATA:
         n = len(getattr(t, field))
         if n:
-            return n // 2 if t.data_type in _COMPLEX else n
+            return n // 2 if dtype in _COMPLEX else n
     return 0
+
+
+@memoized(64)
+def _itemsize(dtype: int) -> int:
+    return onnx.helper.tensor_dtype_to_np_dtype(dtype).itemsize
