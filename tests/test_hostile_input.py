@@ -158,6 +158,16 @@ def test_a_name_that_is_not_utf8_is_one_line_naming_it(tmp_path):
     assert len(str(caught.value).splitlines()) == 1
 
 
+@pytest.mark.parametrize("field", ["producer_name", "doc_string"])
+def test_a_model_proto_whose_producer_or_doc_is_not_utf8_counts(field):
+    # Only names are checked (they key the count); other text is not read, whether the model
+    # comes as a file or, as here, as a ModelProto that onnx parsed without validating it.
+    m = model([node("Relu", ["x"], ["y"])], {"x": [2]})
+    setattr(m, field, "PLACEHOLDER")
+    broken = onnx.load_from_string(m.SerializeToString().replace(b"PLACEHOLDER", b"PLACE\xffOLDER"))
+    assert count(broken).total.flops == 2  # Relu on 2 elements: one comparison each
+
+
 def _model_naming_every_place() -> onnx.ModelProto:
     """A model holding each kind of name the load check reads, every one spelled uniquely."""
     relu = helper.make_node("Relu", ["in_of_node"], ["out_of_node"], name="name_of_node")

@@ -42,7 +42,10 @@ def pytest_configure(config) -> None:
     bind_inputs = api.bind_inputs
 
     def keeping(proto, inputs=None, batch=None, *args, **kwargs):
-        _keep(Path(directory), proto, inputs, batch, kwargs.get("allow_unbound", False))
+        try:
+            _keep(Path(directory), proto, inputs, batch, kwargs.get("allow_unbound", False))
+        except (TypeError, ValueError):  # bindings a test makes wrong on purpose: bind says so
+            pass
         return bind_inputs(proto, inputs, batch, *args, **kwargs)
 
     api.bind_inputs = keeping

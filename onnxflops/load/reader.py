@@ -79,6 +79,10 @@ def _copy_fields(src, dst, skip: str) -> None:
             getattr(dst, field.name).extend(value)
         elif field.message_type:
             getattr(dst, field.name).CopyFrom(value)
+        elif isinstance(value, bytes) and field.type == field.TYPE_STRING:
+            # proto2 strings are not validated: one that is not UTF-8 comes back as bytes, which
+            # a string field refuses. Such a field (a producer, a doc string) is kept readable.
+            setattr(dst, field.name, value.decode("utf-8", "backslashreplace"))
         else:
             setattr(dst, field.name, value)
 
