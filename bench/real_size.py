@@ -3,8 +3,10 @@
     python bench/real_size.py [--before main] [--only NAME] [--limit-gb 8]
 
 For each model one child process imports onnxflops, builds the model, and counts it with
-`onnxflops.count(model, ...)`: wall time and peak RSS are the whole process's, as a user waits for
-them. The models: VGG16, ResNet50 and EfficientNetB0 from Keras Applications (weights=None);
+`onnxflops.count(model, ...)`; llama3-8b-llm runs `onnxflops.llm` on Llama-3-8B's config.json
+(prompt 2048, generate 256). Wall time, CPU time (user + system: what the child itself spent,
+whatever else the machine runs) and peak RSS are the whole process's, as a user waits for them.
+The models: VGG16, ResNet50 and EfficientNetB0 from Keras Applications (weights=None);
 keras-hub's BERT-base, GPT-2 (base) and Llama-3.2-1B backbones at 512 tokens, from their presets'
 configs with random init (the Llama built in `keras.StatelessScope(initialize_variables=False)`,
 so that its 4.9 GB of weights are never allocated); ResNet-50 from torch; Llama-3-8B built on the
@@ -41,7 +43,8 @@ def builder(name, path):
     spec.loader.exec_module(module)
     return module
 """
-_REPORT = "print(json.dumps({'macs': report.total.macs, 'params': report.total.params}))"
+_REPORT = "print(json.dumps({counts}))"
+_COUNTS = "{'macs': report.total.macs, 'params': report.total.params}"
 _TOKENS = 512
 # keras-hub presets' configs (bert_base_en_uncased, gpt2_base_en, llama3.2_1b), random init.
 _KERAS_HUB = {
@@ -89,14 +92,25 @@ CASES = {
     "llama2-70b-meta": _builder("llama") +
                        "report = onnxflops.count(llama.llama_on_meta('llama2-70b'), "
                        "inputs=(llama.token_ids(512),))",
+    "llama3-8b-llm": _builder("llama") +
+                     "import tempfile\n"
+                     "config = llama.llama_config('llama3-8b')\n"
+                     "config.use_cache = True\n"
+                     "path = os.path.join(tempfile.mkdtemp(), 'config.json')\n"
+                     "config.to_json_file(path)\n"
+                     "report = onnxflops.llm(path, prompt=2048, generate=256)",
 }
+# What a case prints: MACs (for llm: the prefill and all decode steps) and params.
+COUNTS = {"llama3-8b-llm": "{'macs': report.prefill.macs + report.decode_total.macs, "
+                           "'params': report.params.total}"}
 DEFAULT = ("vgg16-keras", "resnet50-keras", "effb0-keras", "bert-base-keras-hub",
-           "gpt2-keras-hub", "llama3.2-1b-keras-hub", "resnet50-torch", "llama3-8b-meta")
+           "gpt2-keras-hub", "llama3.2-1b-keras-hub", "resnet50-torch", "llama3-8b-meta",
+           "llama3-8b-llm")
 
 
 def run_case(name: str, tree: Path, limit_bytes: int) -> dict:
     """One child: seconds, peak RSS in bytes, and the count or the error's last line."""
-    code = _PRELUDE + CASES[name] + "\n" + _REPORT
+    code = _PRELUDE + CASES[name] + "\n" + _REPORT.format(counts=COUNTS.get(name, _COUNTS))
     env = dict(os.environ, PYTHONPATH=str(tree))
 
     def cap() -> None:
@@ -111,7 +125,8 @@ def run_case(name: str, tree: Path, limit_bytes: int) -> dict:
         seconds = time.perf_counter() - start
         err.seek(0)
         lines = [line for line in err.read().decode(errors="replace").splitlines() if line.strip()]
-    result = {"seconds": seconds, "peak_rss": usage.ru_maxrss * 1024}
+    result = {"seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime,
+              "peak_rss": usage.ru_maxrss * 1024}
     code = os.waitstatus_to_exitcode(status)
     if code == 0:
         result.update(json.loads(out.decode().strip().splitlines()[-1]))
@@ -130,7 +145,7 @@ def exported_tree(revision: str, into: Path) -> Path:
 def describe(result: dict) -> str:
     memory = f"{result['peak_rss'] / 2**30:5.2f} GiB"
     outcome = result.get("error") or f"{result['macs']:,} MACs, {result['params']:,} params"
-    return f"{result['seconds']:6.1f} s  {memory}  {outcome}"
+    return f"{result['seconds']:6.1f} s  {result['cpu_seconds']:6.1f} s  {memory}  {outcome}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     limit = int(args.limit_gb * 1e9)
     with tempfile.TemporaryDirectory() as tmp:
         before_tree = exported_tree(args.before, Path(tmp))
-        print(f"{'model':22} {'side':6} {'time':>8}  {'peak RSS':>9}  count (cap {args.limit_gb} GB)")
+        print(f"{'model':22} {'side':6} {'wall':>8}  {'CPU':>8}  {'peak RSS':>9}  "
+              f"count (cap {args.limit_gb} GB)")
         for name in args.only or DEFAULT:
             results = {side: run_case(name, tree, limit)
                        for side, tree in (("before", before_tree), ("after", REPO))}

@@ -5,10 +5,18 @@
   `context` tokens, `batch` and `context` left symbolic.
 
 Counted with symbolic=True, each graph gives formulas that are then evaluated at any prompt or
-context length. Mixture-of-experts layers are exported with transformers' `batched_mm` experts:
-each token is dispatched to exactly its top-k experts by gathering their weights, so the graph
-holds the T·k expert products that the model runs, with no data-dependent loop (the default
-implementation's per-expert loop does not export). torch and transformers are imported only here.
+context length.
+
+A model whose decoder layers are all alike (the same modules with the same shapes and settings,
+no per-layer list in its config that varies: no alternating sliding-window and dense attention,
+no MoE on some layers only) can be exported cut to one layer and to two instead
+(`extend_layers=True`): an export's time grows with the depth, theirs does not, and every count
+extends exactly to all layers, one + (layers - 1) × (two - one), which serving does.
+
+Mixture-of-experts layers are exported with transformers' `batched_mm` experts: each token is
+dispatched to exactly its top-k experts by gathering their weights, so the graph holds the T·k
+expert products that the model runs, with no data-dependent loop (the default implementation's
+per-expert loop does not export). torch and transformers are imported only here.
 """
 
 from __future__ import annotations
@@ -47,6 +55,9 @@ class CausalLM:
     params: int  # the model's own count, each tied tensor once (the graphs record which of
     # their initializers are parameters and which buffers, as every torch conversion does)
     expert_params: int  # parameters of all experts of all layers
+    layers: int = 0  # decoder layers of the model
+    # Set when the model was exported cut to two layers (prefill and decode) and to one (these).
+    one_layer: tuple[onnx.ModelProto, onnx.ModelProto] | None = None
 
 
 def load_causal_lm(source):
@@ -72,25 +83,103 @@ def load_causal_lm(source):
                          "its config (object or config.json) or a package.module:factory spec")
 
 
-def causal_lm_to_onnx(model) -> CausalLM:
-    """Export `model` (see `load_causal_lm` for what it may be) once for prefill, once for decode."""
+def causal_lm_to_onnx(model, *, extend_layers: bool = False) -> CausalLM:
+    """Export `model` (see `load_causal_lm` for what it may be) once for prefill, once for decode;
+    with `extend_layers`, a model of three or more alike layers cut to two layers and to one
+    (`CausalLM.one_layer`), whatever its depth."""
     with framework_needed("a causal LM"):
-        return _causal_lm_to_onnx(model)
+        return _causal_lm_to_onnx(model, extend_layers)
 
 
-def _causal_lm_to_onnx(model) -> CausalLM:
+def _causal_lm_to_onnx(model, extend_layers: bool) -> CausalLM:
     model = load_causal_lm(model)
     name = type(model).__name__
     config = model.config
     experts = int(getattr(config, "num_local_experts", 0) or getattr(config, "num_experts", 0) or 0)
+    stack = _decoder_layers(model)
+    cut = extend_layers and stack is not None and len(stack[2]) > 2 and _alike(model, stack[2])
     with _experts_batched(config if experts else None), eval_mode(model):
-        prefill, decode, layers = _export_phases(model, name)
-    _name_cache_inputs(decode, layers)
-    prefill.graph.name = decode.graph.name = name
+        if cut:
+            with _cut_to(model, stack, 1):
+                one_layer = _named_phases(model, name)
+            with _cut_to(model, stack, 2):
+                prefill, decode = _named_phases(model, name)
+        else:
+            prefill, decode = _named_phases(model, name)
     expert_params = sum(p.numel() for n, p in model.named_parameters() if ".experts." in n)
     return CausalLM(name, prefill, decode, experts,
                     int(getattr(config, "num_experts_per_tok", 0) or 0) if experts else 0,
-                    sum(p.numel() for p in model.parameters()), expert_params)
+                    sum(p.numel() for p in model.parameters()), expert_params,
+                    len(stack[2]) if stack is not None else 0, one_layer if cut else None)
+
+
+def _named_phases(model, name: str) -> tuple[onnx.ModelProto, onnx.ModelProto]:
+    prefill, decode, layers = _export_phases(model, name)
+    _name_cache_inputs(decode, layers)
+    prefill.graph.name = decode.graph.name = name
+    return prefill, decode
+
+
+def _decoder_layers(model):
+    """(parent module, attribute, ModuleList) of the model's decoder layers: its one ModuleList
+    of `num_hidden_layers` modules; None where there is not exactly one."""
+    import torch
+
+    count = getattr(model.config, "num_hidden_layers", None)
+    found = [(parent, attr, child) for parent in model.modules()
+             for attr, child in parent.named_children()
+             if isinstance(child, torch.nn.ModuleList) and len(child) == count]
+    return found[0] if len(found) == 1 else None
+
+
+def _alike(model, layers) -> bool:
+    """Whether every decoder layer is the same: the same modules, parameter and buffer shapes and
+    settings (but its index), and no per-layer list of the config (layer types, sliding windows,
+    MoE placement) that varies."""
+    per_layer = _per_layer_settings(model.config, len(layers))
+    if any(len(set(map(repr, values))) > 1 for values in per_layer.values()):
+        return False
+    first = _layer_signature(layers[0])
+    return all(_layer_signature(layer) == first for layer in layers[1:])
+
+
+def _per_layer_settings(config, count: int) -> dict[str, list]:
+    return {k: v for k, v in vars(config).items()
+            if isinstance(v, (list, tuple)) and len(v) == count and not k.startswith("_")}
+
+
+def _layer_signature(layer) -> list:
+    """A decoder layer as its modules' types, plain settings, and tensor shapes and dtypes."""
+    plain = (bool, int, float, str, type(None))
+    signature = []
+    for path, module in layer.named_modules():
+        settings = sorted((k, repr(v)) for k, v in vars(module).items()
+                          if isinstance(v, plain) and k not in ("layer_idx", "training"))
+        tensors = [(n, tuple(t.shape), t.dtype) for n, t in (
+            *module.named_parameters(recurse=False), *module.named_buffers(recurse=False))]
+        signature.append((path, type(module).__qualname__, settings, tensors))
+    return signature
+
+
+@contextlib.contextmanager
+def _cut_to(model, stack, count: int):
+    """The model with its first `count` decoder layers only, its config saying so, for the
+    duration."""
+    import torch
+
+    parent, attr, layers = stack
+    config = model.config
+    saved = {"num_hidden_layers": config.num_hidden_layers,
+             **_per_layer_settings(config, len(layers))}
+    setattr(parent, attr, torch.nn.ModuleList(layers[:count]))
+    for key, value in saved.items():
+        setattr(config, key, count if key == "num_hidden_layers" else value[:count])
+    try:
+        yield
+    finally:
+        setattr(parent, attr, layers)
+        for key, value in saved.items():
+            setattr(config, key, value)
 
 
 def _export_phases(model, name: str) -> tuple[onnx.ModelProto, onnx.ModelProto, int]:

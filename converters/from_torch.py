@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from onnxflops.caches import collector_paused
 from onnxflops.converters.common import (ABSENT_WEIGHTS, check_container, is_single_input,
                                          native_output_silenced, root_cause, triton_kept_out)
 from onnxflops.converters.structure import StandInValues, is_float_dtype
@@ -161,9 +162,10 @@ def export_dynamo(module, args: tuple, names: list[str], opset: int, dynamic_sha
     headers, and unless `keep_weights` every large one too (see `_drop_weight_bytes`)."""
     import torch
 
-    program = torch.onnx.export(module, args, dynamo=True, optimize=False, opset_version=opset,
-                                input_names=names[:len(args)] or None, verbose=False,
-                                dynamic_shapes=dynamic_shapes)
+    with collector_paused():  # tracing makes a graph of long-lived objects, no garbage cycles
+        program = torch.onnx.export(module, args, dynamo=True, optimize=False,
+                                    opset_version=opset, input_names=names[:len(args)] or None,
+                                    verbose=False, dynamic_shapes=dynamic_shapes)
     _drop_weight_bytes(program.model.graph, keep_weights)
     return program.model_proto
 

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import onnx
 
 from onnxflops.analysis import AnalyzedModel, analyze
 from onnxflops.bind import bind_inputs, real_inputs
+from onnxflops.caches import collector_paused
 from onnxflops.canonical import canonicalize
 from onnxflops.costs import CONVENTIONS, RuleOverrides, with_rules
 from onnxflops.counting import count_model
@@ -87,7 +86,7 @@ def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | N
         if needs_conversion(model):
             model = convert(model, inputs, batch=batch, exporter=exporter, unsafe=unsafe)
             inputs, batch = None, None
-    with _collector_paused():
+    with collector_paused():
         proto = load_model(model)
         # `proto` is our own copy (load_model never returns the caller's model): bound in place.
         bound = bind_inputs(proto, inputs, batch, allow_unbound=symbolic, in_place=True)
@@ -106,25 +105,6 @@ def is_onnx_source(model: object) -> bool:
     if isinstance(model, onnx.ModelProto):
         return True
     return isinstance(model, (str, os.PathLike)) and Path(model).suffix.lower() == ".onnx"
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector paused: counting a large graph makes hundreds of
-    thousands of objects that all live until the report is done, and the collector would walk
-    them over and over (a sixth of the time on a 50,000-node graph) to find no cycles.
-
-    They end in the oldest generation (frozen while the collector is enabled again, then thawed
-    there): left young, the first collection after the count would walk them all at once."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.freeze()
-            gc.enable()
-            gc.unfreeze()
 
 
 def _declared(vi: onnx.ValueInfoProto) -> list[int | str]:

@@ -121,6 +121,79 @@ def test_mixtral_experts_cost_top_k_per_token():
     assert r.params.active == expected["params"] - experts + experts * 2 // 4
 
 
+def _tiny_llama(transformers, layers: int):
+    config = transformers.LlamaConfig(num_hidden_layers=layers, hidden_size=64,
+                                      intermediate_size=128, num_attention_heads=4,
+                                      num_key_value_heads=2, vocab_size=256,
+                                      max_position_embeddings=256)
+    return transformers.LlamaForCausalLM(config)
+
+
+def _tiny_mixtral(transformers, layers: int):
+    config = transformers.MixtralConfig(num_hidden_layers=layers, hidden_size=32,
+                                        intermediate_size=64, num_attention_heads=4,
+                                        num_key_value_heads=2, vocab_size=128,
+                                        num_local_experts=4, num_experts_per_tok=2)
+    return transformers.MixtralForCausalLM(config)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("build", [_tiny_llama, _tiny_mixtral])
+def test_alike_layers_cut_to_one_and_two_extend_to_the_full_export(build):
+    """Every number `llm` reports from the model cut to one and two layers (what it does for
+    alike layers) is the full export's: the JSON, each layer's reads, the time per op type,
+    the decode step's formula."""
+    from sympy import expand
+
+    from onnxflops.converters import causal_lm_to_onnx
+
+    model = build(_transformers(), 4)
+    cut, full = causal_lm_to_onnx(model, extend_layers=True), causal_lm_to_onnx(model)
+    assert cut.one_layer is not None and full.one_layer is None and cut.layers == 4
+    kwargs = {"prompt": 2048, "generate": 256, "batch": BATCH, "dtype": "int4"}
+    mine, theirs = llm(cut, **kwargs), llm(full, **kwargs)
+    assert mine.to_dict() == theirs.to_dict()
+    assert mine.decode_reads() == theirs.decode_reads()
+    for phase, seconds in theirs.estimate.by_op_type.items():
+        assert mine.estimate.by_op_type[phase] == pytest.approx(seconds)
+    for key, formula in mine.decode_at("context").to_dict().items():
+        assert expand(formula) == expand(theirs.decode_at("context").to_dict()[key])
+
+
+@pytest.mark.slow
+def test_layers_not_alike_are_exported_in_full():
+    """Llama's third layer given a wider MLP: the count extended from two layers would miss the
+    width; llm exports all three instead, and matches FlopCounterMode."""
+    transformers = _transformers()
+    model = _tiny_llama(transformers, 3)
+    wider = transformers.LlamaConfig(**{**model.config.to_dict(), "intermediate_size": 192})
+    model.model.layers[2].mlp = type(model.model.layers[2].mlp)(wider)
+    # Per token: 3 layers × (key + value) × 2 kv heads × head size 16, in bf16.
+    _check_against_reference(model, 3 * 2 * 2 * 16 * 2)
+
+
+@pytest.mark.slow
+def test_alternating_sliding_window_layers_are_not_alike():
+    import torch
+
+    from onnxflops.converters.causal_lm import _alike, _decoder_layers
+
+    transformers = _transformers()
+
+    def alike(layer_types: list[str]) -> bool:
+        config = transformers.Qwen2Config(num_hidden_layers=4, hidden_size=32,
+                                          intermediate_size=64, num_attention_heads=4,
+                                          num_key_value_heads=2, vocab_size=64,
+                                          use_sliding_window=True, sliding_window=16,
+                                          layer_types=layer_types)
+        with torch.device("meta"):
+            model = transformers.Qwen2ForCausalLM(config)
+        return _alike(model, _decoder_layers(model)[2])
+
+    assert alike(["full_attention"] * 4)
+    assert not alike(["sliding_attention", "full_attention"] * 2)
+
+
 def _matmul_model() -> onnx.ModelProto:
     """x[batch, 64] @ W[64, 32]: 2048·batch MACs, reads 256·batch + 8192 bytes, writes 128·batch."""
     w = helper.make_tensor("w", TensorProto.FLOAT, [64, 32], [0.5] * 64 * 32)
@@ -194,6 +267,60 @@ def test_an_embedding_lookup_reads_its_rows_not_the_table():
     # 2 rows of 8 bf16 and 2 int64 ids (as bf16 activations: halved); Relu reads the rows.
     assert cost.bytes_read == 2 * 8 * 2 + 2 * 8 // 2 + 2 * 8 * 2
     assert cost.bytes_written == 2 * (2 * 8 * 2)
+
+
+def _stack_model(widths: list[int]) -> onnx.ModelProto:
+    """x[batch, 16] → one MatMul per layer (`layers.i`, 16×16 if its width is 16), a cache input
+    `past_i` per layer added in, then a head 16×8: a decoder stack in miniature."""
+    nodes, inputs, weights, h = [], [], [], "x"
+    for i, width in enumerate(widths):
+        weights.append(helper.make_tensor(f"w{i}", TensorProto.FLOAT, [16, width],
+                                          [0.5] * 16 * width))
+        inputs.append(helper.make_tensor_value_info(f"past_{i}", TensorProto.FLOAT,
+                                                    ["batch", width]))
+        nodes += [helper.make_node("MatMul", [h, f"w{i}"], [f"m{i}"], name=f"/layers.{i}/MatMul"),
+                  helper.make_node("Add", [f"m{i}", f"past_{i}"], [f"h{i}"],
+                                   name=f"/layers.{i}/Add")]
+        h = f"h{i}"
+    weights.append(helper.make_tensor("head", TensorProto.FLOAT, [widths[-1], 8],
+                                      [0.5] * widths[-1] * 8))
+    nodes.append(helper.make_node("MatMul", [h, "head"], ["y"], name="/lm_head/MatMul"))
+    graph = helper.make_graph(
+        nodes, "stack", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16]),
+                         *inputs],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])], weights)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def _stack_phase(widths: list[int]) -> Phase:
+    from onnxflops.api import count_with_model
+
+    counted = count_with_model(_stack_model(widths), symbolic=True, keep_bound=False)
+    return Phase(counted, ("batch",), Traffic(weight_bits=16, activation_bits=16))
+
+
+def test_a_phase_cut_to_one_and_two_alike_layers_extends_to_all_of_them():
+    full = _stack_phase([16] * 5)
+    extended = _stack_phase([16] * 2).extended(_stack_phase([16]), 5)
+    for batch in (1, 7):
+        assert extended.at(batch=batch) == full.at(batch=batch)
+        assert extended.by_block(batch=batch) == full.by_block(batch=batch)
+        mine, theirs = (p.seconds(HARDWARE["h100"], "bf16", batch=batch) for p in (extended, full))
+        assert mine.seconds == pytest.approx(theirs.seconds)
+        assert mine.by_op_type == pytest.approx(theirs.by_op_type)
+    assert list(extended.by_block(batch=1)) == ["layers.0", "layers.1", "layers.2", "layers.3",
+                                                "layers.4", "lm_head"]
+    assert extended.inputs == full.inputs  # the cache inputs of every layer (KV cache bytes)
+    # By hand: 5 layers of 16×16 products and 16 additions per row, the 16×8 head.
+    assert extended.at(batch=3).macs == 3 * (5 * 256 + 128)
+
+
+def test_layers_that_are_not_alike_do_not_extend():
+    from onnxflops.serving.phases import LayersNotAlike
+
+    # The first layer's product is 16×8 with one layer and 16×16 with two: not part of it.
+    with pytest.raises(LayersNotAlike):
+        _stack_phase([16, 16]).extended(_stack_phase([8]), 5)
 
 
 def test_onnxflops_llm_is_the_function_whatever_was_imported():
@@ -304,8 +431,8 @@ def test_decode_step_against_the_two_n_rule_of_thumb():
 @pytest.mark.slow
 def test_llama2_7b_shaped_decode_step_on_meta_against_the_two_n_rule():
     """Llama-2-7B's shape (d 4096, ffn 11008, 32 heads = 32 KV heads, vocab 32000), built on the
-    meta device from its config (no weight bytes), 2 of its 32 layers to keep CI short: every
-    layer is the same, so the count is exact per layer and extends to L layers.
+    meta device from its config (no weight bytes), all 32 layers: its layers are alike, so llm
+    exports it cut to one and two layers and extends the counts to 32 (what CI can afford).
 
     A decode step with C cached tokens multiplies, per layer, q, k, v, o (4·d²), the MLP
     (3·d·ffn), and q·kᵀ and p·v over C + 1 keys (2·(C + 1)·d); then the head (d·vocab). Against
@@ -320,7 +447,7 @@ def test_llama2_7b_shaped_decode_step_on_meta_against_the_two_n_rule():
     from torch.utils.flop_counter import FlopCounterMode
 
     transformers = _transformers()
-    d, ffn, vocab, layers = 4096, 11008, 32000, 2
+    d, ffn, vocab, layers = 4096, 11008, 32000, 32
     config = transformers.LlamaConfig(hidden_size=d, intermediate_size=ffn,
                                       num_hidden_layers=layers, num_attention_heads=32,
                                       num_key_value_heads=32, vocab_size=vocab,
@@ -334,6 +461,8 @@ def test_llama2_7b_shaped_decode_step_on_meta_against_the_two_n_rule():
         step = r.decode_at(c)
         assert 2 * step.macs == rule + 2 * d * vocab + 4 * layers * d - 2 * norms
         assert step.flops > 2 * step.macs  # norms, SiLU, rotary, softmax on top
+    assert 2 * n == 12_952_543_232
+    assert 2 * r.decode_at(2048).macs - (2 * n + 2 * layers * 2048 * d * 2) == 262_135_808
     # KV cache: L × (key + value) × d × tokens, bf16.
     assert r.kv_cache_bytes == layers * 2 * d * 2050 * 2
     with torch.device("meta"):

@@ -6,8 +6,10 @@ serving dtypes and its roofline time are evaluated from them at any prompt or co
 
 from __future__ import annotations
 
+import copy
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,6 +88,41 @@ class Phase:
         # The phase's totals as formulas, summed once: `at` substitutes into them.
         self.totals = [sympy.Add(*(r[k] for r in rows)) for k in (1, 2, 3, 4)]
 
+    def extended(self, one: "Phase", layers: int) -> "Phase":
+        """This phase, counted on a model cut to two alike decoder layers, extended to `layers`
+        of them with the same phase counted on it cut to one: what the second layer adds (its
+        nodes, its cache inputs) repeats once per further layer, so every total, every roofline
+        time and every block's reads is one + (layers - 1) × (two - one), exactly.
+
+        Raises LayersNotAlike where the one-layer count is not part of the two-layer one, or
+        the second layer changed what another layer costs."""
+        two_rows, one_rows = (Counter(zip(p.weight_reads, p.rows)) for p in (self, one))
+        if one_rows - two_rows:  # a node of the one-layer graph costs otherwise with two
+            raise LayersNotAlike("the one-layer graph is not part of the two-layer one")
+        added = two_rows - one_rows
+        second = {block for (block, _), _ in added if _LAYER.fullmatch(block)}
+        if len(second) > 1 or any(_nth_layer(block, 2) == block for block in second):
+            raise LayersNotAlike(f"a second layer changed the cost of {sorted(second)}")
+        # The further layers' nodes go after the second layer's, as an export would place them.
+        at = 1 + max((i for i, (block, _) in enumerate(self.weight_reads) if block in second),
+                     default=len(self.rows) - 1)
+        weight_reads, rows = [], []
+        for index in range(2, layers):
+            for ((block, weight), row), count in added.items():
+                renamed = _nth_layer(block, index) if block in second else block
+                weight_reads += [(renamed, weight)] * count
+                rows += [row] * count
+        extended = copy.copy(self)
+        extended.weight_reads = self.weight_reads[:at] + weight_reads + self.weight_reads[at:]
+        extended.rows = self.rows[:at] + rows + self.rows[at:]
+        new_inputs = [name for name in self.inputs if name not in one.inputs]
+        extended.inputs = {**self.inputs, **{_nth_layer(name, index, "_"): self.inputs[name]
+                                             for index in range(2, layers)
+                                             for name in new_inputs}}
+        extended.totals = [(t2 + (layers - 2) * (t2 - t1)).expand()
+                           for t1, t2 in zip(one.totals, self.totals)]
+        return extended
+
     def at(self, **values: Any) -> PhaseCost:
         """The phase's totals with its symbols given (ints: numbers; symbols: formulas)."""
         subs = self._subs(values)
@@ -131,6 +168,16 @@ class Phase:
 
     def _subs(self, values: dict[str, Any]) -> dict:
         return {s: values[s.name] for s in self.symbols if s.name in values}
+
+
+class LayersNotAlike(ValueError):
+    """Counts of a model cut to one and to two layers that do not extend to more layers."""
+
+
+def _nth_layer(name: str, index: int, separator: str = ".") -> str:
+    """'layers.1' → 'layers.{index}' ('past_key_1' → 'past_key_{index}' with separator '_')."""
+    stem, _, last = name.rpartition(separator)
+    return f"{stem}{separator}{index}" if last == "1" else name
 
 
 @dataclass

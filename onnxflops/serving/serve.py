@@ -11,7 +11,8 @@ import numpy as np
 
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.serving.hardware import Hardware, hardware as find_hardware
-from onnxflops.serving.phases import DTYPE_BITS, Phase, PhaseCost, Timing, Traffic, tensor_bytes
+from onnxflops.serving.phases import (DTYPE_BITS, LayersNotAlike, Phase, PhaseCost, Timing,
+                                      Traffic, tensor_bytes)
 from onnxflops.report import human
 
 # What the tensor cores compute in when weights are stored so: int4 weights are dequantised to
@@ -125,12 +126,13 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
 
     The prompt pass and one decode step (one token, the KV cache as input) are each exported once
     with their lengths symbolic and counted as formulas; `decode_total` sums the steps at contexts
-    prompt … prompt + generate - 1. Bytes are in the serving dtypes: weights in `dtype`
+    prompt … prompt + generate - 1. A model whose decoder layers are all alike is exported cut to
+    one layer and to two, and every number extended exactly to all its layers
+    (Phase.extended); others with all their layers. Bytes are in the serving dtypes: weights in `dtype`
     (fp32, bf16, fp16, int8, int4), activations and the KV cache in `kv_dtype` (default: bf16,
     fp32 for fp32 weights, fp16 for fp16 ones).
     """
     from onnxflops.converters.causal_lm import CausalLM, causal_lm_to_onnx
-    from onnxflops.api import count_with_model
 
     for name, value in (("prompt", prompt), ("generate", generate), ("batch", batch)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -142,18 +144,17 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
         raise OnnxFlopsError(f"unknown KV cache dtype '{kv_dtype}': choose one of "
                              f"{', '.join(DTYPE_BITS)}")
     hw = find_hardware(hardware)
-    lm = model if isinstance(model, CausalLM) else causal_lm_to_onnx(model)
     traffic = Traffic(DTYPE_BITS[dtype], DTYPE_BITS[kv_dtype])
-    prefill = Phase(count_with_model(lm.prefill, symbolic=True, keep_bound=False),
-                    ("batch", "prompt"), traffic)
-    decode = Phase(count_with_model(lm.decode, symbolic=True, keep_bound=False),
-                   ("batch", "context"), traffic)
-    for phase, label in ((prefill, "prefill"), (decode, "decode step")):
-        if phase.report.uncosted:
-            first = phase.report.uncosted[0]
-            raise OnnxFlopsError(f"{lm.name}: the {label} graph has {len(phase.report.uncosted)} "
-                                 f"uncosted node(s), first {first.name} ({first.op_type}): "
-                                 f"{first.reason}")
+    lm = model if isinstance(model, CausalLM) else causal_lm_to_onnx(model, extend_layers=True)
+    try:
+        prefill, decode = _phases(lm, traffic)
+    except LayersNotAlike as e:
+        if isinstance(model, CausalLM):
+            raise OnnxFlopsError(f"{lm.name}: its counts cut to one and two layers do not extend "
+                                 f"to {lm.layers} ({e}); export it with causal_lm_to_onnx("
+                                 "model) instead") from None
+        lm = causal_lm_to_onnx(model)  # all layers, as the model has them
+        prefill, decode = _phases(lm, traffic)
     last = prompt + generate - 1
     first_step, last_step = (decode.at(batch=batch, context=c) for c in (prompt, last))
     decode_total = _sum_affine(decode, batch, prompt, last, first_step, last_step)
@@ -173,6 +174,31 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
                      prefill.at(batch=batch, prompt=prompt), first_step, last_step, decode_total,
                      _kv_cache_bytes(decode, DTYPE_BITS[kv_dtype], batch, prompt + generate), hw,
                      estimate, decode, prefill)
+
+
+def _phases(lm, traffic: Traffic) -> tuple[Phase, Phase]:
+    """The prefill and decode-step phases of `lm`, counted as formulas; extended to all its
+    layers where it was exported cut to fewer (see Phase.extended)."""
+    from onnxflops.api import count_with_model
+
+    graphs = [(lm.prefill, lm.decode), *([lm.one_layer] if lm.one_layer else [])]
+    counted = []
+    for prefill_graph, decode_graph in graphs:
+        phases = (Phase(count_with_model(prefill_graph, symbolic=True, keep_bound=False),
+                        ("batch", "prompt"), traffic),
+                  Phase(count_with_model(decode_graph, symbolic=True, keep_bound=False),
+                        ("batch", "context"), traffic))
+        for phase, label in zip(phases, ("prefill", "decode step")):
+            if phase.report.uncosted:
+                first = phase.report.uncosted[0]
+                raise OnnxFlopsError(f"{lm.name}: the {label} graph has "
+                                     f"{len(phase.report.uncosted)} uncosted node(s), first "
+                                     f"{first.name} ({first.op_type}): {first.reason}")
+        counted.append(phases)
+    if not lm.one_layer:
+        return counted[0]
+    (prefill, decode), (prefill_one, decode_one) = counted
+    return prefill.extended(prefill_one, lm.layers), decode.extended(decode_one, lm.layers)
 
 
 def _sum_affine(decode: Phase, batch: int, first: int, last: int, first_step: PhaseCost,
