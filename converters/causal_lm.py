@@ -32,7 +32,8 @@ from pathlib import Path
 import onnx
 
 from onnxflops.converters.common import framework_needed, import_transformers, root_cause
-from onnxflops.converters.from_torch import OPSET, eval_mode, export_dynamo
+from onnxflops.converters.from_torch import (OPSET, eval_mode, export_dynamo,
+                                             record_torch_weight_roles)
 from onnxflops.errors import OnnxFlopsError, first_line
 
 # Example sizes the graphs are traced at: neither may be 0 or 1, which torch.export would
@@ -51,8 +52,8 @@ class CausalLM:
     decode: onnx.ModelProto  # inputs: input_ids [batch, 1], one key and one value per layer
     experts: int  # experts per MoE layer (0: a dense model)
     experts_per_token: int  # top-k
-    params: int  # the model's own count, each tied tensor once (the graph would also count
-    # buffers it reads as constants: the rotary embedding's inverse frequencies)
+    params: int  # the model's own count, each tied tensor once (the graphs record which of
+    # their initializers are parameters and which buffers, as every torch conversion does)
     expert_params: int  # parameters of all experts of all layers
     layers: int = 0  # decoder layers of the model
     # Set when the model was exported cut to two layers (prefill and decode) and to one (these).
@@ -271,10 +272,12 @@ def _export(module, args: tuple, dynamic_shapes: dict, name: str) -> onnx.ModelP
     logging.getLogger("torch.onnx").setLevel(logging.ERROR)
     try:
         with _quiet():
-            return export_dynamo(module, args, ["input_ids"], OPSET, dynamic_shapes)
+            proto = export_dynamo(module, args, ["input_ids"], OPSET, dynamic_shapes)
     except Exception as e:  # the exporter raises anything; the user gets one line
         raise OnnxFlopsError(f"causal LM '{name}': the dynamo exporter cannot convert it "
                              f"({first_line(root_cause(e))})") from None
+    record_torch_weight_roles(proto, module)
+    return proto
 
 
 def _name_cache_inputs(model: onnx.ModelProto, layers: int) -> None:

@@ -66,6 +66,8 @@ def keras_to_onnx(model, inputs=None, *, batch: int = 1, keep_weights: bool = Fa
     with _traceable_batch_norm():
         proto = _convert(tf.function(call), specs, None if keep_weights else stand_ins, opset,
                          label)
+    if keep_weights:
+        _record_real_weight_roles(proto, model.variables)
     proto.graph.name = model.name
     return proto
 
@@ -93,6 +95,8 @@ def saved_model_to_onnx(path: str | os.PathLike, inputs=None, *, batch: int = 1,
         return signature(**dict(zip(names, xs)))
 
     proto = _convert(tf.function(call), specs, None if keep_weights else [], opset, label)
+    if keep_weights:
+        _record_real_weight_roles(proto, signature.variables)
     proto.graph.name = Path(path).name
     return proto
 
@@ -215,7 +219,9 @@ def _convert(fn, specs: list, stand_ins: list[Weight] | None, opset: int,
         stack.enter_context(_filled_constants_kept_small(stand_ins is not None))
         try:
             concrete = fn.get_concrete_function(*specs)
-            input_names = [t.name for t in concrete.inputs if t.dtype != tf.resource]
+            # The arguments only: tensors the model captured (a Normalization layer's mean and
+            # variance given to its constructor) are frozen into constants with the rest.
+            input_names = [t.name for t in concrete.inputs[:len(specs)]]
             output_names = [t.name for t in concrete.outputs if t.dtype != tf.resource]
             with _freezing_stand_ins(stand_ins):
                 frozen = _frozen(concrete, input_names)
@@ -268,6 +274,14 @@ def _float_variables(variables) -> list:
     """Each float variable once, in order: those that get stand-ins."""
     unique = list({id(v): v for v in variables}.values())
     return [v for v in unique if is_float_dtype(_dtype_name(v.dtype))]
+
+
+def _record_real_weight_roles(proto: onnx.ModelProto, variables) -> None:
+    """The record of a graph converted with the real weights, read from their values."""
+    weights = [Weight(getattr(v, "path", None) or f"{v.name}#{position}", v.numpy(),
+                      bool(getattr(v, "trainable", True)))
+               for position, v in enumerate(_float_variables(variables))]
+    record_weight_roles(proto, **weight_roles_by_value(proto, weights, distinct=False))
 
 
 def _stand_in_fills(variables) -> list[Weight]:

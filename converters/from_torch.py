@@ -102,8 +102,14 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
         warnings.warn(f"{label}: {failures[0]}; converted with the {attempt} exporter instead",
                       stacklevel=2)
     proto.graph.name = _model_name(module, is_program)
-    record_weight_roles(proto, *_weight_names(target, is_program), exhaustive=True)
+    record_torch_weight_roles(proto, target, is_program)
     return proto
+
+
+def record_torch_weight_roles(proto: onnx.ModelProto, module, is_program: bool = False) -> None:
+    """Record in `proto` which of its initializers hold `module`'s parameters and which its
+    buffers (the exporters name initializers after them); every other constant is neither."""
+    record_weight_roles(proto, *_weight_names(module, is_program), exhaustive=True)
 
 
 def is_graph_only(proto: onnx.ModelProto) -> bool:

@@ -39,13 +39,20 @@ class Weight:
         return self.values.size if self.size is None else self.size
 
 
-def weight_roles_by_value(proto: onnx.ModelProto, weights: list[Weight]) -> dict:
+def weight_roles_by_value(proto: onnx.ModelProto, weights: list[Weight], *,
+                          distinct: bool = True) -> dict:
     """The keyword arguments of `record_weight_roles` for `proto`: trainable weights are
     parameters, the others buffers; everything else (float initializers found in no weight,
-    integer masks and indices, Constant nodes) is no weight."""
+    integer masks and indices, Constant nodes) is no weight.
+
+    `distinct`: each weight's values are its own (stand-ins). Real weights share values (fresh
+    zero biases, unit scales): an initializer that several weights could hold is a parameter or
+    a buffer of its own where those weights are all trainable or all not, and is left to the
+    graph's rules where they differ (the record is then not exhaustive)."""
     parameters: dict[str, str] = {}
     buffers: dict[str, str] = {}
     constants: list[str] = []
+    undecided = False
     total = sum(w.values.size for w in weights)
     mask = (1 << max(0, int(np.ceil(np.log2(total / _KEPT))))) - 1 if total > _KEPT else 0
     if weights:
@@ -64,16 +71,24 @@ def weight_roles_by_value(proto: onnx.ModelProto, weights: list[Weight]) -> dict
                 continue
             values = numpy_helper.to_array(initializer)
         values = values.astype(np.float32).ravel()
-        owner = _owner(values, ordered, ordered_owners, mask) if weights and values.size else None
-        if owner is None:
+        found = _owners(values, ordered, ordered_owners, mask, distinct) \
+            if weights and values.size else None
+        if found and len(found) > 1:  # no weight holds more values than it has
+            found = [i for i in found if weights[i].elements >= values.size] or found
+        if found is None:
             constants.append(initializer.name)
-        elif owner >= 0:
-            weight = weights[owner]
+        elif len(found) == 1:
+            weight = weights[found[0]]
             (parameters if weight.trainable else buffers)[initializer.name] = weight.key
-        else:  # values of several weights (folded together): a parameter of its own
+        elif not found:  # values of several weights (folded together): a parameter of its own
             parameters[initializer.name] = initializer.name
+        elif len({weights[i].trainable for i in found}) == 1:  # equal values of several weights
+            trainable = weights[found[0]].trainable
+            (parameters if trainable else buffers)[initializer.name] = initializer.name
+        else:
+            undecided = True
     return {"parameters": parameters, "buffers": buffers, "constants": constants,
-            "sizes": {w.key: int(w.elements) for w in weights}, "exhaustive": True}
+            "sizes": {w.key: int(w.elements) for w in weights}, "exhaustive": not undecided}
 
 
 def _kept(values: np.ndarray, mask: int) -> np.ndarray:
@@ -81,9 +96,10 @@ def _kept(values: np.ndarray, mask: int) -> np.ndarray:
     return flat if not mask else flat[(flat.view(np.uint32) & mask) == 0]
 
 
-def _owner(values: np.ndarray, ordered: np.ndarray, owners: np.ndarray,
-           mask: int = 0) -> int | None:
-    """The weight whose stand-ins hold `values`; None: no weight's; -1: several weights'.
+def _owners(values: np.ndarray, ordered: np.ndarray, owners: np.ndarray, mask: int = 0,
+            distinct: bool = True) -> list[int] | None:
+    """The weights that may hold `values`: one, or (real values) all that hold every sample;
+    [] where the values are several weights' (folded together); None: no weight's.
 
     Distinct samples only: a table of cosines is mostly 1.0, a value a stand-in may have too.
     With a mask, also the values every weight keeps whatever its size."""
@@ -100,6 +116,13 @@ def _owner(values: np.ndarray, ordered: np.ndarray, owners: np.ndarray,
     findable = int((found | ((samples.view(np.uint32) & mask) == 0)).sum())
     if not findable or found.sum() < _AGREEMENT * findable:
         return None
+    if not distinct and found.all():
+        ends = np.searchsorted(ordered, samples, side="right")
+        holders = set(np.unique(owners[at[0]:ends[0]]).tolist())
+        for start, end in zip(at[1:], ends[1:]):
+            holders &= set(np.unique(owners[start:end]).tolist())
+        if holders:
+            return sorted(holders)
     candidates, counts = np.unique(owners[at[found]], return_counts=True)
     best = int(np.argmax(counts))
-    return int(candidates[best]) if counts[best] >= _AGREEMENT * findable else -1
+    return [int(candidates[best])] if counts[best] >= _AGREEMENT * findable else []

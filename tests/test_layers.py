@@ -5,7 +5,7 @@ from __future__ import annotations
 import onnx
 import pytest
 
-from onnxflops.report.layers import layer_of
+from onnxflops.report.layers import layer_in_model, layer_of
 
 
 def named(name: str, scopes: str | None = None) -> onnx.NodeProto:
@@ -27,3 +27,14 @@ def named(name: str, scopes: str | None = None) -> onnx.NodeProto:
 ])
 def test_layer_of_each_exporters_names(node, layer):
     assert layer_of(node) == layer
+
+
+@pytest.mark.parametrize("layer, within", [
+    ("model_1/dense_1", "dense_1"),
+    ("classifier_1/backbone_1/fc1_1", "backbone_1/fc1_1"),  # a nested model's layer
+    ("model/dense", "dense"),
+    ("layer1.0.conv1", "layer1.0.conv1"),
+    ("", ""),
+])
+def test_a_layer_is_named_below_its_models_scope(layer, within):
+    assert layer_in_model(layer) == within

@@ -64,13 +64,17 @@ def _check_against_reference(model, kv_bytes_per_token: int):
     return r
 
 
+def _small_llama(transformers):
+    """2 layers of 4 query heads and 2 key/value heads of 16 dims."""
+    return transformers.LlamaForCausalLM(transformers.LlamaConfig(
+        num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=4,
+        num_key_value_heads=2, vocab_size=256, max_position_embeddings=256))
+
+
 @pytest.mark.slow
 def test_grouped_query_llama_matches_flop_counter():
     transformers = _transformers()
-    config = transformers.LlamaConfig(num_hidden_layers=2, hidden_size=64, intermediate_size=128,
-                                      num_attention_heads=4, num_key_value_heads=2,
-                                      vocab_size=256, max_position_embeddings=256)
-    model = transformers.LlamaForCausalLM(config)
+    model = _small_llama(transformers)
     # Per token: 2 layers × (key + value) × 2 kv heads × head size 16, in bf16.
     r = _check_against_reference(model, 2 * 2 * 2 * 16 * 2)
     # The step's formula in the context: per layer, 4 heads × 16 for q·kᵀ and again for p·v,
@@ -469,3 +473,22 @@ def test_llama2_7b_shaped_decode_step_on_meta_against_the_two_n_rule():
         with FlopCounterMode(display=False) as counter:
             model(input_ids=ids[:, :1], past_key_values=cache, use_cache=True)
     assert r.decode_at(2048).macs == counter.get_total_flops() // 2
+
+
+@pytest.mark.slow
+def test_the_served_graphs_record_which_initializers_are_parameters():
+    import onnxflops
+    from onnxflops.converters.causal_lm import causal_lm_to_onnx
+    from onnxflops.load import weight_roles
+
+    transformers = _transformers()
+    model = _small_llama(transformers)
+    lm = causal_lm_to_onnx(model)
+    for graph in (lm.prefill, lm.decode):
+        roles = weight_roles(graph)
+        assert roles is not None and roles.exhaustive
+        assert sorted(name.split(".")[-1] for name in roles.buffers) == ["inv_freq",
+                                                                         "original_inv_freq"]
+        report = onnxflops.count(graph, symbolic=True)
+        assert report.total.params == lm.params == sum(p.numel() for p in model.parameters())
+        assert report.total.buffers == 64 // 4 // 2  # the inverse frequency of each pair of dims

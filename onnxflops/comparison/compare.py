@@ -21,7 +21,7 @@ import onnx
 from onnxflops.api import count
 from onnxflops.dims import format_shape
 from onnxflops.errors import OnnxFlopsError
-from onnxflops.report import Report, Totals, human, text_table
+from onnxflops.report import Report, Totals, human, layer_in_model, text_table
 
 COMPARED = ("macs", "flops", "params", "buffers")
 _PER_LAYER = ("macs", "params", "buffers")
@@ -185,19 +185,13 @@ def layers_of(report: Report) -> list[Layer]:
     """Layers with work or weights, in the order they first run; TF scopes cut at the layer."""
     layers: dict[str, Layer] = {}
     for node in report.nodes:
-        name = _layer_name(node.layer)
+        name = layer_in_model(node.layer)
         layer = layers.setdefault(name, Layer(name, [], Totals(), None))
         layer.totals.add(node)
         layer.op_types.append(node.op_type)
         if node.output_shapes:
             layer.output_shape = node.output_shapes[0]
     return [x for x in layers.values() if x.totals.macs or x.totals.params or x.totals.buffers]
-
-
-def _layer_name(layer: str) -> str:
-    """'model_1/dense_1/Tensordot' → 'dense_1': Keras layers are the second TF name scope."""
-    parts = layer.split("/")
-    return parts[1] if len(parts) > 1 else layer
 
 
 def _key(layer: Layer) -> tuple:

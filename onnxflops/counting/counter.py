@@ -20,7 +20,7 @@ from onnxflops.analysis import (
 )
 from onnxflops.costs import REGISTRY, ZERO, Backward, Cost, Node, Registry, Rule, check_node
 from onnxflops.counting.training import GradientFlow
-from onnxflops.counting.weights import is_hyperparameter
+from onnxflops.counting.weights import LearnedWeights, is_hyperparameter
 from onnxflops.load import weight_roles
 from onnxflops.load.weight_roles import CONSTANT, PARAMETER
 from onnxflops.dims import SYMBOL_MARK, is_symbolic
@@ -62,6 +62,7 @@ class _Counter:
         self.coefficient_keys: set[tuple] = set()
         self.opsets = analyzed.opsets
         self.seen_weights: set[str] = set()
+        self.learned = LearnedWeights(table)
         # Parameters and buffers as the framework named them, where a converter recorded them.
         self.roles = weight_roles(analyzed.model)
         self.outcomes: dict[tuple, _Outcome | object] = {}  # by node signature
@@ -238,6 +239,7 @@ class _Counter:
             is_buffer = slot in rule.buffers
             if not (is_buffer or rule.is_weight_slot(slot)):
                 continue
+            unlearned = None
             for source in scope.weight_sources(name):
                 info = scope.info(source)
                 if self.roles is not None and self.roles.role(source) is not None:
@@ -249,7 +251,9 @@ class _Counter:
                 self.seen_weights.add(source)
                 # A packed slot's count holds where the slot reads the packed tensor itself.
                 count = packed[slot] if slot in packed and source == name else info.numel
-                if is_buffer:
+                if unlearned is None and not is_buffer:
+                    unlearned = self.learned.unlearned(scope, proto, name)
+                if is_buffer or source in unlearned:
                     buffers += count
                 else:
                     params += count

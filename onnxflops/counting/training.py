@@ -14,7 +14,7 @@ from typing import Iterable
 import onnx
 
 from onnxflops.costs import Registry
-from onnxflops.counting.weights import is_hyperparameter
+from onnxflops.counting.weights import LearnedWeights, is_hyperparameter
 from onnxflops.graph import GraphView, bodies, free_names
 
 
@@ -29,6 +29,7 @@ class GradientFlow:
         self.table = table
         self.view = view
         self.parent = parent
+        self.learned = LearnedWeights(table)
         self._carrying: set[str] = set(carrying)
         self._grads: dict[tuple[str, ...], frozenset[int]] = {}  # by the node's outputs
         for proto in view.nodes():
@@ -66,13 +67,13 @@ class GradientFlow:
             return False
         if is_hyperparameter(self.table, self.view, proto, rule, self.view.info(name)):
             return False
-        return self._is_trainable(name)
+        return self._is_trainable(name, self.learned.unlearned(self.view, proto, name))
 
-    def _is_trainable(self, name: str) -> bool:
+    def _is_trainable(self, name: str, unlearned: frozenset[str] = frozenset()) -> bool:
         view = self.view
         if not view.holds_value(name):
             return False
-        for source in view.weight_sources(name):
+        for source in view.weight_sources(name) - unlearned:
             info = view.info(source)
             if info is not None and info.is_float and info.shape:
                 return True

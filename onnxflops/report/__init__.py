@@ -9,7 +9,8 @@ from onnxflops.report.tables import (
     Uncosted,
     human,
 )
+from onnxflops.report.layers import layer_in_model
 from onnxflops.report.render import markdown_table, text_table
 
 __all__ = ["BACKWARD", "SUMMED", "NodeReport", "Report", "Totals", "Uncosted", "human",
-           "markdown_table", "text_table"]
+           "layer_in_model", "markdown_table", "text_table"]

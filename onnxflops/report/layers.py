@@ -45,3 +45,15 @@ def _layer_of_scope(scope: str) -> str:
     for part in scope.strip("/").split("/"):
         path = part if not path or part.startswith(path + ".") else f"{path}.{part}"
     return path
+
+
+def layer_in_model(layer: str) -> str:
+    """A layer's name below the model's own scope: `model_1/dense_1` → `dense_1`. The layers of a
+    nested Keras model keep its scope, each its own (`model_1/backbone_1/fc1_1` →
+    `backbone_1/fc1_1`); of any other TF scope the second component is kept."""
+    parts = layer.split("/")
+    if len(parts) < 2:
+        return layer
+    if all(_KERAS_LAYER_SCOPE.match(part) for part in parts):
+        return "/".join(parts[1:])
+    return parts[1]

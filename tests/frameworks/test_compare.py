@@ -33,6 +33,21 @@ def test_a_keras_port_compares_the_same_with_layers_grouped_where_frameworks_spl
     assert sum(x.totals.macs for x in attention.a) == 3 * 10_240 + 6_400 + 10_240
 
 
+def test_a_nested_keras_model_is_aligned_layer_by_layer_with_its_flat_torch_twin():
+    """A Sequential used as a layer of a Keras model (as a keras.applications backbone inside a
+    classifier): each of its layers is a row of its own, not the backbone as one."""
+    backbone = keras.Sequential([keras.layers.Dense(16, activation="relu", name="fc1"),
+                                 keras.layers.Dense(8, name="fc2")], name="backbone")
+    x = keras.Input((4,), name="x")
+    classifier = keras.Model(x, keras.layers.Dense(3, name="head")(backbone(x)))
+    twin = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 8), nn.Linear(8, 3))
+    result = onnxflops.assert_same_cost(classifier, twin, inputs_b=((1, 4),))
+    assert [row.status for row in result.layers] == ["same"] * 3
+    assert [[x.name for x in row.a] for row in result.layers] == [
+        ["backbone_1/fc1_1"], ["backbone_1/fc2_1"], ["head_1"]]
+    assert [row.a[0].totals.macs for row in result.layers] == [4 * 16, 16 * 8, 8 * 3]
+
+
 def test_the_lstm_bias_difference_is_shown_and_explained():
     result = onnxflops.compare(converted("lstm2", "keras"), converted("lstm2", "dynamo"))
     assert not result.same

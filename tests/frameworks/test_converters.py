@@ -419,3 +419,75 @@ def test_initializers_are_told_by_their_stand_in_values_with_or_without_sampling
         assert roles["parameters"] == {"rows": "table", "k": "kernel"}
         assert roles["buffers"] == {"s": "stats"} and roles["constants"] == ["cos"]
         assert roles["sizes"] == {"table": 32000, "kernel": 2048, "stats": 32}
+
+
+def test_real_weights_that_share_values_are_told_apart_by_what_they_are():
+    """keep_weights: real values repeat across weights (zero biases, unit scales). An initializer
+    that several weights could hold is a param (or buffer) of its own size where they agree,
+    and left to the graph's rules where they do not."""
+    import onnx
+    import onnx.numpy_helper as nh
+
+    from onnxflops.converters.weight_match import Weight, weight_roles_by_value
+
+    rng = np.random.default_rng(0)
+    table = rng.standard_normal((50, 8)).astype(np.float32)
+    zeros4, zeros6 = np.zeros(4, np.float32), np.zeros(6, np.float32)
+    ones = np.ones(3, np.float32)
+    weights = [Weight("table", table, True), Weight("bias_a", zeros4, True),
+               Weight("bias_b", zeros6, True), Weight("mean", np.zeros(4, np.float32), False),
+               Weight("scale_a", ones, True), Weight("scale_b", ones.copy(), True)]
+    model = onnx.helper.make_model(onnx.helper.make_graph([], "g", [], [], [
+        nh.from_array(table[:16], "rows"), nh.from_array(zeros6, "b6"),
+        nh.from_array(zeros4, "zeros4"), nh.from_array(ones, "ones"),
+        nh.from_array(np.cos(table), "cos")]))
+    roles = weight_roles_by_value(model, weights, distinct=False)
+    # Only one weight holds 6 zeros; both that hold 3 ones are params: a param of its own.
+    assert roles["parameters"] == {"rows": "table", "b6": "bias_b", "ones": "ones"}
+    assert roles["constants"] == ["cos"]
+    assert "zeros4" not in roles["buffers"] and not roles["exhaustive"]  # a bias or the mean?
+
+
+def test_a_keras_model_converted_with_its_own_weights_records_its_params():
+    """keep_weights=True: the record is read from the real values. Grappler cuts the position
+    table to the 6 rows the graph reads; the table still counts whole, its 64 × 4 elements."""
+
+    class Positions(keras.layers.Layer):
+        def build(self, shape):
+            self.table = self.add_weight(shape=(64, shape[-1]), initializer="random_normal")
+
+        def call(self, x):
+            return x + self.table[: x.shape[1]]
+
+    x = keras.Input((6, 4), name="x")
+    y = keras.layers.BatchNormalization(name="bn")(Positions(name="positions")(x))
+    model = keras.Model(x, keras.layers.Dense(3, name="dense")(y))
+    randomize_keras(model)
+    from onnxflops.load import weight_roles
+
+    converted = keras_to_onnx(model, keep_weights=True)
+    assert weight_roles(converted) is not None
+    report = onnxflops.count(converted)
+    assert report.total.params == sum(int(np.prod(w.shape)) for w in model.trainable_weights)
+    assert report.total.params == 64 * 4 + 2 * 4 + 4 * 3 + 3
+    assert report.total.buffers == 2 * 4
+
+
+@pytest.mark.parametrize("keep_weights", [False, True])
+def test_a_normalization_given_its_statistics_holds_constants_not_inputs(keep_weights):
+    """Mean and variance given to the constructor are tensors the model captures: constants of
+    the graph (not inputs a user would have to feed), and no params, as count_params says."""
+    def normalized(layer):
+        x = keras.Input((4, 4, 3), name="x")
+        model = keras.Model(x, keras.layers.Conv2D(2, 1, name="conv")(layer(x)))
+        randomize_keras(model)  # a bias of its own: Grappler would drop a zero one
+        return model
+
+    given = normalized(keras.layers.Normalization(mean=[0.1, 0.2, 0.3],
+                                                  variance=[1.0, 2.0, 3.0]))
+    converted = keras_to_onnx(given, keep_weights=keep_weights)
+    assert [i.name for i in converted.graph.input] == ["x"]
+    report = onnxflops.count(converted)
+    assert report.total.params == given.count_params() == 2 * 3 + 2
+    # (x − mean) · 1/√var per element, then the 1×1 conv with its bias
+    assert report.total.flops == 2 * 48 + 2 * 16 * 2 * 3 + 16 * 2

@@ -58,3 +58,38 @@ def test_keras_hub_and_hf_do_the_same_flops_where_the_math_is_the_same(name):
     report = counted(name)[0]
     twin = counted(zoo_model(name).twin)[0]
     assert report.total.flops == twin.total.flops - twin.by_op_type()["IsNaN"].flops
+
+
+@pytest.mark.parametrize("name, exporter, fold", [
+    ("timm_swin", "dynamo", False), ("hf_llama", "dynamo", False), ("hf_llama", "dynamo", True),
+    ("hf_t5", "legacy", False)])
+def test_a_plain_torch_export_counts_the_frameworks_params(name, exporter, fold, tmp_path):
+    """torch.onnx.export called by the user writes no record of which initializers are
+    parameters: the graph tells Swin's shifted-window masks, Llama's rotary inverse frequencies
+    (or, constants folded, its cos and sin tables) and T5's zero position bias from weights."""
+    import torch
+
+    model = zoo_model(name)
+    built, inputs = model.build().eval(), model.inputs()
+    _, params = oracle(model, built, inputs)
+    with torch.no_grad():  # the legacy exporter merges weights that are equal, as fresh norms are
+        for p in built.parameters():
+            p.normal_()
+    names = list(inputs)
+
+    class Positional(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = built
+
+        def forward(self, *args):
+            out = self.inner(**dict(zip(names, args)))
+            return out if isinstance(out, torch.Tensor) else out.last_hidden_state
+
+    path = tmp_path / f"{name}.onnx"
+    options = dict(optimize=fold) if exporter == "dynamo" else dict(do_constant_folding=fold)
+    torch.onnx.export(Positional(), tuple(inputs.values()), str(path), input_names=names,
+                      dynamo=exporter == "dynamo", **options)
+    report = onnxflops.count(path, strict=True)
+    assert report.total.params == params
+    assert report.total.buffers > 0  # the masks, the frequencies, the bias: buffers, not params

@@ -1,0 +1,141 @@
+"""Params and buffers by the graph alone: plain ONNX files carry no record of which initializers the
+framework learned, so masks and position tables must be told from weights by their use."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto
+
+import onnxflops
+from helpers import model, node, typed_model, weight
+
+FLOAT, INT64 = TensorProto.FLOAT, TensorProto.INT64
+BATCH, TOKENS, WIDTH, CLASSES, DISTANCES = 2, 4, 8, 3, 7
+
+
+def attention_then_classifier():
+    """One attention head (scores scaled, plus a relative-position bias looked up in a learned
+    table, plus a stored mask, then Softmax) and a classifier whose bias precedes a Softmax."""
+    nodes = [node("MatMul", ["x", "wq"], ["q"]), node("MatMul", ["x", "wk"], ["k"]),
+             node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+             node("MatMul", ["q", "kt"], ["scores"]),
+             node("Mul", ["scores", "scale"], ["scaled"]),
+             node("Gather", ["table", "distance"], ["bias"]),
+             node("Add", ["scaled", "bias"], ["biased"], name="add_bias"),
+             node("Add", ["biased", "mask"], ["masked"], name="add_mask"),
+             node("Softmax", ["masked"], ["probs"], axis=-1),
+             node("MatMul", ["probs", "x"], ["attended"]),
+             node("MatMul", ["attended", "wc"], ["logits"]),
+             node("Add", ["logits", "bc"], ["classes"], name="add_classifier_bias"),
+             node("Softmax", ["classes"], ["y"], axis=-1)]
+    distance = np.subtract.outer(np.arange(TOKENS), np.arange(TOKENS)) + TOKENS - 1
+    weights = [weight("wq", (WIDTH, WIDTH)), weight("wk", (WIDTH, WIDTH)),
+               weight("scale", (), value=0.5), weight("table", (DISTANCES,)),
+               weight("distance", None, np.int64, distance),
+               weight("mask", None, value=np.triu(np.full((TOKENS, TOKENS), -1e9), 1)),
+               weight("wc", (WIDTH, CLASSES)), weight("bc", (CLASSES,))]
+    return model(nodes, {"x": [BATCH, TOKENS, WIDTH]}, weights)
+
+
+def test_a_stored_mask_added_to_attention_scores_is_a_buffer():
+    report = onnxflops.count(attention_then_classifier())
+    # Learned: the projections, the bias table (read by a Gather), the classifier and its bias
+    # (added before a Softmax too, but onto a product with a weight, not onto scores).
+    assert report.total.params == 2 * WIDTH * WIDTH + DISTANCES + WIDTH * CLASSES + CLASSES
+    assert report.total.buffers == TOKENS * TOKENS
+    by_name = {n.name: n for n in report.nodes}
+    assert (by_name["add_bias"].params, by_name["add_mask"].buffers) == (DISTANCES,
+                                                                         TOKENS * TOKENS)
+    assert by_name["add_classifier_bias"].params == CLASSES
+
+
+def test_a_mask_gets_no_gradient_and_a_learned_bias_does():
+    report = onnxflops.count(attention_then_classifier(), training=True)
+    by_name = {n.name: n for n in report.nodes}
+    assert by_name["add_mask"].backward_flops == 0
+    # d(bias) sums dY over the batch: one add per element beyond the first batch item.
+    assert by_name["add_bias"].backward_flops == (BATCH - 1) * TOKENS * TOKENS
+
+
+def rotary(angles_of: str = "range"):
+    """Angles = positions × inverse frequencies, read by Cos and Sin only: the positions a Range
+    up to the sequence length, or given as an input (integers, made float); or, for
+    "activations", the activations × a learned matrix."""
+    half = WIDTH // 2
+    inputs = {"x": (FLOAT, [1, "tokens", WIDTH])}
+    frequencies = 1 / 10000 ** (np.arange(half, dtype=np.float32)[None] / half)
+    if angles_of == "activations":
+        angles = [node("MatMul", ["x", "frequencies"], ["angles"])]
+        frequencies = np.ones((WIDTH, half), np.float32)
+    else:
+        if angles_of == "range":
+            positions = [node("Shape", ["x"], ["shape"]),
+                         node("Gather", ["shape", "one"], ["length"], axis=0),
+                         node("Range", ["zero", "length", "one"], ["positions"])]
+        else:
+            positions = []
+            inputs["positions"] = (INT64, ["tokens"])
+        angles = [*positions, node("Cast", ["positions"], ["float_positions"], to=FLOAT),
+                  node("Unsqueeze", ["float_positions", "one_axis"], ["column"]),
+                  node("MatMul", ["column", "frequencies"], ["angles"])]
+    nodes = [*angles, node("Concat", ["angles", "angles"], ["both"], axis=-1),
+             node("Cos", ["both"], ["cos"]), node("Sin", ["both"], ["sin"]),
+             node("Mul", ["x", "cos"], ["xc"]), node("Mul", ["x", "sin"], ["xs"]),
+             node("Add", ["xc", "xs"], ["y"])]
+    constants = {"frequencies": frequencies, "zero": np.array(0, np.int64),
+                 "one": np.array(1, np.int64), "one_axis": np.array([1], np.int64)}
+    return typed_model(nodes, inputs, constants, opset=18)
+
+
+@pytest.mark.parametrize("angles_of, symbolic", [("range", False), ("range", True),
+                                                 ("input", False)],
+                         ids=["tables folded", "tables of symbolic length", "positions given"])
+def test_rotary_inverse_frequencies_are_a_buffer(angles_of, symbolic):
+    bound = {"x": [1, TOKENS, WIDTH], "positions": [TOKENS]}
+    inputs = None if symbolic else {k: v for k, v in bound.items()
+                                    if k == "x" or angles_of == "input"}
+    report = onnxflops.count(rotary(angles_of), inputs, symbolic=symbolic)
+    assert not report.uncosted
+    assert (report.total.params, report.total.buffers) == (0, WIDTH // 2)
+
+
+def test_frequencies_applied_to_the_activations_are_learned():
+    report = onnxflops.count(rotary("activations"), {"x": [1, TOKENS, WIDTH]})
+    assert (report.total.params, report.total.buffers) == (WIDTH * WIDTH // 2, 0)
+
+
+def test_rotary_tables_folded_into_constants_are_buffers():
+    """x·cos + rotate_half(x)·sin with both tables constants (an exporter that folds constants),
+    rotate_half(x) = Concat(−x[..., 4:], x[..., :4]); then a learned scale, which stays a param."""
+    half = WIDTH // 2
+    nodes = [node("Slice", ["x", "start", "middle", "last_axis"], ["first_half"]),
+             node("Slice", ["x", "middle", "end", "last_axis"], ["second_half"]),
+             node("Neg", ["second_half"], ["negated"]),
+             node("Concat", ["negated", "first_half"], ["rotated"], axis=-1),
+             node("Mul", ["x", "cos"], ["x_cos"]), node("Mul", ["rotated", "sin"], ["rotated_sin"]),
+             node("Add", ["x_cos", "rotated_sin"], ["turned"]),
+             node("Mul", ["turned", "gamma"], ["y"])]
+    angles = np.outer(np.arange(TOKENS), np.ones(WIDTH)).astype(np.float32)
+    constants = {"start": np.array([0]), "middle": np.array([half]), "end": np.array([WIDTH]),
+                 "last_axis": np.array([-1]), "cos": np.cos(angles), "sin": np.sin(angles),
+                 "gamma": np.ones(WIDTH, np.float32)}
+    report = onnxflops.count(typed_model(nodes, {"x": (FLOAT, [1, TOKENS, WIDTH])}, constants))
+    assert not report.uncosted
+    assert (report.total.params, report.total.buffers) == (WIDTH, 2 * TOKENS * WIDTH)
+
+
+def test_a_constant_whose_result_is_only_compared_is_a_buffer():
+    """Keras merges its causal mask with the padding mask (Minimum) and tests the result: the
+    mask is a condition, not a weight; the projection beside it is."""
+    nodes = [node("Min", ["padding", "causal"], ["allowed"]),
+             node("Greater", ["allowed", "half"], ["keep"]),
+             node("MatMul", ["x", "w"], ["scores"]),
+             node("Where", ["keep", "scores", "never"], ["masked"]),
+             node("Softmax", ["masked"], ["y"], axis=-1)]
+    constants = {"causal": np.tril(np.ones((TOKENS, TOKENS), np.float32)),
+                 "half": np.array(0.5, np.float32), "never": np.array(-1e9, np.float32),
+                 "w": np.ones((WIDTH, TOKENS), np.float32)}
+    report = onnxflops.count(typed_model(nodes, {"x": (FLOAT, [TOKENS, WIDTH]),
+                                                 "padding": (FLOAT, [1, TOKENS])}, constants))
+    assert (report.total.params, report.total.buffers) == (WIDTH * TOKENS, TOKENS * TOKENS)
