@@ -153,8 +153,10 @@ def scale_products_not_operands(g: Editor) -> bool:
         if any(g.is_constant(i) for i in node.input):
             continue  # products of two activations (attention's q·kᵀ), not layers with weights
         found = {id(f[1]): f for f in map(lambda i: _scalar_factor_feeding(g, i), node.input) if f}
+        if not found or not node.output:  # a node of a broken file may name no output at all
+            continue
         info = g.info(node.output[0])
-        if not found or info is None or not info.is_float:
+        if info is None or not info.is_float:
             continue
         factor = math.prod(scale for scale, _ in found.values())
         for _, scaling in found.values():
