@@ -54,10 +54,6 @@ def is_float(dtype: int) -> bool:
     return dtype in _FLOAT_TYPES
 
 
-def dtype_name(dtype: int) -> str:
-    return onnx.TensorProto.DataType.Name(dtype).lower() if dtype else "?"
-
-
 # Inputs read only for their type or shape: they never make a node's result vary at run time.
 _TYPE_ONLY_INPUTS = {"CastLike": (1,), "RandomNormalLike": (0,), "RandomUniformLike": (0,),
                      "EyeLike": (0,)}
