@@ -204,6 +204,7 @@ class GraphView:
         # are alike, where shape inference found it; dropped when the nodes are edited.
         self.kinds: dict[int, int] = {}
         self._producers: dict[str, onnx.NodeProto] | None = None
+        self._consumers: dict[str, list[onnx.NodeProto]] | None = None
         self.tensors: dict[str, TensorInfo] = {}
         self.initializers: dict[str, onnx.TensorProto] = {}
         self.values: dict[str, np.ndarray] = {}
@@ -253,6 +254,7 @@ class GraphView:
         """The graph's node list or a node's inputs or outputs were edited: read them again."""
         self._rows = None
         self._producers = None
+        self._consumers = None
         self.kinds = {}
 
     def read_types(self, typed: Iterable[onnx.ValueInfoProto]) -> None:
@@ -325,6 +327,16 @@ class GraphView:
             self._producers = {o: node for node, _, _, _, outputs in self.rows() for o in outputs}
             self._producers.pop("", None)
         return self._producers
+
+    def consumers(self) -> dict[str, list[onnx.NodeProto]]:
+        """The nodes of this graph that read each tensor, in graph order."""
+        if self._consumers is None:
+            self._consumers = {}
+            for node, _, _, inputs, _ in self.rows():
+                for name in inputs:
+                    if name:
+                        self._consumers.setdefault(name, []).append(node)
+        return self._consumers
 
     def weight_sources(self, name: str) -> frozenset[str]:
         """The initializers (or Constant outputs) a constant tensor was computed from."""

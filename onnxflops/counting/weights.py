@@ -16,7 +16,6 @@ hold no learned value and count as buffers:
 
 from __future__ import annotations
 
-from collections import defaultdict
 
 import onnx
 
@@ -79,7 +78,6 @@ class _GraphFacts:
     def __init__(self, table: Registry, view: GraphView):
         self.table = table
         self.view = view
-        self._consumers: dict[str, list[onnx.NodeProto]] | None = None
         # By constant tensor: the sources that reach it through a sinusoid, and whether a lookup
         # or a product of weights computed it (a learned value).
         self._origins: dict[str, tuple[frozenset[str], bool]] = {}
@@ -94,13 +92,7 @@ class _GraphFacts:
 
     @property
     def consumers(self) -> dict[str, list[onnx.NodeProto]]:
-        if self._consumers is None:
-            self._consumers = defaultdict(list)
-            for row in self.view.rows():
-                for name in row.inputs:
-                    if name:
-                        self._consumers[name].append(row.proto)
-        return self._consumers
+        return self.view.consumers()
 
     def tabulated(self, name: str) -> frozenset[str]:
         """The sources that reach constant `name` through a Cos or a Sin."""
