@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from dataclasses import dataclass, field
 from html import escape
 from typing import Any, Callable
@@ -186,14 +187,17 @@ def to_markdown(result, **options) -> str:
 
 # --- HTML ------------------------------------------------------------------------------------
 
-# Long names wrap inside their cell instead of pushing the table off the page.
+# Long names wrap inside their cell, at the separators marked <wbr> (html_table), instead of
+# pushing the table off the page; numbers never wrap.
 TABLE_CSS = ("table.onnxflops{border-collapse:collapse;margin:8px 0 16px;font-size:13px;"
              "max-width:100%}"
              "table.onnxflops td,table.onnxflops th{border:1px solid #ddd;padding:3px 8px;"
-             "text-align:right;vertical-align:top}"
-             "table.onnxflops td.text,table.onnxflops th.text{text-align:left;"
-             "overflow-wrap:anywhere;word-break:break-word;max-width:40em}"
+             "text-align:right;vertical-align:top;white-space:nowrap}"
+             "table.onnxflops td.text,table.onnxflops th.text{text-align:left;white-space:normal;"
+             "overflow-wrap:break-word}"
              "table.onnxflops th{background:#f3f3f3}")
+# Where a name may wrap: after a path, scope or fusion separator.
+_WRAP_AFTER = re.compile(r"([/_.+:,-])")
 
 
 def html_table(header: list[str] | None, rows: list[list[str]], left: int = 1,
@@ -203,12 +207,17 @@ def html_table(header: list[str] | None, rows: list[list[str]], left: int = 1,
     text = {i for i in range(width) if i < left or (note and i == width - 1)}
 
     def cells(tag: str, values: list[str]) -> str:
-        return "".join(f"<{tag} class=\"text\">{escape(v)}</{tag}>" if i in text
+        return "".join(f"<{tag} class=\"text\">{_wrappable(v)}</{tag}>" if i in text
                        else f"<{tag}>{escape(v)}</{tag}>" for i, v in enumerate(values))
 
     head = f"<thead><tr>{cells('th', header)}</tr></thead>" if header is not None else ""
     body = "".join(f"<tr>{cells('td', r)}</tr>" for r in rows)
     return f"<table class=\"onnxflops\">{head}<tbody>{body}</tbody></table>"
+
+
+def _wrappable(name: str) -> str:
+    """`name` escaped, with a line-break opportunity after each separator."""
+    return _WRAP_AFTER.sub(r"\1<wbr>", escape(name))
 
 
 def html_fragment(result, **options) -> str:

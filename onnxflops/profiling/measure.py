@@ -238,12 +238,12 @@ class Profile(formats.Rendered):
         return [Text(self.summary_lines(), hard_breaks=True), "",
                 Table(*self.table_rows(top), rules=True, closing_rule=False), *self.notes()]
 
-    def to_text(self, limit: int | None = 20) -> str:
-        """The summary, then the `limit` slowest executed nodes (None: all)."""
-        return formats.to_text(self, top=limit)
+    def to_text(self, top: int | None = 20) -> str:
+        """The summary, then the `top` slowest executed nodes (None: all)."""
+        return formats.to_text(self, top=top)
 
-    def to_markdown(self, limit: int | None = None) -> str:
-        return formats.to_markdown(self, top=limit)
+    def to_markdown(self, top: int | None = None) -> str:
+        return formats.to_markdown(self, top=top)
 
     def to_csv(self, by: str = "node") -> str:
         return formats.to_csv(self, by=by)
