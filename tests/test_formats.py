@@ -103,6 +103,13 @@ def test_profiles_node_table_fits_120_columns_and_its_page_wraps_names():
                                 "%", "FLOP/s", "%", "of", "roof", "FLOP/B", "bound"]
     assert max(map(len, table)) <= 120 and any("…" in line for line in table)
     page = to_html([prof])
+    # rows: per op type the executed nodes' FLOPs, which sum to the count's 2·3·4·2 + 2·4 = 56
+    ops = prof.rows(by="op")
+    assert ops.columns == ["op", "nodes", "flops", "bytes", "time_ms", "latency_share",
+                           "flops_share", "achieved_flops_per_s", "intensity"]
+    assert sum(r["flops"] for r in ops) == 56 and prof.rows().columns[:3] == ["model", "name",
+                                                                              "op_type"]
+    assert prof._repr_html_().count("<table") == 1
     # the name may wrap after each '/', and the numbers never do
     assert '<td class="text">/<wbr>block0/<wbr>block1/<wbr>block2/<wbr>' in page
     assert "white-space:nowrap" in page
@@ -299,6 +306,13 @@ class TestCommands:
         code, out, err = run(capsys, "count", onnx_file(mlp()), "--html",
                              str(tmp_path / "absent" / "x.html"))
         assert code == 2 and out == "" and "does not exist" in err
+
+    def test_a_comparisons_rows(self):
+        result = onnxflops.compare(mlp(), mlp())
+        assert result.rows(by="total")[:2] == [{"quantity": "macs", "a": 24, "b": 24},
+                                               {"quantity": "flops", "a": 56, "b": 56}]
+        assert [(r["op"], r["flops_a"], r["flops_b"]) for r in result.rows(by="op")] == [
+            ("MatMul", 48, 48), ("Relu", 8, 8)]
 
     def test_compare_writes_every_format(self, capsys, onnx_file):
         path = onnx_file(mlp())
