@@ -175,9 +175,9 @@ def to_markdown(result, **options) -> str:
     lines: list[str] = []
     for block in result.view(**options):
         if isinstance(block, Table):
-            header = block.header if block.header is not None else [""] * len(block.rows[0])
-            lines += markdown_table(header, block.rows, block.left) if block.rows or block.header \
-                else []
+            if block.header is not None or block.rows:  # Markdown tables need a header row
+                header = block.header if block.header is not None else [""] * len(block.rows[0])
+                lines += markdown_table(header, block.rows, block.left)
         elif isinstance(block, Text):
             lines += [f"{line}  " if block.hard_breaks else line for line in block.lines]
         else:
