@@ -91,6 +91,7 @@ class TestTextTables:
 
 
 def test_profiles_node_table_fits_120_columns_and_its_page_wraps_names():
+    pytest.importorskip("onnxruntime")
     from onnxflops.html.page import to_html
 
     long = "/" + "/".join(f"block{i}" for i in range(20))
