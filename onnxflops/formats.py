@@ -52,7 +52,8 @@ class Table:
 
 @dataclass
 class Text:
-    """Lines of prose; in Markdown, `hard_breaks` keeps each on its own line (two trailing spaces)."""
+    """Lines of prose; in Markdown, `hard_breaks` keeps each on its own line (two trailing
+    spaces)."""
     lines: list[str]
     hard_breaks: bool = False
 

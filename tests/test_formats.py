@@ -111,6 +111,9 @@ def test_profiles_node_table_fits_120_columns_and_its_page_wraps_names():
     assert sum(r["flops"] for r in ops) == 56 and prof.rows().columns[:3] == ["model", "name",
                                                                               "op_type"]
     assert prof._repr_html_().count("<table") == 1
+    # per module one level down (`block0`), as a count's by_layer(depth=1)
+    modules = prof.by_layer(depth=1)
+    assert list(modules) == ["block0"] and modules["block0"].flops == 56
     # the name may wrap after each '/', and the numbers never do
     assert '<td class="text">/<wbr>block0/<wbr>block1/<wbr>block2/<wbr>' in page
     assert "white-space:nowrap" in page
@@ -160,7 +163,8 @@ class TestRows:
              "buffers": 0, "bytes_read": 72, "bytes_written": 32},
             {"op": "Relu", "nodes": 1, "macs": 0, "flops": 8, "int_ops": 0, "params": 0,
              "buffers": 0, "bytes_read": 32, "bytes_written": 32}]
-        assert onnxflops.count(mlp()).to_csv(by="op").splitlines()[1] == "MatMul,1,24,48,0,12,0,72,32"
+        csv_rows = onnxflops.count(mlp()).to_csv(by="op").splitlines()
+        assert csv_rows[1] == "MatMul,1,24,48,0,12,0,72,32"
 
     def test_an_unknown_grouping_is_a_clear_error(self):
         with pytest.raises(ValueError, match="by='module': one of node, op, layer, category"):
@@ -242,6 +246,8 @@ class TestDepth:
     def test_a_bad_depth_is_a_clear_error(self):
         with pytest.raises(ValueError, match="depth=0: a whole number from 1"):
             onnxflops.count(wrapped_encoder()).by_layer(depth=0)
+        with pytest.raises(ValueError, match="depth=2 sums layers: it goes with by='layer'"):
+            onnxflops.count(wrapped_encoder()).rows(by="op", depth=2)
 
     @pytest.mark.parametrize("layers, names", [
         # Keras 3 through tf2onnx: the model's scope goes, and each layer's `_N` suffix.

@@ -41,7 +41,7 @@ from onnxflops.profiling.runtime import (
 )
 from onnxflops.profiling.trace import END_TO_END_ONLY, NodeTimes, read_trace
 from onnxflops.formats import Rows, Table, Text
-from onnxflops.report import Report, human
+from onnxflops.report import Report, human, modules_at_depth
 
 Progress = Callable[[str, float], None]
 
@@ -146,8 +146,13 @@ class Profile(formats.Rendered):
     def by_op_type(self) -> dict[str, Rollup]:
         return self._rollup(lambda n: n.op_type)
 
-    def by_layer(self) -> dict[str, Rollup]:
-        return self._rollup(lambda n: n.layer or "(top level)")
+    def by_layer(self, depth: int | None = None) -> dict[str, Rollup]:
+        """Executed nodes summed per layer, slowest first; with `depth`, per module `depth`
+        levels down the model, in the framework's names (as Report.by_layer)."""
+        if depth is None:
+            return self._rollup(lambda n: n.layer or "(top level)")
+        at_depth = modules_at_depth({n.layer for n in self.nodes}, depth)
+        return self._rollup(lambda n: at_depth[n.layer] or "(top level)")
 
     def _rollup(self, key: Callable[[MeasuredNode], str]) -> dict[str, Rollup]:
         groups: dict[str, Rollup] = {}
@@ -184,9 +189,9 @@ class Profile(formats.Rendered):
     def to_json(self, indent: int | None = 2) -> str:
         return formats.to_json(self, indent)
 
-    def rows(self, by: str = "node") -> Rows:
-        """One record per executed node (the model's name first), or per op type or layer with
-        its summed time and FLOPs, slowest first."""
+    def rows(self, by: str = "node", depth: int | None = None) -> Rows:
+        """One record per executed node (the model's name first), or per op type or layer
+        (`depth`: see by_layer) with its summed time and FLOPs, slowest first."""
         if by == "node":
             columns = ["model", "name", "op_type", "original_nodes", "layer", "flops", "bytes",
                        "time_ms", "achieved_flops_per_s", "bound"]
@@ -195,7 +200,7 @@ class Profile(formats.Rendered):
                                   for n in self.nodes])
         if by not in ("op", "layer"):
             raise ValueError(f"by={by!r}: one of node, op, layer")
-        groups = self.by_op_type() if by == "op" else self.by_layer()
+        groups = self.by_op_type() if by == "op" else self.by_layer(depth)
         return Rows([by, *Rollup().to_dict()], [{by: k, **g.to_dict()} for k, g in groups.items()])
 
     def summary_lines(self) -> list[str]:
@@ -245,8 +250,8 @@ class Profile(formats.Rendered):
     def to_markdown(self, top: int | None = None) -> str:
         return formats.to_markdown(self, top=top)
 
-    def to_csv(self, by: str = "node") -> str:
-        return formats.to_csv(self, by=by)
+    def to_csv(self, by: str = "node", depth: int | None = None) -> str:
+        return formats.to_csv(self, by=by, depth=depth)
 
     def notes(self) -> list[str]:
         notes = [f"unattributed: {u.name} ({u.op_type}) {human(u.flops)} FLOPs: {u.reason}"

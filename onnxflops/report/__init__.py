@@ -11,8 +11,9 @@ from onnxflops.report.tables import (
     human,
     summary,
 )
-from onnxflops.report.layers import framework_names, layer_in_model
+from onnxflops.report.layers import framework_names, layer_in_model, modules_at_depth
 from onnxflops.formats import markdown_table, text_table
 
 __all__ = ["BACKWARD", "SUMMED", "NodeReport", "Report", "Totals", "Uncosted", "human",
-           "framework_names", "layer_in_model", "markdown_table", "summary", "text_table"]
+           "framework_names", "layer_in_model", "markdown_table", "modules_at_depth", "summary",
+           "text_table"]

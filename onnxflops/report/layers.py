@@ -60,7 +60,8 @@ def layer_in_model(layer: str) -> str:
     return parts[1]
 
 
-_WRAPPER = "module"  # the attribute a wrapping nn.Module (DataParallel, a keyword-call adapter) keeps
+# The attribute a wrapping nn.Module (DataParallel, a keyword-call adapter) keeps its model in.
+_WRAPPER = "module"
 
 
 def framework_names(layers: Iterable[str]) -> dict[str, list[str]]:
@@ -89,6 +90,10 @@ def framework_names(layers: Iterable[str]) -> dict[str, list[str]]:
     return paths
 
 
-def layer_at_depth(path: list[str], depth: int, separator: str) -> str:
-    """The module `depth` levels down a path: [layer1, 0, conv1] at depth 2 → `layer1.0`."""
-    return separator.join(path[:depth])
+def modules_at_depth(layers: Iterable[str], depth: int) -> dict[str, str]:
+    """Each layer's module `depth` levels down the model's tree, in the framework's names
+    (framework_names): `module.layer1.0.conv1` at depth 2 → `layer1.0`; '' for top-level nodes."""
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise ValueError(f"depth={depth!r}: a whole number from 1")
+    return {layer: ("/" if "/" in layer else ".").join(path[:depth])
+            for layer, path in framework_names(layers).items()}

@@ -10,7 +10,7 @@ import onnx
 from onnxflops import formats
 from onnxflops.dims import format_shape
 from onnxflops.formats import Rows, Table
-from onnxflops.report.layers import framework_names, layer_at_depth, layer_of
+from onnxflops.report.layers import layer_of, modules_at_depth
 
 # The one-screen summary: its width and how many op types it lists.
 SUMMARY_WIDTH, SUMMARY_OP_TYPES = 78, 10
@@ -186,11 +186,9 @@ class Report(formats.Rendered):
             raise ValueError(f"by={by!r}: one of node, {', '.join(_GROUP_KEYS)}")
         if depth is None:
             return _GROUP_KEYS[by]
-        if by != "layer" or isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-            raise ValueError(f"depth={depth!r}: a whole number from 1, with by='layer'")
-        paths = framework_names({n.layer for n in self.nodes})
-        at_depth = {layer: layer_at_depth(path, depth, "/" if "/" in layer else ".")
-                    for layer, path in paths.items()}
+        if by != "layer":
+            raise ValueError(f"depth={depth!r} sums layers: it goes with by='layer'")
+        at_depth = modules_at_depth({n.layer for n in self.nodes}, depth)
         return lambda n: at_depth[n.layer]
 
     def to_dict(self) -> dict[str, Any]:
