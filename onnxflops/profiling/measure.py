@@ -23,7 +23,8 @@ import onnx
 from onnxflops.api import count_with_model
 from onnxflops.errors import OnnxFlopsError, first_line
 from onnxflops.load import load_model
-from onnxflops.profiling import fusion
+from onnxflops.graph import GraphView
+from onnxflops.profiling import budget, fusion
 from onnxflops.profiling.ceilings import (
     Ceilings,
     dominant_float_dtype,
@@ -35,6 +36,7 @@ from onnxflops.profiling.runtime import (
     SessionConfig,
     check_provider,
     check_run_counts,
+    input_sizes,
     make_session,
     random_feeds,
     runnable,
@@ -247,7 +249,9 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
             inputs: Mapping[str, Any] | None = None, *, batch: int | None = None,
             warmup: int = 10, profile_runs: int = 10, opt_level: str = "all",
             convention: str = "default", ceilings: bool = True, quick: bool = False,
-            device_id: int = 0, progress: Progress | None = None) -> Profile:
+            device_id: int = 0, progress: Progress | None = None,
+            max_seconds: float | None = budget.DEFAULT_MAX_SECONDS,
+            max_memory_gb: float | None = None) -> Profile:
     """Measure `model` under onnxruntime and join the measured times to the counted FLOPs.
 
     `inputs` maps input names to shapes or to arrays (fed as they are; other inputs get random
@@ -255,6 +259,9 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
     core); `opt_level` its graph optimization level (disable, basic, extended, layout, all).
     `ceilings` measures (once per machine, then cached) peak FLOP/s and bandwidth; `quick`
     measures them on small problems and makes fewer warm-up runs, for a fast rough answer.
+    Before anything runs, what the profile will take is estimated from the count and refused in
+    one line over `max_seconds` (None: no bound) or over the memory the process may use
+    (`max_memory_gb` replaces the available RAM as that budget; see profiling.budget).
     """
     config = SessionConfig(provider, threads, opt_level, device_id)
     check_run_counts(runs=runs, warmup=warmup, profile_runs=profile_runs)
@@ -267,9 +274,13 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
     source = _source(model, shapes, batch)
     counted = _count(source, shapes, batch, convention)
     _check_loops(counted.report)
-    feeds = random_feeds(counted.bound, arrays)
-    model_bytes = runnable(source.run)
     warmup = min(warmup, 2) if quick else warmup
+    need = budget.estimate(counted.report, counted.view, provider, runs=runs, warmup=warmup,
+                           profile_runs=max(1, profile_runs),
+                           feeds_bytes=sum(input_sizes(counted.bound).values()))
+    budget.check(need, max_seconds, None if max_memory_gb is None else int(max_memory_gb * 2**30))
+    feeds = random_feeds(counted.bound, arrays)
+    model_bytes = runnable(source.weighted())
 
     step("timing", 0.0)
     session = make_session(model_bytes, config)
@@ -289,7 +300,8 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
         del session
 
     step("ceilings", 0.0)
-    machine = machine_ceilings(config, dominant_float_dtype(source.run), quick) if ceilings else None
+    machine = machine_ceilings(config, dominant_float_dtype(counted.bound), quick) \
+        if ceilings else None
     step("done", 1.0)
     result = _join(counted, optimized.graph, times, latency, machine)
     result.provider, result.threads, result.opt_level = provider, config.threads, opt_level
@@ -311,16 +323,27 @@ class _Counted:
     report: Report
     bound: onnx.ModelProto
     protos: list[onnx.NodeProto]  # the counted graph's node of each entry of report.nodes
+    view: GraphView  # the counted graph
     bytes_of: Callable[[set[str]], int]
     graph_outputs: set[str]
 
 
 @dataclass
 class _Source:
-    run: onnx.ModelProto  # with its weights
+    run: onnx.ModelProto | None  # with its weights; None: read from `count`, a path, when run
     count: str | onnx.ModelProto  # what counting loads: a path loads without the weights
     name: str
     converted: bool  # conversion bound the input shapes already
+
+    def weighted(self) -> onnx.ModelProto:
+        """The model with its weights, read only now for a path: after the budget check."""
+        if self.run is None:
+            try:
+                self.run = onnx.load(str(self.count))
+            except Exception as e:  # onnx raises several types for a missing or short data file
+                raise OnnxFlopsError(f"{self.count}: cannot read its weights to run it "
+                                     f"({first_line(e)})") from None
+        return self.run
 
 
 def _source(model, shapes: dict, batch: int | None) -> _Source:
@@ -333,12 +356,7 @@ def _source(model, shapes: dict, batch: int | None) -> _Source:
         return _Source(converted, converted, Path(str(model)).name, True)
     path = Path(model)
     load_model(path)  # one clear line for a missing or unreadable file
-    try:
-        weighted = onnx.load(str(path))
-    except Exception as e:  # onnx raises several types for a missing or short data file
-        raise OnnxFlopsError(f"{path}: cannot read its weights to run it ({first_line(e)})") \
-            from None
-    return _Source(weighted, str(path), path.name, False)
+    return _Source(None, str(path), path.name, False)
 
 
 def _count(source: _Source, shapes: dict, batch: int | None, convention: str) -> _Counted:
@@ -353,7 +371,8 @@ def _count(source: _Source, shapes: dict, batch: int | None, convention: str) ->
         infos = [view.info(t) for t in tensors]
         return sum(i.nbytes for i in infos if i is not None and i.known)
 
-    return _Counted(report, counted.bound, protos, bytes_of, {o.name for o in view.graph.output})
+    return _Counted(report, counted.bound, protos, view, bytes_of,
+                    {o.name for o in view.graph.output})
 
 
 def _pair(report: Report, graph_nodes: list[onnx.NodeProto]) -> list[onnx.NodeProto]:
