@@ -182,3 +182,16 @@ def test_a_small_model_under_its_budget_runs(tmp_path):
     done = profile_cli(str(path), "--runs", "2", "--warmup", "0", "--profile-runs", "1",
                        "--json")
     assert done.returncode == 0, done.stderr
+
+
+def test_ceilings_that_would_not_fit_are_refused_before_probing(monkeypatch):
+    # The full CPU probes' largest is the copy, 2 · 64 Mi float32 = 512 MiB, and onnxruntime's
+    # 256 MiB: 0.75 GiB against 0.5 GiB of room.
+    from onnxflops.profiling import ceilings
+    from onnxflops.profiling.runtime import SessionConfig
+
+    monkeypatch.setattr(budget, "_hard_room", lambda: (1 << 29, "address-space limit 1.0 GiB"))
+    monkeypatch.setattr(ceilings, "_best_time", lambda *a, **k: pytest.fail("probed"))
+    with pytest.raises(OnnxFlopsError, match=r"ceilings would need about 0.8 GiB, more than the "
+                                             r"0.5 GiB .* --quick .* --no-ceilings"):
+        ceilings.measure(SessionConfig(threads=1))

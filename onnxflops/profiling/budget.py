@@ -105,6 +105,15 @@ def check(need: Estimate, max_seconds: float | None = DEFAULT_MAX_SECONDS,
             f"profiling would take at least {need.seconds:,.0f} s ({need.describe()}), more than "
             f"the {max_seconds:,.0f} s budget: raise it with --max-seconds, or make fewer runs "
             "or bind smaller shapes")
+    check_memory(need.memory_bytes, f"profiling would need about {_gib(need.memory_bytes)} "
+                                    f"({need.describe()})", "or bind smaller shapes",
+                 max_memory_bytes)
+
+
+def check_memory(need_bytes: float, what: str, otherwise: str,
+                 max_memory_bytes: int | None = None) -> None:
+    """Refuse `need_bytes` over what the process may use, in one line: `what` it is, then the
+    room and what limits it, then how to raise it and `otherwise`."""
     hard, hard_why = _hard_room()
     if max_memory_bytes is None:
         soft = runtime._available_memory()
@@ -115,11 +124,9 @@ def check(need: Estimate, max_seconds: float | None = DEFAULT_MAX_SECONDS,
     budgets.append((hard, hard_why, "raise that limit"))
     room, why, remedy = min(((r, w, f) for r, w, f in budgets if r is not None),
                             default=(None, "", ""), key=lambda b: b[0])
-    if room is not None and need.memory_bytes > room:
-        raise OnnxFlopsError(
-            f"profiling would need about {_gib(need.memory_bytes)} ({need.describe()}), more than "
-            f"the {_gib(max(room, 0))} this process may use ({why}): {remedy}, or bind smaller "
-            "shapes")
+    if room is not None and need_bytes > room:
+        raise OnnxFlopsError(f"{what}, more than the {_gib(max(room, 0))} this process may use "
+                             f"({why}): {remedy}, {otherwise}")
 
 
 def count_node_runs(view: GraphView) -> tuple[int, int]:

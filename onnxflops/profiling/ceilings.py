@@ -20,6 +20,7 @@ measures small problems (for tests): a rough figure, cached apart.
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import time
@@ -30,7 +31,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from onnxflops.profiling.runtime import SessionConfig, import_ort, make_session
+from onnxflops.profiling import budget
+from onnxflops.profiling.runtime import SessionConfig, import_ort, make_session, random_input
 
 # Side of the MatMul and elements copied, per provider: full measurement, quick one.
 _MATMUL_SIDE = {"cpu": (2048, 256), "cuda": (8192, 1024)}
@@ -170,12 +172,21 @@ def _quieter_than(cached: Ceilings) -> bool:
 def measure(config: SessionConfig, dtype: str = "float32", quick: bool = False) -> Ceilings:
     level = 1 if quick else 0
     runs, seconds = _RUNS[level]
+    probes = _compute_probes(config.provider, level, dtype)
+    streams = _bandwidth_probes(config.provider, level, dtype)
+    if config.provider == "cpu":
+        itemsize = np.dtype(dtype).itemsize
+        largest = max(sum(math.prod(s) for s in shapes) * itemsize
+                      for _, shapes, _ in probes + streams)
+        need = largest + budget.RUNTIME_BYTES
+        budget.check_memory(need, f"measuring the ceilings would need about {need / 2**30:.1f} "
+                                  "GiB", "or pass --quick (small probes) or --no-ceilings")
     load = _load_per_core()
     usage: list[tuple[float, float]] = []  # (CPU seconds, wall seconds) of each probe's runs
     peak = max(flops / _best_time(model, config, shapes, dtype, runs, seconds, usage)
-               for model, shapes, flops in _compute_probes(config.provider, level, dtype))
+               for model, shapes, flops in probes)
     bandwidth = max(moved / _best_time(model, config, shapes, dtype, runs, seconds, usage)
-                    for model, shapes, moved in _bandwidth_probes(config.provider, level, dtype))
+                    for model, shapes, moved in streams)
     cpu, wall = sum(u[0] for u in usage), sum(u[1] for u in usage)
     # While a CPU probe runs, each of its threads computes or spins: alone on the machine its
     # CPU time is about wall time × threads. On CUDA the host mostly waits: no share there.
@@ -237,7 +248,7 @@ def _best_time(model: bytes, config: SessionConfig, shapes: list[list[int]], dty
     rng = np.random.default_rng(0)
     binding = session.io_binding()
     for i, shape in enumerate(shapes[:-1]):
-        x = rng.standard_normal(shape).astype(dtype)
+        x = random_input(rng, shape, np.dtype(dtype).type)
         binding.bind_ortvalue_input(f"x{i}", ort.OrtValue.ortvalue_from_numpy(x, device,
                                                                               config.device_id))
     out = ort.OrtValue.ortvalue_from_shape_and_type(shapes[-1], np.dtype(dtype), device,
