@@ -337,6 +337,23 @@ def test_a_profile_above_a_poisoned_cached_roof_is_probed_again(fusable, monkeyp
             assert n.achieved_flops_per_s <= prof.ceilings.attainable(n.flops, n.bytes) * (1 + 1e-9)
 
 
+def test_a_roof_probed_minutes_ago_is_raised_without_probing_again(fusable, monkeypatch):
+    import time
+
+    fresh = ceilings.Ceilings(1e3, 1e3, "float32", True, time.strftime("%Y-%m-%dT%H:%M:%S"),
+                              4.0, 0.2)
+    refreshed = []
+
+    def fake(config, dtype="float32", quick=False, refresh=False):
+        refreshed.append(refresh)
+        return fresh
+
+    monkeypatch.setattr(measuring, "machine_ceilings", fake)
+    prof = onnxflops.profile(fusable, runs=3, warmup=1, profile_runs=2, threads=1, quick=True)
+    assert refreshed == [False]
+    assert measuring.above_roof(prof) == [] and prof.ceilings.peak_flops_per_s > 1e3
+
+
 def test_bound_follows_the_ridge_point():
     c = ceilings.Ceilings(100e9, 10e9, "float32", True, "")
     assert c.ridge == 10

@@ -51,6 +51,7 @@ _PROBES = "probes=matmul,deep-matmul,conv3x3;stream=gemv,sum,copy"
 # threads got less than this share of the CPU time they would have had alone.
 _LOADED_PER_CORE = 1.0
 _LOADED_CPU_SHARE = 0.75
+_DATE = "%Y-%m-%dT%H:%M:%S"  # measured_at, local time
 
 
 @dataclass
@@ -70,6 +71,14 @@ class Ceilings:
         """Other work may have lowered the probes (unknown counts as loaded)."""
         return self.load_per_core is None or self.cpu_share is None \
             or self.load_per_core > _LOADED_PER_CORE or self.cpu_share < _LOADED_CPU_SHARE
+
+    def probed_within(self, seconds: float) -> bool:
+        """Probed less than `seconds` ago (an unreadable date is long ago)."""
+        try:
+            then = time.mktime(time.strptime(self.measured_at, _DATE))
+        except (ValueError, OverflowError):
+            return False
+        return 0 <= time.time() - then < seconds
 
     def merged(self, other: "Ceilings") -> "Ceilings":
         """The higher of each ceiling: a probe lowered by other work never lowers a roof."""
@@ -192,7 +201,7 @@ def measure(config: SessionConfig, dtype: str = "float32", quick: bool = False) 
     # CPU time is about wall time × threads. On CUDA the host mostly waits: no share there.
     threads = config.threads or os.cpu_count() or 1
     share = min(cpu / (wall * threads), 1.0) if config.provider == "cpu" and wall > 0 else 1.0
-    return Ceilings(peak, bandwidth, dtype, quick, time.strftime("%Y-%m-%dT%H:%M:%S"),
+    return Ceilings(peak, bandwidth, dtype, quick, time.strftime(_DATE),
                     load, share)
 
 
