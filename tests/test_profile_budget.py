@@ -195,3 +195,11 @@ def test_ceilings_that_would_not_fit_are_refused_before_probing(monkeypatch):
     with pytest.raises(OnnxFlopsError, match=r"ceilings would need about 0.8 GiB, more than the "
                                              r"0.5 GiB .* --quick .* --no-ceilings"):
         ceilings.measure(SessionConfig(threads=1))
+
+
+def test_weights_are_their_declared_bytes_and_a_negative_dim_counts_nothing():
+    graph = helper.make_graph([], "g", [], [], [
+        numpy_helper.from_array(np.zeros((3, 4), np.float32), "a"),  # 12 · 4 = 48 bytes
+        numpy_helper.from_array(np.zeros(2, np.int64), "b"),  # 2 · 8 = 16 bytes
+        onnx.TensorProto(name="lie", data_type=TensorProto.FLOAT, dims=[-5, 7])])  # 0
+    assert budget.weights_bytes(graph) == 48 + 16

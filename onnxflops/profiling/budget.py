@@ -91,7 +91,7 @@ def estimate(report: Report, view: GraphView, provider: str, *, runs: int, warmu
         + events * TRACE_EVENT_BYTES
     seconds = per_run * (timed + profiled) + events * TRACE_EVENT_SECONDS
     return Estimate(seconds, memory, flops, node_runs, timed + profiled, weights,
-                    (largest.name or largest.op_type) if largest else "-", largest_bytes,
+                    _short(largest.name or largest.op_type) if largest else "-", largest_bytes,
                     events, unknown)
 
 
@@ -182,7 +182,7 @@ def weights_bytes(graph: onnx.GraphProto) -> int:
     for t in graph.initializer:
         dtype = onnx.helper.tensor_dtype_to_np_dtype(t.data_type) \
             if t.data_type in onnx.helper.get_all_tensor_dtypes() else np.dtype(np.uint8)
-        total += math.prod(t.dims) * dtype.itemsize
+        total += math.prod(max(d, 0) for d in t.dims) * dtype.itemsize
     return total
 
 
@@ -243,6 +243,10 @@ def _number(value) -> float:
         return float(value)
     except (TypeError, ValueError):
         return 0.0
+
+
+def _short(name: str, most: int = 60) -> str:
+    return name if len(name) <= most else name[:most - 3] + "..."
 
 
 def _gib(n: float) -> str:
