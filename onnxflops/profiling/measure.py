@@ -310,22 +310,33 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
     if machine is not None and above_roof(result):
         # The cached ceilings were probed lower than this machine reaches now (other work then):
         # probe again, keeping the higher figures, unless they were probed minutes ago.
+        probed = "probed again now"
         if not machine.probed_within(REPROBE_AFTER_SECONDS):
             machine = machine_ceilings(config, dtype, quick, refresh=True)
             result = _join(counted, optimized.graph, times, latency, machine)
+        else:
+            probed = f"probed at {machine.measured_at}"
         beaten = above_roof(result)
         if beaten:
+            if machine.probed_under_load:
+                probed += f", under load ({_load_text(machine)})"
             for flops, moved, seconds in beaten:
                 machine = machine.raised_to(flops, moved, seconds)
             result = _join(counted, optimized.graph, times, latency, machine)
             result.warnings.append(
-                f"{len(beaten)} node(s) or the model ran faster than the measured roofs even "
-                f"after probing again: the roofs are raised to what they reached (peak "
+                f"{len(beaten)} node(s) or the model ran faster than the measured roofs "
+                f"({probed}): the roofs are raised to what they reached (peak "
                 f"{human(machine.peak_flops_per_s, 'FLOP/s')}, bandwidth "
                 f"{human(machine.bandwidth_bytes_per_s, 'B/s')})")
     step("done", 1.0)
     result.provider, result.threads, result.opt_level = provider, config.threads, opt_level
     return result
+
+
+def _load_text(c: Ceilings) -> str:
+    if c.load_per_core is None or c.cpu_share is None:
+        return "not recorded"
+    return f"load average {c.load_per_core:.1f} per core, {100 * c.cpu_share:.0f}% of the CPU"
 
 
 def above_roof(result: Profile) -> list[tuple[float, float, float]]:
