@@ -51,6 +51,22 @@ def add_measure_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true",
                    help="rough ceilings from small problems and at most 2 warm-up runs")
     p.add_argument("--device-id", type=int, default=0, help="GPU index for --provider cuda")
+    p.add_argument("--max-seconds", type=_positive, default=600, metavar="S",
+                   help="refuse, before running, a profile estimated to take longer "
+                        "(default 600; the estimate is a lower bound)")
+    p.add_argument("--max-memory-gb", type=_positive, metavar="GB",
+                   help="memory budget in GiB in place of the available RAM (the process's "
+                        "address-space, data and cgroup limits still hold)")
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
+    return value
 
 
 def measure_kwargs(args: argparse.Namespace) -> dict:
@@ -58,7 +74,8 @@ def measure_kwargs(args: argparse.Namespace) -> dict:
                 threads=args.threads, runs=args.runs, warmup=args.warmup,
                 profile_runs=args.profile_runs, opt_level=args.opt_level,
                 convention=args.convention, ceilings=args.ceilings, quick=args.quick,
-                device_id=args.device_id)
+                device_id=args.device_id, max_seconds=args.max_seconds,
+                max_memory_gb=args.max_memory_gb)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -158,9 +158,10 @@ def _roofline_caption(p: Profile) -> str:
     c = p.ceilings
     return (f"Roofline: measured peak {human(c.peak_flops_per_s, 'FLOP/s')} (best of MatMul and "
             f"convolution probes) and "
-            f"bandwidth {human(c.bandwidth_bytes_per_s, 'B/s')} (large copy), {c.dtype}"
+            f"bandwidth {human(c.bandwidth_bytes_per_s, 'B/s')} (best of streaming a weight, "
+            f"from cache where it fits, and a copy), {c.dtype}"
             + (", quick measurement" if c.quick else "") + ". Blue: compute-bound, red: "
-            "memory-bound. A point above the slanted roof ran from cache, faster than memory.")
+            "memory-bound.")
 
 
 def _bound_legend(p: Profile) -> list[tuple[str, str]]:

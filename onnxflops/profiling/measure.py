@@ -21,7 +21,8 @@ from onnxflops import formats
 from onnxflops.api import count_with_model
 from onnxflops.errors import OnnxFlopsError, first_line
 from onnxflops.load import load_model
-from onnxflops.profiling import fusion
+from onnxflops.graph import GraphView
+from onnxflops.profiling import budget, fusion
 from onnxflops.profiling.ceilings import (
     Ceilings,
     dominant_float_dtype,
@@ -33,6 +34,7 @@ from onnxflops.profiling.runtime import (
     SessionConfig,
     check_provider,
     check_run_counts,
+    input_sizes,
     make_session,
     random_feeds,
     runnable,
@@ -46,6 +48,10 @@ from onnxflops.report import Report, human, modules_at_depth
 Progress = Callable[[str, float], None]
 
 _SUBGRAPH_OPS = {"Loop", "Scan", "If"}
+
+# A run above a roof probed longer ago than this probes the ceilings again (sooner, it raises
+# the roofs for its own report only).
+REPROBE_AFTER_SECONDS = 600
 
 NOT_EXECUTED = "not executed: onnxruntime folded it to a constant or removed it at load time"
 
@@ -264,7 +270,9 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
             inputs: Mapping[str, Any] | None = None, *, batch: int | None = None,
             warmup: int = 10, profile_runs: int = 10, opt_level: str = "all",
             convention: str = "default", ceilings: bool = True, quick: bool = False,
-            device_id: int = 0, progress: Progress | None = None) -> Profile:
+            device_id: int = 0, progress: Progress | None = None,
+            max_seconds: float | None = budget.DEFAULT_MAX_SECONDS,
+            max_memory_gb: float | None = None) -> Profile:
     """Measure `model` under onnxruntime and join the measured times to the counted FLOPs.
 
     `inputs` maps input names to shapes or to arrays (fed as they are; other inputs get random
@@ -272,6 +280,9 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
     core); `opt_level` its graph optimization level (disable, basic, extended, layout, all).
     `ceilings` measures (once per machine, then cached) peak FLOP/s and bandwidth; `quick`
     measures them on small problems and makes fewer warm-up runs, for a fast rough answer.
+    Before anything runs, what the profile will take is estimated from the count and refused in
+    one line over `max_seconds` (None: no bound) or over the memory the process may use
+    (`max_memory_gb` replaces the available RAM as that budget; see profiling.budget).
     """
     config = SessionConfig(provider, threads, opt_level, device_id)
     check_run_counts(runs=runs, warmup=warmup, profile_runs=profile_runs)
@@ -284,9 +295,13 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
     source = _source(model, shapes, batch)
     counted = _count(source, shapes, batch, convention)
     _check_loops(counted.report)
-    feeds = random_feeds(counted.bound, arrays)
-    model_bytes = runnable(source.run)
     warmup = min(warmup, 2) if quick else warmup
+    need = budget.estimate(counted.report, counted.view, provider, runs=runs, warmup=warmup,
+                           profile_runs=max(1, profile_runs),
+                           feeds_bytes=sum(input_sizes(counted.bound).values()))
+    budget.check(need, max_seconds, None if max_memory_gb is None else int(max_memory_gb * 2**30))
+    feeds = random_feeds(counted.bound, arrays)
+    model_bytes = runnable(source.weighted())
 
     step("timing", 0.0)
     session = make_session(model_bytes, config)
@@ -306,11 +321,57 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
         del session
 
     step("ceilings", 0.0)
-    machine = machine_ceilings(config, dominant_float_dtype(source.run), quick) if ceilings else None
-    step("done", 1.0)
+    dtype = dominant_float_dtype(counted.bound)
+    machine = machine_ceilings(config, dtype, quick) if ceilings else None
     result = _join(counted, optimized.graph, times, latency, machine)
+    if machine is not None and above_roof(result):
+        # The cached ceilings were probed lower than this machine reaches now (other work then):
+        # probe again, keeping the higher figures, unless they were probed minutes ago.
+        probed = "probed again now"
+        if not machine.probed_within(REPROBE_AFTER_SECONDS):
+            machine = machine_ceilings(config, dtype, quick, refresh=True)
+            result = _join(counted, optimized.graph, times, latency, machine)
+        else:
+            probed = f"probed at {machine.measured_at}"
+        beaten = above_roof(result)
+        if beaten:
+            if machine.probed_under_load:
+                probed += f", under load ({_load_text(machine)})"
+            for flops, moved, seconds in beaten:
+                machine = machine.raised_to(flops, moved, seconds)
+            result = _join(counted, optimized.graph, times, latency, machine)
+            result.warnings.append(
+                f"{len(beaten)} node(s) or the model ran faster than the measured roofs "
+                f"({probed}): the roofs are raised to what they reached (peak "
+                f"{human(machine.peak_flops_per_s, 'FLOP/s')}, bandwidth "
+                f"{human(machine.bandwidth_bytes_per_s, 'B/s')})")
+    step("done", 1.0)
     result.provider, result.threads, result.opt_level = provider, config.threads, opt_level
     return result
+
+
+def _load_text(c: Ceilings) -> str:
+    if c.load_per_core is None or c.cpu_share is None:
+        return "not recorded"
+    return f"load average {c.load_per_core:.1f} per core, {100 * c.cpu_share:.0f}% of the CPU"
+
+
+def above_roof(result: Profile) -> list[tuple[float, float, float]]:
+    """(FLOPs, bytes, seconds) of the model, where it ran above the peak, and of each node that
+    ran above the roofline at its arithmetic intensity."""
+    c = result.ceilings
+    if c is None:
+        return []
+    beaten = []
+    # A rounding error's worth above (a roof just raised to a rate) is on the roof, not above.
+    if result.achieved_flops_per_s and \
+            result.achieved_flops_per_s > c.peak_flops_per_s * (1 + 1e-9):
+        beaten.append((result.flops, 0, result.latency.median / 1e3))
+    for n in result.nodes:
+        if n.bound != "-" and n.achieved_flops_per_s and \
+                n.achieved_flops_per_s > c.attainable(n.flops, n.bytes) * (1 + 1e-9):
+            beaten.append((n.flops, n.bytes, n.time_ms / 1e3))
+    return beaten
 
 
 def _check_loops(report: Report) -> None:
@@ -328,16 +389,27 @@ class _Counted:
     report: Report
     bound: onnx.ModelProto
     protos: list[onnx.NodeProto]  # the counted graph's node of each entry of report.nodes
+    view: GraphView  # the counted graph
     bytes_of: Callable[[set[str]], int]
     graph_outputs: set[str]
 
 
 @dataclass
 class _Source:
-    run: onnx.ModelProto  # with its weights
+    run: onnx.ModelProto | None  # with its weights; None: read from `count`, a path, when run
     count: str | onnx.ModelProto  # what counting loads: a path loads without the weights
     name: str
     converted: bool  # conversion bound the input shapes already
+
+    def weighted(self) -> onnx.ModelProto:
+        """The model with its weights, read only now for a path: after the budget check."""
+        if self.run is None:
+            try:
+                self.run = onnx.load(str(self.count))
+            except Exception as e:  # onnx raises several types for a missing or short data file
+                raise OnnxFlopsError(f"{self.count}: cannot read its weights to run it "
+                                     f"({first_line(e)})") from None
+        return self.run
 
 
 def _source(model, shapes: dict, batch: int | None) -> _Source:
@@ -350,12 +422,7 @@ def _source(model, shapes: dict, batch: int | None) -> _Source:
         return _Source(converted, converted, Path(str(model)).name, True)
     path = Path(model)
     load_model(path)  # one clear line for a missing or unreadable file
-    try:
-        weighted = onnx.load(str(path))
-    except Exception as e:  # onnx raises several types for a missing or short data file
-        raise OnnxFlopsError(f"{path}: cannot read its weights to run it ({first_line(e)})") \
-            from None
-    return _Source(weighted, str(path), path.name, False)
+    return _Source(None, str(path), path.name, False)
 
 
 def _count(source: _Source, shapes: dict, batch: int | None, convention: str) -> _Counted:
@@ -370,7 +437,8 @@ def _count(source: _Source, shapes: dict, batch: int | None, convention: str) ->
         infos = [view.info(t) for t in tensors]
         return sum(i.nbytes for i in infos if i is not None and i.known)
 
-    return _Counted(report, counted.bound, protos, bytes_of, {o.name for o in view.graph.output})
+    return _Counted(report, counted.bound, protos, view, bytes_of,
+                    {o.name for o in view.graph.output})
 
 
 def _pair(report: Report, graph_nodes: list[onnx.NodeProto]) -> list[onnx.NodeProto]:
