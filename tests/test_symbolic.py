@@ -9,6 +9,7 @@ from contextlib import redirect_stdout
 
 import numpy as np
 import onnx
+import onnx.reference
 import pytest
 import sympy
 from onnx import TensorProto
@@ -17,6 +18,7 @@ import onnxflops
 from helpers import assert_agrees_with_bound_counts, model, node, weight
 from onnxflops.cli import main
 
+INT64_END = 2**63 - 1  # 'to the end' as exporters write it
 batch, seq, height, width = sympy.symbols("batch seq height width", integer=True, positive=True)
 
 
@@ -143,6 +145,26 @@ class TestFormulas:
         assert document["total"]["flops"] == "4128*batch*seq"          # (2·64 + 1)·32 per row
         assert document["total"]["params"] == 64 * 32 + 32
         assert document["nodes"][0]["output_shapes"] == [["batch", "seq", 32]]
+
+    @pytest.mark.parametrize("start, end, step", [(0, INT64_END, 2), (1, 7, 3), (-1, -8, -1),
+                                                  (5, 0, -2), (INT64_END, -INT64_END, -3)])
+    def test_a_stepped_slice_with_computed_bounds_keeps_its_other_dims(self, start, end, step):
+        # gpt-oss's experts take gate_up[..., ::2]: the bounds pass through Cast and Reshape, so
+        # only this stage sees their values. The kept length is onnx's reference evaluator's.
+        bounds = [("starts", start), ("ends", end), ("axes", 1), ("steps", step)]
+        nodes = [n for name, value in bounds for n in (
+            node("Cast", [f"{name}_raw"], [f"{name}_cast"], to=TensorProto.INT64),
+            node("Reshape", [f"{name}_cast", "flat"], [name]))]
+        nodes += [node("Slice", ["X", "starts", "ends", "axes", "steps"], ["Y"]),
+                  node("Relu", ["Y"], ["Z"])]
+        weights = [int64(f"{name}_raw", value) for name, value in bounds] + [int64("flat", [-1])]
+        proto = model(nodes, {"X": ["batch", 7]}, weights)
+        concrete = onnx.reference.ReferenceEvaluator(proto).run(
+            None, {"X": np.zeros((3, 7), np.float32)})[0]
+        report = onnxflops.count(proto, symbolic=True)
+        assert not report.uncosted
+        assert report.nodes[-1].output_shapes == [["batch", concrete.shape[1]]]
+        assert report.total.flops == batch * concrete.shape[1]  # Relu: 1 per element
 
 
 class TestAgreesWithBoundCounts:

@@ -365,7 +365,10 @@ def _range_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
 
 
 def _slice_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
-    """Slices with bounds computed from symbols, assumed within the dim (as exporters write them)."""
+    """Slices with bounds computed from symbols, assumed within the dim (as exporters write them);
+    a stepped slice keeps ceil((end − start) / step) elements (every other channel: step 2)."""
+    import sympy
+
     data = values.shape(node.input[0])
     starts, ends = values.get(node.input[1]), values.get(node.input[2])
     if data is None or starts is None or ends is None:
@@ -375,14 +378,31 @@ def _slice_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
         list(range(len(starts)))
     steps = _ints(values, node.input[4]) if len(node.input) > 4 and node.input[4] else \
         [1] * len(starts)
-    if axes is None or steps is None or any(s != 1 for s in steps):
+    if axes is None or steps is None or 0 in steps:
         return None
     dims = list(data)
-    for axis, start, end in zip(axes, starts.flat, ends.flat):
+    for axis, start, end, step in zip(axes, starts.flat, ends.flat, steps):
         dim = data[axis % rank]
+        if step < 0:
+            dims[axis % rank] = _reversed_slice_length(start, end, step, dim)
+            continue
         start, end = _bound(start, dim), _bound(end, dim)
-        dims[axis % rank] = None if start is None or end is None else end - start
+        length = None if start is None or end is None else end - start
+        if length is not None and step != 1:
+            length = sympy.ceiling(sympy.sympify(length) / step)
+            length = int(length) if length.is_Integer else length
+        dims[axis % rank] = length
     return dims
+
+
+def _reversed_slice_length(start, end, step: int, dim) -> int | None:
+    """A slice walking backwards over a known dim: ONNX clamps start to [0, dim − 1] and end to
+    [−1, dim − 1], and keeps ceil((start − end) / −step) elements, none if start ≤ end."""
+    if not all(isinstance(x, (int, np.integer)) for x in (start, end, dim)):
+        return None
+    start = min(max(start + dim if start < 0 else start, 0), dim - 1)
+    end = min(max(end + dim if end < 0 else end, -1), dim - 1)
+    return max(-(-(start - end) // -step), 0)
 
 
 def _bound(index, dim):
