@@ -186,3 +186,37 @@ class TestAgreesWithBoundCounts:
             [dict(batch=1, height=32, width=32), dict(batch=2, height=17, width=40),
              dict(batch=3, height=9, width=10)])
         assert report.total.macs.free_symbols == {batch, height, width}
+
+    def test_a_sliding_window_step_written_two_ways_agrees_at_every_context(self):
+        # A decode step with a window of 3 cached keys: the cache's slice keeps the last 3
+        # (Min(3, context)), the mask's arithmetic writes context − Max(0, context − 3). Both
+        # meet in one Add; the step's work stops growing once the window is full.
+        nodes = [node("Slice", ["past", "minus_three", "to_end", "axis_1"], ["kept"]),
+                 node("Concat", ["kept", "new"], ["keys"], axis=1),
+                 node("Transpose", ["keys"], ["keys_t"], perm=[0, 2, 1]),
+                 node("MatMul", ["q", "keys_t"], ["scores"]),
+                 node("Shape", ["past"], ["past_shape"]),
+                 node("Gather", ["past_shape", "one"], ["context"], axis=0),
+                 node("Sub", ["context", "three"], ["beyond"]),
+                 node("Max", ["beyond", "zero"], ["dropped"]),
+                 node("Sub", ["context", "dropped"], ["held"]),
+                 node("Add", ["held", "one"], ["length"]),
+                 node("Concat", ["ones", "length"], ["mask_shape"], axis=0),
+                 node("ConstantOfShape", ["mask_shape"], ["mask"],
+                      value=onnx.helper.make_tensor("v", TensorProto.FLOAT, [1], [0.0])),
+                 node("Add", ["scores", "mask"], ["masked"]),
+                 node("Softmax", ["masked"], ["p"], axis=-1),
+                 node("MatMul", ["p", "keys"], ["Y"])]
+        weights = [int64("minus_three", [-3]), int64("to_end", [INT64_END]),
+                   int64("axis_1", [1]), int64("one", [1]), int64("three", [3]),
+                   int64("zero", [0]), int64("ones", [1, 1])]
+        step = model(nodes, {"past": [1, "context", 4], "new": [1, 1, 4], "q": [1, 1, 4]},
+                     weights)
+        report = assert_agrees_with_bound_counts(
+            step, lambda context: {"past": (1, context, 4), "new": (1, 1, 4), "q": (1, 1, 4)},
+            [dict(context=1), dict(context=2), dict(context=3), dict(context=4),
+             dict(context=50)])
+        context = sympy.Symbol("context", integer=True, positive=True)
+        # q·kᵀ and p·v over min(context, 3) + 1 keys of 4 dims: 8 MACs a key.
+        assert [report.total.macs.subs(context, c) for c in (1, 2, 3, 4, 50)] == \
+            [16, 24, 32, 32, 32]
