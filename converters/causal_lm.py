@@ -26,7 +26,7 @@ import io
 import json
 import logging
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import onnx
@@ -58,6 +58,9 @@ class CausalLM:
     layers: int = 0  # decoder layers of the model
     # Set when the model was exported cut to two layers (prefill and decode) and to one (these).
     one_layer: tuple[onnx.ModelProto, onnx.ModelProto] | None = None
+    # The model's config as a plain dict (transformers' to_dict()): what the serving layer reads
+    # of the cache's form per layer (layer_types, sliding_window, kv_lora_rank, ...).
+    config: dict = field(default_factory=dict)
 
 
 def load_causal_lm(source):
@@ -110,7 +113,8 @@ def _causal_lm_to_onnx(model, extend_layers: bool) -> CausalLM:
     return CausalLM(name, prefill, decode, experts,
                     int(getattr(config, "num_experts_per_tok", 0) or 0) if experts else 0,
                     sum(p.numel() for p in model.parameters()), expert_params,
-                    len(stack[2]) if stack is not None else 0, one_layer if cut else None)
+                    len(stack[2]) if stack is not None else 0, one_layer if cut else None,
+                    config.to_dict())
 
 
 def _experts_per_layer(model) -> int:
