@@ -10,10 +10,11 @@ from onnxflops.analysis.analyze import (
                                         mark_constants,
                                         refine_subgraph,
 )
+from onnxflops.analysis.constant_work import ConstantWork, is_foldable_cost
 from onnxflops.analysis.evaluate import evaluate, reference_evaluate
 from onnxflops.analysis.expand import coefficients_shape_body, expansion_model
 from onnxflops.analysis.kinds import attribute_key, coefficient_values
 
-__all__ = ["AnalyzedModel", "analyze", "attribute_key", "coefficient_values",
+__all__ = ["AnalyzedModel", "ConstantWork", "analyze", "attribute_key", "coefficient_values",
            "coefficients_shape_body", "evaluate", "expansion_model", "has_unknown_outputs",
-           "mark_constants", "reference_evaluate", "refine_subgraph"]
+           "is_foldable_cost", "mark_constants", "reference_evaluate", "refine_subgraph"]

@@ -9,12 +9,14 @@ import onnx
 
 from onnxflops.analysis import (
     AnalyzedModel,
+    ConstantWork,
     analyze,
     attribute_key,
     coefficient_values,
     coefficients_shape_body,
     expansion_model,
     has_unknown_outputs,
+    is_foldable_cost,
     mark_constants,
     refine_subgraph,
 )
@@ -75,15 +77,29 @@ class _Counter:
     def run(self, name: str, inputs: dict[str, list]) -> Report:
         graph = self.analyzed.graph
         nodes: list[NodeReport] = []
-        total, constant_work = Totals(), Totals()
-        constant_nodes = 0
+        total, constant_work, foldable = Totals(), Totals(), Totals()
+        constant_nodes = foldable_nodes = 0
+        policy = None  # the constant-work policy, made where the graph has constant nodes
         reads: list[list[str]] = []  # each node's inputs, where recorded weights are credited
         for position, row in enumerate(graph.rows()):
             if graph.is_constant_row(row):
-                if row.op_type != "Constant":
+                if row.op_type == "Constant":
+                    continue
+                policy = policy or ConstantWork(graph)
+                may_fold = policy.may_fold(row)
+                entry = self._report(row, graph, graph.kinds.get(position), count_params=False,
+                                     report_uncosted=may_fold)
+                if may_fold and is_foldable_cost(entry.macs, entry.flops):
+                    # Work on weights alone: the network's (its weights credited downstream).
+                    entry.foldable = True
+                    foldable_nodes += 1
+                    foldable.add(entry)
+                    nodes.append(entry)
+                    if self.roles is not None:
+                        reads.append([])
+                else:
                     constant_nodes += 1
-                    constant_work.add(self._report(row, graph, graph.kinds.get(position),
-                                                   count_params=False))
+                    constant_work.add(entry)
                 continue
             nodes.append(self._report(row, graph, graph.kinds.get(position)))
             if self.roles is not None:
@@ -100,11 +116,14 @@ class _Counter:
             self.warnings.append(f"{len(self.uncosted)} node(s) could not be costed: the totals "
                                  "exclude them")
         return Report(name, self.convention, inputs, total, nodes, constant_work, constant_nodes,
-                      self.uncosted, self.warnings)
+                      self.uncosted, self.warnings, foldable, foldable_nodes)
 
     def _report(self, row: NodeRow, scope: GraphView, kind: int | None = None,
-                count_params: bool = True) -> NodeReport:
-        """`kind`: what analysis found the node alike in with others (see GraphView.kinds)."""
+                count_params: bool = True, report_uncosted: bool | None = None) -> NodeReport:
+        """`kind`: what analysis found the node alike in with others (see GraphView.kinds).
+        `count_params` False: a constant node's, whose weights the nodes reading it count;
+        `report_uncosted` (by default as `count_params`) lists the node in `uncosted` if its rule
+        cannot cost it."""
         proto, op_type, domain, input_names, output_names = row
         opset = self.opsets.get(domain, 0)
         # Training counts each node's backward from its own Node: no reuse then.
@@ -128,7 +147,8 @@ class _Counter:
             if inputs is None:
                 inputs, outputs = _infos(row, scope)
             node = Node(proto, scope, opset, self)
-            cost = self._cost(rule, node, count_params)
+            cost = self._cost(rule, node,
+                              count_params if report_uncosted is None else report_uncosted)
             outcome = _Outcome.of(rule, cost, self.convention, inputs, outputs)
             if signature is not None and cost is not None:
                 # What the rule read beyond the signature: nodes alike in it too cost alike.
@@ -163,7 +183,7 @@ class _Counter:
         return (op_type, domain, opset, attribute_key(proto, opset),
                 _type_keys(input_names, inputs), _type_keys(output_names, outputs))
 
-    def _cost(self, rule: Rule | None, node: Node, count_params: bool) -> Cost | None:
+    def _cost(self, rule: Rule | None, node: Node, report_uncosted: bool) -> Cost | None:
         if rule is None:
             domain = f"{node.domain}::" if domain_key(node.domain) else ""
             self.uncosted.append(Uncosted(node.name, node.op_type,
@@ -172,7 +192,7 @@ class _Counter:
         try:
             return apply_rule(rule.fn, node)
         except Uncostable as e:
-            if count_params:
+            if report_uncosted:
                 label = node.name or f"{node.op_type} node"
                 self.uncosted.append(Uncosted(label, node.op_type, str(e)))
             return None

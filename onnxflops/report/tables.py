@@ -79,6 +79,8 @@ class NodeReport:
     detail: dict | None = None
     backward_macs: Any = None
     backward_flops: Any = None
+    # Work on weights alone, counted in the totals; a runtime computes it once at load.
+    foldable: bool = False
 
     @property
     def layer(self) -> str:
@@ -107,11 +109,13 @@ class NodeReport:
                 d[key] = _plain(getattr(self, key))
         if self.detail:
             d["detail"] = _plain(self.detail)
+        if self.foldable:
+            d["foldable"] = True
         return d
 
 
 _NODE_KEYS = tuple("layer" if f.name == "layer_source" else f.name for f in fields(NodeReport)
-                   if f.name not in ("detail", *BACKWARD))
+                   if f.name not in ("detail", "foldable", *BACKWARD))
 
 
 @dataclass
@@ -132,6 +136,9 @@ class Report:
     constant_nodes: int
     uncosted: list[Uncosted]
     warnings: list[str]
+    # The nodes of `nodes` that work on weights alone (see analysis/constant_work.py), summed.
+    foldable: Totals = field(default_factory=Totals)
+    foldable_nodes: int = 0
 
     @property
     def complete(self) -> bool:
@@ -180,6 +187,7 @@ class Report:
             "by_category": _groups_dict(self.by_category()),
             "nodes": [n.to_dict() for n in self.nodes],
             "constant_work": {"nodes": self.constant_nodes, **self.constant_work.to_dict()},
+            "foldable": {"nodes": self.foldable_nodes, **self.foldable.to_dict()},
             "uncosted": [asdict(u) for u in self.uncosted],
             "warnings": list(self.warnings),
         }
@@ -252,6 +260,10 @@ class Report:
 
     def _notes(self) -> list[str]:
         notes = []
+        if self.foldable_nodes:
+            notes.append(f"foldable (counted; a runtime computes it once at load): "
+                         f"{self.foldable_nodes} nodes on weights alone, "
+                         f"{human(self.foldable.macs)} MACs, {human(self.foldable.flops)} FLOPs")
         if self.constant_nodes:
             notes.append(f"constant work (not counted): {self.constant_nodes} nodes, "
                          f"{human(self.constant_work.flops)} FLOPs, "
