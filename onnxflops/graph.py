@@ -207,6 +207,8 @@ class GraphView:
         self.initializers: dict[str, onnx.TensorProto] = {}
         self.values: dict[str, np.ndarray] = {}
         self.constant: set[str] = set()
+        # Sequence-valued tensors whose elements' types are known: each element's, in order.
+        self.sequences: dict[str, tuple[TensorInfo, ...]] = {}
         # For each constant tensor computed from weights: the initializers it was computed from.
         self.derived_from: dict[str, frozenset[str]] = {}
         self.read_types([*graph.input, *graph.value_info, *graph.output])
@@ -273,6 +275,16 @@ class GraphView:
         scope: GraphView | None = self
         while scope is not None:
             found = scope.tensors.get(name)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
+    def sequence(self, name: str) -> tuple[TensorInfo, ...] | None:
+        """The types of a sequence's elements, where known."""
+        scope: GraphView | None = self
+        while scope is not None:
+            found = scope.sequences.get(name)
             if found is not None:
                 return found
             scope = scope.parent

@@ -14,7 +14,9 @@ from onnxflops.analysis.constant_work import ConstantWork, is_foldable_cost
 from onnxflops.analysis.evaluate import evaluate, reference_evaluate
 from onnxflops.analysis.expand import coefficients_shape_body, expansion_model
 from onnxflops.analysis.kinds import attribute_key, coefficient_values
+from onnxflops.analysis.sequences import SEQUENCE_OPS, sequence_bytes
 
-__all__ = ["AnalyzedModel", "ConstantWork", "analyze", "attribute_key", "coefficient_values",
-           "coefficients_shape_body", "evaluate", "expansion_model", "has_unknown_outputs",
-           "is_foldable_cost", "mark_constants", "reference_evaluate", "refine_subgraph"]
+__all__ = ["SEQUENCE_OPS", "AnalyzedModel", "ConstantWork", "analyze", "attribute_key",
+           "coefficient_values", "coefficients_shape_body", "evaluate", "expansion_model",
+           "has_unknown_outputs", "is_foldable_cost", "mark_constants", "reference_evaluate",
+           "refine_subgraph", "sequence_bytes"]

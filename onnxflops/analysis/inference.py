@@ -27,6 +27,7 @@ from onnxflops.analysis.contrib_shapes import (
 )
 from onnxflops.analysis.evaluate import evaluate
 from onnxflops.analysis.kinds import attribute_key
+from onnxflops.analysis.sequences import SEQUENCE_OPS, type_sequence_op
 from onnxflops.errors import first_line
 from onnxflops.graph import (
     MAX_VALUE_ELEMENTS,
@@ -110,6 +111,8 @@ class NodeTyper:
         proto, op_type, domain, inputs, outputs = row
         if op_type == "Constant" and not domain:
             return False  # typed from its value by the view, where it has one
+        if op_type in SEQUENCE_OPS and not domain and type_sequence_op(self.view, row):
+            return True  # its elements typed one by one (ONNX's inference types them alike)
         # Everything about the node but its names, its inputs' values and its coefficients (no
         # ONNX inference reads them). An input without a type is True, an absent one False.
         signature = (op_type, domain, attribute_key(proto, self.opsets.get(domain_key(domain), 0)),

@@ -8,6 +8,7 @@ import numpy as np
 import onnx
 
 from onnxflops.analysis import (
+    SEQUENCE_OPS,
     AnalyzedModel,
     ConstantWork,
     analyze,
@@ -19,6 +20,7 @@ from onnxflops.analysis import (
     is_foldable_cost,
     mark_constants,
     refine_subgraph,
+    sequence_bytes,
 )
 from onnxflops.costs import REGISTRY, ZERO, Backward, Cost, Node, Registry, Rule, check_node
 from onnxflops.counting.training import GradientFlow
@@ -126,8 +128,10 @@ class _Counter:
         cannot cost it."""
         proto, op_type, domain, input_names, output_names = row
         opset = self.opsets.get(domain, 0)
-        # Training counts each node's backward from its own Node: no reuse then.
-        reuse = scope is self.analyzed.graph and self.flows is None
+        # Training counts each node's backward from its own Node: no reuse then; nor where the
+        # bytes depend on a sequence's elements, which the signature does not hold.
+        on_sequences = op_type in SEQUENCE_OPS and not domain
+        reuse = scope is self.analyzed.graph and self.flows is None and not on_sequences
         inputs = outputs = signature = outcome = node = None
         if reuse and kind is not None:
             signature = (_KIND, kind)
@@ -159,6 +163,10 @@ class _Counter:
                         signature = (signature, _refinement(refinement, row, scope))
                 self.outcomes[signature] = outcome
         entry = NodeReport(proto.name, op_type, domain, proto, *outcome.entry_fields)
+        if on_sequences and outcome.costed:
+            read, written = sequence_bytes(scope, row)
+            entry.bytes_read += read
+            entry.bytes_written += written
         if self.flows is not None and count_params:
             backward = self._backward(outcome.rule, node) if outcome.costed else None
             backward = backward or ZERO  # uncosted: reported, and left out of the totals
