@@ -209,6 +209,8 @@ class GraphView:
         self.constant: set[str] = set()
         # Sequence-valued tensors whose elements' types are known: each element's, in order.
         self.sequences: dict[str, tuple[TensorInfo, ...]] = {}
+        # Tensors whose shapes depend on data, typed at their upper bound: why it is the bound.
+        self.bounds: dict[str, str] = {}
         # For each constant tensor computed from weights: the initializers it was computed from.
         self.derived_from: dict[str, frozenset[str]] = {}
         self.read_types([*graph.input, *graph.value_info, *graph.output])

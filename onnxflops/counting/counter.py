@@ -82,6 +82,7 @@ class _Counter:
         total, constant_work, foldable = Totals(), Totals(), Totals()
         constant_nodes = foldable_nodes = 0
         policy = None  # the constant-work policy, made where the graph has constant nodes
+        bounded = set(graph.bounds)  # tensors whose sizes are upper bounds, and what they reach
         reads: list[list[str]] = []  # each node's inputs, where recorded weights are credited
         for position, row in enumerate(graph.rows()):
             if graph.is_constant_row(row):
@@ -106,6 +107,10 @@ class _Counter:
             nodes.append(self._report(row, graph, graph.kinds.get(position)))
             if self.roles is not None:
                 reads.append(row[3])
+            if bounded and _reads_bound(row, bounded, graph.bounds):
+                nodes[-1].bound = True
+        if bounded:
+            self._warn_bounds(nodes, graph.bounds)
         if self.roles is not None:
             self._credit_unread_weights(nodes, reads, graph)
         for entry in nodes:
@@ -119,6 +124,14 @@ class _Counter:
                                  "exclude them")
         return Report(name, self.convention, inputs, total, nodes, constant_work, constant_nodes,
                       self.uncosted, self.warnings, foldable, foldable_nodes)
+
+    def _warn_bounds(self, nodes: list[NodeReport], bounds: dict[str, str]) -> None:
+        count = sum(entry.bound for entry in nodes)
+        if count:
+            why = "; ".join(f"'{name}': {reason}" for name, reason in list(bounds.items())[:3])
+            more = f"; and {len(bounds) - 3} more" if len(bounds) > 3 else ""
+            self.warnings.append(f"{count} node(s) counted at an upper bound, as sizes that "
+                                 f"depend on data are taken at their largest ({why}{more})")
 
     def _report(self, row: NodeRow, scope: GraphView, kind: int | None = None,
                 count_params: bool = True, report_uncosted: bool | None = None) -> NodeReport:
@@ -405,6 +418,14 @@ class _Counter:
             except Uncostable as e:
                 raise Uncostable(f"in {where}, node '{proto.name}' ({proto.op_type}): {e}") from None
         return total
+
+
+def _reads_bound(row: NodeRow, bounded: set[str], bounds: dict[str, str]) -> bool:
+    """Whether a node makes or reads a size that depends on data; its outputs then carry it."""
+    if any(name in bounds for name in row.outputs) or any(name in bounded for name in row.inputs):
+        bounded.update(name for name in row.outputs if name)
+        return True
+    return False
 
 
 def apply_rule(fn, node: Node, *args) -> Cost:

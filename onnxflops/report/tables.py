@@ -81,6 +81,8 @@ class NodeReport:
     backward_flops: Any = None
     # Work on weights alone, counted in the totals; a runtime computes it once at load.
     foldable: bool = False
+    # Counted at an upper bound: it reads (or makes) a size that depends on data.
+    bound: bool = False
 
     @property
     def layer(self) -> str:
@@ -111,11 +113,13 @@ class NodeReport:
             d["detail"] = _plain(self.detail)
         if self.foldable:
             d["foldable"] = True
+        if self.bound:
+            d["bound"] = True
         return d
 
 
 _NODE_KEYS = tuple("layer" if f.name == "layer_source" else f.name for f in fields(NodeReport)
-                   if f.name not in ("detail", "foldable", *BACKWARD))
+                   if f.name not in ("detail", "foldable", "bound", *BACKWARD))
 
 
 @dataclass
