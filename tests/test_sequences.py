@@ -109,3 +109,21 @@ def test_a_split_of_unknown_sizes_leaves_the_element_unknown():
     m.graph.input[1].type.tensor_type.elem_type = 7  # int64 sizes given at run time
     report = onnxflops.count(m)
     assert [u.op_type for u in report.uncosted] == ["MatMul"]
+
+
+def test_mobilevitv2_linear_attention_splits_its_qkv_by_a_sequence():
+    # timm mobilevitv2 (dynamo export): qkv.split([1, d, d], dim=1) becomes SplitToSequence and
+    # SequenceAt; the key times the softmax of the query was uncosted, "shape of 'mul' is
+    # unknown (1x?x4x256)". Here d = 8, 4 pixels per patch, 16 patches.
+    d, pixels, patches = 8, 4, 16
+    nodes = [node("SplitToSequence", ["qkv", "split"], ["seq"], axis=1),
+             node("SequenceAt", ["seq", "zero"], ["query"]),
+             node("SequenceAt", ["seq", "one"], ["key"]),
+             node("Softmax", ["query"], ["scores"], axis=-1),
+             node("Mul", ["key", "scores"], ["mul"])]
+    report = costed(model(nodes, {"qkv": [1, 1 + 2 * d, pixels, patches]},
+                          [weight("split", None, np.int64, [1, d, d]),
+                           weight("zero", (), np.int64, 0), weight("one", (), np.int64, 1)]))
+    mul = by_op(report)["Mul"]
+    assert mul.output_shapes == [[1, d, pixels, patches]]
+    assert mul.flops == d * pixels * patches == 512
