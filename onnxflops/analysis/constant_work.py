@@ -20,6 +20,9 @@ A node whose every input is constant (GraphView marks them: the facts) is one of
     Transpose, Reshape, Gather, Cast of initializers; their bytes too, as the node that reads the
     result reads the weight's bytes already) and integer work on index tables.
 
+An RNN's first step on a zero state (h0 times W_hh, once torch.export unrolls it) is such work
+too: foldable, and counted, as it was.
+
 A weight is a float initializer or Constant of more than one element: a scalar is a coefficient,
 an integer tensor holds indices, axes or shapes.
 The params a foldable node reads are credited, as before, to the network node that reads its
