@@ -85,3 +85,13 @@ def test_the_bound_is_in_the_json_and_the_table():
     assert [n.get("bound") for n in doc["nodes"]] == [True, True, True]
     assert "warning: 3 node(s) counted at an upper bound" in report.to_table()
     assert "every one of the 6 elements nonzero" in report.to_table()
+
+
+def test_non_zero_of_a_constant_is_evaluated_not_bounded():
+    # a stored mask with 3 nonzeros: its indices are known, 3 of them
+    nodes = [node("NonZero", ["mask"], ["nz"]), node("Cast", ["nz"], ["f"], to=1),
+             node("MatMul", ["x", "f"], ["y"])]
+    report = onnxflops.count(model(nodes, {"x": [5, 1]},
+                                   [weight("mask", None, np.int64, [0, 2, 0, 1, 4])]))
+    assert not report.warnings and not any(n.bound for n in report.nodes)
+    assert report.total.macs == 5 * 1 * 3

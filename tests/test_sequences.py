@@ -127,3 +127,13 @@ def test_mobilevitv2_linear_attention_splits_its_qkv_by_a_sequence():
     mul = by_op(report)["Mul"]
     assert mul.output_shapes == [[1, d, pixels, patches]]
     assert mul.flops == d * pixels * patches == 512
+
+
+def test_a_split_into_more_parts_than_held_is_left_to_onnx_inference():
+    # 10⁹ parts of one row each: never a tuple of 10⁹ element types (8 GB); ONNX's own inference
+    # types the parts of a split without sizes alike, 1×1
+    nodes = [node("SplitToSequence", ["x"], ["seq"], axis=1),
+             node("SequenceAt", ["seq", "zero"], ["e"]), node("Relu", ["e"], ["y"])]
+    report = onnxflops.count(model(nodes, {"x": [1, 10**9]},
+                                   [weight("zero", (), np.int64, 0)]))
+    assert not report.uncosted and report.total.flops == 1

@@ -11,13 +11,15 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from onnxflops.graph import GraphView, NodeRow, TensorInfo
+from onnxflops.graph import MAX_VALUE_ELEMENTS, GraphView, NodeRow, TensorInfo
 
 SEQUENCE_OPS = frozenset({"SplitToSequence", "SequenceConstruct", "SequenceEmpty",
                           "SequenceInsert", "SequenceErase", "SequenceAt", "SequenceLength",
                           "ConcatFromSequence"})
 
 Elements = tuple[TensorInfo, ...]
+# A split into more parts stays untyped: what is held never grows with a number read from a file.
+MAX_PARTS = MAX_VALUE_ELEMENTS
 
 
 def type_sequence_op(view: GraphView, row: NodeRow) -> bool:
@@ -94,7 +96,7 @@ def _split(view: GraphView, inputs: list[str], attrs: dict) -> Elements | None:
             return None
         if split.ndim == 0:
             size = int(split)
-            if size <= 0:
+            if size <= 0 or -(-length // size) > MAX_PARTS:
                 return None
             sizes = [size] * (length // size) + ([length % size] if length % size else [])
         else:
@@ -102,6 +104,8 @@ def _split(view: GraphView, inputs: list[str], attrs: dict) -> Elements | None:
             if sum(sizes) != length or min(sizes, default=0) < 0:
                 return None
         return tuple(_with_dim(x, axis, s) for s in sizes)
+    if length > MAX_PARTS:
+        return None
     keep = attrs.get("keepdims", 1)
     part = _with_dim(x, axis, 1) if keep else TensorInfo(
         "", x.dtype, x.shape[:axis] + x.shape[axis + 1:])
