@@ -14,6 +14,7 @@ import math
 import numpy as np
 import onnx
 
+from onnxflops.analysis.sequences import axis_from_front
 from onnxflops.graph import GraphView, NodeRow, TensorInfo
 
 _INT64 = onnx.TensorProto.INT64
@@ -25,10 +26,14 @@ def bound_outputs(view: GraphView, row: NodeRow) -> bool:
     if all(view.is_constant(name) for name in row.inputs if name):
         return False  # its value, so its size, is evaluated as constant work
     infos = [view.info(name) if name else None for name in row.inputs]
-    if rule is None or not infos or any(i is not None and not i.concrete for i in infos[:1]):
+    if rule is None or not infos or infos[0] is None or not infos[0].concrete \
+            or not infos[0].shape and row.op_type != "NonZero":
         return False
     attrs = {a.name: onnx.helper.get_attribute_value(a) for a in row.proto.attribute}
-    found = rule(view, row, infos, attrs)
+    try:
+        found = rule(view, row, infos, attrs)
+    except (ArithmeticError, LookupError, TypeError, ValueError):
+        found = None  # a broken file's node: left unknown, and reported by the nodes it feeds
     if found is None:
         return False
     shapes, why = found
@@ -49,7 +54,9 @@ def _non_zero(view, row, infos, attrs):
 
 def _top_k(view, row, infos, attrs):
     x = infos[0]
-    axis = attrs.get("axis", -1) % len(x.shape)
+    axis = axis_from_front(attrs.get("axis", -1), len(x.shape))
+    if axis is None:
+        return None
     size = x.shape[axis]
     shape = x.shape[:axis] + (size,) + x.shape[axis + 1:]
     return [(x.dtype, shape), (_INT64, shape)], f"k at most the {size} elements of axis {axis}"
@@ -76,7 +83,9 @@ def _unique(view, row, infos, attrs):
         items = math.prod(x.shape)
         values, inverse = (items,), (items,)
     else:
-        axis %= len(x.shape)
+        axis = axis_from_front(axis, len(x.shape))
+        if axis is None:
+            return None
         items = x.shape[axis]
         values, inverse = x.shape, (items,)
     return [(x.dtype, values), (_INT64, (items,)), (_INT64, inverse), (_INT64, (items,))], \
@@ -91,7 +100,9 @@ def _compress(view, row, infos, attrs):
     if axis is None:
         kept = min(math.prod(x.shape), condition.shape[0])
         return [(x.dtype, (kept,))], f"every one of {kept} conditions true"
-    axis %= len(x.shape)
+    axis = axis_from_front(axis, len(x.shape))
+    if axis is None:
+        return None
     kept = min(x.shape[axis], condition.shape[0])
     return [(x.dtype, x.shape[:axis] + (kept,) + x.shape[axis + 1:])], \
         f"every one of {kept} conditions true"

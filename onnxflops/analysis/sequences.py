@@ -30,7 +30,10 @@ def type_sequence_op(view: GraphView, row: NodeRow) -> bool:
     out = outputs[0] if outputs else ""
     if not out:
         return False
-    typed = _RULES[op_type](view, inputs + [""] * 3, attrs)
+    try:
+        typed = _RULES[op_type](view, inputs + [""] * 3, attrs)
+    except (ArithmeticError, LookupError, TypeError, ValueError):
+        typed = None  # a broken file's node: left to ONNX's inference, and reported after it
     if typed is None:
         return False
     if isinstance(typed, TensorInfo):
@@ -58,6 +61,11 @@ def sequence_bytes(view: GraphView, row: NodeRow) -> tuple[int, int]:
     else:
         read = sum(total(name) for name in row.inputs)
     return read, sum(total(name) for name in row.outputs)
+
+
+def axis_from_front(axis: int, rank: int) -> int | None:
+    """A valid axis counted from the front, or None (a broken file's: the output stays unknown)."""
+    return axis % rank if -rank <= axis < rank else None
 
 
 def _elements(view: GraphView, name: str) -> Elements | None:
@@ -88,7 +96,9 @@ def _split(view: GraphView, inputs: list[str], attrs: dict) -> Elements | None:
     x = _tensor(view, inputs[0])
     if x is None:
         return None
-    axis = attrs.get("axis", 0) % len(x.shape)
+    axis = axis_from_front(attrs.get("axis", 0), len(x.shape))
+    if axis is None:
+        return None
     length = x.shape[axis]
     if inputs[1]:
         split = view.value(inputs[1])
@@ -158,12 +168,14 @@ def _concat(view: GraphView, inputs: list[str], attrs: dict) -> TensorInfo | Non
         return None
     first = elements[0]
     if attrs.get("new_axis", 0):
-        axis = attrs["axis"] % (len(first.shape) + 1)
-        if any(e.shape != first.shape for e in elements):
+        axis = axis_from_front(attrs.get("axis", 0), len(first.shape) + 1)
+        if axis is None or any(e.shape != first.shape for e in elements):
             return None
         return TensorInfo("", first.dtype, first.shape[:axis] + (len(elements),)
                           + first.shape[axis:])
-    axis = attrs["axis"] % len(first.shape)
+    axis = axis_from_front(attrs.get("axis", 0), len(first.shape))
+    if axis is None:
+        return None
     rest = [e.shape[:axis] + e.shape[axis + 1:] for e in elements]
     if any(r != rest[0] or len(e.shape) != len(first.shape) for r, e in zip(rest, elements)):
         return None
