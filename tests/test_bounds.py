@@ -95,3 +95,10 @@ def test_non_zero_of_a_constant_is_evaluated_not_bounded():
                                    [weight("mask", None, np.int64, [0, 2, 0, 1, 4])]))
     assert not report.warnings and not any(n.bound for n in report.nodes)
     assert report.total.macs == 5 * 1 * 3
+
+
+def test_a_top_k_on_an_axis_out_of_range_is_reported_not_raised():
+    nodes = [node("TopK", ["x", "k"], ["v", "i"], axis=9), node("Relu", ["v"], ["y"])]
+    report = onnxflops.count(typed_model(nodes, {"x": (FLOAT, [2, 3]), "k": (INT64, [1])}))
+    assert "axis 9 is out of range for tensors of rank 2" in report.uncosted[0].reason
+    assert not any(n.bound for n in report.nodes)

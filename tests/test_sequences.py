@@ -137,3 +137,10 @@ def test_a_split_into_more_parts_than_held_is_left_to_onnx_inference():
     report = onnxflops.count(model(nodes, {"x": [1, 10**9]},
                                    [weight("zero", (), np.int64, 0)]))
     assert not report.uncosted and report.total.flops == 1
+
+
+def test_an_axis_out_of_range_is_reported_not_raised():
+    nodes = [node("SplitToSequence", ["x"], ["seq"], axis=7),
+             node("SequenceAt", ["seq", "zero"], ["e"]), node("Relu", ["e"], ["y"])]
+    report = onnxflops.count(model(nodes, {"x": [2, 3]}, [weight("zero", (), np.int64, 0)]))
+    assert "axis 7 is out of range for tensors of rank 2" in report.uncosted[0].reason
