@@ -83,8 +83,10 @@ class Comparison(formats.Rendered):
     def to_dict(self) -> dict[str, Any]:
         return {
             "same": self.same, "tolerance": self.tolerance,
-            "a": {"model": self.a.model, "total": self.a.total.to_dict()},
-            "b": {"model": self.b.model, "total": self.b.total.to_dict()},
+            "a": {"model": self.a.model, "total": self.a.total.to_dict(),
+                  "foldable": self.a.foldable.to_dict()},
+            "b": {"model": self.b.model, "total": self.b.total.to_dict(),
+                  "foldable": self.b.foldable.to_dict()},
             "by_op_type": {k: {"a": ta.to_dict(), "b": tb.to_dict()}
                            for k, (ta, tb) in self.by_op_type.items()},
             "layers": [{"a": [x.name for x in row.a], "b": [x.name for x in row.b],
@@ -132,7 +134,13 @@ class Comparison(formats.Rendered):
                             [[key, *readable(getattr(self.a.total, key),
                                              getattr(self.b.total, key)),
                               _delta(getattr(self.a.total, key), getattr(self.b.total, key))]
-                             for key in SHOWN], left=1))
+                             for key in SHOWN]
+                            # Work on weights alone, in the totals above: runtimes fold it.
+                            + [[f"foldable {key}", *readable(getattr(self.a.foldable, key),
+                                                             getattr(self.b.foldable, key)),
+                                _delta(getattr(self.a.foldable, key),
+                                       getattr(self.b.foldable, key))]
+                               for key in ("macs", "flops")], left=1))
         blocks += ["", "by op type (FLOPs; ops that compute nothing left out)"]
         blocks.append(Table(["op", "a", "b", "b − a"],
                             [[op, human(ta.flops), human(tb.flops), _delta(ta.flops, tb.flops)]

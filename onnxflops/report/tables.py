@@ -79,6 +79,10 @@ class NodeReport:
     detail: dict | None = None
     backward_macs: Any = None
     backward_flops: Any = None
+    # Work on weights alone, counted in the totals; a runtime computes it once at load.
+    foldable: bool = False
+    # Counted at an upper bound: it reads (or makes) a size that depends on data.
+    bound: bool = False
 
     @property
     def layer(self) -> str:
@@ -107,11 +111,15 @@ class NodeReport:
                 d[key] = _plain(getattr(self, key))
         if self.detail:
             d["detail"] = _plain(self.detail)
+        if self.foldable:
+            d["foldable"] = True
+        if self.bound:
+            d["bound"] = True
         return d
 
 
 _NODE_KEYS = tuple("layer" if f.name == "layer_source" else f.name for f in fields(NodeReport)
-                   if f.name not in ("detail", *BACKWARD))
+                   if f.name not in ("detail", "foldable", "bound", *BACKWARD))
 
 
 @dataclass
@@ -138,6 +146,9 @@ class Report(formats.Rendered):
     constant_nodes: int
     uncosted: list[Uncosted]
     warnings: list[str]
+    # The nodes of `nodes` that work on weights alone (see analysis/constant_work.py), summed.
+    foldable: Totals = field(default_factory=Totals)
+    foldable_nodes: int = 0
 
     JSON_RECORDS_PER_LINE = True
     NOTEBOOK_VIEW = {"by": "op"}
@@ -202,6 +213,7 @@ class Report(formats.Rendered):
             "by_category": _groups_dict(self.by_category()),
             "nodes": [n.to_dict() for n in self.nodes],
             "constant_work": {"nodes": self.constant_nodes, **self.constant_work.to_dict()},
+            "foldable": {"nodes": self.foldable_nodes, **self.foldable.to_dict()},
             "uncosted": [asdict(u) for u in self.uncosted],
             "warnings": list(self.warnings),
         }
@@ -283,6 +295,10 @@ class Report(formats.Rendered):
 
     def _notes(self) -> list[str]:
         notes = []
+        if self.foldable_nodes:
+            notes.append(f"foldable (counted; a runtime computes it once at load): "
+                         f"{self.foldable_nodes} nodes on weights alone, "
+                         f"{human(self.foldable.macs)} MACs, {human(self.foldable.flops)} FLOPs")
         if self.constant_nodes:
             notes.append(f"constant work (not counted): {self.constant_nodes} nodes, "
                          f"{human(self.constant_work.flops)} FLOPs, "
