@@ -208,6 +208,13 @@ class TestSummary:
             "tables: report.to_table(by='node'|'op'|'layer'|'category'),",
             "        report.by_layer(depth=N), report.rows(by=...), report.to_pandas(by=...)"])
 
+    def test_the_summary_shows_work_on_weights_alone(self):
+        # W·W (16 multiplies on a 4×4 weight) runs on weights alone, then x[2,4]·(W·W).
+        m = model([node("Mul", ["W", "W"], ["W2"]), node("MatMul", ["x", "W2"], ["y"])],
+                  {"x": [2, 4]}, [weight("W", (4, 4))])
+        assert "foldable        16 FLOPs on weights alone, in the totals (1 nodes a runtime " \
+            "computes once)" in str(onnxflops.count(m))
+
     def test_the_repr_is_one_line(self):
         assert repr(onnxflops.count(mlp())) == (
             "Report(model='test', macs=24, flops=56, params=12, nodes=2, uncosted=0)")

@@ -343,7 +343,10 @@ def summary(report: Report, top: int = SUMMARY_OP_TYPES) -> str:
               f"{'bytes written':<16}{human(t.bytes_written, 'B')}",
               f"{'nodes':<16}{len(report.nodes)}"
               + (f" (and {report.constant_nodes} constant, not counted)"
-                 if report.constant_nodes else ""), rule]
+                 if report.constant_nodes else ""),
+              *([f"{'foldable':<16}{human(report.foldable.flops)} FLOPs on weights alone, in "
+                 f"the totals ({report.foldable_nodes} nodes a runtime computes once)"]
+                if report.foldable_nodes else []), rule]
     if report.uncosted:
         lines += [f"UNCOSTED: {len(report.uncosted)} node(s), the totals exclude them:",
                   *(f"  {u.name} ({u.op_type}): {u.reason}" for u in report.uncosted[:5])]
