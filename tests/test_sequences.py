@@ -144,3 +144,23 @@ def test_an_axis_out_of_range_is_reported_not_raised():
              node("SequenceAt", ["seq", "zero"], ["e"]), node("Relu", ["e"], ["y"])]
     report = onnxflops.count(model(nodes, {"x": [2, 3]}, [weight("zero", (), np.int64, 0)]))
     assert "axis 7 is out of range for tensors of rank 2" in report.uncosted[0].reason
+
+
+@pytest.mark.parametrize("split, index, rows", [([3, 7], 1, 7), ([3, 7], -2, 3), (4, 2, 2),
+                                                (None, 0, 1)])
+def test_sequence_at_under_symbolic_dims_takes_its_part(split, index, rows):
+    # DeepSeek splits q into its no-rope and rope parts through a sequence; with the batch left
+    # a symbol, ONNX's inference types the parts alike and leaves the split axis unknown.
+    import sympy
+
+    inputs = ["x", "split"] if split else ["x"]
+    nodes = [node("SplitToSequence", inputs, ["seq"], axis=1),
+             node("SequenceAt", ["seq", "at"], ["e"]), node("MatMul", ["e", "w"], ["y"])]
+    weights = [weight("w", (D, OUT)), weight("at", (), np.int64, index)]
+    weights += [weight("split", np.shape(split), np.int64, split)] if split else []
+    report = onnxflops.count(model(nodes, {"x": ["batch", L, D]}, weights), symbolic=True)
+    batch = sympy.Symbol("batch", integer=True, positive=True)
+    # [3, 7]: part 1 is 7 rows, part −2 is 3; a scalar 4 over 10 rows: 4, 4 and the last 2;
+    # no sizes: one row each, kept as a dim of 1.
+    assert not report.uncosted
+    assert report.total.macs == batch * rows * D * OUT

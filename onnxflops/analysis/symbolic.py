@@ -544,6 +544,42 @@ def _broadcast_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
     return functools.reduce(_broadcast, map(list, shapes))
 
 
+def _sequence_at_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
+    """An element of a SplitToSequence: the data with the split axis cut to that part (the
+    split sizes given), or to 1, dropped without keepdims, when it splits one by one. ONNX's
+    inference types a sequence's elements alike, so unequal parts (DeepSeek's q_pe / q_nope
+    split) leave the axis unknown there."""
+    split = values.view.producer(node.input[0])
+    position = values.get(node.input[1]) if len(node.input) > 1 else None
+    if split is None or split.op_type != "SplitToSequence" or position is None \
+            or position.size != 1 or not isinstance(position.flat[0], (int, np.integer)):
+        return None
+    data = values.shape(split.input[0])
+    if data is None:
+        return None
+    attrs = _attrs(split)
+    axis = attrs.get("axis", 0) % len(data)
+    dims = list(data)
+    if len(split.input) > 1 and split.input[1]:
+        sizes = _ints(values, split.input[1])
+        if sizes is None:
+            return None
+        if values.get(split.input[1]).ndim == 0:  # a scalar: parts of one size, the last the rest
+            if not isinstance(data[axis], int):
+                return None
+            sizes = [sizes[0]] * (data[axis] // sizes[0]) + (
+                [data[axis] % sizes[0]] if data[axis] % sizes[0] else [])
+        index = int(position.flat[0])
+        if not -len(sizes) <= index < len(sizes):
+            return None
+        dims[axis] = sizes[index]
+        return dims
+    if attrs.get("keepdims", 1):
+        dims[axis] = 1
+        return dims
+    return dims[:axis] + dims[axis + 1:]
+
+
 def _global_pool_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
     data = values.shape(node.input[0])
     return None if data is None else [*data[:2], *[1] * (len(data) - 2)]
@@ -586,7 +622,7 @@ _SHAPE_OF: dict[str, Callable] = {
     "Reshape": _reshape_shape, "Expand": _expand_shape, "ConstantOfShape": _constant_of_shape_shape,
     "Tile": _tile_shape, "Range": _range_shape, "Slice": _slice_shape, "Conv": _window_shape,
     "MaxPool": _window_shape, "AveragePool": _window_shape, "LpPool": _window_shape,
-    "Flatten": _flatten_shape, "Concat": _concat_shape,
+    "Flatten": _flatten_shape, "Concat": _concat_shape, "SequenceAt": _sequence_at_shape,
     "GlobalAveragePool": _global_pool_shape, "GlobalMaxPool": _global_pool_shape,
     "GlobalLpPool": _global_pool_shape,
     # What ONNX inference carries too, taken here so that a chain of convolutions over symbolic
