@@ -581,6 +581,15 @@ def test_the_config_comes_from_the_record_or_the_model_given():
     assert _config_mapping(None, "pkg.module:factory") is None  # loaded by the converter
 
 
+def test_active_params_are_k_of_e_routed_experts_and_every_shared_param():
+    from onnxflops.serving.serve import active_params
+
+    # DeepSeek-like: 1000 params outside the routed experts (attention, a dense first layer,
+    # a shared expert), 8 routed experts of 100, top-2: 1000 + 2 × 100.
+    assert active_params(1800, 800, 8, 2) == 1200
+    assert active_params(1800, 0, 0, 0) == 1800  # a dense model
+
+
 def test_a_cache_input_of_unknown_width_is_one_line():
     from onnxflops.serving.cache import kv_layers
 
@@ -604,7 +613,8 @@ def test_sum_steps_of_a_piecewise_step_by_hand():
     # (2c = 11 at 5.5), nested and maximal forms, fractional bytes (int4) and a quadratic.
     formulas = [4 * sympy.Min(c, 5) + 7, sympy.Min(2 * c, 11), sympy.Max(sympy.Min(c, 8), 3) * c,
                 sympy.Rational(1, 2) * c + sympy.Rational(1, 3) * sympy.Min(c, 5),
-                c * (c + 1) / 2 + sympy.Max(c - 4, 0), sympy.floor(c / 3) + c, 12]
+                c * (c + 1) / 2 + sympy.Max(c - 4, 0), sympy.floor(c / 3) + c, 12,
+                sympy.Min(sympy.Float(0.5) * c, 3) + 1]
     for formula in formulas:
         for first, last in ((1, 3), (3, 9), (5, 5), (6, 20), (1, 40)):
             assert sum_steps(formula, c, first, last) == by_step(sympy.sympify(formula), first,

@@ -63,7 +63,7 @@ class Phase:
     def __init__(self, counted, symbols: tuple[str, ...], traffic: Traffic,
                  experts_per_token: int = 0):
         """`experts_per_token`: the top-k of a mixture of experts, whose gathered expert weights
-        are then read as the distinct experts its tokens touch (_expected_expert_bytes); 0: the
+        are then read as the distinct experts its tokens touch (_expert_weight_bytes); 0: the
         rows gathered, at most the whole table."""
         import sympy
 
@@ -363,7 +363,7 @@ def _pieces(formula, symbol, first: int, last: int):
     for atom in innermost:
         for x, y in itertools.combinations(atom.args, 2):
             difference = sympy.expand(x - y)
-            if not difference.is_polynomial(symbol):
+            if not _rational_polynomial(difference, symbol):
                 yield first, last, formula
                 return
             if difference.has(symbol):
@@ -388,9 +388,9 @@ def _sum_polynomial(part, symbol, lo: int, hi: int) -> int:
     substitution otherwise."""
     import sympy
 
-    coefficients = sympy.Poly(part, symbol).all_coeffs() if part.is_polynomial(symbol) else []
-    if not coefficients or not all(a.is_Rational for a in coefficients):
+    if not _rational_polynomial(part, symbol):
         return sum(_number(part.subs(symbol, c)) for c in range(lo, hi + 1))
+    coefficients = sympy.Poly(part, symbol).all_coeffs()
     denominator = math.lcm(*(int(a.q) for a in coefficients))
     if denominator == 1:
         return int(sympy.summation(part, (symbol, lo, hi)))
@@ -402,6 +402,13 @@ def _sum_polynomial(part, symbol, lo: int, hi: int) -> int:
             value = value * c + a
         total += -(-value // denominator)
     return total
+
+
+def _rational_polynomial(formula, symbol) -> bool:
+    import sympy
+
+    return formula.is_polynomial(symbol) and all(
+        a.is_Rational for a in sympy.Poly(formula, symbol).all_coeffs())
 
 
 def _number(value: Any) -> Any:

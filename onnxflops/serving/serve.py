@@ -207,8 +207,7 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
     first_step, last_step = (decode.at(batch=batch, context=c) for c in (prompt, last))
     decode_total = decode.summed("context", prompt, last, batch=batch)
     total = lm.params
-    active = total - lm.expert_params + (lm.expert_params * lm.experts_per_token // lm.experts
-                                         if lm.experts else lm.expert_params)
+    active = active_params(total, lm.expert_params, lm.experts, lm.experts_per_token)
     compute = compute_dtype(dtype)
     contexts = np.arange(prompt, last + 1)
     prefill_time = prefill.seconds(hw, compute, batch=batch, prompt=prompt)
@@ -248,6 +247,13 @@ def _phases(lm, traffic: Traffic) -> tuple[Phase, Phase]:
         return counted[0]
     (prefill, decode), (prefill_one, decode_one) = counted
     return prefill.extended(prefill_one, lm.layers), decode.extended(decode_one, lm.layers)
+
+
+def active_params(total: int, expert_params: int, experts: int, top_k: int) -> int:
+    """Params a token runs: total − routed + routed · k/E. Its k routed experts of E per layer,
+    and every other param: attention, dense layers, shared experts (not among the routed)."""
+    return total - expert_params + (expert_params * top_k // experts if experts else
+                                    expert_params)
 
 
 def _config_mapping(config: Any, model: Any) -> Mapping[str, Any] | None:
