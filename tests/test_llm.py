@@ -556,7 +556,8 @@ def test_kv_cache_bytes_per_layer_kind_by_hand():
     # bf16, whatever the graph's expanded keys and values: 3 × 10 × 80 = 2400 B per layer.
     latent = kv_layers(inputs, {"kv_lora_rank": 32, "qk_rope_head_dim": 8}, 16, 3, 10)
     assert [(x.kind, x.bytes_per_token, x.bytes) for x in latent] == [("latent", 80, 2400)] * 2
-    assert "latent" in latent[0].note and "expanded keys and values" in latent[0].note
+    assert latent[0].note == "latent 32 + rotary key 8 elements per token for all heads " \
+                             "(transformers' cache holds the expanded keys and values)"
     # No config: every layer as the graph holds it; int4 halves a byte: 64 × 4 / 8 = 32 B.
     plain = kv_layers(inputs, None, 4, batch=1, tokens=5)
     assert [(x.kind, x.bytes_per_token, x.bytes) for x in plain] == [("full", 32, 160)] * 2
@@ -712,13 +713,14 @@ def test_the_kv_cache_per_layer_kind_in_the_json_the_table_and_the_page():
     table = r.to_table()
     assert "\nsliding   0               4        64B     512B\n" in table
     assert "\nfull      1               8        64B  1.02 KB\n" in table
-    assert "sliding: sliding window 4: min(tokens, 4) positions" in table
+    assert "\n  sliding: window 4: min(tokens, 4) positions, as a paged serving cache holds them " \
+           "(transformers' keeps 4 − 1)\n" in table
     assert [row["kind"] for row in r.rows(by="kv")] == ["sliding", "full"]
     assert layer_runs([0, 2, 3, 4, 5, 7, 8]) == "0, 2–5, 7, 8"
     assert layer_runs(list(range(0, 20, 2))) == "10 layers"
     page = llm_html(r).replace("<wbr>", "")
     assert "<td class=\"text\">sliding</td><td class=\"text\">0</td><td>4</td><td>64 B</td>" \
-           "<td>512 B</td><td class=\"text\">sliding window 4: min(tokens, 4) positions" in page
+           "<td>512 B</td><td class=\"text\">window 4: min(tokens, 4) positions" in page
 
 
 def _expert_model() -> onnx.ModelProto:

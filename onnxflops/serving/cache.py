@@ -103,15 +103,14 @@ def _form(kind: str, window: int | None, latent: int | None, rank: int | None,
           rope: int | None) -> KvForm:
     notes = []
     if latent:
-        notes.append(f"latent attention: kv_lora_rank {rank} + qk_rope_head_dim {rope or 0} "
-                     "elements per token, as a serving engine caches them (transformers' cache "
-                     "holds the expanded keys and values)")
+        notes.append(f"latent {rank} + rotary key {rope or 0} elements per token for all heads "
+                     "(transformers' cache holds the expanded keys and values)")
     if window and kind == "sliding_attention":
-        notes.append(f"sliding window {window}: min(tokens, {window}) positions, as a paged "
-                     f"serving cache holds them (transformers' keeps {window} − 1 between steps)")
+        notes.append(f"window {window}: min(tokens, {window}) positions, as a paged serving "
+                     f"cache holds them (transformers' keeps {window} − 1)")
     elif window:
-        notes.append(f"chunked attention {window}: at most min(tokens, {window}) positions, "
-                     "the current chunk")
+        notes.append(f"chunk {window}: at most min(tokens, {window}) positions, the current "
+                     "chunk")
     if latent:
         name = "latent"
     elif window:
