@@ -15,6 +15,7 @@ import numpy as np
 from onnxflops.formats import html_table
 from onnxflops.html.page import _CSS, COMPUTE_BOUND, FLOPS, LATENCY, MEMORY_BOUND, _figure
 from onnxflops.html.svg import Line, paired_bars, scatter
+from onnxflops.serving.cache import layer_runs
 from onnxflops.serving.serve import LlmReport, compute_dtype
 from onnxflops.report import human
 
@@ -30,6 +31,7 @@ def llm_html(r: LlmReport) -> str:
              html_table(["phase", "MACs", "FLOPs", "bytes read", "bytes written"],
                     [[name, human(c.macs), human(c.flops), human(c.bytes_read, "B"),
                       human(c.bytes_written, "B")] for name, c in r.phases()]),
+             _kv_table(r),
              _estimate_table(r),
              "<div class=\"plots\">",
              _figure(_decode_cost_plot(r), "One decode step against the context (tokens in the "
@@ -41,6 +43,17 @@ def llm_html(r: LlmReport) -> str:
                                        "beside the decode steps."),
              "</div></body></html>"]
     return "\n".join(parts)
+
+
+def _kv_table(r: LlmReport) -> str:
+    """The KV cache at the end of generation, its layers grouped by form (full, sliding,
+    chunked, latent), each with what it holds."""
+    return html_table(["KV cache", "layers", "positions held", "bytes per token", "bytes",
+                       "holds"],
+                      [[kind, layer_runs(layers), str(positions),
+                        human(per_token, "B"), human(size, "B"), note]
+                       for kind, layers, positions, per_token, size, note in r.kv_kinds()],
+                      left=2, note=True) if r.kv_layers else ""
 
 
 def _estimate_table(r: LlmReport) -> str:
