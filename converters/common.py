@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import difflib
+import logging
 import os
 import sys
 import zipfile
@@ -117,6 +119,25 @@ def framework_needed(subject: str) -> Iterator[None]:
         if not hint:
             raise
         raise OnnxFlopsError(f"{subject}: converting it needs {e.name}{hint}") from None
+
+
+@contextlib.contextmanager
+def framework_logging_silenced() -> Iterator[None]:
+    """No Python log record is emitted for the duration: torch's fake-tensor and export loggers
+    print a traceback of dozens of lines for a shape that does not fit, tf2onnx logs every
+    rewrite. A failed conversion is reported in one line; the loggers' own levels are untouched."""
+    previous = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logging.disable(previous)
+
+
+def alike(a: str, b: str) -> bool:
+    """Whether two error messages say the same thing in other words (two exporters rejecting the
+    same input: 'got torch.float32' and 'got torch.FloatTensor'): the user is told once."""
+    return difflib.SequenceMatcher(None, a, b).ratio() >= 0.75
 
 
 @contextlib.contextmanager

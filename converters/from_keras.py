@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 import onnx
 
-from onnxflops.converters.common import check_container, is_single_input, native_output_silenced
+from onnxflops.converters.common import (check_container, framework_logging_silenced,
+                                         is_single_input, native_output_silenced)
 from onnxflops.converters.filled import drop_fill_notes, fill_value, filled_tensors_as_headers
 from onnxflops.converters.structure import StandInValues, is_float_dtype
 from onnxflops.dims import format_shape
@@ -215,6 +216,7 @@ def _convert(fn, specs: list, stand_ins: list[Weight] | None, opset: int,
 
     with contextlib.ExitStack() as stack:
         stack.enter_context(native_output_silenced())  # TensorFlow's C++ logging
+        stack.enter_context(framework_logging_silenced())  # tf2onnx's and absl's Python logging
         stack.enter_context(_without_conv_batchnorm_fusion())
         stack.enter_context(_filled_constants_kept_small(stand_ins is not None))
         try:

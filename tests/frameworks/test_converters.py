@@ -211,8 +211,22 @@ class TestExporterFallback:
             torch_to_onnx(Broken(), (2,))
         message = str(error.value)
         assert "\n" not in message
-        assert "the dynamo exporter cannot convert it (no way)" in message
-        assert "the legacy exporter cannot convert it (no way)" in message
+        # Both said the same: told once.
+        assert message.endswith(": neither exporter can convert it (no way)")
+
+    def test_both_failing_differently_is_one_line_naming_both(self):
+        class Broken(nn.Module):
+            def forward(self, x):
+                if torch.jit.is_tracing():
+                    raise ValueError("traced")
+                raise ValueError("dynamo cannot trace this at all")
+
+        with pytest.raises(onnxflops.OnnxFlopsError) as error:
+            torch_to_onnx(Broken(), (2,))
+        message = str(error.value)
+        assert "\n" not in message
+        assert "the dynamo exporter cannot convert it (dynamo cannot trace this at all)" in message
+        assert "the legacy exporter cannot convert it (traced)" in message
 
 
 class TestParamsAsTheFrameworkDefinesThem:
@@ -389,6 +403,30 @@ class TestCommandLine:
                                MODELS + "keras_models:mlp"], capture_output=True, text=True)
         assert done.returncode == 0
         assert done.stderr == ""  # no TensorFlow logging from C++ on import or first use
+
+    def test_a_shape_that_does_not_fit_a_linear_is_one_line_with_no_framework_log(self):
+        # mlp's first Linear takes 64 features: torch's fake tensors log a 38-line traceback.
+        done = subprocess.run([sys.executable, "-m", "onnxflops.cli", "count",
+                               MODELS + "torch_models:mlp", "--input", "input=1x63"],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 2
+        assert done.stderr.count("\n") == 1 and done.stderr.startswith("onnxflops: error:")
+        assert "1x63" in done.stderr and done.stdout == ""
+
+    def test_from_python_a_conversion_error_logs_nothing(self, capfd):
+        from onnxflops.models.torch_models import mlp
+
+        with pytest.raises(onnxflops.OnnxFlopsError, match="cannot convert it") as error:
+            onnxflops.count(mlp(), inputs=((1, 63),))
+        assert "\n" not in str(error.value)
+        assert capfd.readouterr().err == ""
+
+    def test_float_token_ids_say_once_what_torch_said_and_to_add_int64(self, capsys):
+        assert main(["count", MODELS + "torch_models:text_cnn", "--input", "tokens=1x40"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1
+        assert err.count("scalar types: Long, Int") == 1  # both exporters said it: told once
+        assert "--input tokens=1x40:int64" in err
 
     def test_a_conversion_error_is_one_line_and_exit_status_2(self, capsys):
         assert main(["count", MODELS + "torch_models:mlp"]) == 2
