@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import difflib
 import logging
 import os
 import sys
@@ -137,6 +136,8 @@ def framework_logging_silenced() -> Iterator[None]:
 def alike(a: str, b: str) -> bool:
     """Whether two error messages say the same thing in other words (two exporters rejecting the
     same input: 'got torch.float32' and 'got torch.FloatTensor'): the user is told once."""
+    import difflib
+
     return difflib.SequenceMatcher(None, a, b).ratio() >= 0.75
 
 

@@ -34,7 +34,7 @@ from onnxflops.converters.structure import StandInValues, is_float_dtype
 from onnxflops.dims import format_shape
 from onnxflops.converters.weight_match import Weight, weight_roles_by_value
 from onnxflops.load import record_weight_roles
-from onnxflops.errors import OnnxFlopsError, first_line, last_line
+from onnxflops.errors import OnnxFlopsError, did_you_mean, first_line, last_line
 from onnxflops.graph import MAX_VALUE_ELEMENTS, is_standard_domain
 
 OPSET = 18
@@ -180,7 +180,8 @@ def _overrides(given, names: list[str], label: str) -> dict[str, Any]:
     if isinstance(given, Mapping):
         unknown = [n for n in given if n not in names]
         if unknown:
-            raise OnnxFlopsError(f"{label} has no input '{unknown[0]}' (inputs: {', '.join(names)})")
+            raise OnnxFlopsError(f"{label} has no input '{unknown[0]}'"
+                                 f"{did_you_mean(unknown[0], names)} (inputs: {', '.join(names)})")
         return dict(given)
     items = [given] if is_single_input(given) else list(given)
     if len(items) != len(names):

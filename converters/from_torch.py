@@ -36,7 +36,7 @@ from onnxflops.converters.common import (ABSENT_WEIGHTS, alike, check_container,
                                          framework_logging_silenced, is_single_input,
                                          native_output_silenced, root_cause, triton_kept_out)
 from onnxflops.converters.structure import StandInValues, is_float_dtype
-from onnxflops.errors import OnnxFlopsError, first_line
+from onnxflops.errors import OnnxFlopsError, did_you_mean, first_line
 from onnxflops.graph import MAX_VALUE_ELEMENTS
 from onnxflops.load import record_weight_roles
 
@@ -58,6 +58,8 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
     if exporter not in EXPORTERS:
         raise OnnxFlopsError(f"unknown exporter '{exporter}' (choose from {', '.join(EXPORTERS)})")
     is_program = isinstance(module, torch.export.ExportedProgram)
+    if is_program and isinstance(inputs, Mapping) and not inputs:
+        inputs = None  # the command line's "no --input": the program's own example inputs
     label = f"PyTorch model '{_model_name(module, is_program)}'"
     if is_program and exporter == "legacy":
         raise OnnxFlopsError(f"{label}: an ExportedProgram converts with the dynamo exporter only")
@@ -268,8 +270,8 @@ def _keyword_names(module, given: Mapping, label: str) -> list[str]:
     listing = ", ".join(named)
     unknown = [n for n in given if n not in named]
     if unknown and not takes_any:
-        raise OnnxFlopsError(f"{label}: forward() has no argument '{unknown[0]}' "
-                             f"(arguments: {listing})")
+        raise OnnxFlopsError(f"{label}: forward() has no argument '{unknown[0]}'"
+                             f"{did_you_mean(unknown[0], named)} (arguments: {listing})")
     required = [p.name for p in parameters if p.default is p.empty
                 and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     missing = [n for n in required if n not in given]
@@ -329,8 +331,9 @@ def _example_args(module, inputs, names: list[str], is_program: bool, label: str
             unknown = [n for n in inputs if n not in names]
             missing = [n for n in names if n not in inputs]
             if unknown or missing:
+                hint = did_you_mean(unknown[0], names) if unknown else ""
                 raise OnnxFlopsError(f"{label}: its inputs are {', '.join(names)} "
-                                     f"(given: {', '.join(inputs)})")
+                                     f"(given: {', '.join(inputs)}){hint}")
         items = [inputs[n] for n in names]
     elif is_single_input(inputs):
         items = [inputs]

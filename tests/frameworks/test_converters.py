@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -359,6 +361,36 @@ class TestFiles:
 
 
 class TestCommandLine:
+    def test_an_exported_program_file_counts_on_its_example_inputs(self, tmp_path, capsys):
+        # Linear(8, 4) on the program's example input 2×8: 2·8·4 = 64 MACs, 8·4 + 4 = 36 params.
+        program = torch.export.export(nn.Linear(8, 4), (torch.randn(2, 8),))
+        torch.export.save(program, tmp_path / "exported.pt2")
+        assert main(["count", str(tmp_path / "exported.pt2"), "--json"]) == 0
+        total = json.loads(capsys.readouterr().out)["total"]
+        assert (total["macs"], total["params"]) == (64, 36)
+
+    def test_a_factory_returning_an_exported_program_counts_on_its_example_inputs(self, tmp_path):
+        (tmp_path / "programs.py").write_text(
+            "import torch\n\ndef linear():\n"
+            "    return torch.export.export(torch.nn.Linear(8, 4), (torch.randn(2, 8),))\n")
+        # This checkout's onnxflops, from another working directory.
+        env = {**os.environ, "PYTHONPATH": str(Path(onnxflops.__file__).parents[1])}
+        done = subprocess.run([sys.executable, "-m", "onnxflops.cli", "count", "programs:linear",
+                               "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                              env=env)
+        assert done.returncode == 0, done.stderr
+        total = json.loads(done.stdout)["total"]
+        assert (total["macs"], total["params"]) == (64, 36)
+
+    @pytest.mark.parametrize("spec,given,expected", [
+        (MODELS + "torch_models:mlp", "inptu=1x64", "forward() has no argument 'inptu' "
+                                                    "(did you mean 'input'?)"),
+        (MODELS + "keras_models:mlp", "xx=1x64", "has no input 'xx' (did you mean 'x'?)")])
+    def test_a_misspelled_input_name_gets_the_closest_one(self, spec, given, expected, capsys):
+        assert main(["count", spec, "--input", given]) == 2
+        err = capsys.readouterr().err
+        assert expected in err and err.count("\n") == 1
+
     def test_convert_writes_onnx_and_says_when_real_weights_simplified_the_graph(
             self, tmp_path, capsys):
         keras_cnn().save(tmp_path / "cnn.keras")
