@@ -14,7 +14,7 @@ from onnxflops.analysis import AnalyzedModel, analyze
 from onnxflops.bind import bind_inputs, real_inputs
 from onnxflops.caches import collector_paused
 from onnxflops.canonical import canonicalize
-from onnxflops.costs import CONVENTIONS, RuleOverrides, with_rules
+from onnxflops.costs import CONVENTIONS, PER_OP_CONVENTIONS, RuleOverrides, with_rules
 from onnxflops.counting import count_model
 from onnxflops.dims import SYMBOL_MARK, is_symbolic
 from onnxflops.errors import OnnxFlopsError, Uncostable, UncostedWarning
@@ -76,6 +76,9 @@ def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | N
     if convention not in CONVENTIONS:
         raise OnnxFlopsError(f"unknown convention '{convention}': choose one of "
                              f"{', '.join(CONVENTIONS)}")
+    if training and convention in PER_OP_CONVENTIONS:
+        raise OnnxFlopsError(f"the {convention} convention prices the forward pass only, as "
+                             f"{convention} does: count --training under another convention")
     table = with_rules(rules)
     if not is_onnx_source(model):
         from onnxflops.converters import (  # imports no framework by itself
