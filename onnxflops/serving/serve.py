@@ -82,6 +82,7 @@ class LlmReport:
             "decode_last": self.decode_last.to_dict(), "decode_total": self.decode_total.to_dict(),
             "kv_cache_bytes": self.kv_cache_bytes,
             "hardware": {"name": hw.name, "peak_flops_per_s": hw.peak(compute),
+                         "precision": hw.precision(compute),
                          "bandwidth_bytes_per_s": hw.bandwidth_bytes_per_s},
             "estimate": {"prefill_s": self.estimate.prefill_s,
                          "decode_s_per_token": self.estimate.decode_s_per_token,
@@ -109,8 +110,9 @@ class LlmReport:
             lines += ["", f"a decode step at context {self.prompt} reads, per layer ({layer}): "
                           f"{human(reads[layer]['weights'])}B of weights, "
                           f"{human(reads[layer]['other'])}B of KV cache and activations"]
-        lines += ["", f"on {hw.name} ({human(hw.peak(compute_dtype(self.dtype)))}FLOP/s "
-                      f"{compute_dtype(self.dtype)}, {human(hw.bandwidth_bytes_per_s)}B/s), "
+        compute = compute_dtype(self.dtype)
+        lines += ["", f"on {hw.name} ({human(hw.peak(compute))}FLOP/s {hw.precision(compute)}, "
+                      f"{human(hw.bandwidth_bytes_per_s)}B/s), "
                       "roofline per node:",
                   f"  prefill {_ms(e.prefill_s)} ({e.bound['prefill']}-bound); decode "
                   f"{_ms(e.decode_s_per_token)} per step ({e.bound['decode']}-bound), "
