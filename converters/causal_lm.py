@@ -34,6 +34,7 @@ from onnxflops.converters.common import (framework_logging_silenced, framework_n
                                          import_transformers, root_cause)
 from onnxflops.converters.from_torch import (OPSET, eval_mode, export_dynamo,
                                              record_torch_weight_roles)
+from onnxflops.progress import step
 from onnxflops.errors import OnnxFlopsError, first_line
 
 # Example sizes the graphs are traced at: neither may be 0 or 1, which torch.export would
@@ -270,7 +271,7 @@ def _resized(t, tokens: int):
 
 def _export(module, args: tuple, dynamic_shapes: dict, name: str) -> onnx.ModelProto:
     try:
-        with _quiet():
+        with step(f"exporting {type(module).__name__}"), _quiet():
             proto = export_dynamo(module, args, ["input_ids"], OPSET, dynamic_shapes)
     except Exception as e:  # the exporter raises anything; the user gets one line
         raise OnnxFlopsError(f"causal LM '{name}': the dynamo exporter cannot convert it "

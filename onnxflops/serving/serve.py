@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from onnxflops.errors import OnnxFlopsError
+from onnxflops.progress import step, steps
 from onnxflops.serving.hardware import Hardware, hardware as find_hardware
 from onnxflops.serving.phases import (DTYPE_BITS, LayersNotAlike, Phase, PhaseCost, Timing,
                                       Traffic, tensor_bytes)
@@ -134,8 +135,6 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
     (fp32, bf16, fp16, int8, int4), activations and the KV cache in `kv_dtype` (default: bf16,
     fp32 for fp32 weights, fp16 for fp16 ones).
     """
-    from onnxflops.converters.causal_lm import CausalLM, causal_lm_to_onnx
-
     for name, value in (("prompt", prompt), ("generate", generate), ("batch", batch)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise OnnxFlopsError(f"{name} must be a positive integer, not {value!r}")
@@ -145,18 +144,10 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
     if kv_dtype not in DTYPE_BITS:
         raise OnnxFlopsError(f"unknown KV cache dtype '{kv_dtype}': choose one of "
                              f"{', '.join(DTYPE_BITS)}")
-    hw = find_hardware(hardware)
-    traffic = Traffic(DTYPE_BITS[dtype], DTYPE_BITS[kv_dtype])
-    lm = model if isinstance(model, CausalLM) else causal_lm_to_onnx(model, extend_layers=True)
-    try:
-        prefill, decode = _phases(lm, traffic)
-    except LayersNotAlike as e:
-        if isinstance(model, CausalLM):
-            raise OnnxFlopsError(f"{lm.name}: its counts cut to one and two layers do not extend "
-                                 f"to {lm.layers} ({e}); export it with causal_lm_to_onnx("
-                                 "model) instead") from None
-        lm = causal_lm_to_onnx(model)  # all layers, as the model has them
-        prefill, decode = _phases(lm, traffic)
+    with steps("llm"):
+        with step("measuring the hardware"):
+            hw = find_hardware(hardware)
+        lm, prefill, decode = _counted(model, Traffic(DTYPE_BITS[dtype], DTYPE_BITS[kv_dtype]))
     last = prompt + generate - 1
     first_step, last_step = (decode.at(batch=batch, context=c) for c in (prompt, last))
     decode_total = _sum_affine(decode, batch, prompt, last, first_step, last_step)
@@ -176,6 +167,22 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
                      prefill.at(batch=batch, prompt=prompt), first_step, last_step, decode_total,
                      _kv_cache_bytes(decode, DTYPE_BITS[kv_dtype], batch, prompt + generate), hw,
                      estimate, decode, prefill)
+
+
+def _counted(model, traffic: Traffic):
+    """The causal LM exported (cut to fewer layers where they are alike) and its phases."""
+    from onnxflops.converters.causal_lm import CausalLM, causal_lm_to_onnx
+
+    lm = model if isinstance(model, CausalLM) else causal_lm_to_onnx(model, extend_layers=True)
+    try:
+        return (lm, *_phases(lm, traffic))
+    except LayersNotAlike as e:
+        if isinstance(model, CausalLM):
+            raise OnnxFlopsError(f"{lm.name}: its counts cut to one and two layers do not extend "
+                                 f"to {lm.layers} ({e}); export it with causal_lm_to_onnx("
+                                 "model) instead") from None
+        lm = causal_lm_to_onnx(model)  # all layers, as the model has them
+        return (lm, *_phases(lm, traffic))
 
 
 def _phases(lm, traffic: Traffic) -> tuple[Phase, Phase]:
