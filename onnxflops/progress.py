@@ -18,8 +18,9 @@ DELAY_S = 1.0
 # The least time between two redraws.
 REDRAW_S = 0.1
 
-# The bar shown, what it is of, and when it was made; empty where none is.
-_bars: list[tuple[Any, str, float]] = []
+# The bar shown, what it is of, and when it was made; empty where none is, None where another
+# bar than ours has the line.
+_bars: list[tuple[Any, str, float] | None] = []
 
 
 @contextlib.contextmanager
@@ -44,9 +45,20 @@ def steps(what: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def shown_elsewhere() -> Iterator[None]:
+    """For the block, another bar has the line (`profile`'s and `report`'s stages): the work
+    inside shows none of its own."""
+    _bars.append(None)
+    try:
+        yield
+    finally:
+        _bars.pop()
+
+
+@contextlib.contextmanager
 def step(label: str) -> Iterator[None]:
     """One step of the work whose bar is shown (none: nothing)."""
-    if not _bars:
+    if not _bars or _bars[-1] is None:
         yield
         return
     bar, what, started = _bars[-1]

@@ -56,3 +56,12 @@ def test_work_inside_work_adds_its_steps_to_the_bar_shown(monkeypatch):
     # exporting, then the count's loading, analyzing and costing (an .onnx: no converting)
     assert "llm: exporting (0 steps done" in shown and "llm: costing (4 steps done" in shown
     assert "counting:" not in shown
+
+
+def test_under_another_bar_a_count_shows_none(monkeypatch):
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setattr(progress, "DELAY_S", 0)
+    with progress.shown_elsewhere():  # profile's and report's stage bar has the line
+        onnxflops.count(mlp())
+    assert terminal.getvalue() == ""

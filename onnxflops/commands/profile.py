@@ -63,11 +63,13 @@ def measure_kwargs(args: argparse.Namespace) -> dict:
 def run(args: argparse.Namespace) -> int:
     from onnxflops.profiling import profile
     from onnxflops.profiling.progress import ProgressBar
+    from onnxflops.progress import shown_elsewhere
 
     bar = ProgressBar(1)
     bar.start(str(args.model))
     try:
-        result = profile(args.model, progress=bar.update, **measure_kwargs(args))
+        with shown_elsewhere():
+            result = profile(args.model, progress=bar.update, **measure_kwargs(args))
     finally:
         bar.close()
     if args.json:

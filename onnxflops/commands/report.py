@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from onnxflops.html import page as htmlreport
     from onnxflops.profiling import profile
     from onnxflops.profiling.progress import ProgressBar
+    from onnxflops.progress import shown_elsewhere
 
     check_output_path(args.output, "--output")
     for fmt in ("markdown", "json", "csv"):
@@ -50,8 +51,9 @@ def run(args: argparse.Namespace) -> int:
         for model in args.models:
             bar.start(str(model))
             try:
-                profiles.append(profile(model, progress=bar.update, **{
-                    **kwargs, "inputs": _inputs_for(model, kwargs["inputs"])}))
+                with shown_elsewhere():
+                    profiles.append(profile(model, progress=bar.update, **{
+                        **kwargs, "inputs": _inputs_for(model, kwargs["inputs"])}))
             except OnnxFlopsError as e:
                 failed = e
                 break
