@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from onnxflops.commands.common import (
     add_format_options,
     add_input_options,
+    check_output_path,
     input_shapes,
+    print_result,
 )
 from onnxflops.costs import CONVENTIONS
 from onnxflops.profiling import OPT_LEVELS, PROVIDERS
@@ -27,7 +28,7 @@ def register(sub) -> None:
     add_measure_options(p)
     p.add_argument("--top", type=int, default=20, metavar="N",
                    help="rows of the node table, slowest first (default 20; 0: all)")
-    add_format_options(p, "executed node")
+    add_format_options(p, "executed node", page="the report command's page, with its plots")
     p.set_defaults(func=run)
 
 
@@ -65,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
     from onnxflops.profiling.progress import ProgressBar
     from onnxflops.progress import shown_elsewhere
 
+    if args.html:
+        check_output_path(args.html, "--html")
     bar = ProgressBar(1)
     bar.start(str(args.model))
     try:
@@ -72,13 +75,11 @@ def run(args: argparse.Namespace) -> int:
             result = profile(args.model, progress=bar.update, **measure_kwargs(args))
     finally:
         bar.close()
-    if args.json:
-        out = result.to_json()
-    elif args.csv:
-        out = result.to_csv()
-    elif args.markdown:
-        out = result.to_markdown(args.top or None)
-    else:
-        out = result.to_text(args.top or None)
-    sys.stdout.write(out if out.endswith("\n") else out + "\n")
+    print_result(result, args, view={"top": args.top or None}, page=_page)
     return 0
+
+
+def _page(result) -> str:
+    from onnxflops.html.page import to_html
+
+    return to_html([result], result.model)

@@ -8,9 +8,6 @@ executed node with the machine's ceilings (roofline).
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -20,6 +17,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import onnx
 
+from onnxflops import formats
 from onnxflops.api import count_with_model
 from onnxflops.errors import OnnxFlopsError, first_line
 from onnxflops.load import load_model
@@ -42,7 +40,8 @@ from onnxflops.profiling.runtime import (
     time_runs,
 )
 from onnxflops.profiling.trace import END_TO_END_ONLY, NodeTimes, read_trace
-from onnxflops.report import Report, human, markdown_table, text_table
+from onnxflops.formats import Rows, Table, Text
+from onnxflops.report import Report, human, modules_at_depth
 
 Progress = Callable[[str, float], None]
 
@@ -108,7 +107,11 @@ class Unattributed:
 
 
 @dataclass
-class Profile:
+class Profile(formats.Rendered):
+    """One model measured: latency, per executed node its time against its counted FLOPs.
+
+    `to_text(top)`, `to_markdown`, `to_csv`, `to_json` write it (onnxflops.formats);
+    `rows(by="node"|"op"|"layer")` and `to_pandas(by=...)` give its records."""
     model: str
     provider: str
     threads: int | None
@@ -143,8 +146,13 @@ class Profile:
     def by_op_type(self) -> dict[str, Rollup]:
         return self._rollup(lambda n: n.op_type)
 
-    def by_layer(self) -> dict[str, Rollup]:
-        return self._rollup(lambda n: n.layer or "(top level)")
+    def by_layer(self, depth: int | None = None) -> dict[str, Rollup]:
+        """Executed nodes summed per layer, slowest first; with `depth`, per module `depth`
+        levels down the model, in the framework's names (as Report.by_layer)."""
+        if depth is None:
+            return self._rollup(lambda n: n.layer or "(top level)")
+        at_depth = modules_at_depth({n.layer for n in self.nodes}, depth)
+        return self._rollup(lambda n: at_depth[n.layer] or "(top level)")
 
     def _rollup(self, key: Callable[[MeasuredNode], str]) -> dict[str, Rollup]:
         groups: dict[str, Rollup] = {}
@@ -179,7 +187,21 @@ class Profile:
         }
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
+        return formats.to_json(self, indent)
+
+    def rows(self, by: str = "node", depth: int | None = None) -> Rows:
+        """One record per executed node (the model's name first), or per op type or layer
+        (`depth`: see by_layer) with its summed time and FLOPs, slowest first."""
+        if by == "node":
+            columns = ["model", "name", "op_type", "original_nodes", "layer", "flops", "bytes",
+                       "time_ms", "achieved_flops_per_s", "bound"]
+            return Rows(columns, [{"model": self.model, **n.to_dict(), "layer": n.layer,
+                                   "original_nodes": " ".join(n.original_nodes)}
+                                  for n in self.nodes])
+        if by not in ("op", "layer"):
+            raise ValueError(f"by={by!r}: one of node, op, layer")
+        groups = self.by_op_type() if by == "op" else self.by_layer(depth)
+        return Rows([by, *Rollup().to_dict()], [{by: k, **g.to_dict()} for k, g in groups.items()])
 
     def summary_lines(self) -> list[str]:
         lat = self.latency.to_dict()
@@ -217,24 +239,19 @@ class Profile:
             return "-"
         return f"{100 * n.achieved_flops_per_s / self.ceilings.attainable(n.flops, n.bytes):.1f}"
 
-    def to_text(self, limit: int | None = 20) -> str:
-        header, rows = self.table_rows(limit)
-        lines = text_table(header, rows, rules=True)[:-1]  # no rule after the last row
-        return "\n".join([*self.summary_lines(), "", *lines, *self.notes()]) + "\n"
+    def view(self, top: int | None = 20) -> list:
+        return [Text(self.summary_lines(), hard_breaks=True), "",
+                Table(*self.table_rows(top), rules=True, closing_rule=False), *self.notes()]
 
-    def to_markdown(self, limit: int | None = None) -> str:
-        return "\n".join([*(f"{line}  " for line in self.summary_lines()), "",
-                          *markdown_table(*self.table_rows(limit)), *self.notes()]) + "\n"
+    def to_text(self, top: int | None = 20) -> str:
+        """The summary, then the `top` slowest executed nodes (None: all)."""
+        return formats.to_text(self, top=top)
 
-    def to_csv(self) -> str:
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(["model", "name", "op_type", "original_nodes", "layer", "flops", "bytes",
-                         "time_ms", "achieved_flops_per_s", "bound"])
-        for n in self.nodes:
-            writer.writerow([self.model, n.name, n.op_type, " ".join(n.original_nodes), n.layer,
-                             n.flops, n.bytes, n.time_ms, n.achieved_flops_per_s, n.bound])
-        return out.getvalue()
+    def to_markdown(self, top: int | None = None) -> str:
+        return formats.to_markdown(self, top=top)
+
+    def to_csv(self, by: str = "node", depth: int | None = None) -> str:
+        return formats.to_csv(self, by=by, depth=depth)
 
     def notes(self) -> list[str]:
         notes = [f"unattributed: {u.name} ({u.op_type}) {human(u.flops)} FLOPs: {u.reason}"
