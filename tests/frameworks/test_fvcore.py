@@ -75,11 +75,12 @@ def test_torchvision_resnet18_as_fvcore_counts_it():
 
 def test_a_timm_vit_as_fvcore_counts_it():
     timm = pytest.importorskip("timm")
+    fused = timm.layers.use_fused_attn()
     timm.layers.set_fused_attn(False)  # fvcore prices q·kᵀ and attn·v only as plain matmuls
     try:
         module = timm.create_model("vit_tiny_patch16_224")
     finally:
-        timm.layers.set_fused_attn(True)
+        timm.layers.set_fused_attn(fused)
     expected = fvcore_total(module, (1, 3, 224, 224))
     assert expected == 1_258_411_200
     assert ours(module, (1, 3, 224, 224)) == expected
