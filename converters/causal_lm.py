@@ -24,16 +24,17 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import logging
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import onnx
 
-from onnxflops.converters.common import framework_needed, import_transformers, root_cause
+from onnxflops.converters.common import (framework_logging_silenced, framework_needed,
+                                         import_transformers, root_cause)
 from onnxflops.converters.from_torch import (OPSET, eval_mode, export_dynamo,
                                              record_torch_weight_roles)
+from onnxflops.progress import step
 from onnxflops.errors import OnnxFlopsError, first_line
 
 # Example sizes the graphs are traced at: neither may be 0 or 1, which torch.export would
@@ -305,9 +306,8 @@ def _resized(t, tokens: int):
 
 
 def _export(module, args: tuple, dynamic_shapes: dict, name: str) -> onnx.ModelProto:
-    logging.getLogger("torch.onnx").setLevel(logging.ERROR)
     try:
-        with _quiet():
+        with step(f"exporting {type(module).__name__}"), _quiet():
             proto = export_dynamo(module, args, ["input_ids"], OPSET, dynamic_shapes)
     except Exception as e:  # the exporter raises anything; the user gets one line
         raise OnnxFlopsError(f"causal LM '{name}': the dynamo exporter cannot convert it "
@@ -344,6 +344,9 @@ def _read_config(path: Path, transformers):
 
 @contextlib.contextmanager
 def _quiet():
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+    """Nothing from the frameworks while exporting: warnings, prints, and log records (torch's,
+    and transformers' deprecation notes about the cache arguments the decode step passes)."""
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
+            framework_logging_silenced():
         warnings.simplefilter("ignore")
         yield

@@ -18,11 +18,6 @@ _BLOCK = re.compile(r"```python\n(?P<code>.*?)```\n(?:\n```text\n(?P<out>.*?)```
 
 def run_page(text: str) -> list[tuple[re.Match, str]]:
     """Every python block of the page with what it printed, run in order in one namespace."""
-    # The quick-start environment's torchvision cannot load its compiled ops beside this torch:
-    # onnxflops's own workaround lets `import timm` work until the install is fixed.
-    from onnxflops.converters.common import torchvision_importable
-
-    torchvision_importable()
     namespace: dict = {"__name__": "docs_python"}
     printed = []
     for block in _BLOCK.finditer(text):

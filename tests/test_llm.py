@@ -13,6 +13,7 @@ from onnx import TensorProto, helper
 
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.serving import HARDWARE, hardware, llm
+from onnxflops.serving.hardware import Hardware
 from onnxflops.serving.phases import Phase, Traffic
 
 PROMPT, GENERATE, BATCH = 6, 3, 2
@@ -365,6 +366,15 @@ def test_hardware_table_names_and_errors():
         hardware("tpu")
 
 
+def test_a_device_computing_in_one_dtype_labels_its_ceiling_so():
+    """The CPU provider computes in float32 whatever the weights: its one ceiling is fp32's, and
+    says so for bf16 weights too (it was labelled "bf16")."""
+    cpu = Hardware("local CPU (measured)", {"fp32": 1e11}, 2e10, computes_in="fp32")
+    assert (cpu.peak("bf16"), cpu.precision("bf16")) == (1e11, "fp32")
+    assert (HARDWARE["h100"].peak("bf16"), HARDWARE["h100"].precision("bf16")) == (989.5e12, "bf16")
+    assert HARDWARE["mi300x"].precision("fp8") == "bf16"  # the fastest float ceiling it holds
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"prompt": 0}, "prompt must be a positive integer"),
     ({"generate": -1}, "generate must be a positive integer"),
@@ -409,12 +419,13 @@ def test_cli_json_from_a_config_file(tmp_path):
     done = _cli(str(tmp_path), "--prompt", "8", "--generate", "4", "--hardware", "l4", "--json",
                 "--html", str(page))
     assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # no transformers deprecation note about the cache arguments
     doc = json.loads(done.stdout)
     assert list(doc) == ["model", "batch", "prompt", "generate", "dtype", "kv_dtype", "params",
                          "prefill", "decode_first", "decode_last", "decode_total",
                          "kv_cache_bytes", "kv_cache_layers", "hardware", "estimate"]
     assert doc["hardware"] == {"name": "NVIDIA L4", "peak_flops_per_s": 121e12,
-                               "bandwidth_bytes_per_s": 300e9}
+                               "precision": "bf16", "bandwidth_bytes_per_s": 300e9}
     assert set(doc["estimate"]) == {"prefill_s", "decode_s_per_token", "tokens_per_s", "bound"}
     # 1 layer × (key + value) × 1 kv head × head size 16 × 12 tokens, bf16.
     assert doc["kv_cache_bytes"] == 2 * 16 * 12 * 2

@@ -81,13 +81,15 @@ def measure_kwargs(args: argparse.Namespace) -> dict:
 def run(args: argparse.Namespace) -> int:
     from onnxflops.profiling import profile
     from onnxflops.profiling.progress import ProgressBar
+    from onnxflops.progress import shown_elsewhere
 
     if args.html:
         check_output_path(args.html, "--html")
     bar = ProgressBar(1)
     bar.start(str(args.model))
     try:
-        result = profile(args.model, progress=bar.update, **measure_kwargs(args))
+        with shown_elsewhere():
+            result = profile(args.model, progress=bar.update, **measure_kwargs(args))
     finally:
         bar.close()
     print_result(result, args, view={"top": args.top or None}, page=_page)

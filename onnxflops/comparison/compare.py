@@ -146,9 +146,14 @@ class Comparison(formats.Rendered):
                             [[op, human(ta.flops), human(tb.flops), _delta(ta.flops, tb.flops)]
                              for op, (ta, tb) in self.by_op_type.items()
                              if ta.flops or tb.flops], left=1))
-        blocks += ["", "layers in execution order (MACs, params)"]
-        blocks.append(Table(["a", "b", "MACs a", "MACs b", "params a", "params b", ""],
-                            [_layer_cells(row) for row in self.layers], note=True))
+        # Where the FLOPs totals differ, the rows show FLOPs too: MACs and params alone would
+        # read "same" on every row of a gap in elementwise work.
+        flops = self.a.total.flops != self.b.total.flops
+        blocks += ["", f"layers in execution order (MACs{', FLOPs' if flops else ''}, params)"]
+        blocks.append(Table(["a", "b", "MACs a", "MACs b",
+                             *(["FLOPs a", "FLOPs b"] if flops else []),
+                             "params a", "params b", ""],
+                            [_layer_cells(row, flops) for row in self.layers], note=True))
         for row in self.layers:
             blocks += [f"  note: {note}" for note in row.notes]
         if self.outputs is not None:
@@ -361,11 +366,19 @@ def _delta(x, y) -> str:
     return ("+" if y > x else "−") + gap
 
 
-def _layer_cells(row: LayerRow) -> list[str]:
+def _layer_cells(row: LayerRow, flops: bool = False) -> list[str]:
+    """A row of the layer table; with `flops`, the FLOPs of each side and, where only they
+    differ, the gap beside the status (a row's status is from MACs, params and buffers)."""
     ta, tb = _sum(row.a), _sum(row.b)
+    status = row.status
+    shown_flops = []
+    if flops:
+        shown_flops = [human(ta.flops) if row.a else "-", human(tb.flops) if row.b else "-"]
+        if row.a and row.b and ta.flops != tb.flops and status in ("same", "regrouped"):
+            status = f"{status} MACs; FLOPs {_delta(ta.flops, tb.flops)}"
     return [_names(row.a), _names(row.b), human(ta.macs) if row.a else "-",
-            human(tb.macs) if row.b else "-", human(ta.params) if row.a else "-",
-            human(tb.params) if row.b else "-", row.status]
+            human(tb.macs) if row.b else "-", *shown_flops, human(ta.params) if row.a else "-",
+            human(tb.params) if row.b else "-", status]
 
 
 def _check_outputs(sides: list[_Side], reports: tuple[Report, Report], batch: int | None,

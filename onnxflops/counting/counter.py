@@ -164,9 +164,11 @@ class _Counter:
             if inputs is None:
                 inputs, outputs = _infos(row, scope)
             node = Node(proto, scope, opset, self)
-            cost = self._cost(rule, node,
-                              count_params if report_uncosted is None else report_uncosted)
-            outcome = _Outcome.of(rule, cost, self.convention, inputs, outputs)
+            listed = count_params if report_uncosted is None else report_uncosted
+            cost = self._cost(rule, node, listed)
+            flops = self._flops(rule, node, cost, listed)
+            outcome = _Outcome.of(rule, cost if flops is not None else None, flops, inputs,
+                                  outputs)
             if signature is not None and cost is not None:
                 # What the rule read beyond the signature: nodes alike in it too cost alike.
                 for reads, refinement in ((node.read_floats, _READS_FLOATS),
@@ -216,6 +218,23 @@ class _Counter:
             if report_uncosted:
                 label = node.name or f"{node.op_type} node"
                 self.uncosted.append(Uncosted(label, node.op_type, str(e)))
+            return None
+
+    def _flops(self, rule: Rule | None, node: Node, cost: Cost | None,
+               count_params: bool) -> object | None:
+        """The node's FLOPs under the count's convention: from its Cost, or by the rule's own
+        figure under a per-op convention (fvcore); None where it cannot be costed."""
+        if cost is None:
+            return None
+        per_op = rule.convention(self.convention)
+        if per_op is None:
+            return cost.flops_under(self.convention)
+        try:
+            return apply_rule(lambda n: Cost(flops=per_op.fn(n)), node).flops
+        except Uncostable as e:
+            if count_params:
+                label = node.name or f"{node.op_type} node"
+                self.uncosted.append(Uncosted(label, node.op_type, f"{self.convention}: {e}"))
             return None
 
     def _backward(self, rule: Rule, node: Node) -> Cost | None:
@@ -525,7 +544,7 @@ class _Outcome(NamedTuple):
     entry_fields: tuple
 
     @classmethod
-    def of(cls, rule: Rule | None, cost: Cost | None, convention: str,
+    def of(cls, rule: Rule | None, cost: Cost | None, flops: Any,
            inputs: list[TensorInfo | None], outputs: list[TensorInfo | None]) -> "_Outcome":
         input_shapes, output_shapes = [_shape(i) for i in inputs], [_shape(o) for o in outputs]
         if cost is None:
@@ -534,7 +553,7 @@ class _Outcome(NamedTuple):
                             bytes_written=0, input_shapes=input_shapes,
                             output_shapes=output_shapes)
         return cls.made(rule, category=rule.category, costed=True, macs=cost.macs,
-                        flops=cost.flops_under(convention), int_ops=cost.all_int_ops,
+                        flops=flops, int_ops=cost.all_int_ops,
                         detail=dict(cost.detail) if cost.detail else None,
                         bytes_read=_bytes(inputs), bytes_written=_bytes(outputs),
                         input_shapes=input_shapes, output_shapes=output_shapes)

@@ -60,7 +60,8 @@ def _estimate_table(r: LlmReport) -> str:
     e, hw = r.estimate, r.hardware
     return html_table(["hardware", "peak FLOP/s", "bandwidth", "prefill", "decode per step",
                    "tokens/s", "bound (prefill, decode)"],
-                  [[hw.name, human(hw.peak(compute_dtype(r.dtype))),
+                  [[hw.name, f"{human(hw.peak(compute_dtype(r.dtype)))} "
+                             f"{hw.precision(compute_dtype(r.dtype))}",
                     human(hw.bandwidth_bytes_per_s, "B/s"), f"{e.prefill_s * 1e3:.4g} ms",
                     f"{e.decode_s_per_token * 1e3:.4g} ms", f"{e.tokens_per_s:,.0f}",
                     f"{e.bound['prefill']}, {e.bound['decode']}"]])

@@ -13,6 +13,7 @@ from onnxflops import formats
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.formats import Rows, Table
 from onnxflops.serving.cache import KvLayer, kv_layers, layer_runs
+from onnxflops.progress import step, steps
 from onnxflops.serving.hardware import Hardware, hardware as find_hardware
 from onnxflops.serving.phases import (DTYPE_BITS, LayersNotAlike, Phase, PhaseCost, Timing,
                                       Traffic)
@@ -91,6 +92,7 @@ class LlmReport(formats.Rendered):
             "kv_cache_bytes": self.kv_cache_bytes,
             "kv_cache_layers": [layer.to_dict() for layer in self.kv_layers],
             "hardware": {"name": hw.name, "peak_flops_per_s": hw.peak(compute),
+                         "precision": hw.precision(compute),
                          "bandwidth_bytes_per_s": hw.bandwidth_bytes_per_s},
             "estimate": {"prefill_s": self.estimate.prefill_s,
                          "decode_s_per_token": self.estimate.decode_s_per_token,
@@ -156,9 +158,9 @@ class LlmReport(formats.Rendered):
             blocks += ["", f"a decode step at context {self.prompt} reads, per layer ({layer}): "
                            f"{human(reads[layer]['weights'])}B of weights, "
                            f"{human(reads[layer]['other'])}B of KV cache and activations"]
-        blocks += ["", f"on {hw.name} ({human(hw.peak(compute_dtype(self.dtype)))}FLOP/s "
-                       f"{compute_dtype(self.dtype)}, {human(hw.bandwidth_bytes_per_s)}B/s), "
-                       "roofline per node:",
+        compute = compute_dtype(self.dtype)
+        blocks += ["", f"on {hw.name} ({human(hw.peak(compute))}FLOP/s {hw.precision(compute)}, "
+                       f"{human(hw.bandwidth_bytes_per_s)}B/s), roofline per node:",
                    f"  prefill {_ms(e.prefill_s)} ({e.bound['prefill']}-bound); decode "
                    f"{_ms(e.decode_s_per_token)} per step ({e.bound['decode']}-bound), "
                    f"{e.tokens_per_s:,.0f} tokens/s"]
@@ -179,8 +181,6 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
     (fp32, bf16, fp16, int8, int4), activations and the KV cache in `kv_dtype` (default: bf16,
     fp32 for fp32 weights, fp16 for fp16 ones).
     """
-    from onnxflops.converters.causal_lm import CausalLM, causal_lm_to_onnx
-
     for name, value in (("prompt", prompt), ("generate", generate), ("batch", batch)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise OnnxFlopsError(f"{name} must be a positive integer, not {value!r}")
@@ -190,19 +190,11 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
     if kv_dtype not in DTYPE_BITS:
         raise OnnxFlopsError(f"unknown KV cache dtype '{kv_dtype}': choose one of "
                              f"{', '.join(DTYPE_BITS)}")
-    hw = find_hardware(hardware)
-    traffic = Traffic(DTYPE_BITS[dtype], DTYPE_BITS[kv_dtype])
-    lm = model if isinstance(model, CausalLM) else causal_lm_to_onnx(model, extend_layers=True)
+    with steps("llm"):
+        with step("measuring the hardware"):
+            hw = find_hardware(hardware)
+        lm, prefill, decode = _counted(model, Traffic(DTYPE_BITS[dtype], DTYPE_BITS[kv_dtype]))
     config = _config_mapping(getattr(lm, "config", None), model)
-    try:
-        prefill, decode = _phases(lm, traffic)
-    except LayersNotAlike as e:
-        if isinstance(model, CausalLM):
-            raise OnnxFlopsError(f"{lm.name}: its counts cut to one and two layers do not extend "
-                                 f"to {lm.layers} ({e}); export it with causal_lm_to_onnx("
-                                 "model) instead") from None
-        lm = causal_lm_to_onnx(model)  # all layers, as the model has them
-        prefill, decode = _phases(lm, traffic)
     last = prompt + generate - 1
     first_step, last_step = (decode.at(batch=batch, context=c) for c in (prompt, last))
     decode_total = decode.summed("context", prompt, last, batch=batch)
@@ -221,6 +213,22 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
     return LlmReport(lm.name, batch, prompt, generate, dtype, kv_dtype, Params(total, active),
                      prefill.at(batch=batch, prompt=prompt), first_step, last_step, decode_total,
                      sum(layer.bytes for layer in cache), hw, estimate, decode, prefill, cache)
+
+
+def _counted(model, traffic: Traffic):
+    """The causal LM exported (cut to fewer layers where they are alike) and its phases."""
+    from onnxflops.converters.causal_lm import CausalLM, causal_lm_to_onnx
+
+    lm = model if isinstance(model, CausalLM) else causal_lm_to_onnx(model, extend_layers=True)
+    try:
+        return (lm, *_phases(lm, traffic))
+    except LayersNotAlike as e:
+        if isinstance(model, CausalLM):
+            raise OnnxFlopsError(f"{lm.name}: its counts cut to one and two layers do not extend "
+                                 f"to {lm.layers} ({e}); export it with causal_lm_to_onnx("
+                                 "model) instead") from None
+        lm = causal_lm_to_onnx(model)  # all layers, as the model has them
+        return (lm, *_phases(lm, traffic))
 
 
 def _phases(lm, traffic: Traffic) -> tuple[Phase, Phase]:
