@@ -108,8 +108,43 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
 
 def record_torch_weight_roles(proto: onnx.ModelProto, module, is_program: bool = False) -> None:
     """Record in `proto` which of its initializers hold `module`'s parameters and which its
-    buffers (the exporters name initializers after them); every other constant is neither."""
-    record_weight_roles(proto, *_weight_names(module, is_program), exhaustive=True)
+    buffers (the exporters name initializers after them); every other constant is neither. The
+    parameters no node reads are recorded apart, with their sizes (`unused`)."""
+    parameters, buffers = _weight_names(module, is_program)
+    record_weight_roles(proto, parameters, buffers, exhaustive=True,
+                        unused=_unused_parameters(proto, module, is_program))
+
+
+def _unused_parameters(proto: onnx.ModelProto, module, is_program: bool) -> dict[str, int]:
+    """Parameter → element count, for each parameter (a tied one once, by its first name) that no
+    node of `proto` reads under any of its names: the exporters leave such parameters out, or
+    keep them as initializers nothing reads. A wrapper's own prefix is left off the names."""
+    read = _names_read(proto.graph)
+    if is_program:
+        named = [(n, module.state_dict[n]) for n in module.graph_signature.parameters
+                 if n in module.state_dict]
+    else:
+        named = list(module.named_parameters(remove_duplicate=False))
+    names_of: dict[int, list[str]] = {}
+    tensors: dict[int, object] = {}
+    for name, tensor in named:
+        names_of.setdefault(id(tensor), []).append(name)
+        tensors[id(tensor)] = tensor
+    wrapped = isinstance(module, _keyword_call_class())
+    return {(names[0].removeprefix("module.") if wrapped else names[0]): tensors[key].numel()
+            for key, names in names_of.items() if not any(n in read for n in names)}
+
+
+def _names_read(graph: onnx.GraphProto) -> set[str]:
+    """Every name a node of `graph` or of its subgraphs reads."""
+    read = set()
+    for node in graph.node:
+        read.update(node.input)
+        for attribute in node.attribute:
+            for body in (attribute.g, *attribute.graphs) if attribute.type in (
+                    onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) else ():
+                read |= _names_read(body)
+    return read
 
 
 def is_graph_only(proto: onnx.ModelProto) -> bool:

@@ -92,6 +92,8 @@ class _Counter:
             self._credit_unread_weights(nodes, reads, graph)
         for entry in nodes:
             total.add(entry)
+        unused = dict(self.roles.unused) if self.roles is not None else {}
+        total.unused_params = sum(unused.values())
         missing = sorted({u.op_type for u in self.uncosted if u.reason.startswith("no cost rule")})
         if missing:
             self.warnings.append(f"no cost rule for {', '.join(missing)}: those nodes are uncosted "
@@ -100,7 +102,7 @@ class _Counter:
             self.warnings.append(f"{len(self.uncosted)} node(s) could not be costed: the totals "
                                  "exclude them")
         return Report(name, self.convention, inputs, total, nodes, constant_work, constant_nodes,
-                      self.uncosted, self.warnings)
+                      self.uncosted, self.warnings, unused)
 
     def _report(self, row: NodeRow, scope: GraphView, kind: int | None = None,
                 count_params: bool = True) -> NodeReport:

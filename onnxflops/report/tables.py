@@ -30,6 +30,8 @@ class Totals:
     bytes_written: Any = 0
     backward_macs: Any = None
     backward_flops: Any = None
+    # The framework's parameters that no node reads: the model's alone, never a node's or a group's.
+    unused_params: int = 0
 
     @property
     def training_flops(self) -> Any:
@@ -52,6 +54,8 @@ class Totals:
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: _plain(getattr(self, k)) for k in SUMMED}
+        if self.unused_params:
+            d["unused_params"] = self.unused_params
         if self.backward_flops is not None:
             d.update({k: _plain(getattr(self, k)) for k in BACKWARD},
                      training_flops=_plain(self.training_flops))
@@ -132,6 +136,8 @@ class Report:
     constant_nodes: int
     uncosted: list[Uncosted]
     warnings: list[str]
+    # Parameter → element count, for the framework's parameters no node reads (total.unused_params).
+    unused: dict[str, int] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -174,12 +180,13 @@ class Report:
             "model": self.model,
             "convention": self.convention,
             "inputs": self.inputs,
-            "total": self.total.to_dict(),
+            "total": {**self.total.to_dict(), "unused_params": self.total.unused_params},
             "by_op_type": _groups_dict(self.by_op_type()),
             "by_layer": _groups_dict(self.by_layer()),
             "by_category": _groups_dict(self.by_category()),
             "nodes": [n.to_dict() for n in self.nodes],
             "constant_work": {"nodes": self.constant_nodes, **self.constant_work.to_dict()},
+            "unused_params": dict(self.unused),
             "uncosted": [asdict(u) for u in self.uncosted],
             "warnings": list(self.warnings),
         }
@@ -243,7 +250,9 @@ class Report:
         shapes = ", ".join(f"{k}={format_shape(v)}" for k, v in self.inputs.items())
         return (f"{self.model}  [{shapes}]  convention={self.convention}\n"
                 f"MACs {human(t.macs)}  FLOPs {human(t.flops)}  int ops {human(t.int_ops)}  "
-                f"params {human(t.params)}  buffers {human(t.buffers)}  "
+                f"params {human(t.params)}  "
+                + (f"unused params {human(t.unused_params)}  " if t.unused_params else "")
+                + f"buffers {human(t.buffers)}  "
                 f"read {human(t.bytes_read, 'B')}  written {human(t.bytes_written, 'B')}"
                 + ("" if t.backward_flops is None else
                    f"\ntraining: forward FLOPs {human(t.flops)}  backward FLOPs "
@@ -256,10 +265,20 @@ class Report:
             notes.append(f"constant work (not counted): {self.constant_nodes} nodes, "
                          f"{human(self.constant_work.flops)} FLOPs, "
                          f"{human(self.constant_work.int_ops)} int ops")
+        if self.unused:
+            listed = ", ".join(f"{name} ({human(count)})" for name, count in
+                               list(self.unused.items())[:_UNUSED_SHOWN])
+            more = (f", and {len(self.unused) - _UNUSED_SHOWN} more"
+                    if len(self.unused) > _UNUSED_SHOWN else "")
+            notes.append(f"unused params (in parameters(), read by no node, left out of params): "
+                         f"{human(self.total.unused_params)} in {len(self.unused)} tensor(s): {listed}{more}")
         for u in self.uncosted:
             notes.append(f"UNCOSTED {u.name} ({u.op_type}): {u.reason}")
         notes += [f"warning: {w}" for w in self.warnings]
         return ["", *notes] if notes else []
+
+
+_UNUSED_SHOWN = 10  # unused parameters named in a table's notes; the JSON names them all
 
 
 def human(value: Any, unit: str = "") -> str:

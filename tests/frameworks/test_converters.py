@@ -491,3 +491,30 @@ def test_a_normalization_given_its_statistics_holds_constants_not_inputs(keep_we
     assert report.total.params == given.count_params() == 2 * 3 + 2
     # (x − mean) · 1/√var per element, then the 1×1 conv with its bias
     assert report.total.flops == 2 * 48 + 2 * 16 * 2 * 3 + 16 * 2
+
+
+class _UnusedParts(nn.Module):
+    """A Linear(4→3) the forward runs; a mask token (1×5) and a head Linear(3→2) it never reads,
+    as pre-training tokens and training-only heads are."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+        self.mask_token = nn.Parameter(torch.zeros(1, 5))
+        self.aux = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+@pytest.mark.parametrize("exporter", ["dynamo", "legacy"])
+@pytest.mark.parametrize("by_name", [False, True])
+def test_parameters_the_forward_never_reads_are_unused_params(exporter, by_name):
+    module = _UnusedParts()
+    inputs = {"x": (2, 4)} if by_name else [(2, 4)]
+    report = onnxflops.count(torch_to_onnx(module, inputs, exporter=exporter))
+    assert report.total.params == 4 * 3 + 3  # fc: weight 12 + bias 3
+    assert report.total.unused_params == 1 * 5 + (3 * 2 + 2)  # mask token 5; aux 6 + 2
+    assert report.unused == {"mask_token": 5, "aux.weight": 6, "aux.bias": 2}
+    assert report.total.params + report.total.unused_params == sum(
+        p.numel() for p in module.parameters())
