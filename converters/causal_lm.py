@@ -32,6 +32,7 @@ from pathlib import Path
 import onnx
 
 from onnxflops.converters.common import framework_needed, import_transformers, root_cause
+from onnxflops.converters.torch_ops import experts_exported_as
 from onnxflops.converters.from_torch import (OPSET, eval_mode, export_dynamo,
                                              record_torch_weight_roles)
 from onnxflops.errors import OnnxFlopsError, first_line
@@ -98,7 +99,7 @@ def _causal_lm_to_onnx(model, extend_layers: bool) -> CausalLM:
     experts = int(getattr(config, "num_local_experts", 0) or getattr(config, "num_experts", 0) or 0)
     stack = _decoder_layers(model)
     cut = extend_layers and stack is not None and len(stack[2]) > 2 and _alike(model, stack[2])
-    with _experts_batched(config if experts else None), eval_mode(model):
+    with experts_exported_as(model, only_from=None), eval_mode(model):
         if cut:
             with _cut_to(model, stack, 1):
                 one_layer = _named_phases(model, name)
@@ -214,19 +215,6 @@ def _export_phases(model, name: str) -> tuple[onnx.ModelProto, onnx.ModelProto, 
                       "past": [({0: batch, _TOKEN_AXIS: context},) * 2 for _ in past]}, name)
     return prefill, decode, len(past)
 
-
-@contextlib.contextmanager
-def _experts_batched(config):
-    """MoE experts as transformers' batched_mm (see the module docstring), for the export only."""
-    if config is None or not hasattr(config, "_experts_implementation"):
-        yield
-        return
-    previous = config._experts_implementation
-    config._experts_implementation = "batched_mm"
-    try:
-        yield
-    finally:
-        config._experts_implementation = previous
 
 def _prefill_module(model):
     """The model on a prompt, its logits the output."""

@@ -4,7 +4,8 @@ Both exporters are told not to fold BatchNorm into the preceding conv (the dynam
 optimizer is off; the legacy one keeps BatchNorm with TrainingMode.PRESERVE), so BatchNorm's
 scale/bias stay params and its running statistics buffers. Neither folds constants, so
 initializers keep the names of the parameters and buffers they hold; the ONNX records which is which
-(see `onnxflops.load.weight_roles`). A module called with a dict of inputs is called by keyword, the
+(see `onnxflops.load.weight_roles`). Library custom ops and MoE experts export as
+`onnxflops.converters.torch_ops` says. A module called with a dict of inputs is called by keyword, the
 arguments left out at their defaults. When one exporter fails, the other is tried, with a warning.
 
 Counting needs no weight bytes. Unless `keep_weights=True`, the dynamo exporter's weights are
@@ -36,6 +37,8 @@ from onnxflops.caches import collector_paused
 from onnxflops.converters.common import (ABSENT_WEIGHTS, check_container, is_single_input,
                                          native_output_silenced, root_cause, triton_kept_out)
 from onnxflops.converters.structure import StandInValues, is_float_dtype
+from onnxflops.converters.torch_ops import (custom_translations, emitted_domains,
+                                            experts_exported_as, record_custom_shapes)
 from onnxflops.errors import OnnxFlopsError, first_line
 from onnxflops.graph import MAX_VALUE_ELEMENTS
 from onnxflops.load import record_weight_roles
@@ -80,6 +83,7 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
         stack.enter_context(_torch_logs_silenced())
         if not is_program:
             stack.enter_context(eval_mode(module))
+            stack.enter_context(experts_exported_as(module))
         stack.enter_context(triton_kept_out())
         # The legacy exporter cannot take meta weights; a program converts with dynamo only.
         fallbacks = () if is_program or on_meta else tuple(e for e in EXPORTERS if e != exporter)
@@ -197,10 +201,13 @@ def export_dynamo(module, args: tuple, names: list[str], opset: int, dynamic_sha
     headers, and unless `keep_weights` every large one too (see `_drop_weight_bytes`)."""
     import torch
 
+    translations = custom_translations()
     with collector_paused():  # tracing makes a graph of long-lived objects, no garbage cycles
         program = torch.onnx.export(module, args, dynamo=True, optimize=False,
                                     opset_version=opset, input_names=names[:len(args)] or None,
-                                    verbose=False, dynamic_shapes=dynamic_shapes)
+                                    verbose=False, dynamic_shapes=dynamic_shapes,
+                                    custom_translation_table=translations or None)
+    record_custom_shapes(program.model.graph, emitted_domains(translations))
     _drop_weight_bytes(program.model.graph, keep_weights)
     return program.model_proto
 

@@ -18,9 +18,11 @@ from onnxflops.analysis import (
     mark_constants,
     refine_subgraph,
 )
-from onnxflops.costs import REGISTRY, ZERO, Backward, Cost, Node, Registry, Rule, check_node
+from onnxflops.costs import (CONTRACTION, REGISTRY, ZERO, Backward, Cost, Node, Registry, Rule,
+                             check_node)
 from onnxflops.counting.training import GradientFlow
-from onnxflops.counting.weights import LearnedWeights, is_hyperparameter
+from onnxflops.counting.weights import (ROUTED, LearnedWeights, is_hyperparameter,
+                                        reads_routed_weights)
 from onnxflops.load import weight_roles
 from onnxflops.load.weight_roles import CONSTANT, PARAMETER
 from onnxflops.dims import SYMBOL_MARK, is_symbolic
@@ -85,7 +87,10 @@ class _Counter:
                     constant_work.add(self._report(row, graph, graph.kinds.get(position),
                                                    count_params=False))
                 continue
-            nodes.append(self._report(row, graph, graph.kinds.get(position)))
+            entry = self._report(row, graph, graph.kinds.get(position))
+            if entry.category == CONTRACTION and reads_routed_weights(graph, row.proto):
+                entry.detail = {**(entry.detail or {}), ROUTED: True}  # details may be shared
+            nodes.append(entry)
             if self.roles is not None:
                 reads.append(row[3])
         if self.roles is not None:

@@ -144,6 +144,12 @@ class Report:
         """Every node was costed: the totals are the whole model's."""
         return not self.uncosted
 
+    @property
+    def routed_macs(self) -> Any:
+        """MACs of the products that read weights gathered per token (a mixture of experts'
+        routed experts: tokens × k over all experts, whatever the routing)."""
+        return sum((n.macs for n in self.nodes if n.detail and n.detail.get("routed")), 0)
+
     def uncosted_summary(self, shown: int = 5) -> str:
         """One line: how many nodes are uncosted, the first few with why."""
         listed = "; ".join(f"'{u.name}' ({u.op_type}: {u.reason})" for u in self.uncosted[:shown])
@@ -265,6 +271,11 @@ class Report:
             notes.append(f"constant work (not counted): {self.constant_nodes} nodes, "
                          f"{human(self.constant_work.flops)} FLOPs, "
                          f"{human(self.constant_work.int_ops)} int ops")
+        routed = [n for n in self.nodes if n.detail and n.detail.get("routed")]
+        if routed:
+            notes.append(f"routed: {human(self.routed_macs)} MACs in {len(routed)} products of "
+                         "experts' weights gathered per token (tokens × k over all experts, "
+                         "whatever the router chooses)")
         if self.unused:
             listed = ", ".join(f"{name} ({human(count)})" for name, count in
                                list(self.unused.items())[:_UNUSED_SHOWN])
