@@ -203,8 +203,8 @@ def export_dynamo(module, args: tuple, names: list[str], opset: int, dynamic_sha
 
     translations = custom_translations()
     with collector_paused():  # tracing makes a graph of long-lived objects, no garbage cycles
-        program = torch.onnx.export(module, args, dynamo=True, optimize=False,
-                                    opset_version=opset, input_names=names[:len(args)] or None,
+        program = torch.onnx.export(module, _positional(args), dynamo=True, optimize=False,
+                                    opset_version=opset, input_names=_input_names(names, args),
                                     verbose=False, dynamic_shapes=dynamic_shapes,
                                     custom_translation_table=translations or None)
     record_custom_shapes(program.model.graph, emitted_domains(translations))
@@ -235,10 +235,31 @@ def _export_legacy(module, args: tuple, names: list[str], opset: int) -> onnx.Mo
 
     buffer = io.BytesIO()
     with native_output_silenced():
-        torch.onnx.export(module, args, buffer, dynamo=False, opset_version=opset,
-                          input_names=names[:len(args)] or None, do_constant_folding=False,
+        torch.onnx.export(module, _positional(args), buffer, dynamo=False, opset_version=opset,
+                          input_names=_input_names(names, args), do_constant_folding=False,
                           training=torch.onnx.TrainingMode.PRESERVE)
     return onnx.load_from_string(buffer.getvalue())
+
+
+def _positional(args: tuple) -> tuple:
+    """`args` as torch.onnx.export takes them all positionally: it reads a trailing dict as
+    keyword arguments, unless an empty dict follows it."""
+    return (*args, {}) if args and isinstance(args[-1], Mapping) else args
+
+
+def _input_names(names: list[str], args: tuple) -> list[str] | None:
+    """The graph inputs' names: each named argument's own, or for a list or dict of tensors
+    its name with each item's index or key ('images.0', 'extra.scale')."""
+    import torch
+
+    def leaves(name: str, value) -> list[str]:
+        if isinstance(value, torch.Tensor):
+            return [name]
+        items = value.items() if isinstance(value, Mapping) else \
+            enumerate(value) if isinstance(value, (list, tuple)) else ()
+        return [leaf for key, item in items for leaf in leaves(f"{name}.{key}", item)]
+
+    return [leaf for name, arg in zip(names, args) for leaf in leaves(name, arg)] or None
 
 
 def _export(exporter: str, module, args: tuple, names: list[str], opset: int,
@@ -367,25 +388,52 @@ def _example_args(module, inputs, names: list[str], is_program: bool, label: str
     else:
         items = list(inputs)
     generator = torch.Generator().manual_seed(0)
-    args = tuple(_as_tensor(item, generator, label) for item in items)
+    args = tuple(_as_tensor(item, generator, label, f"input {name!r}" if name else "input")
+                 for item, name in zip(items, [*names[:len(items)],
+                                               *[""] * (len(items) - len(names))]))
     if on_meta:  # weights without data meet inputs without data: nothing is computed
-        args = tuple(a.to("meta") for a in args)
+        from torch.utils._pytree import tree_map_only
+
+        args = tree_map_only(torch.Tensor, lambda a: a.to("meta"), args)
     return args
 
 
-def _as_tensor(item, generator, label: str):
+def _as_tensor(item, generator, label: str, where: str = "input"):
+    """A tensor from a tensor, an array or a shape; a list, tuple or dict of them (a detector's
+    list of images) as the same container of tensors, as the forward takes it."""
     import torch
 
     if isinstance(item, torch.Tensor):
         return item
     if isinstance(item, np.ndarray):
         return torch.from_numpy(item)
-    if isinstance(item, Sequence) and all(isinstance(d, (int, np.integer)) and d > 0 for d in item):
+    if isinstance(item, Sequence) and not isinstance(item, (str, bytes)) and item \
+            and all(isinstance(d, (int, np.integer)) for d in item):
+        if not all(d > 0 for d in item):
+            raise OnnxFlopsError(f"{label}: {where} has shape {list(map(int, item))}: "
+                                 "dims must be positive")
         shape, dtype = tuple(int(d) for d in item), getattr(torch, getattr(item, "dtype", "float32"))
         if dtype.is_floating_point:
             return torch.randn(shape, generator=generator, dtype=dtype)
         return torch.ones(shape, dtype=dtype)  # a valid token id, an attention mask letting all in
-    raise OnnxFlopsError(f"{label}: input {item!r} is neither a tensor nor a shape of positive ints")
+    if isinstance(item, (list, tuple)) and item:
+        return type(item)(_as_tensor(x, generator, label, f"{where}[{i}]")
+                          for i, x in enumerate(item))
+    if isinstance(item, Mapping) and item:
+        return {k: _as_tensor(x, generator, label, f"{where}[{k!r}]") for k, x in item.items()}
+    raise OnnxFlopsError(f"{label}: {where} is {_described(item)}, neither a tensor, a shape of "
+                         "positive ints, nor a list or dict of them")
+
+
+def _described(item) -> str:
+    """What a value is, in a few words: never its contents (a tensor prints whole)."""
+    if isinstance(item, (list, tuple, dict)) and not item:
+        return f"an empty {type(item).__name__}"
+    if isinstance(item, (bool, int, float)) or item is None:
+        return repr(item)
+    if isinstance(item, str):
+        return f"the text {item[:40]!r}"
+    return f"a {type(item).__name__}"
 
 
 def _unique_tensors(module) -> list:
