@@ -37,8 +37,9 @@ from onnxflops.caches import collector_paused
 from onnxflops.converters.common import (ABSENT_WEIGHTS, check_container, is_single_input,
                                          native_output_silenced, root_cause, triton_kept_out)
 from onnxflops.converters.structure import StandInValues, is_float_dtype
-from onnxflops.converters.torch_ops import (custom_translations, emitted_domains,
-                                            experts_exported_as, record_custom_shapes)
+from onnxflops.converters.torch_ops import (attention_as_4d, custom_translations,
+                                            emitted_domains, experts_exported_as,
+                                            record_custom_shapes, register_legacy_resizes)
 from onnxflops.errors import OnnxFlopsError, first_line
 from onnxflops.graph import MAX_VALUE_ELEMENTS
 from onnxflops.load import record_weight_roles
@@ -85,6 +86,7 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
             stack.enter_context(eval_mode(module))
             stack.enter_context(experts_exported_as(module))
         stack.enter_context(triton_kept_out())
+        stack.enter_context(attention_as_4d())
         # The legacy exporter cannot take meta weights; a program converts with dynamo only.
         fallbacks = () if is_program or on_meta else tuple(e for e in EXPORTERS if e != exporter)
         failures = []
@@ -234,6 +236,7 @@ def _export_legacy(module, args: tuple, names: list[str], opset: int) -> onnx.Mo
     import torch
 
     buffer = io.BytesIO()
+    register_legacy_resizes(opset)
     with native_output_silenced():
         torch.onnx.export(module, _positional(args), buffer, dynamo=False, opset_version=opset,
                           input_names=_input_names(names, args), do_constant_folding=False,

@@ -106,6 +106,39 @@ def experts_exported_as(module, form: str = EXPERTS_FORM, *,
             config._experts_implementation = previous
 
 
+@contextlib.contextmanager
+def attention_as_4d() -> Iterator[None]:
+    """Scaled dot-product attention on inputs of rank above 4 runs, for the duration, on 4-D views
+    of them (every dim before the last two flattened into one batch dim, one head), its result
+    viewed back: the same products, in the form the ONNX translation of SDPA takes (it refuses
+    5-D inputs, such as NesT's and Twins' windows × heads)."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    attention = torch.nn.functional.scaled_dot_product_attention
+
+    class FourDimensional(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func is attention and len(args) >= 3 and all(
+                    isinstance(t, torch.Tensor) for t in args[:3]) and args[0].dim() > 4:
+                return _attention_4d(attention, *args, **kwargs)
+            return func(*args, **kwargs)
+
+    with FourDimensional():
+        yield
+
+
+def _attention_4d(attention, query, key, value, attn_mask=None, *args, **kwargs):
+    def flat(t):
+        return None if t is None else t.reshape(-1, 1, *t.shape[-2:])
+
+    if attn_mask is not None:  # broadcast over the batch dims as SDPA would, then flattened
+        attn_mask = attn_mask.expand(*query.shape[:-2], query.shape[-2], key.shape[-2])
+    out = attention(flat(query), flat(key), flat(value), flat(attn_mask), *args, **kwargs)
+    return out.reshape(*query.shape[:-1], value.shape[-1])
+
+
 def _qualname(op) -> str:
     if isinstance(op, str):
         if "::" not in op:
@@ -185,3 +218,55 @@ def _node_translation(op) -> Callable:
     translation._onnxflops_node = True
     _emitted[op] = translation
     return translation
+
+
+# Upsampling modes the TorchScript exporter has no symbolic for, as the ONNX Resize that the
+# dynamo exporter writes for them (opset 18: antialias, axes): (mode, Resize attributes).
+_LEGACY_RESIZES = {
+    "_upsample_bicubic2d_aa": {"mode": "cubic", "antialias": 1, "cubic_coeff_a": -0.5},
+    "_upsample_bilinear2d_aa": {"mode": "linear", "antialias": 1},
+    "_upsample_nearest_exact1d": {"mode": "nearest", "nearest_mode": "round_prefer_ceil"},
+    "_upsample_nearest_exact2d": {"mode": "nearest", "nearest_mode": "round_prefer_ceil"},
+    "_upsample_nearest_exact3d": {"mode": "nearest", "nearest_mode": "round_prefer_ceil"},
+}
+_legacy_symbolics_registered: list[int] = []
+
+
+def register_legacy_resizes(opset: int) -> None:
+    """Give the TorchScript exporter the upsampling modes it lacks, for `opset` (18 or later,
+    where Resize takes antialias and axes): each one Resize over the spatial axes."""
+    if opset < 18 or opset in _legacy_symbolics_registered:
+        return
+    import torch
+
+    for name, attributes in _LEGACY_RESIZES.items():
+        torch.onnx.register_custom_op_symbolic(f"aten::{name}", _legacy_resize(attributes), opset)
+    _legacy_symbolics_registered.append(opset)
+
+
+def _legacy_resize(attributes: dict) -> Callable:
+    def symbolic(g, x, output_size, *rest):
+        import torch
+        from torch.onnx import symbolic_helper
+
+        align_corners = symbolic_helper._maybe_get_const(rest[0], "b") if len(rest) == 2 else False
+        scale_factors = rest[-1]
+        rank = symbolic_helper._get_tensor_rank(x)
+        if rank is None:
+            raise RuntimeError("an upsampling of an input of unknown rank")
+        axes = list(range(2, rank))
+        transform = "align_corners" if align_corners is True else (
+            "half_pixel" if attributes["mode"] == "nearest" else "pytorch_half_pixel")
+        empty = g.op("Constant", value_t=torch.tensor([], dtype=torch.float32))
+        if not symbolic_helper._is_none(output_size):
+            sizes = g.op("Cast", output_size, to_i=7)
+            inputs = (x, empty, empty, sizes)
+        else:
+            scales = g.op("Cast", scale_factors, to_i=1)
+            inputs = (x, empty, scales)
+        named = {f"{k}_{'s' if isinstance(v, str) else 'f' if isinstance(v, float) else 'i'}": v
+                 for k, v in attributes.items()}
+        return g.op("Resize", *inputs, axes_i=axes, coordinate_transformation_mode_s=transform,
+                    **named)
+
+    return symbolic

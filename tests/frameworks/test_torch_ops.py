@@ -116,3 +116,45 @@ def test_the_default_grouped_experts_kernel_exports_and_costs_its_groups():
     assert grouped[0].macs == T * K_ROUTED * D * 2 * F  # 49,152: Σ of the experts' GEMMs
     assert grouped[0].detail == {"routed": True}
     assert report.total.params == sum(p.numel() for p in model.parameters())
+
+
+class _WindowAttention(torch.nn.Module):
+    """Attention over 5-D inputs (batch 2, heads 3, windows 4, tokens 5, width 8), as NesT's and
+    Twins' windowed attention calls it; the mask, when given, broadcasts over batch and heads."""
+
+    def __init__(self, masked: bool):
+        super().__init__()
+        self.masked = masked
+
+    def forward(self, q, k, v):
+        mask = torch.ones(4, 5, 5, dtype=torch.bool).tril() if self.masked else None
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_five_dimensional_attention_converts_with_the_dynamo_exporter(masked, recwarn):
+    module = _WindowAttention(masked)
+    q = torch.randn(2, 3, 4, 5, 8)
+    model = torch_to_onnx(module, [q, torch.randn(2, 3, 4, 5, 8), torch.randn(2, 3, 4, 5, 8)])
+    assert not [w for w in recwarn if "exporter instead" in str(w.message)]  # no fallback
+    report = onnxflops.count(model)
+    assert not report.uncosted
+    # 2·3·4 = 24 windows × (QKᵀ 5·5·8 + PV 5·5·8 = 400) = 9,600 MACs
+    assert report.total.macs == 24 * 400
+
+
+@pytest.mark.parametrize("mode, options", [("bicubic", {"antialias": True}),
+                                           ("bilinear", {"antialias": True}),
+                                           ("nearest-exact", {})])
+def test_upsampling_modes_the_legacy_exporter_lacked_convert_as_resize(mode, options, recwarn):
+    class Upsample(torch.nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.interpolate(x, size=(6, 10), mode=mode, **options)
+
+    legacy = torch_to_onnx(Upsample(), [(1, 2, 12, 20)], exporter="legacy")
+    assert not [w for w in recwarn if "exporter instead" in str(w.message)]
+    [resize] = [n for n in legacy.graph.node if n.op_type == "Resize"]
+    dynamo = onnxflops.count(torch_to_onnx(Upsample(), [(1, 2, 12, 20)], exporter="dynamo"))
+    counted = onnxflops.count(legacy)
+    assert counted.nodes[-1].output_shapes == [[1, 2, 6, 10]]
+    assert counted.total.flops == dynamo.total.flops  # the same Resize as the dynamo exporter's
