@@ -5,8 +5,9 @@ optimizer is off; the legacy one keeps BatchNorm with TrainingMode.PRESERVE), so
 scale/bias stay params and its running statistics buffers. Neither folds constants, so
 initializers keep the names of the parameters and buffers they hold; the ONNX records which is which
 (see `onnxflops.load.weight_roles`). Library custom ops and MoE experts export as
-`onnxflops.converters.torch_ops` says. A module called with a dict of inputs is called by keyword, the
-arguments left out at their defaults. When one exporter fails, the other is tried, with a warning.
+`onnxflops.converters.torch_ops` says. A module called with a dict of inputs is called by keyword,
+the arguments left out at their defaults; an argument may be a list or dict of tensors. When one
+exporter fails, the other is tried, with a warning.
 
 Counting needs no weight bytes. Unless `keep_weights=True`, the dynamo exporter's weights are
 written as headers only (name, dtype, shape, marked external with no data), never serialized; its

@@ -26,12 +26,14 @@ from collections.abc import Callable, Iterator
 
 from onnxflops.errors import OnnxFlopsError
 
-SHAPES_KEY = "onnxflops.shapes"  # node metadata: {"inputs": [[dims]...], "outputs": [[dtype, [dims]]...]}
+# Node metadata: {"inputs": [[dims]...], "outputs": [[dtype, [dims]]...]}.
+SHAPES_KEY = "onnxflops.shapes"
 EXPERTS_FORM = "batched_mm"  # the experts form exported where a model runs the eager loop
 # Namespaces whose ops torch's exporter translates itself, or that hold no user work.
 _TORCH_NAMESPACES = ("aten", "prims", "prim", "debug_mode_ops", "higher_order", "onnx",
                      "onnx_symbolic", "quantized_decomposed", "_c10d_functional", "c10d")
-_user_translations: dict[str, Callable | None] = {}  # "namespace::name" → translation (None: a node)
+# "namespace::name" → its translation (None: exported as a node of its own)
+_user_translations: dict[str, Callable | None] = {}
 _emitted: dict[str, Callable] = {}  # the node-emitting translations made, by op
 
 
@@ -62,7 +64,10 @@ def custom_translations() -> dict:
             continue
         for overload in packet.overloads():
             op = getattr(packet, overload)
-            table[op] = _user_translations.get(name) or _node_translation(op)
+            try:
+                table[op] = _user_translations.get(name) or _node_translation(op)
+            except Exception:  # noqa: BLE001 - a schema no node can mirror: the op stays untranslated
+                continue
     return table
 
 

@@ -282,7 +282,8 @@ class Report:
             more = (f", and {len(self.unused) - _UNUSED_SHOWN} more"
                     if len(self.unused) > _UNUSED_SHOWN else "")
             notes.append(f"unused params (in parameters(), read by no node, left out of params): "
-                         f"{human(self.total.unused_params)} in {len(self.unused)} tensor(s): {listed}{more}")
+                         f"{human(self.total.unused_params)} in {len(self.unused)} tensor(s): "
+                         f"{listed}{more}")
         for u in self.uncosted:
             notes.append(f"UNCOSTED {u.name} ({u.op_type}): {u.reason}")
         notes += [f"warning: {w}" for w in self.warnings]

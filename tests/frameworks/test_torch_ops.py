@@ -111,7 +111,8 @@ def test_eager_experts_cost_tokens_times_k_over_all_experts():
 
 def test_the_default_grouped_experts_kernel_exports_and_costs_its_groups():
     model = tiny_mixtral("grouped_mm")
-    report = onnxflops.count(torch_to_onnx(model, {"input_ids": torch.ones(1, T, dtype=torch.long)}))
+    ids = torch.ones(1, T, dtype=torch.long)
+    report = onnxflops.count(torch_to_onnx(model, {"input_ids": ids}))
     grouped = [n for n in report.nodes if n.op_type == "grouped_mm_fallback"]
     assert grouped[0].macs == T * K_ROUTED * D * 2 * F  # 49,152: Σ of the experts' GEMMs
     assert grouped[0].detail == {"routed": True}
