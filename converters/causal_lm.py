@@ -26,7 +26,7 @@ import io
 import json
 import logging
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import onnx
@@ -59,6 +59,9 @@ class CausalLM:
     layers: int = 0  # decoder layers of the model
     # Set when the model was exported cut to two layers (prefill and decode) and to one (these).
     one_layer: tuple[onnx.ModelProto, onnx.ModelProto] | None = None
+    # The model's config as a plain dict (transformers' to_dict()): what the serving layer reads
+    # of the cache's form per layer (layer_types, sliding_window, kv_lora_rank, ...).
+    config: dict = field(default_factory=dict)
 
 
 def load_causal_lm(source):
@@ -96,7 +99,7 @@ def _causal_lm_to_onnx(model, extend_layers: bool) -> CausalLM:
     model = load_causal_lm(model)
     name = type(model).__name__
     config = model.config
-    experts = int(getattr(config, "num_local_experts", 0) or getattr(config, "num_experts", 0) or 0)
+    experts = _experts_per_layer(model)
     stack = _decoder_layers(model)
     cut = extend_layers and stack is not None and len(stack[2]) > 2 and _alike(model, stack[2])
     with experts_exported_as(model, only_from=None), eval_mode(model):
@@ -111,7 +114,16 @@ def _causal_lm_to_onnx(model, extend_layers: bool) -> CausalLM:
     return CausalLM(name, prefill, decode, experts,
                     int(getattr(config, "num_experts_per_tok", 0) or 0) if experts else 0,
                     sum(p.numel() for p in model.parameters()), expert_params,
-                    len(stack[2]) if stack is not None else 0, one_layer if cut else None)
+                    len(stack[2]) if stack is not None else 0, one_layer if cut else None,
+                    config.to_dict())
+
+
+def _experts_per_layer(model) -> int:
+    """Experts per MoE layer (0: a dense model): the `num_experts` of transformers' expert
+    modules, whatever the config calls it (num_local_experts, num_experts, n_routed_experts)."""
+    counts = {int(getattr(module, "num_experts", 0) or 0) for name, module in model.named_modules()
+              if name.rsplit(".", 1)[-1] == "experts"}
+    return max(counts, default=0)
 
 
 def _named_phases(model, name: str) -> tuple[onnx.ModelProto, onnx.ModelProto]:
@@ -210,10 +222,34 @@ def _export_phases(model, name: str) -> tuple[onnx.ModelProto, onnx.ModelProto, 
     past = [tuple(_resized(t, _EXAMPLE_CONTEXT) for t in (layer.keys, layer.values))
             for layer in layers]
     prefill = _export(_prefill_module(model), (ids,), {"input_ids": {0: batch, 1: prompt}}, name)
-    decode = _export(_decode_module(model), (ids[:, :1], past),
-                     {"input_ids": {0: batch},
-                      "past": [({0: batch, _TOKEN_AXIS: context},) * 2 for _ in past]}, name)
+    with _window_sizes_branch_free():
+        decode = _export(_decode_module(model), (ids[:, :1], past),
+                         {"input_ids": {0: batch},
+                          "past": [({0: batch, _TOKEN_AXIS: context},) * 2 for _ in past]}, name)
     return prefill, decode, len(past)
+
+
+@contextlib.contextmanager
+def _window_sizes_branch_free():
+    """A sliding-window cache's mask sizes as min/max of the context, for the export only.
+
+    transformers branches in Python on whether the window is full, so a trace holds for
+    contexts on one side of it only. The same sizes without the branch hold at every context:
+    a step attends to min(context, window − 1) + 1 keys starting at max(context − window + 1, 0).
+    """
+    import torch
+    from transformers.cache_utils import DynamicSlidingWindowLayer
+
+    def get_mask_sizes(self, query_length):
+        kept = torch.sym_min(self.cumulative_length, self.sliding_window - 1)
+        return kept + query_length, torch.sym_max(self.cumulative_length - kept, 0)
+
+    original = DynamicSlidingWindowLayer.get_mask_sizes
+    DynamicSlidingWindowLayer.get_mask_sizes = get_mask_sizes
+    try:
+        yield
+    finally:
+        DynamicSlidingWindowLayer.get_mask_sizes = original
 
 
 def _prefill_module(model):

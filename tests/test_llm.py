@@ -121,6 +121,25 @@ def test_mixtral_experts_cost_top_k_per_token():
     assert r.params.active == expected["params"] - experts + experts * 2 // 4
 
 
+@pytest.mark.slow
+def test_sliding_window_decode_stops_growing_at_the_window():
+    """Mistral with a window of 8 over contexts 6 … 9: a step attends to min(context, 7) + 1
+    keys, so the steps grow until the cache holds 7 and then stay; one decode graph, traced
+    branch-free, holds on both sides (FlopCounterMode of HF's own passes agrees)."""
+    transformers = _transformers()
+    model = transformers.MistralForCausalLM(transformers.MistralConfig(
+        num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=4,
+        num_key_value_heads=2, vocab_size=256, max_position_embeddings=256, sliding_window=8))
+    expected = _reference(model, 1, 6, 4)
+    r = llm(model, prompt=6, generate=4, batch=1)
+    steps = [r.decode_at(c).macs for c in range(6, 10)]
+    assert r.prefill.macs == expected["prefill"]
+    assert steps == expected["steps"]
+    assert r.decode_total.macs == sum(expected["steps"])
+    # Per extra key: 2 layers × 4 heads × 16 dims × (q·kᵀ + p·v) = 256 MACs; keys 7, 8, 8, 8.
+    assert [b - a for a, b in zip(steps, steps[1:])] == [256, 0, 0]
+
+
 def _tiny_llama(transformers, layers: int):
     config = transformers.LlamaConfig(num_hidden_layers=layers, hidden_size=64,
                                       intermediate_size=128, num_attention_heads=4,

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from onnxflops.commands.common import add_input_options, check_output_path
+from onnxflops.commands.common import add_input_options, check_output_path, write_text
 from onnxflops.commands.profile import add_measure_options, measure_kwargs
 
 
@@ -52,12 +51,12 @@ def run(args: argparse.Namespace) -> int:
             bar.finish_one()
     finally:
         bar.close()
-    _write(args.output, htmlreport.to_html(profiles, args.title))
+    write_text(args.output, htmlreport.to_html(profiles, args.title))
     for fmt, render in (("markdown", htmlreport.to_markdown), ("json", htmlreport.to_json),
                         ("csv", htmlreport.to_csv)):
         target = getattr(args, fmt)
         if target:
-            _write(target, render(profiles))
+            write_text(target, render(profiles))
     print(f"wrote {args.output}", file=sys.stderr)
     return 0
 
@@ -71,10 +70,3 @@ def _inputs_for(model: str, shapes: dict) -> dict:
 
     names = {i.name for i in real_inputs(load_model(model))}
     return {k: v for k, v in shapes.items() if k in names}
-
-
-def _write(target: str, text: str) -> None:
-    if target == "-":
-        sys.stdout.write(text)
-    else:
-        Path(target).write_text(text, encoding="utf-8")

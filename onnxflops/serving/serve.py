@@ -3,13 +3,14 @@ cache, the parameters active per token, and a roofline estimate on named hardwar
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from onnxflops import formats
 from onnxflops.errors import OnnxFlopsError
+from onnxflops.formats import Rows, Table
 from onnxflops.serving.hardware import Hardware, hardware as find_hardware
 from onnxflops.serving.phases import (DTYPE_BITS, LayersNotAlike, Phase, PhaseCost, Timing,
                                       Traffic, tensor_bytes)
@@ -41,7 +42,10 @@ class Estimate:
 
 
 @dataclass
-class LlmReport:
+class LlmReport(formats.Rendered):
+    """Serving costs of a causal LM: the phases, the KV cache, the estimate on `hardware`.
+    `to_table`, `to_json` (and onnxflops.formats) write it; `rows()` and `to_pandas()` give its
+    phases as records."""
     model: str
     batch: int
     prompt: int
@@ -90,32 +94,46 @@ class LlmReport:
         }
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
+        return formats.to_json(self)
 
     def to_table(self) -> str:
+        return formats.to_text(self)
+
+    def phases(self) -> tuple[tuple[str, PhaseCost], ...]:
+        """The phases by name: prefill, the first and last decode steps, all decode steps."""
+        return (("prefill", self.prefill), ("decode first", self.decode_first),
+                ("decode last", self.decode_last), ("decode total", self.decode_total))
+
+    def rows(self, by: str = "phase") -> Rows:
+        """One record per phase: prefill, the first and last decode steps, all decode steps."""
+        if by != "phase":
+            raise ValueError(f"by={by!r}: phase")
+        return Rows(["phase"], [{"phase": name, **cost.to_dict()} for name, cost in self.phases()])
+
+    def view(self) -> list:
         e, hw = self.estimate, self.hardware
-        lines = [f"{self.model}: batch {self.batch}, prompt {self.prompt}, generate "
-                 f"{self.generate}, weights {self.dtype}, KV cache {self.kv_dtype}",
-                 f"params: {human(self.params.total)} total, {human(self.params.active)} active "
-                 f"per token; KV cache at the end: {human(self.kv_cache_bytes)}B", "",
-                 f"{'phase':<14}{'MACs':>10}{'FLOPs':>10}{'read':>10}{'written':>10}"]
-        for name, cost in (("prefill", self.prefill), ("decode first", self.decode_first),
-                           ("decode last", self.decode_last), ("decode total", self.decode_total)):
-            lines.append(f"{name:<14}{human(cost.macs):>10}{human(cost.flops):>10}"
-                         f"{human(cost.bytes_read) + 'B':>10}{human(cost.bytes_written) + 'B':>10}")
+        blocks: list = [
+            f"{self.model}: batch {self.batch}, prompt {self.prompt}, generate "
+            f"{self.generate}, weights {self.dtype}, KV cache {self.kv_dtype}",
+            f"params: {human(self.params.total)} total, {human(self.params.active)} active "
+            f"per token; KV cache at the end: {human(self.kv_cache_bytes)}B", "",
+            Table(["phase", "MACs", "FLOPs", "read", "written"],
+                  [[name, human(cost.macs), human(cost.flops), human(cost.bytes_read) + "B",
+                    human(cost.bytes_written) + "B"] for name, cost in self.phases()],
+                  left=1, widths=[14, 10, 10, 10, 10], gap="")]
         reads = self.decode_reads()
         layer = next((b for b in reads if b.split(".")[-1].isdigit()), None)
         if layer is not None:
-            lines += ["", f"a decode step at context {self.prompt} reads, per layer ({layer}): "
-                          f"{human(reads[layer]['weights'])}B of weights, "
-                          f"{human(reads[layer]['other'])}B of KV cache and activations"]
-        lines += ["", f"on {hw.name} ({human(hw.peak(compute_dtype(self.dtype)))}FLOP/s "
-                      f"{compute_dtype(self.dtype)}, {human(hw.bandwidth_bytes_per_s)}B/s), "
-                      "roofline per node:",
-                  f"  prefill {_ms(e.prefill_s)} ({e.bound['prefill']}-bound); decode "
-                  f"{_ms(e.decode_s_per_token)} per step ({e.bound['decode']}-bound), "
-                  f"{e.tokens_per_s:,.0f} tokens/s"]
-        return "\n".join(lines) + "\n"
+            blocks += ["", f"a decode step at context {self.prompt} reads, per layer ({layer}): "
+                           f"{human(reads[layer]['weights'])}B of weights, "
+                           f"{human(reads[layer]['other'])}B of KV cache and activations"]
+        blocks += ["", f"on {hw.name} ({human(hw.peak(compute_dtype(self.dtype)))}FLOP/s "
+                       f"{compute_dtype(self.dtype)}, {human(hw.bandwidth_bytes_per_s)}B/s), "
+                       "roofline per node:",
+                   f"  prefill {_ms(e.prefill_s)} ({e.bound['prefill']}-bound); decode "
+                   f"{_ms(e.decode_s_per_token)} per step ({e.bound['decode']}-bound), "
+                   f"{e.tokens_per_s:,.0f} tokens/s"]
+        return blocks
 
 
 def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardware = "h100",
