@@ -32,6 +32,7 @@ import onnx
 
 from onnxflops.converters.common import (framework_logging_silenced, framework_needed,
                                          import_transformers, root_cause)
+from onnxflops.converters.torch_ops import experts_exported_as
 from onnxflops.converters.from_torch import (OPSET, eval_mode, export_dynamo,
                                              record_torch_weight_roles)
 from onnxflops.progress import step
@@ -102,7 +103,7 @@ def _causal_lm_to_onnx(model, extend_layers: bool) -> CausalLM:
     experts = _experts_per_layer(model)
     stack = _decoder_layers(model)
     cut = extend_layers and stack is not None and len(stack[2]) > 2 and _alike(model, stack[2])
-    with _experts_batched(config if experts else None), eval_mode(model):
+    with experts_exported_as(model, only_from=None), eval_mode(model):
         if cut:
             with _cut_to(model, stack, 1):
                 one_layer = _named_phases(model, name)
@@ -251,19 +252,6 @@ def _window_sizes_branch_free():
     finally:
         DynamicSlidingWindowLayer.get_mask_sizes = original
 
-
-@contextlib.contextmanager
-def _experts_batched(config):
-    """MoE experts as transformers' batched_mm (see the module docstring), for the export only."""
-    if config is None or not hasattr(config, "_experts_implementation"):
-        yield
-        return
-    previous = config._experts_implementation
-    config._experts_implementation = "batched_mm"
-    try:
-        yield
-    finally:
-        config._experts_implementation = previous
 
 def _prefill_module(model):
     """The model on a prompt, its logits the output."""

@@ -4,8 +4,10 @@ Both exporters are told not to fold BatchNorm into the preceding conv (the dynam
 optimizer is off; the legacy one keeps BatchNorm with TrainingMode.PRESERVE), so BatchNorm's
 scale/bias stay params and its running statistics buffers. Neither folds constants, so
 initializers keep the names of the parameters and buffers they hold; the ONNX records which is which
-(see `onnxflops.load.weight_roles`). A module called with a dict of inputs is called by keyword, the
-arguments left out at their defaults. When one exporter fails, the other is tried, with a warning.
+(see `onnxflops.load.weight_roles`). Library custom ops and MoE experts export as
+`onnxflops.converters.torch_ops` says. A module called with a dict of inputs is called by keyword,
+the arguments left out at their defaults; an argument may be a list or dict of tensors. When one
+exporter fails, the other is tried, with a warning.
 
 Counting needs no weight bytes. Unless `keep_weights=True`, the dynamo exporter's weights are
 written as headers only (name, dtype, shape, marked external with no data), never serialized; its
@@ -36,6 +38,9 @@ from onnxflops.converters.common import (ABSENT_WEIGHTS, alike, check_container,
                                          framework_logging_silenced, is_single_input,
                                          native_output_silenced, root_cause, triton_kept_out)
 from onnxflops.converters.structure import StandInValues, is_float_dtype
+from onnxflops.converters.torch_ops import (attention_as_4d, custom_translations,
+                                            emitted_domains, experts_exported_as,
+                                            record_custom_shapes, register_legacy_resizes)
 from onnxflops.errors import OnnxFlopsError, did_you_mean, first_line
 from onnxflops.graph import MAX_VALUE_ELEMENTS
 from onnxflops.load import record_weight_roles
@@ -82,7 +87,9 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
         stack.enter_context(framework_logging_silenced())
         if not is_program:
             stack.enter_context(eval_mode(module))
+            stack.enter_context(experts_exported_as(module))
         stack.enter_context(triton_kept_out())
+        stack.enter_context(attention_as_4d())
         # The legacy exporter cannot take meta weights; a program converts with dynamo only.
         fallbacks = () if is_program or on_meta else tuple(e for e in EXPORTERS if e != exporter)
         failures = []
@@ -109,8 +116,43 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
 
 def record_torch_weight_roles(proto: onnx.ModelProto, module, is_program: bool = False) -> None:
     """Record in `proto` which of its initializers hold `module`'s parameters and which its
-    buffers (the exporters name initializers after them); every other constant is neither."""
-    record_weight_roles(proto, *_weight_names(module, is_program), exhaustive=True)
+    buffers (the exporters name initializers after them); every other constant is neither. The
+    parameters no node reads are recorded apart, with their sizes (`unused`)."""
+    parameters, buffers = _weight_names(module, is_program)
+    record_weight_roles(proto, parameters, buffers, exhaustive=True,
+                        unused=_unused_parameters(proto, module, is_program))
+
+
+def _unused_parameters(proto: onnx.ModelProto, module, is_program: bool) -> dict[str, int]:
+    """Parameter → element count, for each parameter (a tied one once, by its first name) that no
+    node of `proto` reads under any of its names: the exporters leave such parameters out, or
+    keep them as initializers nothing reads. A wrapper's own prefix is left off the names."""
+    read = _names_read(proto.graph)
+    if is_program:
+        named = [(n, module.state_dict[n]) for n in module.graph_signature.parameters
+                 if n in module.state_dict]
+    else:
+        named = list(module.named_parameters(remove_duplicate=False))
+    names_of: dict[int, list[str]] = {}
+    tensors: dict[int, object] = {}
+    for name, tensor in named:
+        names_of.setdefault(id(tensor), []).append(name)
+        tensors[id(tensor)] = tensor
+    wrapped = isinstance(module, _keyword_call_class())
+    return {(names[0].removeprefix("module.") if wrapped else names[0]): tensors[key].numel()
+            for key, names in names_of.items() if not any(n in read for n in names)}
+
+
+def _names_read(graph: onnx.GraphProto) -> set[str]:
+    """Every name a node of `graph` or of its subgraphs reads."""
+    read = set()
+    for node in graph.node:
+        read.update(node.input)
+        for attribute in node.attribute:
+            for body in (attribute.g, *attribute.graphs) if attribute.type in (
+                    onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) else ():
+                read |= _names_read(body)
+    return read
 
 
 def is_graph_only(proto: onnx.ModelProto) -> bool:
@@ -163,10 +205,13 @@ def export_dynamo(module, args: tuple, names: list[str], opset: int, dynamic_sha
     headers, and unless `keep_weights` every large one too (see `_drop_weight_bytes`)."""
     import torch
 
+    translations = custom_translations()
     with collector_paused():  # tracing makes a graph of long-lived objects, no garbage cycles
-        program = torch.onnx.export(module, args, dynamo=True, optimize=False,
-                                    opset_version=opset, input_names=names[:len(args)] or None,
-                                    verbose=False, dynamic_shapes=dynamic_shapes)
+        program = torch.onnx.export(module, _positional(args), dynamo=True, optimize=False,
+                                    opset_version=opset, input_names=_input_names(names, args),
+                                    verbose=False, dynamic_shapes=dynamic_shapes,
+                                    custom_translation_table=translations or None)
+    record_custom_shapes(program.model.graph, emitted_domains(translations))
     _drop_weight_bytes(program.model.graph, keep_weights)
     return program.model_proto
 
@@ -193,11 +238,33 @@ def _export_legacy(module, args: tuple, names: list[str], opset: int) -> onnx.Mo
     import torch
 
     buffer = io.BytesIO()
+    register_legacy_resizes(opset)
     with native_output_silenced():
-        torch.onnx.export(module, args, buffer, dynamo=False, opset_version=opset,
-                          input_names=names[:len(args)] or None, do_constant_folding=False,
+        torch.onnx.export(module, _positional(args), buffer, dynamo=False, opset_version=opset,
+                          input_names=_input_names(names, args), do_constant_folding=False,
                           training=torch.onnx.TrainingMode.PRESERVE)
     return onnx.load_from_string(buffer.getvalue())
+
+
+def _positional(args: tuple) -> tuple:
+    """`args` as torch.onnx.export takes them all positionally: it reads a trailing dict as
+    keyword arguments, unless an empty dict follows it."""
+    return (*args, {}) if args and isinstance(args[-1], Mapping) else args
+
+
+def _input_names(names: list[str], args: tuple) -> list[str] | None:
+    """The graph inputs' names: each named argument's own, or for a list or dict of tensors
+    its name with each item's index or key ('images.0', 'extra.scale')."""
+    import torch
+
+    def leaves(name: str, value) -> list[str]:
+        if isinstance(value, torch.Tensor):
+            return [name]
+        items = value.items() if isinstance(value, Mapping) else \
+            enumerate(value) if isinstance(value, (list, tuple)) else ()
+        return [leaf for key, item in items for leaf in leaves(f"{name}.{key}", item)]
+
+    return [leaf for name, arg in zip(names, args) for leaf in leaves(name, arg)] or None
 
 
 def _export(exporter: str, module, args: tuple, names: list[str], opset: int,
@@ -209,7 +276,7 @@ def _export(exporter: str, module, args: tuple, names: list[str], opset: int,
 
 def _failed(failures: list[tuple[str, str]]) -> str:
     """What each exporter said, in one line; a fallback that fails alike is not repeated."""
-    (first, said), rest = failures[0], failures[1:]
+    (_, said), rest = failures[0], failures[1:]
     if rest and all(alike(said, other) for _, other in rest):
         return f"neither exporter can convert it ({said})"
     return "; ".join(f"the {attempt} exporter cannot convert it ({msg})" for attempt, msg in failures)
@@ -340,25 +407,52 @@ def _example_args(module, inputs, names: list[str], is_program: bool, label: str
     else:
         items = list(inputs)
     generator = torch.Generator().manual_seed(0)
-    args = tuple(_as_tensor(item, generator, label) for item in items)
+    args = tuple(_as_tensor(item, generator, label, f"input {name!r}" if name else "input")
+                 for item, name in zip(items, [*names[:len(items)],
+                                               *[""] * (len(items) - len(names))]))
     if on_meta:  # weights without data meet inputs without data: nothing is computed
-        args = tuple(a.to("meta") for a in args)
+        from torch.utils._pytree import tree_map_only
+
+        args = tree_map_only(torch.Tensor, lambda a: a.to("meta"), args)
     return args
 
 
-def _as_tensor(item, generator, label: str):
+def _as_tensor(item, generator, label: str, where: str = "input"):
+    """A tensor from a tensor, an array or a shape; a list, tuple or dict of them (a detector's
+    list of images) as the same container of tensors, as the forward takes it."""
     import torch
 
     if isinstance(item, torch.Tensor):
         return item
     if isinstance(item, np.ndarray):
         return torch.from_numpy(item)
-    if isinstance(item, Sequence) and all(isinstance(d, (int, np.integer)) and d > 0 for d in item):
+    if isinstance(item, Sequence) and not isinstance(item, (str, bytes)) and item \
+            and all(isinstance(d, (int, np.integer)) for d in item):
+        if not all(d > 0 for d in item):
+            raise OnnxFlopsError(f"{label}: {where} has shape {list(map(int, item))}: "
+                                 "dims must be positive")
         shape, dtype = tuple(int(d) for d in item), getattr(torch, getattr(item, "dtype", "float32"))
         if dtype.is_floating_point:
             return torch.randn(shape, generator=generator, dtype=dtype)
         return torch.ones(shape, dtype=dtype)  # a valid token id, an attention mask letting all in
-    raise OnnxFlopsError(f"{label}: input {item!r} is neither a tensor nor a shape of positive ints")
+    if isinstance(item, (list, tuple)) and item:
+        return type(item)(_as_tensor(x, generator, label, f"{where}[{i}]")
+                          for i, x in enumerate(item))
+    if isinstance(item, Mapping) and item:
+        return {k: _as_tensor(x, generator, label, f"{where}[{k!r}]") for k, x in item.items()}
+    raise OnnxFlopsError(f"{label}: {where} is {_described(item)}, neither a tensor, a shape of "
+                         "positive ints, nor a list or dict of them")
+
+
+def _described(item) -> str:
+    """What a value is, in a few words: never its contents (a tensor prints whole)."""
+    if isinstance(item, (list, tuple, dict)) and not item:
+        return f"an empty {type(item).__name__}"
+    if isinstance(item, (bool, int, float)) or item is None:
+        return repr(item)
+    if isinstance(item, str):
+        return f"the text {item[:40]!r}"
+    return f"a {type(item).__name__}"
 
 
 def _unique_tensors(module) -> list:

@@ -11,6 +11,7 @@ _PUBLIC = {
     "clear_caches": "onnxflops.caches",
     "CONVENTIONS": "onnxflops.costs.registry",
     "Cost": "onnxflops.costs", "register_rule": "onnxflops.costs",
+    "register_torch_op": "onnxflops.converters.torch_ops",
     "OnnxFlopsError": "onnxflops.errors", "UncostedWarning": "onnxflops.errors",
     "NodeReport": "onnxflops.report", "Report": "onnxflops.report", "Totals": "onnxflops.report",
     "Comparison": "onnxflops.comparison", "assert_same_cost": "onnxflops.comparison",

@@ -44,10 +44,10 @@ def test_json_document_has_the_stable_keys(capsys, dynamic_cnn):
     doc = json.loads(out)
     assert code == 0
     assert set(doc) == {"model", "convention", "inputs", "total", "by_op_type", "by_layer",
-                        "by_category", "nodes", "constant_work", "foldable", "uncosted",
-                        "warnings"}
-    assert set(doc["total"]) == {"macs", "flops", "int_ops", "params", "buffers", "bytes_read",
-                                 "bytes_written"}
+                        "by_category", "nodes", "constant_work", "foldable", "unused_params",
+                        "uncosted", "warnings"}
+    assert set(doc["total"]) == {"macs", "flops", "int_ops", "params", "unused_params", "buffers",
+                                 "bytes_read", "bytes_written"}
     assert doc["inputs"] == {"input": [2, 3, 8, 6]}
     assert doc["total"]["macs"] == 2 * expected_macs(8, 6)
     assert doc["total"]["params"] == 4 * 27 + 4 + 40 + 10

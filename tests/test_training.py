@@ -154,11 +154,11 @@ class TestWhatCarriesAGradient:
 class TestReport:
     def test_json_gains_backward_keys_only_when_training(self):
         plain = json.loads(onnxflops.count(dense(4, 8, 2)).to_json())
-        assert list(plain["total"]) == list(SUMMED)
+        assert list(plain["total"]) == [*SUMMED, "unused_params"]
         assert "backward_flops" not in plain["nodes"][0]
         trained = json.loads(onnxflops.count(dense(4, 8, 2), training=True).to_json())
         assert list(trained["total"]) == [*SUMMED, "backward_macs", "backward_flops",
-                                          "training_flops"]
+                                          "training_flops", "unused_params"]
         total = trained["total"]
         assert total["training_flops"] == total["flops"] + total["backward_flops"]
         assert trained["nodes"][0]["backward_macs"] == 4 * 8 * 2

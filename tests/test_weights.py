@@ -139,3 +139,53 @@ def test_a_constant_whose_result_is_only_compared_is_a_buffer():
     report = onnxflops.count(typed_model(nodes, {"x": (FLOAT, [TOKENS, WIDTH]),
                                                  "padding": (FLOAT, [1, TOKENS])}, constants))
     assert (report.total.params, report.total.buffers) == (WIDTH * TOKENS, TOKENS * TOKENS)
+
+
+# --- parameters no node reads, as a converter records them ----------------------------------------
+
+def linear_with_unused_parameters(unused: dict):
+    """x(2×4) @ w(4×3) + b(3): 15 params read; the record adds parameters no node reads."""
+    from onnxflops.load import record_weight_roles
+
+    m = model([node("MatMul", ["x", "w"], ["xw"]), node("Add", ["xw", "b"], ["y"])],
+              {"x": [2, 4]}, [weight("w", (4, 3)), weight("b", (3,))])
+    record_weight_roles(m, ["w", "b"], [], exhaustive=True, unused=unused)
+    return m
+
+
+def test_unused_parameters_are_a_total_beside_params_and_named():
+    report = onnxflops.count(linear_with_unused_parameters({"mask_token": 5, "aux.weight": 6}))
+    assert report.total.params == 4 * 3 + 3
+    assert report.total.unused_params == 5 + 6
+    doc = report.to_dict()
+    assert doc["total"]["unused_params"] == 11
+    assert doc["unused_params"] == {"mask_token": 5, "aux.weight": 6}
+    table = report.to_table()
+    assert "params 15  unused params 11  buffers 0" in table
+    assert "11 in 2 tensor(s): mask_token (5), aux.weight (6)" in table
+
+
+def test_a_model_whose_parameters_are_all_read_reports_no_unused_line():
+    report = onnxflops.count(linear_with_unused_parameters({}))
+    assert report.total.unused_params == 0 and report.to_dict()["total"]["unused_params"] == 0
+    assert "unused" not in report.to_table()
+
+
+@pytest.mark.parametrize("count", [-1, 2 ** 50 + 1, 10 ** 40])
+def test_an_unused_parameter_of_impossible_size_is_refused_in_one_line(count):
+    with pytest.raises(onnxflops.OnnxFlopsError, match="unused parameter 'head' has "
+                       "(-1|1125899906842625|>10\\^30) elements, which no model holds") as e:
+        onnxflops.count(linear_with_unused_parameters({"head": count}))
+    assert "\n" not in str(e.value)
+
+
+def test_an_impossible_unused_size_exits_2_without_a_traceback(tmp_path, capsys):
+    import onnx
+
+    from onnxflops.cli import main
+
+    path = tmp_path / "unused.onnx"
+    onnx.save(linear_with_unused_parameters({"head": -7}), str(path))
+    assert main(["count", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'head' has -7 elements" in err

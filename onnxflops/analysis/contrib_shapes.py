@@ -1,5 +1,8 @@
 """Output shapes of onnxruntime's com.microsoft ops, which ONNX shape inference does not know
-(and of the few standard ops it infers no shape for).
+(and of the few standard ops it infers no shape for), and of ops of other domains: library ops
+torch exports as nodes of their own (a grouped matmul), by a rule where one is known here, else
+by the shapes the converter recorded on the node (`onnxflops.shapes`: used only where the node's
+inputs have the shapes recorded beside them, and read as untrusted input).
 
 Each op's outputs are derived from its inputs: as the standard op it fuses computes them (a
 one-node model of that op, inferred by ONNX), or directly where the rule is plain. The shapes
@@ -8,6 +11,7 @@ stage adds them and infers again, until no more of these ops can be resolved.
 
 from __future__ import annotations
 
+import json
 from typing import Callable
 
 import onnx
@@ -16,6 +20,11 @@ from onnx import TensorProto, helper
 from onnxflops.graph import TensorInfo, info_from_value_info, is_standard_domain
 
 MS = "com.microsoft"
+# Domains ONNX's own inference knows; every other one is typed here.
+_ONNX_DOMAINS = frozenset(("", "ai.onnx", "ai.onnx.ml", "ai.onnx.training",
+                           "ai.onnx.preview.training"))
+SHAPES_KEY = "onnxflops.shapes"
+_MAX_RECORDED_DIM = 2 ** 40  # a recorded dim beyond this is corrupt, and not believed
 _TWIN_OPSET = 17  # attributes as the twins below spell them (axes on ReduceMean, ...)
 Shape = tuple
 Output = tuple[int, Shape] | None  # (dtype, shape), or None where it stays unknown
@@ -50,15 +59,17 @@ def _contrib_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
     opsets = {o.domain or "ai.onnx": o.version for o in model.opset_import}
     opset = opsets.get("ai.onnx", 0)
     # Field reads cost per node: ask for the domain only where it can matter.
-    with_ms = MS in opsets
+    with_other = any(d not in _ONNX_DOMAINS for d in opsets)
     return [node for node in model.graph.node
             if node.op_type in CONTRIB_DEFAULT_DOMAIN and is_standard_domain(node.domain)
-            and is_contrib(node.op_type, "", opset) or with_ms and node.domain == MS]
+            and is_contrib(node.op_type, "", opset)
+            or with_other and node.domain not in _ONNX_DOMAINS]
 
 
 def is_contrib(op_type: str, domain: str, opset: int) -> bool:
     """Whether ONNX inference leaves this op's outputs untyped, for the rules here to type."""
-    return domain == MS or not domain and opset < CONTRIB_DEFAULT_DOMAIN.get(op_type, 0)
+    return domain not in _ONNX_DOMAINS or not domain \
+        and opset < CONTRIB_DEFAULT_DOMAIN.get(op_type, 0)
 
 
 def _known_types(model: onnx.ModelProto, names: set[str]) -> dict[str, TensorInfo]:
@@ -84,7 +95,12 @@ def _known_types(model: onnx.ModelProto, names: set[str]) -> dict[str, TensorInf
 
 def contrib_outputs(node: onnx.NodeProto, inputs: list[TensorInfo | None]) -> list[Output]:
     """(dtype, shape) of each output of a node `is_contrib` accepts, from its inputs' types."""
-    rule = _RULES.get(node.op_type)
+    if node.domain in (MS, "", "ai.onnx"):
+        rule = _RULES.get(node.op_type)
+    else:
+        rule = _OTHER_DOMAIN_RULES.get((node.domain, node.op_type))
+        if rule is None:
+            return recorded_outputs(node, inputs)
     if rule is None:
         return []
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
@@ -95,6 +111,37 @@ def contrib_outputs(node: onnx.NodeProto, inputs: list[TensorInfo | None]) -> li
         # inputs this rule does not understand (an input it needs left out, named ''): the
         # outputs stay unknown, and the node is reported uncosted
         return []
+
+
+def recorded_outputs(node: onnx.NodeProto, inputs: list[TensorInfo | None]) -> list[Output]:
+    """The output types the converter recorded on `node`, where its inputs have the shapes
+    recorded beside them (the same op on the same shapes); else none. A malformed record (not
+    JSON, negative or huge dims, an unknown dtype, more outputs than the node has) is ignored."""
+    text = next((p.value for p in node.metadata_props if p.key == SHAPES_KEY), None)
+    if text is None:
+        return []
+    try:
+        record = json.loads(text)
+        given = [_recorded_dims(d) for d in record["inputs"]]
+        outputs = [(int(t), _recorded_dims(d)) for t, d in record["outputs"]]
+    except (ValueError, TypeError, KeyError):
+        return []
+    present = [i for name, i in zip(node.input, inputs) if name]
+    if len(outputs) > len(node.output) or len(given) != len(present) \
+            or any(t not in _DTYPES for t, _ in outputs) \
+            or any(i is None or i.shape != dims for i, dims in zip(present, given)):
+        return []
+    return outputs
+
+
+def _recorded_dims(dims) -> Shape:
+    if not isinstance(dims, list) or len(dims) > 64 or not all(
+            type(d) is int and 0 <= d <= _MAX_RECORDED_DIM for d in dims):
+        raise ValueError("not a shape")
+    return tuple(dims)
+
+
+_DTYPES = frozenset(v for v in TensorProto.DataType.values() if v)
 
 
 def twin(op_type: str, inputs: list[TensorInfo | None], **attrs) -> Shape:
@@ -361,5 +408,21 @@ _RULES: dict[str, Callable[[list, dict], list[Output]]] = {
 # onnxruntime's own ops (LayerNormalization before it became standard in opset 17), and
 # standard ops ONNX infers no shape for at any opset.
 _ALWAYS = 1 << 30
+def _grouped_matmul(inputs: list, attrs: dict) -> list[Output]:
+    """Y (S×N) = the rows of X (S×K) taken group by group through W[g] (G×K×N)."""
+    x, w = inputs[0], inputs[1]
+    if len(x.shape) != 2 or len(w.shape) != 3:
+        raise ValueError("grouped matmul of other ranks")
+    return [(w.dtype, (x.shape[0], w.shape[2]))]
+
+
+# Ops of other domains with a known shape rule: the grouped matmuls of MoE kernels, as torch's
+# converter exports them (transformers' fallback kernel, torch's own).
+_OTHER_DOMAIN_RULES: dict[tuple[str, str], Callable[[list, dict], list[Output]]] = {
+    ("transformers", "grouped_mm_fallback"): _grouped_matmul,
+    ("aten", "_grouped_mm"): _grouped_matmul,
+}
+
+
 CONTRIB_DEFAULT_DOMAIN = {"SimplifiedLayerNormalization": _ALWAYS, "LayerNormalization": 17,
                    "GroupNormalization": _ALWAYS, "MeanVarianceNormalization": _ALWAYS}

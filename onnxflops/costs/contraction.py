@@ -94,6 +94,34 @@ def _operand_products(forward_macs, n: Node, grads: Grads) -> Cost:
                 dot_products=sum(n.input(slot).numel for slot in slots))
 
 
+# A grouped matmul (a mixture-of-experts kernel): Y[r] = X[r]·W[group(r)], the S rows of X (S×K)
+# sorted by group and the groups' ends in `offs`. As torch's converter exports the kernels of
+# transformers' experts (its fallback) and torch's own (see onnxflops.converters.torch_ops).
+_GROUPED_MATMULS = (("transformers", "grouped_mm_fallback"), ("aten", "_grouped_mm"))
+
+
+def grouped_matmul(n: Node) -> Cost:
+    """MACs = S·K·N: each group g's GEMM is n_g·K·N and the n_g sum to S (X S×K, W G×K×N)"""
+    # transformers' _grouped_mm_fallback (integrations/moe.py) runs torch.mm(X[start:end], W[g])
+    # per group: sum_g n_g·K·N = S·K·N. Its experts give X the T tokens' k routed copies, S = T·k
+    # (grouped_mm_experts_forward): MACs = T·k·d·f over all E experts, whatever the routing.
+    x, w = n.input(0).dims, n.input(1).dims
+    if len(x) != 2 or len(w) != 3:
+        raise Uncostable(f"grouped matmul of a rank-{len(x)} X and a rank-{len(w)} W "
+                         "(2 and 3 are costed)")
+    return Cost(macs=x[0] * x[1] * w[2], dot_products=x[0] * w[2], detail={"routed": True})
+
+
+def grouped_matmul_backward(n: Node, grads: Grads) -> Cost:
+    """dX = dY·W[g]ᵀ per group, dW[g] = X_gᵀ·dY_g: MACs as the forward each"""
+    return _operand_products(grouped_matmul(n).macs, n, grads)
+
+
+for _domain, _op in _GROUPED_MATMULS:
+    rule(_op, category=CONTRACTION, domain=_domain, weights=(1,))(grouped_matmul)
+    backward(_op, domain=_domain)(grouped_matmul_backward)
+
+
 @rule("Einsum", category=CONTRACTION, weights="all")
 def einsum(n: Node) -> Cost:
     """MACs = Σ over pairwise contractions (left to right) of prod(sizes of all indices involved)"""

@@ -22,9 +22,11 @@ from onnxflops.analysis import (
     refine_subgraph,
     sequence_bytes,
 )
-from onnxflops.costs import REGISTRY, ZERO, Backward, Cost, Node, Registry, Rule, check_node
+from onnxflops.costs import (CONTRACTION, REGISTRY, ZERO, Backward, Cost, Node, Registry, Rule,
+                             check_node)
 from onnxflops.counting.training import GradientFlow
-from onnxflops.counting.weights import LearnedWeights, is_hyperparameter
+from onnxflops.counting.weights import (ROUTED, LearnedWeights, is_hyperparameter,
+                                        reads_routed_weights)
 from onnxflops.load import weight_roles
 from onnxflops.load.weight_roles import CONSTANT, PARAMETER
 from onnxflops.dims import SYMBOL_MARK, is_symbolic
@@ -104,7 +106,10 @@ class _Counter:
                     constant_nodes += 1
                     constant_work.add(entry)
                 continue
-            nodes.append(self._report(row, graph, graph.kinds.get(position)))
+            entry = self._report(row, graph, graph.kinds.get(position))
+            if entry.category == CONTRACTION and reads_routed_weights(graph, row.proto):
+                entry.detail = {**(entry.detail or {}), ROUTED: True}  # details may be shared
+            nodes.append(entry)
             if self.roles is not None:
                 reads.append(row[3])
             if bounded and _reads_bound(row, bounded, graph.bounds):
@@ -115,6 +120,8 @@ class _Counter:
             self._credit_unread_weights(nodes, reads, graph)
         for entry in nodes:
             total.add(entry)
+        unused = dict(self.roles.unused) if self.roles is not None else {}
+        total.unused_params = sum(unused.values())
         missing = sorted({u.op_type for u in self.uncosted if u.reason.startswith("no cost rule")})
         if missing:
             self.warnings.append(f"no cost rule for {', '.join(missing)}: those nodes are uncosted "
@@ -123,7 +130,7 @@ class _Counter:
             self.warnings.append(f"{len(self.uncosted)} node(s) could not be costed: the totals "
                                  "exclude them")
         return Report(name, self.convention, inputs, total, nodes, constant_work, constant_nodes,
-                      self.uncosted, self.warnings, foldable, foldable_nodes)
+                      self.uncosted, self.warnings, foldable, foldable_nodes, unused)
 
     def _warn_bounds(self, nodes: list[NodeReport], bounds: dict[str, str]) -> None:
         count = sum(entry.bound for entry in nodes)

@@ -51,6 +51,32 @@ def _is_contraction_output(table: Registry, view: GraphView, name: str) -> bool:
     return rule is not None and rule.category in (CONTRACTION, RECURRENT)
 
 
+ROUTED = "routed"  # a NodeReport detail: the product reads weights gathered per token
+
+
+def reads_routed_weights(view: GraphView, proto: onnx.NodeProto) -> bool:
+    """Whether a contraction reads a weight table's rows gathered by runtime indices and no whole
+    weight: each token's routed experts (a mixture-of-experts layer exported as gathered weights,
+    T·k products over all experts), not an embedding lookup projected by a weight."""
+    gathered = False
+    for name in proto.input:
+        if not name:
+            continue
+        source = name
+        for _ in range(_SEARCH_DEPTH):  # through reshapes to the gather
+            producer = view.producer(source) if source else None
+            if producer is None or producer.op_type not in _RESHAPES:
+                break
+            source = producer.input[0]
+        if view.holds_value(name):
+            return False  # a whole weight: a plain product
+        if producer is not None and producer.op_type in _LOOKUPS \
+                and view.weight_sources(producer.input[0]) \
+                and not view.holds_value(producer.input[1]):
+            gathered = True
+    return gathered
+
+
 class LearnedWeights:
     """Which sources of a node's constant inputs the graph shows to hold no learned value (see the
     module's docstring); what it finds of each graph is kept for the count."""

@@ -8,19 +8,29 @@ metadata_props:
 - `sizes`: framework weight → its element count, counted once however many initializers hold it;
 - `constants`: initializers that are neither (masks and tables the exporter folded);
 - `exhaustive`: every weight is named, so a constant tensor the record does not name is no
-  weight; otherwise such tensors are judged by the graph rules, as in plain ONNX files.
+  weight; otherwise such tensors are judged by the graph rules, as in plain ONNX files;
+- `unused`: parameter → element count, for the framework's parameters that no node reads (a mask
+  token used only in pre-training, a head run only in training mode): the count reports them
+  apart, so that params + unused params = the framework's parameters.
+
+The record is read as untrusted input: an element count that is negative or beyond any model
+(`MAX_ELEMENTS`) is refused in one line.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import onnx
 
+from onnxflops.errors import OnnxFlopsError
+
 KEY = "onnxflops.weight_roles"
 PARAMETER, BUFFER, CONSTANT = "parameter", "buffer", "constant"
+# No model holds a weight of more elements (2^50, a petabyte of int8): a larger count is corrupt.
+MAX_ELEMENTS = 2 ** 50
 
 
 @dataclass(frozen=True)
@@ -30,6 +40,7 @@ class WeightRoles:
     sizes: Mapping[str, int]
     constants: frozenset[str]
     exhaustive: bool
+    unused: Mapping[str, int] = field(default_factory=dict)
 
     def role(self, initializer: str) -> tuple[str, str] | None:
         """(PARAMETER or BUFFER, the framework weight) or (CONSTANT, the name); None: the graph
@@ -46,12 +57,13 @@ class WeightRoles:
 def record_weight_roles(model: onnx.ModelProto, parameters: Mapping[str, str] | Iterable[str],
                         buffers: Mapping[str, str] | Iterable[str], *,
                         sizes: Mapping[str, int] | None = None,
-                        constants: Iterable[str] = (), exhaustive: bool = False) -> None:
+                        constants: Iterable[str] = (), exhaustive: bool = False,
+                        unused: Mapping[str, int] | None = None) -> None:
     """Write the record into the model's metadata (replacing any). Names given as a plain list
     hold their framework weight whole, under their own name."""
     entry = json.dumps({"parameters": _by_name(parameters), "buffers": _by_name(buffers),
                         "sizes": dict(sizes or {}), "constants": sorted(constants),
-                        "exhaustive": exhaustive})
+                        "exhaustive": exhaustive, "unused": dict(unused or {})})
     kept = [p for p in model.metadata_props if p.key != KEY]
     del model.metadata_props[:]
     model.metadata_props.extend(kept)
@@ -59,20 +71,33 @@ def record_weight_roles(model: onnx.ModelProto, parameters: Mapping[str, str] | 
 
 
 def weight_roles(model: onnx.ModelProto) -> WeightRoles | None:
-    """The recorded roles; None where there is no record or it is not one we wrote."""
+    """The recorded roles; None where there is no record or it is not one we wrote. An element
+    count out of range is refused (OnnxFlopsError)."""
     for prop in model.metadata_props:
         if prop.key == KEY:
             try:
                 entry = json.loads(prop.value)
-                return WeightRoles(
+                roles = WeightRoles(
                     {str(k): str(v) for k, v in entry["parameters"].items()},
                     {str(k): str(v) for k, v in entry["buffers"].items()},
                     {str(k): int(v) for k, v in entry.get("sizes", {}).items()},
                     frozenset(map(str, entry.get("constants", ()))),
-                    bool(entry.get("exhaustive", False)))
-            except (ValueError, KeyError, TypeError, AttributeError):
+                    bool(entry.get("exhaustive", False)),
+                    {str(k): int(v) for k, v in entry.get("unused", {}).items()})
+            except (ValueError, KeyError, TypeError, AttributeError, OverflowError):
                 return None
+            _check_sizes(roles)
+            return roles
     return None
+
+
+def _check_sizes(roles: WeightRoles) -> None:
+    for what, sizes in (("weight", roles.sizes), ("unused parameter", roles.unused)):
+        for name, count in sizes.items():
+            if not 0 <= count <= MAX_ELEMENTS:
+                shown = str(count) if abs(count) < 10 ** 30 else f"{'-' if count < 0 else ''}>10^30"
+                raise OnnxFlopsError(f"metadata '{KEY}': {what} '{name[:200]}' has {shown} "
+                                     f"elements, which no model holds (0 to 2^50)")
 
 
 def _by_name(names: Mapping[str, str] | Iterable[str]) -> dict[str, str]:

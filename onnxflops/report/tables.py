@@ -30,6 +30,8 @@ class Totals:
     bytes_written: Any = 0
     backward_macs: Any = None
     backward_flops: Any = None
+    # The framework's parameters that no node reads: the model's alone, never a node's or a group's.
+    unused_params: int = 0
 
     @property
     def training_flops(self) -> Any:
@@ -52,6 +54,8 @@ class Totals:
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: _plain(getattr(self, k)) for k in SUMMED}
+        if self.unused_params:
+            d["unused_params"] = self.unused_params
         if self.backward_flops is not None:
             d.update({k: _plain(getattr(self, k)) for k in BACKWARD},
                      training_flops=_plain(self.training_flops))
@@ -149,6 +153,8 @@ class Report(formats.Rendered):
     # The nodes of `nodes` that work on weights alone (see analysis/constant_work.py), summed.
     foldable: Totals = field(default_factory=Totals)
     foldable_nodes: int = 0
+    # Parameter → element count, for the framework's parameters no node reads (total.unused_params).
+    unused: dict[str, int] = field(default_factory=dict)
 
     JSON_RECORDS_PER_LINE = True
     NOTEBOOK_VIEW = {"by": "op"}
@@ -157,6 +163,12 @@ class Report(formats.Rendered):
     def complete(self) -> bool:
         """Every node was costed: the totals are the whole model's."""
         return not self.uncosted
+
+    @property
+    def routed_macs(self) -> Any:
+        """MACs of the products that read weights gathered per token (a mixture of experts'
+        routed experts: tokens × k over all experts, whatever the routing)."""
+        return sum((n.macs for n in self.nodes if n.detail and n.detail.get("routed")), 0)
 
     def uncosted_summary(self, shown: int = 5) -> str:
         """One line: how many nodes are uncosted, the first few with why."""
@@ -207,12 +219,13 @@ class Report(formats.Rendered):
             "model": self.model,
             "convention": self.convention,
             "inputs": self.inputs,
-            "total": self.total.to_dict(),
+            "total": {**self.total.to_dict(), "unused_params": self.total.unused_params},
             "by_op_type": _groups_dict(self.by_op_type()),
             "by_layer": _groups_dict(self.by_layer()),
             "by_category": _groups_dict(self.by_category()),
             "nodes": [n.to_dict() for n in self.nodes],
             "constant_work": {"nodes": self.constant_nodes, **self.constant_work.to_dict()},
+            "unused_params": dict(self.unused),
             "foldable": {"nodes": self.foldable_nodes, **self.foldable.to_dict()},
             "uncosted": [asdict(u) for u in self.uncosted],
             "warnings": list(self.warnings),
@@ -283,7 +296,9 @@ class Report(formats.Rendered):
         t = self.total
         return (f"{self.model}  [{self._inputs_text()}]  convention={self.convention}\n"
                 f"MACs {human(t.macs)}  FLOPs {human(t.flops)}  int ops {human(t.int_ops)}  "
-                f"params {human(t.params)}  buffers {human(t.buffers)}  "
+                f"params {human(t.params)}  "
+                + (f"unused params {human(t.unused_params)}  " if t.unused_params else "")
+                + f"buffers {human(t.buffers)}  "
                 f"read {human(t.bytes_read, 'B')}  written {human(t.bytes_written, 'B')}"
                 + ("" if t.backward_flops is None else
                    f"\ntraining: forward FLOPs {human(t.flops)}  backward FLOPs "
@@ -303,6 +318,19 @@ class Report(formats.Rendered):
             notes.append(f"constant work (not counted): {self.constant_nodes} nodes, "
                          f"{human(self.constant_work.flops)} FLOPs, "
                          f"{human(self.constant_work.int_ops)} int ops")
+        routed = [n for n in self.nodes if n.detail and n.detail.get("routed")]
+        if routed:
+            notes.append(f"routed: {human(self.routed_macs)} MACs in {len(routed)} products of "
+                         "experts' weights gathered per token (tokens × k over all experts, "
+                         "whatever the router chooses)")
+        if self.unused:
+            listed = ", ".join(f"{name} ({human(count)})" for name, count in
+                               list(self.unused.items())[:_UNUSED_SHOWN])
+            more = (f", and {len(self.unused) - _UNUSED_SHOWN} more"
+                    if len(self.unused) > _UNUSED_SHOWN else "")
+            notes.append(f"unused params (in parameters(), read by no node, left out of params): "
+                         f"{human(self.total.unused_params)} in {len(self.unused)} tensor(s): "
+                         f"{listed}{more}")
         for u in self.uncosted:
             notes.append(f"UNCOSTED {u.name} ({u.op_type}): {u.reason}")
         notes += [f"warning: {w}" for w in self.warnings]
@@ -338,7 +366,10 @@ def summary(report: Report, top: int = SUMMARY_OP_TYPES) -> str:
               f"{'MACs':<16}{human(t.macs)}", f"{'FLOPs':<16}{human(t.flops)}",
               *([f"{'training FLOPs':<16}{human(t.training_flops)}"]
                 if t.backward_flops is not None else []),
-              f"{'params':<16}{human(t.params)}", f"{'buffers':<16}{human(t.buffers)}",
+              f"{'params':<16}{human(t.params)}",
+              *([f"{'unused params':<16}{human(t.unused_params)} in {len(report.unused)} "
+                 "tensor(s) no node reads"] if t.unused_params else []),
+              f"{'buffers':<16}{human(t.buffers)}",
               f"{'bytes read':<16}{human(t.bytes_read, 'B')}",
               f"{'bytes written':<16}{human(t.bytes_written, 'B')}",
               f"{'nodes':<16}{len(report.nodes)}"
@@ -365,6 +396,9 @@ def summary(report: Report, top: int = SUMMARY_OP_TYPES) -> str:
 def _sort_key(value: Any) -> float:
     """Largest first; a symbolic count (a formula) sorts after every number."""
     return float(value) if isinstance(value, (int, float)) else float("-inf")
+
+
+_UNUSED_SHOWN = 10  # unused parameters named in a table's notes; the JSON names them all
 
 
 def human(value: Any, unit: str = "") -> str:

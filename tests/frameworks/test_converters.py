@@ -561,3 +561,62 @@ def test_a_normalization_given_its_statistics_holds_constants_not_inputs(keep_we
     assert report.total.params == given.count_params() == 2 * 3 + 2
     # (x − mean) · 1/√var per element, then the 1×1 conv with its bias
     assert report.total.flops == 2 * 48 + 2 * 16 * 2 * 3 + 16 * 2
+
+
+class _UnusedParts(nn.Module):
+    """A Linear(4→3) the forward runs; a mask token (1×5) and a head Linear(3→2) it never reads,
+    as pre-training tokens and training-only heads are."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+        self.mask_token = nn.Parameter(torch.zeros(1, 5))
+        self.aux = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+@pytest.mark.parametrize("exporter", ["dynamo", "legacy"])
+@pytest.mark.parametrize("by_name", [False, True])
+def test_parameters_the_forward_never_reads_are_unused_params(exporter, by_name):
+    module = _UnusedParts()
+    inputs = {"x": (2, 4)} if by_name else [(2, 4)]
+    report = onnxflops.count(torch_to_onnx(module, inputs, exporter=exporter))
+    assert report.total.params == 4 * 3 + 3  # fc: weight 12 + bias 3
+    assert report.total.unused_params == 1 * 5 + (3 * 2 + 2)  # mask token 5; aux 6 + 2
+    assert report.unused == {"mask_token": 5, "aux.weight": 6, "aux.bias": 2}
+    assert report.total.params + report.total.unused_params == sum(
+        p.numel() for p in module.parameters())
+
+
+class _ListOfImages(nn.Module):
+    """A detector's calling convention: a list of images (C×H×W), each through one 1×1 conv, and
+    a dict of a feature map and an offset."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 1, bias=False)
+
+    def forward(self, images, extra):
+        total = sum(self.conv(image.unsqueeze(0)).sum() for image in images)
+        return total + (extra["features"] * extra["scale"]).sum()
+
+
+@pytest.mark.parametrize("exporter", ["dynamo", "legacy"])
+def test_a_forward_taking_a_list_and_a_dict_of_tensors_converts(exporter):
+    images = [torch.rand(3, 8, 8), (3, 4, 6)]  # a tensor, and a shape made into one
+    extra = {"features": (2, 5), "scale": torch.ones(2, 5)}
+    report = onnxflops.count(_ListOfImages(), [images, extra], exporter=exporter)
+    assert not report.uncosted
+    # 1×1 conv, 3 in → 4 out: 4·8·8·3 = 768 MACs for the first image, 4·4·6·3 = 288 the second
+    assert report.total.macs == 768 + 288
+    assert report.total.params == 4 * 3
+
+
+def test_an_input_that_is_no_tensor_is_named_without_printing_any_tensor():
+    with pytest.raises(onnxflops.OnnxFlopsError) as e:
+        torch_to_onnx(_ListOfImages(), [[torch.rand(3, 64, 64), "oops"], {}])
+    message = str(e.value)
+    assert "input 'images'[1] is the text 'oops'" in message
+    assert "tensor(" not in message and len(message) < 300

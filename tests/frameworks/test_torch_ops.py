@@ -1,0 +1,168 @@
+"""Library custom ops and mixture-of-experts layers through the torch converter: exported as nodes
+that keep their shapes, costed by rules; eager experts costed by tokens × k over all experts."""
+
+from __future__ import annotations
+
+import pytest
+
+import onnxflops
+
+torch = pytest.importorskip("torch")
+from onnxflops.converters import torch_to_onnx  # noqa: E402
+from onnxflops.converters.common import import_transformers  # noqa: E402
+
+ROWS, INNER, OUTER = 3, 4, 6
+
+
+@torch.library.custom_op("onnxflops_test::scaled_mm", mutates_args=())
+def scaled_mm(x: torch.Tensor, w: torch.Tensor, factor: float) -> torch.Tensor:
+    return x @ w * factor
+
+
+@scaled_mm.register_fake
+def _(x, w, factor):
+    return x.new_empty(x.shape[0], w.shape[1])
+
+
+_LIBRARY = torch.library.Library("onnxflops_lib", "DEF")  # an op defined without custom_op
+_LIBRARY.define("double_mm(Tensor x, Tensor w) -> Tensor")
+_LIBRARY.impl("double_mm", lambda x, w: 2 * (x @ w), "CompositeExplicitAutograd")
+torch.library.register_fake("onnxflops_lib::double_mm", lambda x, w: x.new_empty(x.shape[0],
+                                                                                   w.shape[1]))
+
+
+class Calls(torch.nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.op = op
+        self.w = torch.nn.Parameter(torch.randn(INNER, OUTER))
+
+    def forward(self, x):
+        return torch.relu(self.op(x, self.w))
+
+
+def _mm_rule(node):
+    """MACs = rows·inner·outer"""
+    (rows, inner), outer = node.input(0).dims, node.input(1).dims[1]
+    return onnxflops.Cost(macs=rows * inner * outer, dot_products=rows * outer)
+
+
+def test_a_library_custom_op_exports_as_a_node_that_keeps_its_shape():
+    model = torch_to_onnx(Calls(lambda x, w: scaled_mm(x, w, 0.5)), [(ROWS, INNER)])
+    [custom] = [n for n in model.graph.node if n.domain == "onnxflops_test"]
+    assert custom.op_type == "scaled_mm" and custom.attribute[0].f == 0.5
+    report = onnxflops.count(model, rules={("onnxflops_test", "scaled_mm"): _mm_rule})
+    assert not report.uncosted
+    assert report.total.macs == ROWS * INNER * OUTER  # 3·4·6 = 72
+    relu = next(n for n in report.nodes if n.op_type == "Relu")
+    assert relu.output_shapes == [[ROWS, OUTER]]  # the shape its fake implementation gave
+
+
+def test_a_registered_op_exports_as_a_node_or_by_its_translation():
+    op = torch.ops.onnxflops_lib.double_mm.default
+    with pytest.raises(onnxflops.OnnxFlopsError, match="cannot convert it"):
+        torch_to_onnx(Calls(op), [(ROWS, INNER)])
+    onnxflops.register_torch_op(op)
+    model = torch_to_onnx(Calls(op), [(ROWS, INNER)])
+    assert [n.op_type for n in model.graph.node if n.domain == "onnxflops_lib"] == ["double_mm"]
+
+    from onnxscript import opset18 as onnx_op
+
+    def doubled_product(x, w):
+        return onnx_op.Mul(onnx_op.MatMul(x, w), onnx_op.Constant(value_float=2.0))
+
+    onnxflops.register_torch_op("onnxflops_lib::double_mm", doubled_product)
+    report = onnxflops.count(Calls(op), [(ROWS, INNER)])
+    assert not report.uncosted
+    assert report.total.macs == ROWS * INNER * OUTER  # the MatMul: 72
+    assert report.total.flops == 2 * 72 + 2 * ROWS * OUTER  # + the doubling, + the Relu: 18 each
+
+
+T, K_ROUTED, D, F, LAYERS = 8, 2, 32, 48, 2  # tokens, experts per token, width, expert width
+
+
+def tiny_mixtral(experts: str):
+    transformers = import_transformers()
+    config = transformers.MixtralConfig(
+        hidden_size=D, intermediate_size=F, num_hidden_layers=LAYERS, num_attention_heads=4,
+        num_key_value_heads=2, vocab_size=64, max_position_embeddings=64, num_local_experts=4,
+        num_experts_per_tok=K_ROUTED)
+    config._attn_implementation = "eager"
+    config._experts_implementation = experts
+    torch.manual_seed(0)
+    return transformers.MixtralForCausalLM(config).eval()
+
+
+def test_eager_experts_cost_tokens_times_k_over_all_experts():
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model = tiny_mixtral("eager")
+    ids = torch.ones(1, T, dtype=torch.long)
+    with FlopCounterMode(display=False) as oracle, torch.no_grad():
+        model(input_ids=ids)
+    report = onnxflops.count(model, {"input_ids": ids})
+    assert not report.uncosted
+    assert report.total.macs == oracle.get_total_flops() // 2
+    # per layer: gate and up T·k·D·2F = 16·32·96 = 49,152, down T·k·F·D = 24,576
+    assert report.routed_macs == LAYERS * (T * K_ROUTED * D * 2 * F + T * K_ROUTED * F * D)
+    assert report.total.params == sum(p.numel() for p in model.parameters())
+    assert model.config._experts_implementation == "eager"  # as the user left it
+
+
+def test_the_default_grouped_experts_kernel_exports_and_costs_its_groups():
+    model = tiny_mixtral("grouped_mm")
+    ids = torch.ones(1, T, dtype=torch.long)
+    report = onnxflops.count(torch_to_onnx(model, {"input_ids": ids}))
+    grouped = [n for n in report.nodes if n.op_type == "grouped_mm_fallback"]
+    assert grouped[0].macs == T * K_ROUTED * D * 2 * F  # 49,152: Σ of the experts' GEMMs
+    assert grouped[0].detail == {"routed": True}
+    assert not report.uncosted
+    # FlopCounterMode has no formula for the kernel: the oracle is the eager experts' count
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as eager, torch.no_grad():
+        tiny_mixtral("eager")(input_ids=ids)
+    assert report.total.macs == eager.get_total_flops() // 2
+    assert report.total.params == sum(p.numel() for p in model.parameters())
+
+
+class _WindowAttention(torch.nn.Module):
+    """Attention over 5-D inputs (batch 2, heads 3, windows 4, tokens 5, width 8), as NesT's and
+    Twins' windowed attention calls it; the mask, when given, broadcasts over batch and heads."""
+
+    def __init__(self, masked: bool):
+        super().__init__()
+        self.masked = masked
+
+    def forward(self, q, k, v):
+        mask = torch.ones(4, 5, 5, dtype=torch.bool).tril() if self.masked else None
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_five_dimensional_attention_converts_with_the_dynamo_exporter(masked, recwarn):
+    module = _WindowAttention(masked)
+    q = torch.randn(2, 3, 4, 5, 8)
+    model = torch_to_onnx(module, [q, torch.randn(2, 3, 4, 5, 8), torch.randn(2, 3, 4, 5, 8)])
+    assert not [w for w in recwarn if "exporter instead" in str(w.message)]  # no fallback
+    report = onnxflops.count(model)
+    assert not report.uncosted
+    # 2·3·4 = 24 windows × (QKᵀ 5·5·8 + PV 5·5·8 = 400) = 9,600 MACs
+    assert report.total.macs == 24 * 400
+
+
+@pytest.mark.parametrize("mode, options", [("bicubic", {"antialias": True}),
+                                           ("bilinear", {"antialias": True}),
+                                           ("nearest-exact", {})])
+def test_upsampling_modes_the_legacy_exporter_lacked_convert_as_resize(mode, options, recwarn):
+    class Upsample(torch.nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.interpolate(x, size=(6, 10), mode=mode, **options)
+
+    legacy = torch_to_onnx(Upsample(), [(1, 2, 12, 20)], exporter="legacy")
+    assert not [w for w in recwarn if "exporter instead" in str(w.message)]
+    [resize] = [n for n in legacy.graph.node if n.op_type == "Resize"]
+    dynamo = onnxflops.count(torch_to_onnx(Upsample(), [(1, 2, 12, 20)], exporter="dynamo"))
+    counted = onnxflops.count(legacy)
+    assert counted.nodes[-1].output_shapes == [[1, 2, 6, 10]]
+    assert counted.total.flops == dynamo.total.flops  # the same Resize as the dynamo exporter's
