@@ -126,12 +126,8 @@ class Registry:
         def wrap(fn: Callable) -> Callable:
             text = formula or first_line(fn)
             for name in _names(op_types):
-                forward = self.lookup(domain, name)
-                label = f"{domain or 'ai.onnx'}::{name}"
-                if forward is None:
-                    raise ValueError(f"backward rule for {label}, which has no forward rule")
-                if forward.backward is not None:
-                    raise ValueError(f"duplicate backward rule for {label}")
+                forward = self._forward_of(domain, name, "backward",
+                                           lambda rule: rule.backward is not None)
                 self.add(replace(forward, backward=Backward(fn, text)), replacing=True)
             return fn
 
@@ -144,17 +140,25 @@ class Registry:
         def wrap(fn: Callable) -> Callable:
             text = formula or first_line(fn)
             for name in _names(op_types):
-                forward = self.lookup(domain, name)
-                label = f"{domain or 'ai.onnx'}::{name}"
-                if forward is None:
-                    raise ValueError(f"{convention} rule for {label}, which has no forward rule")
-                if forward.convention(convention) is not None:
-                    raise ValueError(f"duplicate {convention} rule for {label}")
+                forward = self._forward_of(domain, name, convention,
+                                           lambda rule: rule.convention(convention) is not None)
                 made = (*forward.conventions, (convention, ConventionRule(fn, text)))
                 self.add(replace(forward, conventions=made), replacing=True)
             return fn
 
         return wrap
+
+    def _forward_of(self, domain: str, name: str, kind: str,
+                    has_one: Callable[[Rule], bool]) -> Rule:
+        """The forward rule a `kind` rule (backward, or a convention's) is added to: there must
+        be one, and it must not have such a rule yet."""
+        forward = self.lookup(domain, name)
+        label = f"{domain or 'ai.onnx'}::{name}"
+        if forward is None:
+            raise ValueError(f"{kind} rule for {label}, which has no forward rule")
+        if has_one(forward):
+            raise ValueError(f"duplicate {kind} rule for {label}")
+        return forward
 
     def add(self, rule: Rule, replacing: bool = False) -> None:
         """Put `rule` in the table; an op that has one already needs `replacing`."""
