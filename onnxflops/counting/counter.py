@@ -90,8 +90,12 @@ class _Counter:
                 reads.append(row[3])
         if self.roles is not None:
             self._credit_unread_weights(nodes, reads, graph)
+            if nodes:  # state the graph holds no copy of: the model's, credited to its first node
+                nodes[0].buffers += sum(self.roles.unread_buffers.values())
         for entry in nodes:
             total.add(entry)
+        if self.roles is not None:
+            total.unused_params = sum(self.roles.unused.values())
         missing = sorted({u.op_type for u in self.uncosted if u.reason.startswith("no cost rule")})
         if missing:
             self.warnings.append(f"no cost rule for {', '.join(missing)}: those nodes are uncosted "

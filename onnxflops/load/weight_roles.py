@@ -8,14 +8,20 @@ metadata_props:
 - `sizes`: framework weight → its element count, counted once however many initializers hold it;
 - `constants`: initializers that are neither (masks and tables the exporter folded);
 - `exhaustive`: every weight is named, so a constant tensor the record does not name is no
-  weight; otherwise such tensors are judged by the graph rules, as in plain ONNX files.
+  weight; otherwise such tensors are judged by the graph rules, as in plain ONNX files;
+- `unused`: parameter → element count, for the framework's parameters that no node reads (a
+  backbone's untied output embedding): the count reports them apart, so that params + unused
+  params = the framework's parameters;
+- `unread_buffers`: buffer → element count, for non-learned state the graph holds no copy of (a
+  Keras Normalization's statistics, read from a snapshot folded into constants, and its count):
+  buffers all the same, as the framework counts them.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import onnx
 
@@ -30,6 +36,8 @@ class WeightRoles:
     sizes: Mapping[str, int]
     constants: frozenset[str]
     exhaustive: bool
+    unused: Mapping[str, int] = field(default_factory=dict)
+    unread_buffers: Mapping[str, int] = field(default_factory=dict)
 
     def role(self, initializer: str) -> tuple[str, str] | None:
         """(PARAMETER or BUFFER, the framework weight) or (CONSTANT, the name); None: the graph
@@ -46,12 +54,15 @@ class WeightRoles:
 def record_weight_roles(model: onnx.ModelProto, parameters: Mapping[str, str] | Iterable[str],
                         buffers: Mapping[str, str] | Iterable[str], *,
                         sizes: Mapping[str, int] | None = None,
-                        constants: Iterable[str] = (), exhaustive: bool = False) -> None:
+                        constants: Iterable[str] = (), exhaustive: bool = False,
+                        unused: Mapping[str, int] | None = None,
+                        unread_buffers: Mapping[str, int] | None = None) -> None:
     """Write the record into the model's metadata (replacing any). Names given as a plain list
     hold their framework weight whole, under their own name."""
     entry = json.dumps({"parameters": _by_name(parameters), "buffers": _by_name(buffers),
                         "sizes": dict(sizes or {}), "constants": sorted(constants),
-                        "exhaustive": exhaustive})
+                        "exhaustive": exhaustive, "unused": dict(unused or {}),
+                        "unread_buffers": dict(unread_buffers or {})})
     kept = [p for p in model.metadata_props if p.key != KEY]
     del model.metadata_props[:]
     model.metadata_props.extend(kept)
@@ -69,10 +80,19 @@ def weight_roles(model: onnx.ModelProto) -> WeightRoles | None:
                     {str(k): str(v) for k, v in entry["buffers"].items()},
                     {str(k): int(v) for k, v in entry.get("sizes", {}).items()},
                     frozenset(map(str, entry.get("constants", ()))),
-                    bool(entry.get("exhaustive", False)))
+                    bool(entry.get("exhaustive", False)),
+                    _counts(entry.get("unused", {})), _counts(entry.get("unread_buffers", {})))
             except (ValueError, KeyError, TypeError, AttributeError):
                 return None
     return None
+
+
+def _counts(entry: Mapping) -> dict[str, int]:
+    """Weight → element count; a negative count is no record of ours (ValueError)."""
+    counts = {str(k): int(v) for k, v in entry.items()}
+    if any(v < 0 for v in counts.values()):
+        raise ValueError("a negative element count")
+    return counts
 
 
 def _by_name(names: Mapping[str, str] | Iterable[str]) -> dict[str, str]:
