@@ -14,7 +14,9 @@ all equal the oracle's (params + unused params = Keras's trainable count) and no
 uncosted. Verdicts: exact, differs, not counted, oracle failed, not
 built.
 
-keras.applications builders run at their default input size with weights=None; where a builder
+keras.applications builders run at their default input size with weights=None, built in
+`keras.StatelessScope(initialize_variables=False)` (no weight value is allocated: neither the
+count nor the oracle reads one, and the cap then bounds what counting takes); where a builder
 leaves the input's height and width open (MobileNetV3), they are bound to 224, the size its
 ImageNet weights were trained at, by the input's Keras name. keras-hub backbones are built from a
 small config by one rule (`small_config`), token inputs at 16 tokens, images at 64×64.
@@ -81,7 +83,10 @@ def build(source: str, name: str):
     import keras
 
     if source == "keras.applications":
-        model = getattr(keras.applications, name)(weights=None)
+        # Built without weight values: nothing reads them, and the largest (ConvNeXtXLarge's
+        # 1.4 GB) would take most of the cap before the conversion starts.
+        with keras.StatelessScope(initialize_variables=False):
+            model = getattr(keras.applications, name)(weights=None)
         return model, _open_dims_bound(model, TRAINED_SIZE)
     import keras_hub
 
@@ -112,6 +117,11 @@ def one(source: str, name: str) -> dict:
     sys.path.insert(0, str(REPO))
     import onnxflops
     from onnxflops.oracles.keras import input_shapes, keras_oracle
+
+    # What converting and counting import, before the model takes its memory: the cap is on
+    # the whole address space, and a shared library mapped late would fail first.
+    import onnxflops.api  # noqa: F401
+    import tf2onnx  # noqa: F401
 
     row = dict.fromkeys(COLUMNS, "")
     row["model"] = f"{source}:{name}"

@@ -11,6 +11,8 @@ Three things would otherwise make the ONNX graph depend on weight values:
   tracing, 4-D/5-D BatchNorm is emitted as TensorFlow's FusedBatchNormV3, which tf2onnx turns into
   an ONNX BatchNormalization (scale and bias are params, mean and variance buffers, as in torch).
 - tf2onnx's own optimizer fuses Conv + BatchNormalization; that one rewrite is switched off.
+- Keras compiles grouped convolutions with XLA (a call tf2onnx cannot convert): while tracing,
+  every convolution is TensorFlow's own op.
 TensorFlow is imported only when a Keras model is converted.
 """
 
@@ -31,8 +33,13 @@ from onnxflops.converters.common import check_container, is_single_input, native
 from onnxflops.converters.filled import drop_fill_notes, fill_value, filled_tensors_as_headers
 from onnxflops.converters.structure import StandInValues, is_float_dtype
 from onnxflops.dims import format_shape
-from onnxflops.converters.weight_match import Weight, weight_roles_by_value
-from onnxflops.load import record_weight_roles
+from onnxflops.converters.weight_match import (
+    MONOTONE_MIN,
+    SMALL_WEIGHT,
+    Weight,
+    weight_roles_by_value,
+)
+from onnxflops.load import record_weight_roles, weight_roles
 from onnxflops.errors import OnnxFlopsError, first_line, last_line
 from onnxflops.graph import MAX_VALUE_ELEMENTS, is_standard_domain
 
@@ -52,7 +59,8 @@ def keras_to_onnx(model, inputs=None, *, batch: int = 1, keep_weights: bool = Fa
     import tensorflow as tf
 
     label = f"Keras model '{model.name}'"
-    specs = _input_specs(_model_inputs(model, label), inputs, batch, label)
+    specs = _input_specs(_model_inputs(model, label), _by_tensor_name(model, inputs), batch,
+                         label)
 
     structure = _input_structure(model)
 
@@ -63,11 +71,13 @@ def keras_to_onnx(model, inputs=None, *, batch: int = 1, keep_weights: bool = Fa
         with _reading_stand_ins(variables, stand_ins):
             return model(keras.tree.pack_sequence_as(structure, list(xs)), training=False)
 
-    with _traceable_batch_norm():
+    with _traceable_batch_norm(), _traceable_grouped_conv():
         proto = _convert(tf.function(call), specs, None if keep_weights else stand_ins, opset,
                          label)
     if keep_weights:
         _record_real_weight_roles(proto, model.variables)
+    else:  # stand-ins are distinct: a weight no initializer holds is in no initializer
+        _record_unread_weights(proto, model)
     proto.graph.name = model.name
     return proto
 
@@ -139,6 +149,23 @@ def _model_inputs(model, label: str) -> list[tuple[str, tuple, str]]:
         raise OnnxFlopsError(f"{label} has no defined inputs (not built); call it once or give "
                              "inputs=")
     return [(t.name, tuple(t.shape), str(t.dtype)) for t in declared]
+
+
+def _by_tensor_name(model, inputs):
+    """`inputs` with its names that are an input layer's name (what `model.summary()` shows;
+    "input_layer" where the builder named none) given as that input's tensor name
+    ("keras_tensor"): the model is bound by either name."""
+    if not isinstance(inputs, Mapping):
+        return inputs
+    tensor_names = {}
+    for tensor in model.inputs:
+        history = getattr(tensor, "_keras_history", None)
+        layer = getattr(history, "operation", None) or (history[0] if history else None)
+        if getattr(layer, "name", None):
+            tensor_names[layer.name] = tensor.name
+    declared = {t.name for t in model.inputs}
+    return {name if name in declared else tensor_names.get(name, name): shape
+            for name, shape in inputs.items()}
 
 
 def _input_structure(model):
@@ -284,28 +311,66 @@ def _record_real_weight_roles(proto: onnx.ModelProto, variables) -> None:
     record_weight_roles(proto, **weight_roles_by_value(proto, weights, distinct=False))
 
 
+def _record_unread_weights(proto: onnx.ModelProto, model) -> None:
+    """Add to the record the Keras weights no initializer holds: trainable ones are unused
+    parameters (an untied output embedding a backbone owns and never reads), the others buffers
+    all the same (a Normalization layer's statistics, read from a snapshot that TensorFlow folds
+    into constants, and its count), as Keras counts them."""
+    roles = weight_roles(proto)
+    if roles is None:
+        return
+    held = set(roles.parameters.values()) | set(roles.buffers.values())
+    unused, unread = {}, {}
+    for weights, missing in ((model.trainable_weights, unused),
+                             (model.non_trainable_weights, unread)):
+        for weight in {id(w): w for w in weights}.values():
+            key = getattr(weight, "path", None) or weight.name
+            if key not in held:
+                missing[key] = math.prod(weight.shape)
+    record_weight_roles(proto, roles.parameters, roles.buffers, sizes=roles.sizes,
+                        constants=roles.constants, exhaustive=roles.exhaustive, unused=unused,
+                        unread_buffers=unread)
+
+
 def _stand_in_fills(variables) -> list[Weight]:
-    """One stand-in value per variable, distinct in the variable's dtype; its value is never read
-    (a model built in a `keras.StatelessScope(initialize_variables=False)` has none)."""
-    values = StandInValues()
-    return [Weight(getattr(v, "path", None) or f"{v.name}#{position}",
-                   values.distinct_scalar(_dtype_name(v.dtype)),
-                   bool(getattr(v, "trainable", True)), math.prod(v.shape))
-            for position, v in enumerate(variables)]
+    """One stand-in per variable, its value never read (a model built in a
+    `keras.StatelessScope(initialize_variables=False)` has none): a value distinct in the
+    variable's dtype that fills it, or, for a small float32/float64 one, distinct random values
+    (`SMALL_WEIGHT`): an elementwise function of it that TensorFlow folds keeps their order, so
+    the folded constant is still known to hold it (see `weight_roles_by_value`)."""
+    small = [MONOTONE_MIN <= math.prod(v.shape) <= SMALL_WEIGHT
+             and _dtype_name(v.dtype) in ("float32", "float64") for v in variables]
+    arrays = StandInValues()
+    drawn = {position: arrays.like((math.prod(v.shape),), _dtype_name(v.dtype))
+             for position, (v, is_small) in enumerate(zip(variables, small)) if is_small}
+    # Fill values are none of the arrays' values: one found in an array would name two weights.
+    fills = StandInValues(taken=drawn.values())
+    stand_ins = []
+    for position, v in enumerate(variables):
+        key = getattr(v, "path", None) or f"{v.name}#{position}"
+        trainable = bool(getattr(v, "trainable", True))
+        if position in drawn:
+            stand_ins.append(Weight(key, drawn[position], trainable))
+        else:
+            stand_ins.append(Weight(key, fills.distinct_scalar(_dtype_name(v.dtype)), trainable,
+                                    math.prod(v.shape)))
+    return stand_ins
 
 
 @contextlib.contextmanager
 def _reading_stand_ins(variables, stand_ins: list[Weight]):
-    """While tracing: every variable reads as a constant filled with its stand-in value. The
-    GraphDef holds each as one value and a shape (TensorFlow's compact form for a filled tensor),
-    so no weight is copied into the graph, and Grappler sees constants as it would frozen ones."""
+    """While tracing: every variable reads as a constant holding its stand-in. The GraphDef holds
+    a filled one as one value and a shape (TensorFlow's compact form for a filled tensor), so no
+    large weight is copied into the graph, and Grappler sees constants as it would frozen ones."""
     if not variables:
         yield
         return
     import keras
     import tensorflow as tf
 
-    mapping = [(v, tf.constant(w.values[0], dtype=v.dtype, shape=tuple(v.shape)))
+    mapping = [(v, tf.constant(w.values[0], dtype=v.dtype, shape=tuple(v.shape))
+                if w.size is not None else
+                tf.constant(w.values.reshape(tuple(v.shape)), dtype=v.dtype))
                for v, w in zip(variables, stand_ins)]
     with keras.StatelessScope(state_mapping=mapping, initialize_variables=False):
         yield
@@ -440,7 +505,8 @@ def _traceable_batch_norm():
     """Emit BatchNorm as TensorFlow's FusedBatchNormV3, which Grappler leaves whole, while tracing.
 
     The fused op takes 4-D/5-D tensors: 2-D and 3-D ones (after a Dense or a Conv1D) get unit
-    dims inserted around the call, free reshapes in the count.
+    dims inserted around the call, free reshapes in the count. A missing scale or offset is a
+    constant of ones or zeros.
     """
     from keras.src import backend
 
@@ -449,9 +515,15 @@ def _traceable_batch_norm():
     def batch_normalization(x, mean, variance, axis, offset=None, scale=None, epsilon=1e-3):
         rank = len(x.shape)
         channels_last = axis in (-1, rank - 1)
-        if rank > 5 or not (channels_last or axis == 1) or offset is None or scale is None:
+        if rank > 5 or not (channels_last or axis == 1):
             return arithmetic(x, mean, variance, axis, offset, scale, epsilon)
         import tensorflow as tf
+
+        # Without its scale (scale=False) or offset (center=False) a BatchNorm is the fused op
+        # with ones or zeros there, which no weight holds: left to arithmetic, Grappler would
+        # fold the normalization into the preceding convolution's weights, losing them.
+        scale = tf.ones_like(variance) if scale is None else scale
+        offset = tf.zeros_like(mean) if offset is None else offset
 
         shape = tf.shape(x)
         if rank < 4:  # [N, C] → [N, 1, 1, C]; [N, T, C] → [N, T, 1, C]; [N, C, L] → [N, C, L, 1]
@@ -469,6 +541,30 @@ def _traceable_batch_norm():
         yield
     finally:
         backend.nn.batch_normalization = arithmetic
+
+
+@contextlib.contextmanager
+def _traceable_grouped_conv():
+    """Emit every convolution as TensorFlow's own op while tracing. Keras compiles a grouped one
+    (groups > 1, ConvNeXt's) with XLA, a function call tf2onnx cannot convert; traced, never run
+    on TensorFlow's CPU kernels, it needs no XLA, and tf2onnx writes a grouped ONNX Conv."""
+    from keras.src.backend.tensorflow import nn
+
+    compiled = nn.conv
+
+    def conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_rate=1):
+        import tensorflow as tf
+
+        return tf.nn.convolution(inputs, kernel, strides, padding.upper(),
+                                 data_format=nn._convert_data_format(data_format,
+                                                                     len(inputs.shape)),
+                                 dilations=dilation_rate)
+
+    nn.conv = conv
+    try:
+        yield
+    finally:
+        nn.conv = compiled
 
 
 @contextlib.contextmanager

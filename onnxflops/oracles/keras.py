@@ -20,7 +20,8 @@ A layer without a rule is walked into; products that custom layers take with `ke
 (einsum, matmul, dot_product_attention: a keras-hub model's attention scores) are counted from
 their operands' shapes. Params and buffers are Keras's own: the elements of `trainable_weights`
 and of `non_trainable_weights`; unused params are the trainable weights the traced forward pass
-captures no variable of (a backbone's untied output embedding).
+never reads (a backbone's untied output embedding). No weight value is read: a model built in
+`keras.StatelessScope(initialize_variables=False)`, holding none, is walked too.
 
 It imports Keras and TensorFlow only: nothing of the counting pipeline, which it checks.
 """
@@ -53,14 +54,26 @@ def keras_oracle(model, inputs: Mapping[str, tuple] | None = None, *, batch: int
              zip(model.inputs, shapes)]
     structure = model.input if model.input is not None else model.inputs
     walk = _Walk()
+    read: set[int] = set()
 
     def call(*xs):
-        return model(keras.tree.pack_sequence_as(structure, list(xs)), training=False)
+        # Every variable reads as zeros made inside the trace (a fill op, no memory) and each read
+        # is noted: the walk needs no weight value, and a model built without them
+        # (`keras.StatelessScope(initialize_variables=False)`) is walked too.
+        zeros = [(v, tf.zeros(tuple(v.shape), dtype=v.dtype)) for v in model.variables]
+        with keras.StatelessScope(state_mapping=zeros, initialize_variables=False) as scope:
+            value_of = scope.get_current_value
+
+            def reading(variable):
+                read.add(id(variable))
+                return value_of(variable)
+
+            scope.get_current_value = reading
+            return model(keras.tree.pack_sequence_as(structure, list(xs)), training=False)
 
     with walk.recording():
-        traced = tf.function(call).get_concrete_function(*specs)
-    read = {id(v) for v in traced.variables}
-    unread = [w for w in model.trainable_weights if id(getattr(w, "value", w)) not in read]
+        tf.function(call).get_concrete_function(*specs)
+    unread = [w for w in model.trainable_weights if id(w) not in read]
     return KerasOracle(sum(walk.macs.values()), weight_elements(model.trainable_weights),
                        weight_elements(model.non_trainable_weights), weight_elements(unread),
                        dict(walk.macs))

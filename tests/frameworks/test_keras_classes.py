@@ -80,3 +80,14 @@ def test_a_scale_read_as_one_plus_it_is_a_param():
     total, oracle = counted_and_oracle(keras.Model(i, x))
     assert (total.macs, total.params, total.unused_params) == (240, 16 + 48 + 3, 0)
     assert_agree(total, oracle)
+
+
+def test_an_open_input_binds_by_its_layers_name_or_its_tensors():
+    """A builder that names no input (MobileNetV3) leaves 'input_layer' in model.summary() and
+    'keras_tensor' on the tensor: either binds it."""
+    i = keras.Input((None, None, 3))
+    model = keras.Model(i, L.Conv2D(2, 3)(i))
+    layer_name = model.layers[0].name
+    assert layer_name != i.name
+    for name in (layer_name, i.name):  # 6·6·2 outputs · 3·3·3 = 1,944
+        assert onnxflops.count(model, {name: (1, 8, 8, 3)}).total.macs == 1944
