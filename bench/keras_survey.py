@@ -1,7 +1,7 @@
 """Every keras.applications builder and keras-hub backbone, counted and checked against the Keras oracle.
 
     nice -n 15 python bench/keras_survey.py [-o survey/keras.csv] [--timeout 600] [--limit-gb 4]
-        [--redo VERDICT ...] [--only NAME ...] [keras.applications] [keras_hub]
+        [--jobs N] [--redo VERDICT ...] [--only NAME ...] [keras.applications] [keras_hub]
 
 Each model runs in its own process under an address-space cap (prlimit --as) and a timeout, and
 one row per model is appended to the CSV as it finishes (a rerun skips the rows already there,
@@ -32,6 +32,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -197,6 +198,7 @@ def main() -> None:
     parser.add_argument("--limit-gb", type=float, default=4)
     parser.add_argument("--redo", nargs="*", default=[])
     parser.add_argument("--only", nargs="*", default=[])
+    parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--child", nargs=2)
     args = parser.parse_args()
     if args.child:
@@ -217,16 +219,17 @@ def main() -> None:
     rows = [r for r in rows if r["model"] in done]
     _write(output, rows)
     listing = {"keras.applications": application_builders, "keras_hub": hub_backbones}
-    for source in args.sources:
-        for name in listing[source]():
-            model = f"{source}:{name}"
-            if model in done or (args.only and name not in args.only):
-                continue
-            row = run_child(source, name, args.timeout, args.limit_gb)
+    todo = [(source, name) for source in args.sources for name in listing[source]()
+            if f"{source}:{name}" not in done and (not args.only or name in args.only)]
+    with ThreadPoolExecutor(args.jobs) as pool:  # each row is a child process of its own
+        futures = [pool.submit(run_child, source, name, args.timeout, args.limit_gb)
+                   for source, name in todo]
+        for future in as_completed(futures):
+            row = future.result()
             rows.append(row)
             _write(output, rows)
-            print(f"{model:50s} {row['verdict']:12s} {row['seconds']}s {row['peak_mb']}MB "
-                  f"{row['reason']}", flush=True)
+            print(f"{row['model']:50s} {row['verdict']:12s} {row['seconds']}s "
+                  f"{row['peak_mb']}MB {row['reason']}", flush=True)
     totals: dict[str, int] = {}
     for r in rows:
         totals[r["verdict"]] = totals.get(r["verdict"], 0) + 1
