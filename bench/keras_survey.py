@@ -197,7 +197,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=int, default=600)
     parser.add_argument("--limit-gb", type=float, default=4)
     parser.add_argument("--redo", nargs="*", default=[])
-    parser.add_argument("--only", nargs="*", default=[])
+    parser.add_argument("--only", nargs="*", default=[], help="these models, in this order")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--child", nargs=2)
     args = parser.parse_args()
@@ -221,6 +221,8 @@ def main() -> None:
     listing = {"keras.applications": application_builders, "keras_hub": hub_backbones}
     todo = [(source, name) for source in args.sources for name in listing[source]()
             if f"{source}:{name}" not in done and (not args.only or name in args.only)]
+    if args.only:  # in the order given
+        todo.sort(key=lambda row: args.only.index(row[1]))
     with ThreadPoolExecutor(args.jobs) as pool:  # each row is a child process of its own
         futures = [pool.submit(run_child, source, name, args.timeout, args.limit_gb)
                    for source, name in todo]
