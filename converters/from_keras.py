@@ -59,8 +59,9 @@ def keras_to_onnx(model, inputs=None, *, batch: int = 1, keep_weights: bool = Fa
     import tensorflow as tf
 
     label = f"Keras model '{model.name}'"
-    specs = _input_specs(_model_inputs(model, label), _by_tensor_name(model, inputs), batch,
-                         label)
+    layer_names = _input_layer_names(model)
+    specs = _input_specs(_model_inputs(model, label), _by_tensor_name(model, inputs, layer_names),
+                         batch, label, layer_names)
 
     structure = _input_structure(model)
 
@@ -151,18 +152,24 @@ def _model_inputs(model, label: str) -> list[tuple[str, tuple, str]]:
     return [(t.name, tuple(t.shape), str(t.dtype)) for t in declared]
 
 
-def _by_tensor_name(model, inputs):
-    """`inputs` with its names that are an input layer's name (what `model.summary()` shows;
-    "input_layer" where the builder named none) given as that input's tensor name
-    ("keras_tensor"): the model is bound by either name."""
-    if not isinstance(inputs, Mapping):
-        return inputs
-    tensor_names = {}
+def _input_layer_names(model) -> dict[str, str]:
+    """Each input's tensor name ("keras_tensor") → its input layer's name ("input_layer", what
+    `model.summary()` shows)."""
+    names = {}
     for tensor in model.inputs:
         history = getattr(tensor, "_keras_history", None)
         layer = getattr(history, "operation", None) or (history[0] if history else None)
         if getattr(layer, "name", None):
-            tensor_names[layer.name] = tensor.name
+            names[tensor.name] = layer.name
+    return names
+
+
+def _by_tensor_name(model, inputs, layer_names: Mapping[str, str]):
+    """`inputs` with its names that are an input layer's name given as that input's tensor name:
+    the model is bound by either name."""
+    if not isinstance(inputs, Mapping):
+        return inputs
+    tensor_names = {layer: tensor for tensor, layer in layer_names.items()}
     declared = {t.name for t in model.inputs}
     return {name if name in declared else tensor_names.get(name, name): shape
             for name, shape in inputs.items()}
@@ -180,7 +187,8 @@ def _input_structure(model):
     return structure
 
 
-def _input_specs(declared: list[tuple[str, tuple, str]], given, batch: int, label: str) -> list:
+def _input_specs(declared: list[tuple[str, tuple, str]], given, batch: int, label: str,
+                 layer_names: Mapping[str, str] | None = None) -> list:
     """TensorSpecs for the inputs: declared shapes, leading None → batch, overridden by `given`."""
     import tensorflow as tf
 
@@ -194,7 +202,9 @@ def _input_specs(declared: list[tuple[str, tuple, str]], given, batch: int, labe
             shape = (batch,) + tuple(shape[1:])
         unknown = [i for i, d in enumerate(shape) if d is None]
         if unknown:
-            raise OnnxFlopsError(f"{label}: input '{name}' has unknown dim {unknown[0]} "
+            layer = (layer_names or {}).get(name)
+            also = f" (its layer: '{layer}')" if layer and layer != name else ""
+            raise OnnxFlopsError(f"{label}: input '{name}'{also} has unknown dim {unknown[0]} "
                                  f"(shape {format_shape(shape)}); give its shape with inputs=")
         specs.append(tf.TensorSpec(shape, tf.as_dtype(dtype), name=_tf_name(name, position)))
     return specs

@@ -91,3 +91,6 @@ def test_an_open_input_binds_by_its_layers_name_or_its_tensors():
     assert layer_name != i.name
     for name in (layer_name, i.name):  # 6·6·2 outputs · 3·3·3 = 1,944
         assert onnxflops.count(model, {name: (1, 8, 8, 3)}).total.macs == 1944
+    with pytest.raises(onnxflops.OnnxFlopsError, match=f"input '{i.name}' \\(its layer: "
+                       f"'{layer_name}'\\) has unknown dim 1"):
+        onnxflops.count(model)
