@@ -345,14 +345,14 @@ def _record_unread_weights(proto: onnx.ModelProto, model) -> None:
 def _stand_in_fills(variables) -> list[Weight]:
     """One stand-in per variable, its value never read (a model built in a
     `keras.StatelessScope(initialize_variables=False)` has none): a value distinct in the
-    variable's dtype that fills it, or, for a small float32/float64 one, distinct random values
-    (`SMALL_WEIGHT`): an elementwise function of it that TensorFlow folds keeps their order, so
+    variable's dtype that fills it, or, for a small float32/float64 one, random values found in
+    no other weight (`SMALL_WEIGHT`): an elementwise function of it that TensorFlow folds keeps their order, so
     the folded constant is still known to hold it (see `weight_roles_by_value`)."""
     small = [MONOTONE_MIN <= math.prod(v.shape) <= SMALL_WEIGHT
              and _dtype_name(v.dtype) in ("float32", "float64") for v in variables]
-    arrays = StandInValues()
-    drawn = {position: arrays.like((math.prod(v.shape),), _dtype_name(v.dtype))
-             for position, (v, is_small) in enumerate(zip(variables, small)) if is_small}
+    chosen = [position for position, is_small in enumerate(small) if is_small]
+    arrays = StandInValues().distinct_arrays([math.prod(variables[p].shape) for p in chosen])
+    drawn = {p: a.astype(_dtype_name(variables[p].dtype)) for p, a in zip(chosen, arrays)}
     # Fill values are none of the arrays' values: one found in an array would name two weights.
     fills = StandInValues(taken=drawn.values())
     stand_ins = []

@@ -99,3 +99,14 @@ def test_a_folded_monotonic_function_of_a_small_weight_holds_it():
     # Real weights share values (fresh zeros and ones): no order is read from them.
     real = weight_roles_by_value(model, [scale, other], distinct=False)
     assert real["parameters"] == {}
+
+
+def test_distinct_arrays_share_no_value_and_hold_no_one():
+    from onnxflops.converters.structure import StandInValues
+
+    arrays = StandInValues().distinct_arrays([640] * 3000 + [9])
+    values = np.concatenate(arrays)
+    assert [a.size for a in arrays[-2:]] == [640, 9] and values.dtype == np.float32
+    # 1,920,009 values from 2^24: about 110,000 would repeat if drawn independently
+    assert np.unique(values).size == values.size == 640 * 3000 + 9
+    assert 1.0 not in values and values.min() >= 0.5 and values.max() <= 1.5
