@@ -13,11 +13,11 @@ L = keras.layers
 
 def test_convolutions_of_every_kind():
     i = keras.Input((16, 16, 8))
-    x = L.Conv2D(16, 3, groups=2, padding="same")(i)  # 16·16·16 outputs · (8/2)·9
-    x = L.DepthwiseConv2D(3)(x)  # 14·14·16 outputs · 9
-    x = L.SeparableConv2D(8, 3)(x)  # 12·12 · (16·9 depthwise + 16·8 pointwise)
-    x = L.Conv2DTranspose(4, 2, strides=2)(x)  # 12·12·8 inputs · 4 · 2·2
-    x = L.Conv1D(6, 3)(L.Reshape((24 * 24, 4))(x))  # 574·6 outputs · 4·3
+    x = L.Conv2D(16, 3, groups=2, padding="same", name="conv2d")(i)  # 16·16·16 outputs · (8/2)·9
+    x = L.DepthwiseConv2D(3, name="depthwise_conv2d")(x)  # 14·14·16 outputs · 9
+    x = L.SeparableConv2D(8, 3, name="separable_conv2d")(x)  # 12·12 · (16·9 depthwise + 16·8 pointwise)
+    x = L.Conv2DTranspose(4, 2, strides=2, name="conv2d_transpose")(x)  # 12·12·8 inputs · 4 · 2·2
+    x = L.Conv1D(6, 3, name="conv1d")(L.Reshape((24 * 24, 4))(x))  # 574·6 outputs · 4·3
     oracle = keras_oracle(keras.Model(i, x))
     assert oracle.by_layer == {
         "conv2d": 4096 * 4 * 9, "depthwise_conv2d": 14 * 14 * 16 * 9,
@@ -30,7 +30,7 @@ def test_convolutions_of_every_kind():
 def test_dense_attention_and_recurrent_layers_nested_in_a_model():
     i = keras.Input((10, 4))
     x = L.Dense(8)(i)  # 10 rows · 4 · 8
-    x = L.MultiHeadAttention(2, 4, value_dim=3)(x, x)  # projections: EinsumDense layers
+    x = L.MultiHeadAttention(2, 4, value_dim=3, name="attention")(x, x)  # projections: EinsumDense layers
     inner = keras.Sequential([keras.Input((10, 8)), L.LSTM(5, return_sequences=True)])
     x = inner(x)  # a model inside the model: 10 steps · 4 gates · 5 · (8 + 5)
     x = L.Bidirectional(L.GRU(3))(x)  # two GRUs: 10 steps · 3 gates · 3 · (5 + 3)
@@ -40,7 +40,7 @@ def test_dense_attention_and_recurrent_layers_nested_in_a_model():
     projections = 10 * 8 * 2 * 4 * 2 + 10 * 8 * 2 * 3 + 10 * 2 * 3 * 8  # q, k; v; output
     lstm, gru = 10 * 4 * 5 * 13, 10 * 3 * 3 * 8
     assert oracle.macs == 320 + heads + projections + lstm + 2 * gru
-    assert oracle.by_layer["multi_head_attention"] == heads
+    assert oracle.by_layer["attention"] == heads
     assert oracle.buffers == 2 * 6  # BatchNormalization's moving mean and variance
     assert oracle.unused_params == 0
 
