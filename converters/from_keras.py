@@ -11,6 +11,8 @@ Three things would otherwise make the ONNX graph depend on weight values:
   tracing, 4-D/5-D BatchNorm is emitted as TensorFlow's FusedBatchNormV3, which tf2onnx turns into
   an ONNX BatchNormalization (scale and bias are params, mean and variance buffers, as in torch).
 - tf2onnx's own optimizer fuses Conv + BatchNormalization; that one rewrite is switched off.
+- Keras compiles grouped convolutions with XLA (a call tf2onnx cannot convert): while tracing,
+  every convolution is TensorFlow's own op.
 TensorFlow is imported only when a Keras model is converted.
 """
 
@@ -32,8 +34,13 @@ from onnxflops.converters.common import (check_container, framework_logging_sile
 from onnxflops.converters.filled import drop_fill_notes, fill_value, filled_tensors_as_headers
 from onnxflops.converters.structure import StandInValues, is_float_dtype
 from onnxflops.dims import format_shape
-from onnxflops.converters.weight_match import Weight, weight_roles_by_value
-from onnxflops.load import record_weight_roles
+from onnxflops.converters.weight_match import (
+    MONOTONE_MIN,
+    SMALL_WEIGHT,
+    Weight,
+    weight_roles_by_value,
+)
+from onnxflops.load import record_weight_roles, weight_roles
 from onnxflops.errors import OnnxFlopsError, did_you_mean, first_line, last_line
 from onnxflops.graph import MAX_VALUE_ELEMENTS, is_standard_domain
 
@@ -53,7 +60,9 @@ def keras_to_onnx(model, inputs=None, *, batch: int = 1, keep_weights: bool = Fa
     import tensorflow as tf
 
     label = f"Keras model '{model.name}'"
-    specs = _input_specs(_model_inputs(model, label), inputs, batch, label)
+    layer_names = _input_layer_names(model)
+    specs = _input_specs(_model_inputs(model, label), _by_tensor_name(model, inputs, layer_names),
+                         batch, label, layer_names)
 
     structure = _input_structure(model)
 
@@ -64,11 +73,13 @@ def keras_to_onnx(model, inputs=None, *, batch: int = 1, keep_weights: bool = Fa
         with _reading_stand_ins(variables, stand_ins):
             return model(keras.tree.pack_sequence_as(structure, list(xs)), training=False)
 
-    with _traceable_batch_norm():
+    with _traceable_batch_norm(), _traceable_grouped_conv():
         proto = _convert(tf.function(call), specs, None if keep_weights else stand_ins, opset,
                          label)
     if keep_weights:
         _record_real_weight_roles(proto, model.variables)
+    else:  # stand-ins are distinct: a weight no initializer holds is in no initializer
+        _record_unread_weights(proto, model)
     proto.graph.name = model.name
     return proto
 
@@ -142,6 +153,29 @@ def _model_inputs(model, label: str) -> list[tuple[str, tuple, str]]:
     return [(t.name, tuple(t.shape), str(t.dtype)) for t in declared]
 
 
+def _input_layer_names(model) -> dict[str, str]:
+    """Each input's tensor name ("keras_tensor") → its input layer's name ("input_layer", what
+    `model.summary()` shows)."""
+    names = {}
+    for tensor in model.inputs:
+        history = getattr(tensor, "_keras_history", None)
+        layer = getattr(history, "operation", None) or (history[0] if history else None)
+        if getattr(layer, "name", None):
+            names[tensor.name] = layer.name
+    return names
+
+
+def _by_tensor_name(model, inputs, layer_names: Mapping[str, str]):
+    """`inputs` with its names that are an input layer's name given as that input's tensor name:
+    the model is bound by either name."""
+    if not isinstance(inputs, Mapping):
+        return inputs
+    tensor_names = {layer: tensor for tensor, layer in layer_names.items()}
+    declared = {t.name for t in model.inputs}
+    return {name if name in declared else tensor_names.get(name, name): shape
+            for name, shape in inputs.items()}
+
+
 def _input_structure(model):
     """How the model takes its inputs (one tensor, a list, a dict by name: every keras-hub
     backbone), with `model.inputs` as its leaves in order."""
@@ -154,7 +188,8 @@ def _input_structure(model):
     return structure
 
 
-def _input_specs(declared: list[tuple[str, tuple, str]], given, batch: int, label: str) -> list:
+def _input_specs(declared: list[tuple[str, tuple, str]], given, batch: int, label: str,
+                 layer_names: Mapping[str, str] | None = None) -> list:
     """TensorSpecs for the inputs: declared shapes, leading None → batch, overridden by `given`."""
     import tensorflow as tf
 
@@ -168,7 +203,9 @@ def _input_specs(declared: list[tuple[str, tuple, str]], given, batch: int, labe
             shape = (batch,) + tuple(shape[1:])
         unknown = [i for i, d in enumerate(shape) if d is None]
         if unknown:
-            raise OnnxFlopsError(f"{label}: input '{name}' has unknown dim {unknown[0]} "
+            layer = (layer_names or {}).get(name)
+            also = f" (its layer: '{layer}')" if layer and layer != name else ""
+            raise OnnxFlopsError(f"{label}: input '{name}'{also} has unknown dim {unknown[0]} "
                                  f"(shape {format_shape(shape)}); give its shape with inputs=")
         specs.append(tf.TensorSpec(shape, tf.as_dtype(dtype), name=_tf_name(name, position)))
     return specs
@@ -287,28 +324,66 @@ def _record_real_weight_roles(proto: onnx.ModelProto, variables) -> None:
     record_weight_roles(proto, **weight_roles_by_value(proto, weights, distinct=False))
 
 
+def _record_unread_weights(proto: onnx.ModelProto, model) -> None:
+    """Add to the record the Keras weights no initializer holds: trainable ones are unused
+    parameters (an untied output embedding a backbone owns and never reads), the others buffers
+    all the same (a Normalization layer's statistics, read from a snapshot that TensorFlow folds
+    into constants, and its count), as Keras counts them."""
+    roles = weight_roles(proto)
+    if roles is None:
+        return
+    held = set(roles.parameters.values()) | set(roles.buffers.values())
+    unused, unread = {}, {}
+    for weights, missing in ((model.trainable_weights, unused),
+                             (model.non_trainable_weights, unread)):
+        for weight in {id(w): w for w in weights}.values():
+            key = getattr(weight, "path", None) or weight.name
+            if key not in held:
+                missing[key] = math.prod(weight.shape)
+    record_weight_roles(proto, roles.parameters, roles.buffers, sizes=roles.sizes,
+                        constants=roles.constants, exhaustive=roles.exhaustive, unused=unused,
+                        unread_buffers=unread)
+
+
 def _stand_in_fills(variables) -> list[Weight]:
-    """One stand-in value per variable, distinct in the variable's dtype; its value is never read
-    (a model built in a `keras.StatelessScope(initialize_variables=False)` has none)."""
-    values = StandInValues()
-    return [Weight(getattr(v, "path", None) or f"{v.name}#{position}",
-                   values.distinct_scalar(_dtype_name(v.dtype)),
-                   bool(getattr(v, "trainable", True)), math.prod(v.shape))
-            for position, v in enumerate(variables)]
+    """One stand-in per variable, its value never read (a model built in a
+    `keras.StatelessScope(initialize_variables=False)` has none): a value distinct in the
+    variable's dtype that fills it, or, for a small float32/float64 one, random values found in
+    no other weight (`SMALL_WEIGHT`): an elementwise function of it that TensorFlow folds keeps their order, so
+    the folded constant is still known to hold it (see `weight_roles_by_value`)."""
+    small = [MONOTONE_MIN <= math.prod(v.shape) <= SMALL_WEIGHT
+             and _dtype_name(v.dtype) in ("float32", "float64") for v in variables]
+    chosen = [position for position, is_small in enumerate(small) if is_small]
+    arrays = StandInValues().distinct_arrays([math.prod(variables[p].shape) for p in chosen])
+    drawn = {p: a.astype(_dtype_name(variables[p].dtype)) for p, a in zip(chosen, arrays)}
+    # Fill values are none of the arrays' values: one found in an array would name two weights.
+    fills = StandInValues(taken=drawn.values())
+    stand_ins = []
+    for position, v in enumerate(variables):
+        key = getattr(v, "path", None) or f"{v.name}#{position}"
+        trainable = bool(getattr(v, "trainable", True))
+        if position in drawn:
+            stand_ins.append(Weight(key, drawn[position], trainable))
+        else:
+            stand_ins.append(Weight(key, fills.distinct_scalar(_dtype_name(v.dtype)), trainable,
+                                    math.prod(v.shape)))
+    return stand_ins
 
 
 @contextlib.contextmanager
 def _reading_stand_ins(variables, stand_ins: list[Weight]):
-    """While tracing: every variable reads as a constant filled with its stand-in value. The
-    GraphDef holds each as one value and a shape (TensorFlow's compact form for a filled tensor),
-    so no weight is copied into the graph, and Grappler sees constants as it would frozen ones."""
+    """While tracing: every variable reads as a constant holding its stand-in. The GraphDef holds
+    a filled one as one value and a shape (TensorFlow's compact form for a filled tensor), so no
+    large weight is copied into the graph, and Grappler sees constants as it would frozen ones."""
     if not variables:
         yield
         return
     import keras
     import tensorflow as tf
 
-    mapping = [(v, tf.constant(w.values[0], dtype=v.dtype, shape=tuple(v.shape)))
+    mapping = [(v, tf.constant(w.values[0], dtype=v.dtype, shape=tuple(v.shape))
+                if w.size is not None else
+                tf.constant(w.values.reshape(tuple(v.shape)), dtype=v.dtype))
                for v, w in zip(variables, stand_ins)]
     with keras.StatelessScope(state_mapping=mapping, initialize_variables=False):
         yield
@@ -443,7 +518,8 @@ def _traceable_batch_norm():
     """Emit BatchNorm as TensorFlow's FusedBatchNormV3, which Grappler leaves whole, while tracing.
 
     The fused op takes 4-D/5-D tensors: 2-D and 3-D ones (after a Dense or a Conv1D) get unit
-    dims inserted around the call, free reshapes in the count.
+    dims inserted around the call, free reshapes in the count. A missing scale or offset is a
+    constant of ones or zeros.
     """
     from keras.src import backend
 
@@ -452,9 +528,15 @@ def _traceable_batch_norm():
     def batch_normalization(x, mean, variance, axis, offset=None, scale=None, epsilon=1e-3):
         rank = len(x.shape)
         channels_last = axis in (-1, rank - 1)
-        if rank > 5 or not (channels_last or axis == 1) or offset is None or scale is None:
+        if rank > 5 or not (channels_last or axis == 1):
             return arithmetic(x, mean, variance, axis, offset, scale, epsilon)
         import tensorflow as tf
+
+        # Without its scale (scale=False) or offset (center=False) a BatchNorm is the fused op
+        # with ones or zeros there, which no weight holds: left to arithmetic, Grappler would
+        # fold the normalization into the preceding convolution's weights, losing them.
+        scale = tf.ones_like(variance) if scale is None else scale
+        offset = tf.zeros_like(mean) if offset is None else offset
 
         shape = tf.shape(x)
         if rank < 4:  # [N, C] → [N, 1, 1, C]; [N, T, C] → [N, T, 1, C]; [N, C, L] → [N, C, L, 1]
@@ -472,6 +554,30 @@ def _traceable_batch_norm():
         yield
     finally:
         backend.nn.batch_normalization = arithmetic
+
+
+@contextlib.contextmanager
+def _traceable_grouped_conv():
+    """Emit every convolution as TensorFlow's own op while tracing. Keras compiles a grouped one
+    (groups > 1, ConvNeXt's) with XLA, a function call tf2onnx cannot convert; traced, never run
+    on TensorFlow's CPU kernels, it needs no XLA, and tf2onnx writes a grouped ONNX Conv."""
+    from keras.src.backend.tensorflow import nn
+
+    compiled = nn.conv
+
+    def conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_rate=1):
+        import tensorflow as tf
+
+        return tf.nn.convolution(inputs, kernel, strides, padding.upper(),
+                                 data_format=nn._convert_data_format(data_format,
+                                                                     len(inputs.shape)),
+                                 dilations=dilation_rate)
+
+    nn.conv = conv
+    try:
+        yield
+    finally:
+        nn.conv = compiled
 
 
 @contextlib.contextmanager

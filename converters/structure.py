@@ -32,6 +32,24 @@ class StandInValues:
         values += np.float32(0.5)
         return values.astype(dtype, copy=False)
 
+    def distinct_arrays(self, sizes: list[int]) -> list[np.ndarray]:
+        """float32 arrays of these sizes, values in [0.5, 1.5] but 1, no value in two places: a
+        value names the one weight that holds it."""
+        total = sum(sizes)
+        grid = 1 << 24  # float32 values in [0.5, 1.5): 2^23 per octave
+        if total > grid // 2:
+            raise ValueError(f"{total} distinct stand-in values asked for, more than kept apart")
+        drawn = np.empty(0, dtype=np.float32)
+        while drawn.size < total:  # draw more than needed; keep first occurrences, in order
+            more = self._rng.random(size=2 * (total - drawn.size) + 16, dtype=np.float32)
+            more += np.float32(0.5)
+            more = more[more != 1]  # a constant of ones (a missing scale) is no weight's
+            pool = np.concatenate([drawn, more])
+            _, first = np.unique(pool, return_index=True)
+            drawn = pool[np.sort(first)]
+        drawn = drawn[:total]
+        return np.split(drawn, np.cumsum(sizes)[:-1]) if sizes else []
+
     def distinct_scalar(self, dtype) -> np.ndarray:
         """A one-element array, a value in [0.5, 1.5) not drawn before in `dtype` (half types
         hold few values there: past them, the range widens by octaves)."""

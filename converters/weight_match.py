@@ -5,7 +5,9 @@ them (a position-embedding table cut to the rows a graph reads). Conversion runs
 weights, values of each variable's own (see `onnxflops.converters.structure`): one value filling
 it, whose initializers are headers noting it (`onnxflops.converters.filled`), or distinct random
 values. An initializer whose values are among one variable's stand-ins holds that variable, whole
-or in part.
+or in part. An exporter folds weight-only arithmetic into new constants (Gemma's RMSNorm scale
+read as 1 + scale): a constant of a small weight's size whose values rise or fall in the order of
+that weight's distinct random stand-ins is an elementwise monotonic function of it, and holds it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,12 @@ _AGREEMENT = 0.75  # share of the samples found in one variable for the initiali
 # values whose bits end in k zeros, and initializers look up theirs: chosen by content, the same
 # values are kept on both sides, whatever part of a weight an initializer holds.
 _KEPT = 20_000_000
-_SMALL = 4096  # weights this small are kept whole
+SMALL_WEIGHT = 4096  # weights this small are kept whole
+# Elements an initializer needs for its order to tell which weight a function of it holds: the
+# chance that a random order of this many matches another is below 1 in 10^4.
+MONOTONE_MIN = 8
+# Share of an initializer's values that must be distinct for its order to be read.
+_DISTINCT = 0.9
 
 
 @dataclass(frozen=True)
@@ -56,12 +63,16 @@ def weight_roles_by_value(proto: onnx.ModelProto, weights: list[Weight], *,
     total = sum(w.values.size for w in weights)
     mask = (1 << max(0, int(np.ceil(np.log2(total / _KEPT))))) - 1 if total > _KEPT else 0
     if weights:
-        kept = [_kept(w.values, mask if w.values.size > _SMALL else 0) for w in weights]
+        kept = [_kept(w.values, mask if w.values.size > SMALL_WEIGHT else 0) for w in weights]
         flat = np.concatenate(kept)
         owners = np.repeat(np.arange(len(weights), dtype=np.int32), [k.size for k in kept])
         order = np.argsort(flat, kind="stable")
         ordered, ordered_owners = flat[order], owners[order]
         del flat, owners, order
+    by_size: dict[int, list[int]] = {}  # weights whose stand-ins are distinct random values
+    for position, weight in enumerate(weights):
+        if weight.size is None and weight.values.size >= MONOTONE_MIN:
+            by_size.setdefault(weight.values.size, []).append(position)
     for initializer in proto.graph.initializer:
         if initializer.data_type not in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE):
             continue
@@ -75,6 +86,8 @@ def weight_roles_by_value(proto: onnx.ModelProto, weights: list[Weight], *,
             if weights and values.size else None
         if found and len(found) > 1:  # no weight holds more values than it has
             found = [i for i in found if weights[i].elements >= values.size] or found
+        if found is None and distinct:
+            found = _monotone_owner(values, weights, by_size)
         if found is None:
             constants.append(initializer.name)
         elif len(found) == 1:
@@ -126,3 +139,16 @@ def _owners(values: np.ndarray, ordered: np.ndarray, owners: np.ndarray, mask: i
     candidates, counts = np.unique(owners[at[found]], return_counts=True)
     best = int(np.argmax(counts))
     return [int(candidates[best])] if counts[best] >= _AGREEMENT * findable else []
+
+
+def _monotone_owner(values: np.ndarray, weights: list[Weight],
+                    by_size: dict[int, list[int]]) -> list[int] | None:
+    """[the weight] whose random stand-ins `values` follow in order, rising or falling (a folded
+    elementwise monotonic function of it: 1 + w, exp(w), c·w); None where none does."""
+    if values.size not in by_size or np.unique(values).size < _DISTINCT * values.size:
+        return None
+    for position in by_size[values.size]:
+        steps = np.diff(values[np.argsort(weights[position].values, kind="stable")])
+        if (steps >= 0).all() or (steps <= 0).all():
+            return [position]
+    return None

@@ -77,3 +77,36 @@ def test_stand_in_fills_are_distinct_in_their_dtype():
     assert len(set(singles)) == 500 and all(0.5 <= v < 1.5 for v in singles)
     halves = [float(values.distinct_scalar(np.float16)[0]) for _ in range(3000)]  # > 2048 in range
     assert len(set(halves)) == 3000 and 1.0 not in halves and min(halves) > 0
+
+
+def test_a_folded_monotonic_function_of_a_small_weight_holds_it():
+    """TensorFlow folds weight-only arithmetic (an RMSNorm's 1 + scale) into a new constant. A
+    small weight's stand-ins are distinct random values: a constant that rises (1 + w) or falls
+    (−2·w) in their order holds that weight; the same values in another order, or a constant
+    with a repeated value (ones), hold none."""
+    rng = np.random.default_rng(0)
+    scale, other = (Weight(name, rng.random(16, dtype=np.float32) + np.float32(0.5), True)
+                    for name in ("scale", "other"))
+    shuffled = np.array(1 + scale.values)[rng.permutation(16)]
+    model = onnx.helper.make_model(onnx.helper.make_graph([], "g", [], [], [
+        numpy_helper.from_array(1 + scale.values, "one_plus"),
+        numpy_helper.from_array(-2 * other.values, "negated"),
+        numpy_helper.from_array(shuffled, "shuffled"),
+        numpy_helper.from_array(np.ones(16, np.float32), "ones")]))
+    roles = weight_roles_by_value(model, [scale, other])
+    assert roles["parameters"] == {"one_plus": "scale", "negated": "other"}
+    assert sorted(roles["constants"]) == ["ones", "shuffled"]
+    # Real weights share values (fresh zeros and ones): no order is read from them.
+    real = weight_roles_by_value(model, [scale, other], distinct=False)
+    assert real["parameters"] == {}
+
+
+def test_distinct_arrays_share_no_value_and_hold_no_one():
+    from onnxflops.converters.structure import StandInValues
+
+    arrays = StandInValues().distinct_arrays([640] * 3000 + [9])
+    values = np.concatenate(arrays)
+    assert [a.size for a in arrays[-2:]] == [640, 9] and values.dtype == np.float32
+    # 1,920,009 values from 2^24: about 110,000 would repeat if drawn independently
+    assert np.unique(values).size == values.size == 640 * 3000 + 9
+    assert 1.0 not in values and values.min() >= 0.5 and values.max() <= 1.5

@@ -118,6 +118,8 @@ class _Counter:
             self._warn_bounds(nodes, graph.bounds)
         if self.roles is not None:
             self._credit_unread_weights(nodes, reads, graph)
+            if nodes:  # state the graph holds no copy of: the model's, credited to its first node
+                nodes[0].buffers += sum(self.roles.unread_buffers.values())
         for entry in nodes:
             total.add(entry)
         unused = dict(self.roles.unused) if self.roles is not None else {}

@@ -10,8 +10,12 @@ metadata_props:
 - `exhaustive`: every weight is named, so a constant tensor the record does not name is no
   weight; otherwise such tensors are judged by the graph rules, as in plain ONNX files;
 - `unused`: parameter → element count, for the framework's parameters that no node reads (a mask
-  token used only in pre-training, a head run only in training mode): the count reports them
-  apart, so that params + unused params = the framework's parameters.
+  token used only in pre-training, a head run only in training mode, a backbone's untied output
+  embedding): the count reports them apart, so that params + unused params = the framework's
+  parameters;
+- `unread_buffers`: buffer → element count, for non-learned state the graph holds no copy of (a
+  Keras Normalization's statistics, read from a snapshot folded into constants, and its count):
+  buffers all the same, as the framework counts them.
 
 The record is read as untrusted input: an element count that is negative or beyond any model
 (`MAX_ELEMENTS`) is refused in one line.
@@ -41,6 +45,7 @@ class WeightRoles:
     constants: frozenset[str]
     exhaustive: bool
     unused: Mapping[str, int] = field(default_factory=dict)
+    unread_buffers: Mapping[str, int] = field(default_factory=dict)
 
     def role(self, initializer: str) -> tuple[str, str] | None:
         """(PARAMETER or BUFFER, the framework weight) or (CONSTANT, the name); None: the graph
@@ -58,12 +63,14 @@ def record_weight_roles(model: onnx.ModelProto, parameters: Mapping[str, str] | 
                         buffers: Mapping[str, str] | Iterable[str], *,
                         sizes: Mapping[str, int] | None = None,
                         constants: Iterable[str] = (), exhaustive: bool = False,
-                        unused: Mapping[str, int] | None = None) -> None:
+                        unused: Mapping[str, int] | None = None,
+                        unread_buffers: Mapping[str, int] | None = None) -> None:
     """Write the record into the model's metadata (replacing any). Names given as a plain list
     hold their framework weight whole, under their own name."""
     entry = json.dumps({"parameters": _by_name(parameters), "buffers": _by_name(buffers),
                         "sizes": dict(sizes or {}), "constants": sorted(constants),
-                        "exhaustive": exhaustive, "unused": dict(unused or {})})
+                        "exhaustive": exhaustive, "unused": dict(unused or {}),
+                        "unread_buffers": dict(unread_buffers or {})})
     kept = [p for p in model.metadata_props if p.key != KEY]
     del model.metadata_props[:]
     model.metadata_props.extend(kept)
@@ -83,7 +90,7 @@ def weight_roles(model: onnx.ModelProto) -> WeightRoles | None:
                     {str(k): int(v) for k, v in entry.get("sizes", {}).items()},
                     frozenset(map(str, entry.get("constants", ()))),
                     bool(entry.get("exhaustive", False)),
-                    {str(k): int(v) for k, v in entry.get("unused", {}).items()})
+                    _counts(entry.get("unused", {})), _counts(entry.get("unread_buffers", {})))
             except (ValueError, KeyError, TypeError, AttributeError, OverflowError):
                 return None
             _check_sizes(roles)
@@ -91,8 +98,14 @@ def weight_roles(model: onnx.ModelProto) -> WeightRoles | None:
     return None
 
 
+def _counts(entry: Mapping) -> dict[str, int]:
+    """Weight → element count, as the record gives it (checked by _check_sizes)."""
+    return {str(k): int(v) for k, v in entry.items()}
+
+
 def _check_sizes(roles: WeightRoles) -> None:
-    for what, sizes in (("weight", roles.sizes), ("unused parameter", roles.unused)):
+    for what, sizes in (("weight", roles.sizes), ("unused parameter", roles.unused),
+                        ("unread buffer", roles.unread_buffers)):
         for name, count in sizes.items():
             if not 0 <= count <= MAX_ELEMENTS:
                 shown = str(count) if abs(count) < 10 ** 30 else f"{'-' if count < 0 else ''}>10^30"

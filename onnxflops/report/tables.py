@@ -30,8 +30,10 @@ class Totals:
     bytes_written: Any = 0
     backward_macs: Any = None
     backward_flops: Any = None
-    # The framework's parameters that no node reads: the model's alone, never a node's or a group's.
-    unused_params: int = 0
+    # Parameters the framework holds that no node reads (a backbone's untied output embedding):
+    # the model's, never a node's, so not summed from them; params + unused_params is the
+    # framework's own parameter count.
+    unused_params: Any = 0
 
     @property
     def training_flops(self) -> Any:
@@ -55,7 +57,7 @@ class Totals:
     def to_dict(self) -> dict[str, Any]:
         d = {k: _plain(getattr(self, k)) for k in SUMMED}
         if self.unused_params:
-            d["unused_params"] = self.unused_params
+            d["unused_params"] = _plain(self.unused_params)
         if self.backward_flops is not None:
             d.update({k: _plain(getattr(self, k)) for k in BACKWARD},
                      training_flops=_plain(self.training_flops))

@@ -39,3 +39,11 @@ def assert_agrees_with_bound_counts(path_or_proto, bind, values_list, **options)
         at = {sympy.Symbol(k, integer=True, positive=True): v for k, v in values.items()}
         assert substituted(symbolic, at) == expected, values
     return symbolic
+
+
+def keras_oracle(model, inputs=None):
+    """What a Keras model computes by its layers (MACs, params, buffers, unused params), found
+    without the ONNX path: `onnxflops.oracles.keras`, which the survey uses too."""
+    from onnxflops.oracles.keras import keras_oracle as walk
+
+    return walk(model, inputs)

@@ -1,0 +1,96 @@
+"""Keras model classes that once counted wrong, each on a tiny model derived by hand and checked
+against the Keras oracle (tests/helpers/oracles.py), which never goes through ONNX."""
+
+from __future__ import annotations
+
+import pytest
+
+import onnxflops
+from helpers import keras_oracle
+
+keras = pytest.importorskip("keras")
+L = keras.layers
+
+
+def counted_and_oracle(model, inputs=None):
+    report = onnxflops.count(model, inputs, strict=True)
+    return report.total, keras_oracle(model, inputs)
+
+
+def assert_agree(total, oracle):
+    assert (total.macs, total.params, total.unused_params, total.buffers) == \
+        (oracle.macs, oracle.params - oracle.unused_params, oracle.unused_params, oracle.buffers)
+
+
+def test_batch_norm_without_its_scale_or_offset_keeps_the_convolutions_weights():
+    """Inception-style scale=False: left to arithmetic, TensorFlow folded the normalization into
+    the convolution before it, and both convolutions' weights were lost."""
+    i = keras.Input((8, 8, 3))
+    x = L.Conv2D(4, 3, use_bias=False)(i)  # 6·6·4 outputs · 3·3·3 = 3,888 MACs; 108 params
+    x = L.BatchNormalization(scale=False)(x)  # beta 4; mean, variance 4 + 4
+    x = L.Conv2D(5, 1)(x)  # 6·6·5 · 4 = 720 MACs; 20 + 5 params
+    x = L.BatchNormalization(center=False)(x)  # gamma 5; mean, variance 5 + 5
+    total, oracle = counted_and_oracle(keras.Model(i, x))
+    assert (total.macs, total.params, total.buffers) == (3888 + 720, 108 + 4 + 25 + 5, 8 + 10)
+    assert_agree(total, oracle)
+
+
+def test_a_grouped_convolution_converts():
+    """Keras compiles grouped convolutions with XLA, a call tf2onnx could not convert."""
+    i = keras.Input((8, 8, 4))
+    x = L.Conv2D(6, 3, groups=2, padding="same")(i)  # 8·8·6 outputs · (4/2)·3·3 = 6,912
+    x = L.Conv1D(4, 3, groups=2)(L.Reshape((64, 6))(x))  # 62·4 outputs · (6/2)·3 = 2,232
+    total, oracle = counted_and_oracle(keras.Model(i, x))
+    # params: 3·3·2·6 + 6 = 114; 3·3·4 + 4 = 40
+    assert (total.macs, total.params) == (6912 + 2232, 114 + 40)
+    assert_agree(total, oracle)
+
+
+def test_normalization_statistics_are_buffers_and_unread_weights_unused_params():
+    """A Normalization layer reads its mean and variance from a snapshot TensorFlow folds into
+    constants, and never its count: all three are buffers, as Keras's non-trainable weights. A
+    weight the forward pass never reads is an unused param."""
+    class Spare(L.Layer):
+        def build(self, shape):
+            self.spare = self.add_weight(shape=(7, 3), name="spare")  # never read
+            self.kernel = self.add_weight(shape=(shape[-1], 2), name="kernel")
+
+        def call(self, x):
+            return keras.ops.matmul(x, self.kernel)
+
+    i = keras.Input((4, 4, 3))
+    x = Spare()(L.Normalization()(i))  # 16 rows · 3 · 2 = 96 MACs
+    total, oracle = counted_and_oracle(keras.Model(i, x))
+    assert (total.macs, total.params, total.unused_params, total.buffers) == (96, 6, 21, 3 + 3 + 1)
+    assert_agree(total, oracle)
+
+
+def test_a_scale_read_as_one_plus_it_is_a_param():
+    """RMSNorm written x·(1 + scale) (keras-hub's Gemma): TensorFlow folds 1 + scale into a new
+    constant; its values follow the scale's stand-ins in order, so it holds the scale."""
+    class OnePlusScale(L.Layer):
+        def build(self, shape):
+            self.scale = self.add_weight(shape=(shape[-1],), initializer="zeros", name="scale")
+
+        def call(self, x):
+            return x * (1 + self.scale)
+
+    i = keras.Input((5, 16))
+    x = L.Dense(3)(OnePlusScale()(i))  # 5 rows · 16 · 3 = 240 MACs
+    total, oracle = counted_and_oracle(keras.Model(i, x))
+    assert (total.macs, total.params, total.unused_params) == (240, 16 + 48 + 3, 0)
+    assert_agree(total, oracle)
+
+
+def test_an_open_input_binds_by_its_layers_name_or_its_tensors():
+    """A builder that names no input (MobileNetV3) leaves 'input_layer' in model.summary() and
+    'keras_tensor' on the tensor: either binds it."""
+    i = keras.Input((None, None, 3))
+    model = keras.Model(i, L.Conv2D(2, 3)(i))
+    layer_name = model.layers[0].name
+    assert layer_name != i.name
+    for name in (layer_name, i.name):  # 6·6·2 outputs · 3·3·3 = 1,944
+        assert onnxflops.count(model, {name: (1, 8, 8, 3)}).total.macs == 1944
+    with pytest.raises(onnxflops.OnnxFlopsError, match=f"input '{i.name}' \\(its layer: "
+                       f"'{layer_name}'\\) has unknown dim 1"):
+        onnxflops.count(model)

@@ -1,0 +1,59 @@
+"""The Keras oracle walks a model's layers, nested ones included, and derives each contraction's
+MACs from its config and shapes: checked here by hand on tiny models, never through ONNX."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import keras_oracle
+
+keras = pytest.importorskip("keras")
+L = keras.layers
+
+
+def test_convolutions_of_every_kind():
+    i = keras.Input((16, 16, 8))
+    x = L.Conv2D(16, 3, groups=2, padding="same", name="conv2d")(i)  # 16·16·16 outputs · (8/2)·9
+    x = L.DepthwiseConv2D(3, name="depthwise_conv2d")(x)  # 14·14·16 outputs · 9
+    x = L.SeparableConv2D(8, 3, name="separable_conv2d")(x)  # 12·12 · (16·9 depthwise + 16·8 pointwise)
+    x = L.Conv2DTranspose(4, 2, strides=2, name="conv2d_transpose")(x)  # 12·12·8 inputs · 4 · 2·2
+    x = L.Conv1D(6, 3, name="conv1d")(L.Reshape((24 * 24, 4))(x))  # 574·6 outputs · 4·3
+    oracle = keras_oracle(keras.Model(i, x))
+    assert oracle.by_layer == {
+        "conv2d": 4096 * 4 * 9, "depthwise_conv2d": 14 * 14 * 16 * 9,
+        "separable_conv2d": 144 * (16 * 9 + 16 * 8), "conv2d_transpose": 1152 * 4 * 4,
+        "conv1d": 574 * 6 * 12}
+    # params: 3·3·4·16 + 16, 3·3·16 + 16, 3·3·16 + 16·8 + 8, 2·2·8·4 + 4, 3·4·6 + 6
+    assert oracle.params == 592 + 160 + 280 + 132 + 78 and oracle.buffers == 0
+
+
+def test_dense_attention_and_recurrent_layers_nested_in_a_model():
+    i = keras.Input((10, 4))
+    x = L.Dense(8)(i)  # 10 rows · 4 · 8
+    x = L.MultiHeadAttention(2, 4, value_dim=3, name="attention")(x, x)  # projections: EinsumDense layers
+    inner = keras.Sequential([keras.Input((10, 8)), L.LSTM(5, return_sequences=True)])
+    x = inner(x)  # a model inside the model: 10 steps · 4 gates · 5 · (8 + 5)
+    x = L.Bidirectional(L.GRU(3))(x)  # two GRUs: 10 steps · 3 gates · 3 · (5 + 3)
+    x = L.BatchNormalization()(x)
+    oracle = keras_oracle(keras.Model(i, x))
+    heads = 2 * (10 * 10 * 4 + 10 * 10 * 3)  # scores with key dim 4, context with value dim 3
+    projections = 10 * 8 * 2 * 4 * 2 + 10 * 8 * 2 * 3 + 10 * 2 * 3 * 8  # q, k; v; output
+    lstm, gru = 10 * 4 * 5 * 13, 10 * 3 * 3 * 8
+    assert oracle.macs == 320 + heads + projections + lstm + 2 * gru
+    assert oracle.by_layer["attention"] == heads
+    assert oracle.buffers == 2 * 6  # BatchNormalization's moving mean and variance
+    assert oracle.unused_params == 0
+
+
+def test_products_inside_a_custom_layer_and_weights_it_never_reads():
+    class Scores(L.Layer):
+        def build(self, shape):
+            self.spare = self.add_weight(shape=(7, 3), name="spare")  # never read
+
+        def call(self, x):
+            return keras.ops.einsum("btd,bsd->bts", x, x)  # 6·6·4 per batch row
+
+    i = keras.Input((6, 4))
+    oracle = keras_oracle(keras.Model(i, Scores()(i)), {i.name: (2, 6, 4)})
+    assert oracle.macs == 2 * 6 * 6 * 4
+    assert (oracle.params, oracle.unused_params) == (21, 21)
