@@ -18,7 +18,7 @@ from onnxflops.analysis.analyze import analyze
 
 def residual_blocks(blocks: int, width: int = 8) -> onnx.ModelProto:
     """`blocks` alike blocks MatMul → Add → Relu → Reshape → Reshape, each with its own weights."""
-    nodes, weights, x = [], [weight("to_heads", (4,), np.int64, [0, 2, 2, width // 4]),
+    nodes, weights, x = [], [weight("to_heads", (4,), np.int64, [0, 2, 2, width // 2]),
                              weight("to_rows", (3,), np.int64, [0, 2, width])], "x"
     for i in range(blocks):
         weights += [weight(f"w{i}", (width, width)), weight(f"b{i}", (width,))]
@@ -46,7 +46,7 @@ def test_each_kind_of_node_is_inferred_once(monkeypatch):
     report = onnxflops.count(m)
     assert report.total.macs == 50 * (3 * 2) * 8 * 8
     assert report.nodes[-1].output_shapes == [[3, 2, 8]]
-    assert report.nodes[3].output_shapes == [[3, 2, 2, 2]]
+    assert report.nodes[3].output_shapes == [[3, 2, 2, 4]]  # 3·2·8 = 48 elements kept
 
 
 def test_shape_arithmetic_is_evaluated_before_the_reshape_that_reads_it():

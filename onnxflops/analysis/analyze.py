@@ -19,6 +19,7 @@ from onnxflops.analysis.contrib_shapes import infer_contrib_shapes
 from onnxflops.analysis.evaluate import evaluate, reference_evaluate
 from onnxflops.analysis.inference import NodeTyper, infer_model, small
 from onnxflops.errors import first_line
+from onnxflops.analysis.validity import check_structure
 from onnxflops.analysis.symbolic import (
     concrete_values,
     has_symbolic_inputs,
@@ -44,21 +45,27 @@ class AnalyzedModel:
     warnings: list[str] = field(default_factory=list)
 
 
-def analyze(model: onnx.ModelProto, *, owned: bool = False) -> AnalyzedModel:
+def analyze(model: onnx.ModelProto, *, owned: bool = False,
+            validate: bool = True) -> AnalyzedModel:
     """Type every tensor of `model` and find its constants.
 
     The analyzed model is a copy that canonicalize may edit, or with `owned` (the caller hands
-    `model` over) `model` itself.
+    `model` over) `model` itself. `validate`: first refuse what onnxruntime would refuse to load
+    (validity.py); False for the models analysis makes of a checked one's parts.
     """
     warnings: list[str] = opset_warnings(model)
     opsets = {domain_key(o.domain): o.version for o in model.opset_import}
     if has_symbolic_inputs(model):
+        if validate:
+            check_structure(model.graph)
         return _analyze_symbolic(model, opsets, warnings)
     analyzed = model
     if not owned:
         analyzed = onnx.ModelProto()
         analyzed.CopyFrom(model)
     view = GraphView(analyzed.graph)
+    if validate:
+        check_structure(analyzed.graph, view.rows())
     typer = NodeTyper(view, analyzed, opsets, warnings)
     unknown_left = typer.type_graph()
     # Shape arithmetic the numpy evaluator does not cover: onnx's reference evaluator, as
@@ -113,7 +120,7 @@ def _analyze_symbolic(model: onnx.ModelProto, opsets: dict[str, int],
         return infer_contrib_shapes(infer_model(m, warnings),
                                     lambda again: infer_model(again, warnings))
 
-    inferred = resolve_shapes(model, infer(model), infer)
+    inferred = resolve_shapes(model, infer(model), infer, warnings)
     view = GraphView(inferred.graph)
     mark_constants(view)
     values: dict[str, np.ndarray] = {}
@@ -160,7 +167,7 @@ def refine_subgraph(view: GraphView, opsets: dict[str, int]) -> None:
     graph = onnx.helper.make_graph(body.node, body.name, inputs, body.output, constants)
     model = onnx.helper.make_model(
         graph, opset_imports=[onnx.helper.make_opsetid(d, v) for d, v in opsets.items()])
-    refined = analyze(model).graph
+    refined = analyze(model, validate=False).graph
     produced = {o for n in body.node for o in n.output if o}
     for name in produced:
         info = refined.info(name)

@@ -27,7 +27,7 @@ from onnxflops.analysis.contrib_shapes import (
 )
 from onnxflops.analysis.evaluate import evaluate
 from onnxflops.analysis.kinds import attribute_key
-from onnxflops.errors import first_line
+from onnxflops.errors import OnnxFlopsError, first_line
 from onnxflops.graph import (
     MAX_VALUE_ELEMENTS,
     GraphView,
@@ -35,6 +35,7 @@ from onnxflops.graph import (
     TensorInfo,
     bodies,
     domain_key,
+    format_shape,
     free_names,
     holds_subgraph,
     info_from_type,
@@ -185,6 +186,8 @@ class NodeTyper:
         inputs, outputs = row.inputs, row.outputs
         infos = [lookup(name) if name else None for name in inputs]
         found = self._infer_node(row, infos, self._data(row, lookup))
+        if row.op_type == "Reshape" and not row.domain:
+            _check_reshape(row, infos, found)
         known = all(info is not None and info.known for name, info in zip(outputs, found) if name)
         alike = known and all(info is None or info.known for info in infos)
         return found, known, next(self.kind_numbers) if alike else None
@@ -237,11 +240,39 @@ class NodeTyper:
                                   constants)
         model = helper.make_model(graph, opset_imports=self.opset_imports,
                                   ir_version=self.ir_version)
+        if op_type == "Loop" and not domain:
+            _type_loop_body(model.graph.node[0], [view.info(name) if name else None
+                                                  for name in inputs])
         inferred = infer_model(model, self.warnings)
         proto.CopyFrom(inferred.graph.node[0])  # its bodies now carry their inferred types
         found = {vi.name: vi.type for vi in inferred.graph.output}
-        return [_unnamed(info_from_type(name, found[name])) if name in found else None
-                for name in outputs]
+        types = [_unnamed(info_from_type(name, found[name])) if name in found else None
+                 for name in outputs]
+        if op_type == "Loop" and not domain:
+            _carry_loop_outputs(proto, types, [view.info(name) if name else None
+                                               for name in inputs[2:]])
+            _stack_loop_outputs(proto, types, self._loop_trips(row))
+        return types
+
+    def _loop_trips(self, row: NodeRow) -> int | None:
+        """How many times a Loop runs its body, where the inputs say: its trip count M when it
+        has no condition, or one that starts true and that the body passes on unchanged."""
+        inputs = row.inputs
+        trip = self.view.value(inputs[0]) if inputs and inputs[0] else None
+        if trip is None or trip.size != 1 or trip.dtype.kind not in "iu":
+            return None
+        trips = int(trip.reshape(-1)[0])
+        condition = inputs[1] if len(inputs) > 1 else ""
+        if trips < 0:
+            return None  # the cost rule names it
+        if condition:
+            start = self.view.value(condition)
+            body = bodies(row.proto)[0]
+            if start is None or start.size != 1 or not bool(start.reshape(-1)[0]) \
+                    or len(body.input) < 2 or not body.output \
+                    or not _passes_on(body, body.input[1].name, body.output[0].name):
+                return None
+        return trips
 
     def _evaluate(self, row: NodeRow) -> None:
         """The value of a small constant node (shape arithmetic), typed from it where unknown."""
@@ -261,6 +292,94 @@ class NodeTyper:
         if not is_known(view.info(outputs[0])):
             view.tensors[outputs[0]] = TensorInfo(
                 outputs[0], helper.np_dtype_to_tensor_dtype(value.dtype), value.shape)
+
+
+def _type_loop_body(loop: onnx.NodeProto, inputs: list[TensorInfo | None]) -> None:
+    """Give the Loop body's formal inputs that declare no type the types they take: the
+    iteration number, the condition, and the loop-carried values' initial types."""
+    body = next((a.g for a in loop.attribute if a.name == "body"), None)
+    if body is None:
+        return
+    given = [(onnx.TensorProto.INT64, ()), (onnx.TensorProto.BOOL, ())] + [
+        (info.dtype, info.shape) if info is not None and info.known else None
+        for info in inputs[2:]]
+    for formal, typed in zip(body.input, given):
+        if typed is not None and not formal.type.tensor_type.HasField("shape") \
+                and formal.type.WhichOneof("value") in (None, "tensor_type"):
+            formal.type.CopyFrom(helper.make_tensor_type_proto(typed[0], typed[1]))
+
+
+def _carry_loop_outputs(loop: onnx.NodeProto, types: Outputs,
+                        initial: list[TensorInfo | None]) -> None:
+    """A loop-carried output ONNX's inference left unshaped has its initial shape where the
+    body gives each trip's value that shape too (so every trip's does)."""
+    body = next((a.g for a in loop.attribute if a.name == "body"), None)
+    if body is None:
+        return
+    for slot, start in enumerate(initial[:len(types)]):
+        info = types[slot]
+        if start is None or not start.known or info is not None and info.shape is not None:
+            continue
+        each = _body_type(body, body.output[1 + slot].name) if 1 + slot < len(body.output) \
+            else None
+        if each is not None and each.shape == start.shape and each.dtype == start.dtype:
+            types[slot] = TensorInfo("", start.dtype, start.shape)
+
+
+def _body_type(body: onnx.GraphProto, name: str) -> TensorInfo | None:
+    """A body tensor's type as declared or inferred (an output's declaration may lack what
+    inference found and wrote to value_info)."""
+    found = None
+    for vi in [*body.output, *body.value_info]:
+        if vi.name == name:
+            info = info_from_type(name, vi.type)
+            if info.known:
+                return info
+            found = found or info
+    return found
+
+
+def _stack_loop_outputs(loop: onnx.NodeProto, types: Outputs, trips: int | None) -> None:
+    """The Loop's scan outputs (after its N loop-carried ones) stack the body's per-trip values:
+    their first dim is the trip count, which ONNX's inference leaves unknown."""
+    body = next((a.g for a in loop.attribute if a.name == "body"), None)
+    if body is None or trips is None:
+        return
+    carried = len(loop.input) - 2
+    for slot in range(max(carried, 0), len(types)):
+        per_trip = body.output[1 + slot] if 1 + slot < len(body.output) else None
+        info = types[slot]
+        if per_trip is not None and (info is None or info.shape is None):
+            each = info_from_type("", per_trip.type)
+            if each.shape is not None:
+                info = TensorInfo("", each.dtype, (None, *each.shape))
+        if info is not None and info.shape and info.shape[0] is None:
+            types[slot] = TensorInfo("", info.dtype, (trips, *info.shape[1:]))
+
+
+def _passes_on(body: onnx.GraphProto, condition_in: str, condition_out: str) -> bool:
+    """The body's condition output is its condition input, directly or through Identity."""
+    name = condition_out
+    producers = {o: n for n in body.node for o in n.output}
+    while name != condition_in:
+        node = producers.get(name)
+        if node is None or node.op_type != "Identity" or len(node.input) != 1:
+            return False
+        name = node.input[0]
+    return True
+
+
+def _check_reshape(row: NodeRow, infos: list[TensorInfo | None], found: Outputs) -> None:
+    """A Reshape to another number of elements: ONNX's inference lets it pass, onnxruntime fails
+    on it, and no count of it means anything."""
+    data, reshaped = (infos or [None])[0], (found or [None])[0]
+    if data is None or reshaped is None or not data.concrete or not reshaped.concrete:
+        return
+    if data.numel != reshaped.numel:
+        label = f"'{row.proto.name}'" if row.proto.name else f"writing '{row.outputs[0]}'"
+        raise OnnxFlopsError(f"node {label} (Reshape): reshapes '{row.inputs[0]}' "
+                             f"({format_shape(data.shape)}, {data.numel} elements) to "
+                             f"{format_shape(reshaped.shape)} ({reshaped.numel})")
 
 
 def small(view: GraphView, name: str) -> bool:

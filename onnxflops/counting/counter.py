@@ -332,7 +332,8 @@ class _Counter:
         if found is None:
             inputs, values = _expansion_inputs(node)
             try:
-                analyzed = analyze(expansion_model(node.proto, node.opset, inputs, values))
+                analyzed = analyze(expansion_model(node.proto, node.opset, inputs, values),
+                                   validate=False)
             except (RuntimeError, ValueError, onnx.checker.ValidationError,
                     onnx.shape_inference.InferenceError) as e:  # what onnx's inliner raises
                 raise Uncostable(f"its function body cannot be expanded: {first_line(e)}") from None

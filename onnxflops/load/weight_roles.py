@@ -64,14 +64,19 @@ def weight_roles(model: onnx.ModelProto) -> WeightRoles | None:
         if prop.key == KEY:
             try:
                 entry = json.loads(prop.value)
-                return WeightRoles(
+                roles = WeightRoles(
                     {str(k): str(v) for k, v in entry["parameters"].items()},
                     {str(k): str(v) for k, v in entry["buffers"].items()},
                     {str(k): int(v) for k, v in entry.get("sizes", {}).items()},
                     frozenset(map(str, entry.get("constants", ()))),
                     bool(entry.get("exhaustive", False)))
-            except (ValueError, KeyError, TypeError, AttributeError):
+            except (ValueError, KeyError, TypeError, AttributeError, OverflowError):
                 return None
+            # Metadata is the file's word, not ours: a record claiming sizes no weight has is
+            # no record, and the graph rules count the weights.
+            if any(not 0 <= size < 2**63 for size in roles.sizes.values()):
+                return None
+            return roles
     return None
 
 

@@ -1,6 +1,8 @@
 """Stage 3: bring the bound model to the form the counter expects.
 
-Model-local functions are inlined so that their nodes are costed like any other.
+Model-local functions are inlined so that their nodes are costed like any other. What inlining
+would make is counted first, without making it: functions that call functions, each twice, 20
+levels deep, inline to a million nodes. More than MAX_INLINED_NODES is refused in one line.
 """
 
 from __future__ import annotations
@@ -10,10 +12,15 @@ import onnx.inliner
 
 from onnxflops.errors import OnnxFlopsError, first_line
 
+# The most nodes inlining the model's local functions may make: a 80-layer decoder whose every
+# layer is a function inlines to some 13,000; analysing a million would take minutes and GBs.
+MAX_INLINED_NODES = 250_000
+
 
 def normalize(model: onnx.ModelProto) -> onnx.ModelProto:
     if model.functions:
         _check_not_recursive(model.functions)
+        _check_inlined_size(model)
         try:
             model = onnx.inliner.inline_local_functions(model)
         except Exception as e:  # noqa: BLE001 - the inliner's checks raise several kinds
@@ -43,3 +50,48 @@ def _check_not_recursive(functions) -> None:
             path.add(function)
             stack.append((function, True))
             stack.extend((callee, False) for callee in calls[function] if callee in calls)
+
+
+def _check_inlined_size(model: onnx.ModelProto) -> None:
+    """Refuse a model whose functions would inline to more than MAX_INLINED_NODES nodes: each
+    function's size is found once from its callees' (they call no function of theirs, as
+    _check_not_recursive found), nested graphs included."""
+    functions = {(f.domain, f.name): f for f in model.functions}
+    sizes: dict[tuple[str, str], int] = {}
+
+    def size_of(nodes) -> int:
+        total = 0
+        for n in nodes:
+            callee = (n.domain, n.op_type)
+            total += sizes[callee] if callee in sizes else 1
+            for a in n.attribute:
+                for g in [a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs:
+                    total += size_of(g.node)
+        return total
+
+    pending = list(functions)
+    while pending:  # callees first, without recursion: a function waits for those it calls
+        key = pending[-1]
+        waiting = [c for c in _callees(functions[key]) if c in functions and c not in sizes]
+        if waiting:
+            pending.extend(waiting)
+            continue
+        pending.pop()
+        sizes[key] = min(size_of(functions[key].node), 2**63)
+    total = size_of(model.graph.node)
+    if total > MAX_INLINED_NODES:
+        biggest = max(sizes, key=sizes.get)
+        raise OnnxFlopsError(f"the model's local functions would inline to {total:,} nodes, over "
+                             f"the {MAX_INLINED_NODES:,} onnxflops analyses (function "
+                             f"'{biggest[1]}' alone inlines to {sizes[biggest]:,})")
+
+
+def _callees(function: onnx.FunctionProto) -> set[tuple[str, str]]:
+    found, stack = set(), [function.node]
+    while stack:
+        for n in stack.pop():
+            found.add((n.domain, n.op_type))
+            for a in n.attribute:
+                stack.extend([a.g.node] if a.type == onnx.AttributeProto.GRAPH
+                             else [g.node for g in a.graphs])
+    return found

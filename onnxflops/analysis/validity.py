@@ -1,0 +1,123 @@
+"""What onnxruntime refuses to load, found without it: a model it would not run is not counted.
+
+onnxruntime resolves a graph before it runs it, and refuses one where a tensor is defined twice
+(two nodes writing one name, a node writing an initializer's or an input's name), where a node
+reads a tensor that nothing defines, where a graph output is defined nowhere, or where the nodes
+form a cycle; nested graphs (Loop, Scan and If bodies) are resolved the same way, seeing the
+tensors of the scopes around them. Each problem is one OnnxFlopsError naming the node and the
+tensor at fault. One pass over the rows the analysis reads anyway; a graph that is out of order
+(which onnxruntime sorts) costs a topological sort on top, and only then.
+
+Accepted on purpose where onnxruntime would refuse: nodes of custom domains (a rule may cost them;
+onnxruntime needs their kernels registered), and external data files that are missing (counting
+reads only the tensors' headers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import onnx
+
+from onnxflops.errors import OnnxFlopsError
+from onnxflops.graph import NodeRow, bodies, holds_subgraph
+
+
+def check_structure(graph: onnx.GraphProto, rows: Sequence[NodeRow] | None = None,
+                    outer: Iterable[str] = (), where: str | None = None) -> None:
+    """Raise OnnxFlopsError naming the first tensor defined twice, read undefined, or on a cycle,
+    in `graph` and the graphs nested in it. `rows`: the graph's rows where already read;
+    `outer`: the tensors of the scopes around it (for a nested graph)."""
+    where = where or (f"graph '{graph.name}'" if graph.name else "the main graph")
+    stack = [(graph, rows, frozenset(outer), where)]
+    while stack:
+        graph, rows, outer, where = stack.pop()
+        if rows is None:
+            rows = list(map(NodeRow.of, graph.node))
+        defined = _check_graph(graph, rows, outer, where)
+        for row in rows:
+            if row.proto.attribute and holds_subgraph(row.proto):
+                scope = outer | defined
+                label = _label(row)
+                stack.extend((body, None, scope, f"the body of {label}")
+                             for body in bodies(row.proto))
+
+
+def _check_graph(graph: onnx.GraphProto, rows: Sequence[NodeRow], outer: frozenset[str],
+                 where: str) -> set[str]:
+    """The checks of one graph; the tensors it defines."""
+    seen = {vi.name for vi in graph.input}
+    seen.update(t.name for t in graph.initializer)  # an input's default: not a second definition
+    seen.update(t.values.name for t in graph.sparse_initializer)
+    seen.add("")  # an absent optional tensor
+    before = len(seen)
+    written = 0
+    in_order = True
+    for _, _, _, inputs, outputs in rows:  # per node of the largest graphs: kept to set lookups
+        if in_order:
+            for name in inputs:
+                if name not in seen:
+                    in_order = False
+                    break
+        seen.update(outputs)
+        written += len(outputs)
+    if len(seen) - before != written:  # some name written twice, or the absent one written
+        _find_duplicate(graph, rows, where)
+    if not in_order:
+        _check_reads(rows, seen, outer, where)
+    for vi in graph.output:
+        if vi.name not in seen and vi.name not in outer:
+            raise OnnxFlopsError(f"{where}: output '{vi.name}' is defined by no node, input or "
+                                 "initializer")
+    seen.discard("")
+    return seen
+
+
+def _find_duplicate(graph: onnx.GraphProto, rows: Sequence[NodeRow], where: str) -> None:
+    defined = {vi.name: "an input" for vi in graph.input}
+    defined.update((t.name, "an initializer") for t in graph.initializer)
+    defined.update((t.values.name, "an initializer") for t in graph.sparse_initializer)
+    for row in rows:
+        for name in row.outputs:
+            if not name:
+                continue
+            if name in defined:
+                raise OnnxFlopsError(f"{where}: node {_label(row)} writes '{name}', which "
+                                     f"{defined[name]} defines already")
+            defined[name] = f"node {_label(row)}"
+
+
+def _check_reads(rows: Sequence[NodeRow], defined: set[str], outer: frozenset[str],
+                 where: str) -> None:
+    """A graph whose nodes read tensors written later: every read is defined somewhere, and the
+    nodes can be ordered (Kahn's sort), or they form a cycle."""
+    producer = {name: position for position, row in enumerate(rows) for name in row.outputs if name}
+    waiting = [0] * len(rows)  # per node: inputs written by nodes not yet ordered
+    readers: dict[int, list[int]] = {}
+    for position, row in enumerate(rows):
+        for name in row.inputs:
+            if name in producer:
+                waiting[position] += 1
+                readers.setdefault(producer[name], []).append(position)
+            elif name not in defined and name not in outer:
+                raise OnnxFlopsError(f"{where}: node {_label(row)} reads '{name}', which no "
+                                     "node, input or initializer defines")
+    ready = [position for position, count in enumerate(waiting) if count == 0]
+    ordered = 0
+    while ready:
+        position = ready.pop()
+        ordered += 1
+        for reader in readers.get(position, ()):
+            waiting[reader] -= 1
+            if waiting[reader] == 0:
+                ready.append(reader)
+    if ordered < len(rows):
+        row = rows[next(p for p, count in enumerate(waiting) if count)]
+        raise OnnxFlopsError(f"{where}: node {_label(row)} is on a cycle: it reads what it "
+                             "writes, through other nodes")
+
+
+def _label(row: NodeRow) -> str:
+    if row.proto.name or not any(row.outputs):
+        return f"'{row.proto.name}' ({row.op_type})"
+    return f"({row.op_type}) writing '{next(o for o in row.outputs if o)}'"
