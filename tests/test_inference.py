@@ -65,11 +65,13 @@ def test_shape_arithmetic_is_evaluated_before_the_reshape_that_reads_it():
     assert report.total.macs == 4 * 12 * 2 * 5
 
 
-def test_a_node_inference_rejects_is_a_warning_naming_it_and_is_uncosted():
+def test_a_node_inference_rejects_is_an_error_naming_it():
+    # onnxruntime runs ONNX's inference strictly when it loads a model, and refuses this one.
     bad = node("MatMul", ["x", "w"], ["y"], name="mismatched")  # inner dims 3 and 4
-    report = onnxflops.count(model([bad], {"x": [2, 3]}, [weight("w", (4, 5))]))
-    assert any("mismatched (MatMul)" in w for w in report.warnings)
-    assert [u.name for u in report.uncosted] == ["mismatched"]
+    with pytest.raises(onnxflops.OnnxFlopsError,
+                       match=r"node 'mismatched' \(MatMul\): ONNX's shape inference refuses it.*"
+                             "Incompatible dimensions"):
+        onnxflops.count(model([bad], {"x": [2, 3]}, [weight("w", (4, 5))]))
 
 
 def test_loop_bodies_are_typed_with_the_node():

@@ -18,6 +18,7 @@ from onnx import helper, numpy_helper
 from onnxflops.analysis.contrib_shapes import infer_contrib_shapes
 from onnxflops.analysis.evaluate import evaluate, reference_evaluate
 from onnxflops.analysis.inference import NodeTyper, infer_model, small
+from onnxflops.caches import memoized
 from onnxflops.errors import first_line
 from onnxflops.analysis.validity import check_structure
 from onnxflops.analysis.symbolic import (
@@ -66,7 +67,7 @@ def analyze(model: onnx.ModelProto, *, owned: bool = False,
     view = GraphView(analyzed.graph)
     if validate:
         check_structure(analyzed.graph, view.rows())
-    typer = NodeTyper(view, analyzed, opsets, warnings)
+    typer = NodeTyper(view, analyzed, opsets, warnings, _function_outputs)
     unknown_left = typer.type_graph()
     # Shape arithmetic the numpy evaluator does not cover: onnx's reference evaluator, as
     # long as it finds values that type more nodes.
@@ -83,6 +84,23 @@ def analyze(model: onnx.ModelProto, *, owned: bool = False,
     if unknown_left and _whole_model_types(analyzed, view):
         typer.type_graph()
     return AnalyzedModel(analyzed, view, opsets, warnings)
+
+
+def _function_outputs(body: onnx.ModelProto) -> list[TensorInfo | None]:
+    """The output types of a local function's body model (local_function_model)."""
+    graph = analyzed_function_body(body).graph
+    return [graph.info(vi.name) for vi in body.graph.output]
+
+
+def analyzed_function_body(body: onnx.ModelProto) -> AnalyzedModel:
+    """A local function's body model analysed, once for the calls alike in every input type:
+    typing the calls and costing them read the same analysis, at every level of nesting."""
+    return _analyzed_body(body.SerializeToString())
+
+
+@memoized(256)
+def _analyzed_body(serialized: bytes) -> AnalyzedModel:
+    return analyze(onnx.ModelProto.FromString(serialized), owned=True)
 
 
 def _whole_model_types(model: onnx.ModelProto, view: GraphView) -> bool:
@@ -120,7 +138,9 @@ def _analyze_symbolic(model: onnx.ModelProto, opsets: dict[str, int],
         return infer_contrib_shapes(infer_model(m, warnings),
                                     lambda again: infer_model(again, warnings))
 
-    inferred = resolve_shapes(model, infer(model), infer, warnings)
+    first = infer_contrib_shapes(infer_model(model, warnings, refuse=_graph_label(model)),
+                                 lambda again: infer_model(again, warnings))
+    inferred = resolve_shapes(model, first, infer, warnings)
     view = GraphView(inferred.graph)
     mark_constants(view)
     values: dict[str, np.ndarray] = {}
@@ -138,6 +158,10 @@ def _analyze_symbolic(model: onnx.ModelProto, opsets: dict[str, int],
         view.values.update(values)
         mark_constants(view)
     return AnalyzedModel(inferred, view, opsets, warnings)
+
+
+def _graph_label(model: onnx.ModelProto) -> str:
+    return f"graph '{model.graph.name}'" if model.graph.name else "the main graph"
 
 
 def mark_constants(view: GraphView) -> None:

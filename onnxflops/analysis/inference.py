@@ -18,6 +18,7 @@ from typing import Callable
 
 import numpy as np
 import onnx
+import onnx.checker
 from onnx import defs, helper, numpy_helper
 
 from onnxflops.analysis.contrib_shapes import (
@@ -26,8 +27,9 @@ from onnxflops.analysis.contrib_shapes import (
     is_contrib,
 )
 from onnxflops.analysis.evaluate import evaluate
+from onnxflops.analysis.expand import local_function_model
 from onnxflops.analysis.kinds import attribute_key
-from onnxflops.errors import OnnxFlopsError, first_line
+from onnxflops.errors import OnnxFlopsError, Uncostable, first_line
 from onnxflops.graph import (
     MAX_VALUE_ELEMENTS,
     GraphView,
@@ -55,11 +57,17 @@ Outputs = list[TensorInfo | None]  # one per output name; None where the type st
 _UNTYPED_INPUT, _EACH_NODE = object(), object()
 
 
-def infer_model(model: onnx.ModelProto, warnings: list[str]) -> onnx.ModelProto:
-    """`infer_shapes` with data propagation, strict first; what strict mode rejects is a warning."""
+def infer_model(model: onnx.ModelProto, warnings: list[str], refuse: str | None = None
+                ) -> onnx.ModelProto:
+    """`infer_shapes` with data propagation, strict first; what strict mode rejects is a warning,
+    or with `refuse` (what to name) an OnnxFlopsError, as onnxruntime refuses such a model:
+    but for ops of domains ONNX holds no schemas of (accepted on purpose: a rule may cost them)."""
     try:
         return onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
     except onnx.shape_inference.InferenceError as e:
+        if refuse and not _unknown_op(str(e)):
+            raise OnnxFlopsError(f"{refuse}: ONNX's shape inference refuses it, as onnxruntime "
+                                 f"would: {first_line(e)}") from None
         warnings.append("shape inference: " + first_line(e))
     except (RuntimeError, ValueError) as e:
         warnings.append("shape inference failed: " + first_line(e))
@@ -70,12 +78,33 @@ def infer_model(model: onnx.ModelProto, warnings: list[str]) -> onnx.ModelProto:
         return model
 
 
+def _unknown_op(message: str) -> bool:
+    """onnx has no schema of the op: of a custom domain (a rule may cost it), or one it
+    deprecated (the op's last schema is still what it means)."""
+    return "No Op registered" in message or "is not a registered function/op" in message \
+        or "is deprecated in domain_version" in message \
+        or "No opset import for domain" in message and "com.microsoft" in message
+
+
+_GRAPH_ATTRIBUTES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+# The domains whose schemas onnx holds: their nodes are checked as onnxruntime checks them.
+_CHECKED_DOMAINS = frozenset(("", "ai.onnx.ml", "ai.onnx.preview.training"))
+
+
 class NodeTyper:
     """Types the tensors of one graph (`view`, whose inputs and initializers are typed)."""
 
     def __init__(self, view: GraphView, model: onnx.ModelProto, opsets: dict[str, int],
-                 warnings: list[str]):
+                 warnings: list[str], body_outputs: Callable[[onnx.ModelProto], Outputs] | None = None):
+        """`body_outputs`: the output types of a model (analysed), for calls of the model's
+        local functions, typed from their bodies once per signature."""
         self.view = view
+        self.model = model
+        self.checker = onnx.checker.C.CheckerContext()
+        self.checker.ir_version = model.ir_version or onnx.IR_VERSION
+        self.checker.opset_imports = {o.domain: o.version for o in model.opset_import}
+        self.functions = {(f.domain, f.name) for f in model.functions}
+        self.body_outputs = body_outputs
         self.opset_imports = list(model.opset_import)
         self.ir_version = model.ir_version
         self.opsets = opsets
@@ -145,6 +174,8 @@ class NodeTyper:
         onnxruntime's ops), a dict of their types by the input values inference reads (filled as
         they are met), or their types."""
         proto, op_type, domain, inputs, outputs = row
+        if domain in _CHECKED_DOMAINS:
+            self._check_schema(row)
         infos = [lookup(name) if name else None for name in inputs]
         if any(info is None for name, info in zip(inputs, infos) if name):
             return _UNTYPED_INPUT
@@ -156,6 +187,29 @@ class NodeTyper:
                                                for info in infos):
             return {}
         return self._inferred(row, lookup)
+
+    def _check_schema(self, row: NodeRow) -> None:
+        """The node fits its op's schema as onnx's checker reads it (attributes known and of
+        their types, as many inputs and outputs as the op takes; nested graphs too), once per
+        kind of node: onnxruntime refuses a model that does not."""
+        proto, stripped = row.proto, ()
+        if proto.attribute and holds_subgraph(proto):
+            # The checker would read its bodies without the scope around them: they are
+            # checked by validity.py and by inference with the node (_infer_with_bodies).
+            stripped = [a.name for a in proto.attribute if a.type in _GRAPH_ATTRIBUTES]
+            proto = onnx.NodeProto()
+            proto.CopyFrom(row.proto)
+            kept = [a for a in proto.attribute if a.type not in _GRAPH_ATTRIBUTES]
+            del proto.attribute[:]
+            proto.attribute.extend(kept)
+        try:
+            onnx.checker.check_node(proto, self.checker)
+        except onnx.checker.ValidationError as e:
+            message = first_line(e)
+            if _unknown_op(message) or any(f"'{name}'" in message and "equired" in message
+                                           for name in stripped):
+                return  # an op newer than the installed onnx, or of a domain it has no schemas of
+            raise OnnxFlopsError(f"node {_label(row)}: {message}") from None
 
     def _type_one(self, row: NodeRow, lookup: Callable[[str], TensorInfo | None]) -> Outputs:
         proto, op_type, domain, inputs, outputs = row
@@ -197,6 +251,8 @@ class NodeTyper:
         """ONNX's inference of one node; `data`: input values by position, or []."""
         proto, op_type, domain, inputs, outputs = row
         unknown: Outputs = [None] * len(outputs)
+        if self.functions and (proto.domain, op_type) in self.functions:
+            return self._function_outputs(row, infos, data)
         schema = self._schema(op_type, domain)
         if schema is None:
             return unknown  # an op ONNX does not know: the counter reports it
@@ -208,6 +264,11 @@ class NodeTyper:
             found = onnx.shape_inference.infer_node_outputs(
                 schema, proto, types, values, opset_imports=self.opset_imports,
                 ir_version=self.ir_version)
+        except onnx.shape_inference.InferenceError as e:
+            if _unknown_op(str(e)):
+                return unknown
+            raise OnnxFlopsError(f"node {_label(row)}: ONNX's shape inference refuses it, as "
+                                 f"onnxruntime would: {first_line(e)}") from None
         except Exception as e:  # noqa: BLE001 - inference raises several kinds; the node stays untyped
             label = proto.name or f"{op_type} node"
             self.warnings.append(f"shape inference: {label} ({op_type}): "
@@ -215,6 +276,24 @@ class NodeTyper:
             return unknown
         return [_unnamed(info_from_type(name, found[name])) if name in found else None
                 for name in outputs]
+
+    def _function_outputs(self, row: NodeRow, infos: list[TensorInfo | None],
+                          data: list[np.ndarray | None]) -> Outputs:
+        """The output types of a call of a model-local function, from its body analysed with
+        the call's input types (and known integer inputs)."""
+        unknown: Outputs = [None] * len(row.outputs)
+        if self.body_outputs is None:
+            return unknown
+        values = [None if value is None or is_float(info.dtype) else np.asarray(value)
+                  for info, value in zip(infos, data or [None] * len(infos))
+                  ] if infos else []
+        try:
+            found = self.body_outputs(local_function_model(row.proto, infos, values, self.model))
+        except Uncostable as e:
+            self.warnings.append(f"shape inference: {row.proto.name or row.op_type} "
+                                 f"({row.op_type}): {e}")
+            return unknown
+        return [None if info is None else _unnamed(info) for info in found]
 
     def _schema(self, op_type: str, domain: str) -> defs.OpSchema | None:
         key = (op_type, domain)
@@ -243,7 +322,7 @@ class NodeTyper:
         if op_type == "Loop" and not domain:
             _type_loop_body(model.graph.node[0], [view.info(name) if name else None
                                                   for name in inputs])
-        inferred = infer_model(model, self.warnings)
+        inferred = infer_model(model, self.warnings, refuse=f"node {_label(row)}")
         proto.CopyFrom(inferred.graph.node[0])  # its bodies now carry their inferred types
         found = {vi.name: vi.type for vi in inferred.graph.output}
         types = [_unnamed(info_from_type(name, found[name])) if name in found else None
@@ -369,6 +448,12 @@ def _passes_on(body: onnx.GraphProto, condition_in: str, condition_out: str) -> 
     return True
 
 
+def _label(row: NodeRow) -> str:
+    if row.proto.name or not any(row.outputs):
+        return f"'{row.proto.name}' ({row.op_type})"
+    return f"({row.op_type}) writing '{next(o for o in row.outputs if o)}'"
+
+
 def _check_reshape(row: NodeRow, infos: list[TensorInfo | None], found: Outputs) -> None:
     """A Reshape to another number of elements: ONNX's inference lets it pass, onnxruntime fails
     on it, and no count of it means anything."""
@@ -376,8 +461,7 @@ def _check_reshape(row: NodeRow, infos: list[TensorInfo | None], found: Outputs)
     if data is None or reshaped is None or not data.concrete or not reshaped.concrete:
         return
     if data.numel != reshaped.numel:
-        label = f"'{row.proto.name}'" if row.proto.name else f"writing '{row.outputs[0]}'"
-        raise OnnxFlopsError(f"node {label} (Reshape): reshapes '{row.inputs[0]}' "
+        raise OnnxFlopsError(f"node {_label(row)}: reshapes '{row.inputs[0]}' "
                              f"({format_shape(data.shape)}, {data.numel} elements) to "
                              f"{format_shape(reshaped.shape)} ({reshaped.numel})")
 

@@ -50,7 +50,7 @@ from onnxflops.costs.registry import (
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.graph import domain_key
 
-__all__ = ["ALL_INPUTS", "CONTRACTION", "CONVENTIONS", "RECURRENT", "REGISTRY", "ZERO",
+__all__ = ["ALL_INPUTS", "CONTRACTION", "CONVENTIONS", "OTHER", "RECURRENT", "REGISTRY", "ZERO",
            "Backward", "Cost", "Engine", "Grads", "Node", "Registry", "Rule", "RuleOverrides",
            "check_node", "register_rule", "with_rules"]
 

@@ -2,7 +2,9 @@
 
 Model-local functions are inlined so that their nodes are costed like any other. What inlining
 would make is counted first, without making it: functions that call functions, each twice, 20
-levels deep, inline to a million nodes. More than MAX_INLINED_NODES is refused in one line.
+levels deep, inline to a million nodes. Beyond MAX_INLINED_NODES the calls stay calls, and each
+is costed by its body, analysed once per signature it is called with and multiplied; functions
+nested deeper than MAX_FUNCTION_DEPTH are refused in one line.
 """
 
 from __future__ import annotations
@@ -15,12 +17,16 @@ from onnxflops.errors import OnnxFlopsError, first_line
 # The most nodes inlining the model's local functions may make: a 80-layer decoder whose every
 # layer is a function inlines to some 13,000; analysing a million would take minutes and GBs.
 MAX_INLINED_NODES = 250_000
+# The deepest nesting of calls followed when they stay calls (each level is analysed within the
+# one above it).
+MAX_FUNCTION_DEPTH = 40
 
 
 def normalize(model: onnx.ModelProto) -> onnx.ModelProto:
     if model.functions:
         _check_not_recursive(model.functions)
-        _check_inlined_size(model)
+        if _inlined_size(model) > MAX_INLINED_NODES:
+            return model  # each call is costed from its body, once per signature (counter.py)
         try:
             model = onnx.inliner.inline_local_functions(model)
         except Exception as e:  # noqa: BLE001 - the inliner's checks raise several kinds
@@ -52,38 +58,44 @@ def _check_not_recursive(functions) -> None:
             stack.extend((callee, False) for callee in calls[function] if callee in calls)
 
 
-def _check_inlined_size(model: onnx.ModelProto) -> None:
-    """Refuse a model whose functions would inline to more than MAX_INLINED_NODES nodes: each
-    function's size is found once from its callees' (they call no function of theirs, as
-    _check_not_recursive found), nested graphs included."""
+def _inlined_size(model: onnx.ModelProto) -> int:
+    """How many nodes inlining the model's functions would make, found from each function's
+    size once (callees first: _check_not_recursive found they call no function of theirs),
+    nested graphs included. Raises OnnxFlopsError where calls nest over MAX_FUNCTION_DEPTH."""
     functions = {(f.domain, f.name): f for f in model.functions}
     sizes: dict[tuple[str, str], int] = {}
+    depths: dict[tuple[str, str], int] = {}
 
-    def size_of(nodes) -> int:
-        total = 0
+    def size_of(nodes) -> tuple[int, int]:
+        total = depth = 0
         for n in nodes:
             callee = (n.domain, n.op_type)
             total += sizes[callee] if callee in sizes else 1
+            depth = max(depth, depths.get(callee, 0))
             for a in n.attribute:
                 for g in [a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs:
-                    total += size_of(g.node)
-        return total
+                    inner, inner_depth = size_of(g.node)
+                    total, depth = total + inner, max(depth, inner_depth)
+        return total, depth
 
     pending = list(functions)
     while pending:  # callees first, without recursion: a function waits for those it calls
         key = pending[-1]
+        if key in sizes:
+            pending.pop()
+            continue
         waiting = [c for c in _callees(functions[key]) if c in functions and c not in sizes]
         if waiting:
             pending.extend(waiting)
             continue
         pending.pop()
-        sizes[key] = min(size_of(functions[key].node), 2**63)
-    total = size_of(model.graph.node)
-    if total > MAX_INLINED_NODES:
-        biggest = max(sizes, key=sizes.get)
-        raise OnnxFlopsError(f"the model's local functions would inline to {total:,} nodes, over "
-                             f"the {MAX_INLINED_NODES:,} onnxflops analyses (function "
-                             f"'{biggest[1]}' alone inlines to {sizes[biggest]:,})")
+        sizes[key], depth = size_of(functions[key].node)
+        depths[key] = depth + 1
+        if depths[key] > MAX_FUNCTION_DEPTH:
+            raise OnnxFlopsError(f"the model's local functions nest {depths[key]} calls deep "
+                                 f"(function '{key[1]}'), over the {MAX_FUNCTION_DEPTH} onnxflops "
+                                 "follows")
+    return size_of(model.graph.node)[0]
 
 
 def _callees(function: onnx.FunctionProto) -> set[tuple[str, str]]:
