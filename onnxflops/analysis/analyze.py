@@ -58,7 +58,7 @@ def analyze(model: onnx.ModelProto, *, owned: bool = False,
     opsets = {domain_key(o.domain): o.version for o in model.opset_import}
     if has_symbolic_inputs(model):
         if validate:
-            check_structure(model.graph)
+            check_structure(model.graph, imported=_imported(model))
         return _analyze_symbolic(model, opsets, warnings)
     analyzed = model
     if not owned:
@@ -66,7 +66,7 @@ def analyze(model: onnx.ModelProto, *, owned: bool = False,
         analyzed.CopyFrom(model)
     view = GraphView(analyzed.graph)
     if validate:
-        check_structure(analyzed.graph, view.rows())
+        check_structure(analyzed.graph, view.rows(), imported=_imported(model))
     typer = NodeTyper(view, analyzed, opsets, warnings, _function_outputs)
     unknown_left = typer.type_graph()
     # Shape arithmetic the numpy evaluator does not cover: onnx's reference evaluator, as
@@ -158,6 +158,12 @@ def _analyze_symbolic(model: onnx.ModelProto, opsets: dict[str, int],
         view.values.update(values)
         mark_constants(view)
     return AnalyzedModel(inferred, view, opsets, warnings)
+
+
+def _imported(model: onnx.ModelProto) -> set[str]:
+    """The domains the model imports an opset of; its local functions' domains too (ONNX asks
+    an import of them, onnxruntime does not)."""
+    return {o.domain for o in model.opset_import} | {f.domain for f in model.functions}
 
 
 def _graph_label(model: onnx.ModelProto) -> str:

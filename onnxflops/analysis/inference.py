@@ -82,7 +82,7 @@ def _unknown_op(message: str) -> bool:
     """onnx has no schema of the op: of a custom domain (a rule may cost it), or one it
     deprecated (the op's last schema is still what it means)."""
     return "No Op registered" in message or "is not a registered function/op" in message \
-        or "is deprecated in domain_version" in message \
+        or "is deprecated in domain_version" in message or "has been deprecated" in message \
         or "No opset import for domain" in message and "com.microsoft" in message
 
 
@@ -264,7 +264,7 @@ class NodeTyper:
             found = onnx.shape_inference.infer_node_outputs(
                 schema, proto, types, values, opset_imports=self.opset_imports,
                 ir_version=self.ir_version)
-        except onnx.shape_inference.InferenceError as e:
+        except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as e:
             if _unknown_op(str(e)):
                 return unknown
             raise OnnxFlopsError(f"node {_label(row)}: ONNX's shape inference refuses it, as "

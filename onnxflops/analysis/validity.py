@@ -20,21 +20,27 @@ from collections.abc import Iterable, Sequence
 import onnx
 
 from onnxflops.errors import OnnxFlopsError
-from onnxflops.graph import NodeRow, bodies, holds_subgraph
+from onnxflops.graph import NodeRow, bodies, domain_key, holds_subgraph
 
 
 def check_structure(graph: onnx.GraphProto, rows: Sequence[NodeRow] | None = None,
-                    outer: Iterable[str] = (), where: str | None = None) -> None:
+                    outer: Iterable[str] = (), where: str | None = None,
+                    imported: Iterable[str] | None = None) -> None:
     """Raise OnnxFlopsError naming the first tensor defined twice, read undefined, or on a cycle,
-    in `graph` and the graphs nested in it. `rows`: the graph's rows where already read;
-    `outer`: the tensors of the scopes around it (for a nested graph)."""
+    the first node name given twice, or a domain used but not imported, in `graph` and the
+    graphs nested in it. `rows`: the graph's rows where already read; `outer`: the tensors of
+    the scopes around it (for a nested graph); `imported`: the model's opset domains."""
     where = where or (f"graph '{graph.name}'" if graph.name else "the main graph")
+    imported = None if imported is None else {domain_key(d) for d in imported}
     stack = [(graph, rows, frozenset(outer), where)]
     while stack:
         graph, rows, outer, where = stack.pop()
         if rows is None:
             rows = list(map(NodeRow.of, graph.node))
         defined = _check_graph(graph, rows, outer, where)
+        _check_names(rows, where)
+        if imported is not None:
+            _check_domains(rows, imported, where)
         for row in rows:
             if row.proto.attribute and holds_subgraph(row.proto):
                 scope = outer | defined
@@ -71,6 +77,31 @@ def _check_graph(graph: onnx.GraphProto, rows: Sequence[NodeRow], outer: frozens
                                  "initializer")
     seen.discard("")
     return seen
+
+
+def _check_names(rows: Sequence[NodeRow], where: str) -> None:
+    """Node names are optional, but onnxruntime refuses one given to two nodes of a graph."""
+    names = [row.proto.name for row in rows]
+    named = len(names) - names.count("")
+    if len(set(names)) - ("" in names) == named:
+        return
+    seen: set[str] = set()
+    for row, name in zip(rows, names):
+        if name in seen:
+            raise OnnxFlopsError(f"{where}: two nodes are named '{name}' (the second a "
+                                 f"{row.op_type})")
+        if name:
+            seen.add(name)
+
+
+def _check_domains(rows: Sequence[NodeRow], imported: set[str], where: str) -> None:
+    used = {row.domain for row in rows}
+    missing = used - imported - {""}
+    if missing:
+        domain = sorted(missing)[0]
+        row = next(r for r in rows if r.domain == domain)
+        raise OnnxFlopsError(f"{where}: node {_label(row)} is of domain '{domain}', which the "
+                             "model imports no opset of")
 
 
 def _find_duplicate(graph: onnx.GraphProto, rows: Sequence[NodeRow], where: str) -> None:
