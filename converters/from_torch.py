@@ -134,10 +134,11 @@ def load_exported_program(path, *, unsafe: bool = False):
     torch.export.load may unpickle parts of the archive in full (running code they name); unless
     `unsafe`, every unpickling it does is restricted to weights (TORCH_FORCE_WEIGHTS_ONLY_LOAD).
     """
-    check_container(Path(path))
-    _check_exported_program_archive(Path(path))  # before importing torch, which takes seconds
+    if Path(path).is_file() and zipfile.is_zipfile(path):
+        _check_exported_program_archive(Path(path))  # said before torch takes seconds to import
     import torch
 
+    check_container(Path(path))
     previous = os.environ.get(_WEIGHTS_ONLY)
     if not unsafe:
         os.environ[_WEIGHTS_ONLY] = "1"

@@ -19,7 +19,7 @@ from onnxflops.analysis.contrib_shapes import infer_contrib_shapes
 from onnxflops.analysis.evaluate import evaluate, reference_evaluate
 from onnxflops.analysis.inference import NodeTyper, infer_model, small
 from onnxflops.caches import memoized
-from onnxflops.errors import first_line
+from onnxflops.errors import OnnxFlopsError, first_line
 from onnxflops.analysis.validity import check_structure
 from onnxflops.analysis.symbolic import (
     concrete_values,
@@ -57,6 +57,12 @@ def analyze(model: onnx.ModelProto, *, owned: bool = False,
     warnings: list[str] = opset_warnings(model)
     opsets = {domain_key(o.domain): o.version for o in model.opset_import}
     if has_symbolic_inputs(model):
+        if model.functions:
+            # Left calls by normalize (too many nodes to inline): ONNX's whole-model inference,
+            # which symbolic dims take, would expand every call.
+            raise OnnxFlopsError(f"{_graph_label(model)}: its local functions inline to more "
+                                 "nodes than onnxflops analyses, which symbolic dims cannot "
+                                 "follow: bind every input dim (--input, --batch)")
         if validate:
             check_structure(model.graph, imported=_imported(model))
         return _analyze_symbolic(model, opsets, warnings)

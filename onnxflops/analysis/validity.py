@@ -42,11 +42,16 @@ def check_structure(graph: onnx.GraphProto, rows: Sequence[NodeRow] | None = Non
         if imported is not None:
             _check_domains(rows, imported, where)
         for row in rows:
-            if row.proto.attribute and holds_subgraph(row.proto):
+            # Of the standard ops only control flow holds graphs (the schema check refuses a
+            # graph attribute on another): the others' attributes are not read here.
+            if (row.op_type in _CONTROL_FLOW or row.domain) and holds_subgraph(row.proto):
                 scope = outer | defined
                 label = _label(row)
                 stack.extend((body, None, scope, f"the body of {label}")
                              for body in bodies(row.proto))
+
+
+_CONTROL_FLOW = frozenset(("Loop", "If", "Scan", "SequenceMap"))
 
 
 def _check_graph(graph: onnx.GraphProto, rows: Sequence[NodeRow], outer: frozenset[str],
