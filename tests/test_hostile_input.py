@@ -688,3 +688,18 @@ def test_an_initializer_whose_data_does_not_fill_its_dims_is_an_error_in_a_file(
     onnx.save(m, tmp_path / "short.onnx")
     with pytest.raises(OnnxFlopsError, match=r"initializer 'w' holds 0 values, but its dims \(2\) say 2"):
         count(str(tmp_path / "short.onnx"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("field, value, message", [
+    ("hidden_size", -4096, "hidden_size is -4096; sizes are positive"),
+    ("num_hidden_layers", 10**9, "num_hidden_layers is 1,000,000,000, over the 4,096"),
+])
+def test_a_config_claiming_sizes_no_model_has_is_one_line(tmp_path, capsys, field, value, message):
+    import json
+    config = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100, field: value}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert main(["llm", str(tmp_path / "config.json"), "--prompt", "8", "--generate", "2"]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert message in line
