@@ -163,15 +163,13 @@ def test_an_onnxruntime_op_missing_the_input_its_shape_comes_from_is_not_a_trace
 @pytest.mark.parametrize("inputs", [[], ["scaled", "x"]])
 def test_a_matmul_naming_no_output_is_not_a_traceback(inputs):
     # Canonicalization's scalar-factor rewrite read output 0 of every MatMul; a broken file's
-    # MatMul may name none. It is uncosted with the reason; Mul and Relu on 2·2 elements count
-    # 4 FLOPs each.
+    # MatMul may name none. Its schema wants one output (onnxruntime refuses it): an error
+    # naming it, before any rewrite reads it.
     nodes = [node("Mul", ["x", "two"], ["scaled"]), helper.make_node("MatMul", inputs, []),
              node("Relu", ["x"], ["y"])]
     m = model(nodes, {"x": [2, 2]}, [weight("two", [], value=2.0)], outputs=["y"])
-    with pytest.warns(UserWarning, match="1 node"):
-        report = count(m)
-    assert report.total.flops == 4 + 4
-    assert [u.op_type for u in report.uncosted] == ["MatMul"]
+    with pytest.raises(OnnxFlopsError, match=r"node '' \(MatMul\): .*output"):
+        count(m)
 
 
 # --- names that are not text ---------------------------------------------------------------------

@@ -17,7 +17,14 @@ from onnx import helper, numpy_helper
 
 from onnxflops.analysis.contrib_shapes import infer_contrib_shapes
 from onnxflops.analysis.evaluate import evaluate, reference_evaluate
-from onnxflops.analysis.inference import NodeTyper, infer_model, small
+from onnxflops.analysis.inference import (
+    CHECKED_DOMAINS,
+    NodeTyper,
+    check_kind,
+    checker_context,
+    infer_model,
+    small,
+)
 from onnxflops.caches import memoized
 from onnxflops.errors import OnnxFlopsError, first_line
 from onnxflops.analysis.validity import check_structure
@@ -64,15 +71,20 @@ def analyze(model: onnx.ModelProto, *, owned: bool = False,
                                  "nodes than onnxflops analyses, which symbolic dims cannot "
                                  "follow: bind every input dim (--input, --batch)")
         if validate:
-            check_structure(model.graph, imported=_imported(model))
+            rows = GraphView(model.graph).rows()
+            check = _schema_checker(model)
+            check_structure(model.graph, rows, imported=_imported(model), check_node=check)
+            for row in rows:
+                check(row)
         return _analyze_symbolic(model, opsets, warnings)
     analyzed = model
     if not owned:
         analyzed = onnx.ModelProto()
         analyzed.CopyFrom(model)
     view = GraphView(analyzed.graph)
-    if validate:
-        check_structure(analyzed.graph, view.rows(), imported=_imported(model))
+    if validate:  # the top graph's nodes are checked against their schemas as they are typed
+        check_structure(analyzed.graph, view.rows(), imported=_imported(model),
+                        check_node=_schema_checker(model))
     typer = NodeTyper(view, analyzed, opsets, warnings, _function_outputs)
     unknown_left = typer.type_graph()
     # Shape arithmetic the numpy evaluator does not cover: onnx's reference evaluator, as
@@ -164,6 +176,16 @@ def _analyze_symbolic(model: onnx.ModelProto, opsets: dict[str, int],
         view.values.update(values)
         mark_constants(view)
     return AnalyzedModel(inferred, view, opsets, warnings)
+
+
+def _schema_checker(model: onnx.ModelProto):
+    """Checks a node against its op's schema, once per kind, where onnx holds the schemas."""
+    context, checked = checker_context(model), set()
+
+    def check(row) -> None:
+        if row.domain in CHECKED_DOMAINS:
+            check_kind(row, context, checked)
+    return check
 
 
 def _imported(model: onnx.ModelProto) -> set[str]:

@@ -88,7 +88,7 @@ def _unknown_op(message: str) -> bool:
 
 _GRAPH_ATTRIBUTES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 # The domains whose schemas onnx holds: their nodes are checked as onnxruntime checks them.
-_CHECKED_DOMAINS = frozenset(("", "ai.onnx.ml", "ai.onnx.preview.training"))
+CHECKED_DOMAINS = frozenset(("", "ai.onnx.ml", "ai.onnx.preview.training"))
 
 
 class NodeTyper:
@@ -100,9 +100,8 @@ class NodeTyper:
         local functions, typed from their bodies once per signature."""
         self.view = view
         self.model = model
-        self.checker = onnx.checker.C.CheckerContext()
-        self.checker.ir_version = model.ir_version or onnx.IR_VERSION
-        self.checker.opset_imports = {o.domain: o.version for o in model.opset_import}
+        self.checker = checker_context(model)
+        self.checked: set[tuple] = set()  # kinds of nodes typed as declared, checked
         self.functions = {(f.domain, f.name) for f in model.functions}
         self.body_outputs = body_outputs
         self.opset_imports = list(model.opset_import)
@@ -127,6 +126,9 @@ class NodeTyper:
                 if name and not is_known(lookup(name)):
                     typed = self._type(position, row, lookup)
                     break
+            else:  # typed as the model declares: checked against its schema all the same
+                if row.domain in CHECKED_DOMAINS:
+                    self._check_declared(row)
             view.mark_constant(row)
             if view.is_constant_row(row):
                 self._evaluate(row)
@@ -174,7 +176,7 @@ class NodeTyper:
         onnxruntime's ops), a dict of their types by the input values inference reads (filled as
         they are met), or their types."""
         proto, op_type, domain, inputs, outputs = row
-        if domain in _CHECKED_DOMAINS:
+        if domain in CHECKED_DOMAINS:
             self._check_schema(row)
         infos = [lookup(name) if name else None for name in inputs]
         if any(info is None for name, info in zip(inputs, infos) if name):
@@ -188,28 +190,12 @@ class NodeTyper:
             return {}
         return self._inferred(row, lookup)
 
+    def _check_declared(self, row: NodeRow) -> None:
+        """_check_schema, once per op and attributes, of a node whose outputs the model types."""
+        check_kind(row, self.checker, self.checked)
+
     def _check_schema(self, row: NodeRow) -> None:
-        """The node fits its op's schema as onnx's checker reads it (attributes known and of
-        their types, as many inputs and outputs as the op takes; nested graphs too), once per
-        kind of node: onnxruntime refuses a model that does not."""
-        proto, stripped = row.proto, ()
-        if proto.attribute and holds_subgraph(proto):
-            # The checker would read its bodies without the scope around them: they are
-            # checked by validity.py and by inference with the node (_infer_with_bodies).
-            stripped = [a.name for a in proto.attribute if a.type in _GRAPH_ATTRIBUTES]
-            proto = onnx.NodeProto()
-            proto.CopyFrom(row.proto)
-            kept = [a for a in proto.attribute if a.type not in _GRAPH_ATTRIBUTES]
-            del proto.attribute[:]
-            proto.attribute.extend(kept)
-        try:
-            onnx.checker.check_node(proto, self.checker)
-        except onnx.checker.ValidationError as e:
-            message = first_line(e)
-            if _unknown_op(message) or any(f"'{name}'" in message and "equired" in message
-                                           for name in stripped):
-                return  # an op newer than the installed onnx, or of a domain it has no schemas of
-            raise OnnxFlopsError(f"node {_label(row)}: {message}") from None
+        check_schema(row, self.checker)
 
     def _type_one(self, row: NodeRow, lookup: Callable[[str], TensorInfo | None]) -> Outputs:
         proto, op_type, domain, inputs, outputs = row
@@ -446,6 +432,45 @@ def _passes_on(body: onnx.GraphProto, condition_in: str, condition_out: str) -> 
             return False
         name = node.input[0]
     return True
+
+
+def checker_context(model: onnx.ModelProto) -> onnx.checker.C.CheckerContext:
+    context = onnx.checker.C.CheckerContext()
+    context.ir_version = model.ir_version or onnx.IR_VERSION
+    context.opset_imports = {o.domain: o.version for o in model.opset_import}
+    return context
+
+
+def check_kind(row: NodeRow, context: onnx.checker.C.CheckerContext, checked: set) -> None:
+    """check_schema, once per op and attributes (`checked` holds the kinds done)."""
+    proto = row.proto
+    key = (row.op_type, row.domain, attribute_key(proto, 0) if proto.attribute else ())
+    if key not in checked:
+        checked.add(key)
+        check_schema(row, context)
+
+
+def check_schema(row: NodeRow, context: onnx.checker.C.CheckerContext) -> None:
+    """The node fits its op's schema as onnx's checker reads it (attributes known and of their
+    types, as many inputs and outputs as the op takes): onnxruntime refuses a model that does
+    not. Its bodies are left to validity.py and to inference with the node, which see the
+    scope around them."""
+    proto, stripped = row.proto, ()
+    if proto.attribute and holds_subgraph(proto):
+        stripped = [a.name for a in proto.attribute if a.type in _GRAPH_ATTRIBUTES]
+        proto = onnx.NodeProto()
+        proto.CopyFrom(row.proto)
+        kept = [a for a in proto.attribute if a.type not in _GRAPH_ATTRIBUTES]
+        del proto.attribute[:]
+        proto.attribute.extend(kept)
+    try:
+        onnx.checker.check_node(proto, context)
+    except onnx.checker.ValidationError as e:
+        message = first_line(e)
+        if _unknown_op(message) or any(f"'{name}'" in message and "equired" in message
+                                       for name in stripped):
+            return  # an op newer than the installed onnx, or of a domain it has no schemas of
+        raise OnnxFlopsError(f"node {_label(row)}: {message}") from None
 
 
 def _label(row: NodeRow) -> str:

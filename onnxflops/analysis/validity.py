@@ -15,21 +15,23 @@ reads only the tensors' headers).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import onnx
 
 from onnxflops.errors import OnnxFlopsError
-from onnxflops.graph import NodeRow, bodies, domain_key, holds_subgraph
+from onnxflops.graph import NodeRow, bodies, domain_key, free_names, holds_subgraph
 
 
 def check_structure(graph: onnx.GraphProto, rows: Sequence[NodeRow] | None = None,
                     outer: Iterable[str] = (), where: str | None = None,
-                    imported: Iterable[str] | None = None) -> None:
+                    imported: Iterable[str] | None = None,
+                    check_node: Callable[[NodeRow], None] | None = None) -> None:
     """Raise OnnxFlopsError naming the first tensor defined twice, read undefined, or on a cycle,
     the first node name given twice, or a domain used but not imported, in `graph` and the
     graphs nested in it. `rows`: the graph's rows where already read; `outer`: the tensors of
-    the scopes around it (for a nested graph); `imported`: the model's opset domains."""
+    the scopes around it (for a nested graph); `imported`: the model's opset domains;
+    `check_node`: what else to check of each node of a nested graph (its schema)."""
     where = where or (f"graph '{graph.name}'" if graph.name else "the main graph")
     imported = None if imported is None else {domain_key(d) for d in imported}
     stack = [(graph, rows, frozenset(outer), where)]
@@ -37,18 +39,28 @@ def check_structure(graph: onnx.GraphProto, rows: Sequence[NodeRow] | None = Non
         graph, rows, outer, where = stack.pop()
         if rows is None:
             rows = list(map(NodeRow.of, graph.node))
+            if check_node is not None:
+                for row in rows:
+                    check_node(row)
+        holders = [position for position, row in enumerate(rows)
+                   # Of the standard ops only control flow holds graphs (the schema check refuses
+                   # a graph attribute on another): the others' attributes are not read here.
+                   if (row.op_type in _CONTROL_FLOW or row.domain) and holds_subgraph(row.proto)]
+        if holders:  # what a body reads of the scopes around it is an input of its node
+            rows = list(rows)
+            for position in holders:
+                row = rows[position]
+                implicit = set().union(*map(free_names, bodies(row.proto))) - set(row.inputs)
+                rows[position] = row._replace(inputs=[*row.inputs, *sorted(implicit)])
         defined = _check_graph(graph, rows, outer, where)
         _check_names(rows, where)
         if imported is not None:
             _check_domains(rows, imported, where)
-        for row in rows:
-            # Of the standard ops only control flow holds graphs (the schema check refuses a
-            # graph attribute on another): the others' attributes are not read here.
-            if (row.op_type in _CONTROL_FLOW or row.domain) and holds_subgraph(row.proto):
-                scope = outer | defined
-                label = _label(row)
-                stack.extend((body, None, scope, f"the body of {label}")
-                             for body in bodies(row.proto))
+        scope = outer | defined if holders else outer
+        for position in holders:
+            row = rows[position]
+            stack.extend((body, None, scope, f"the body of {_label(row)}")
+                         for body in bodies(row.proto))
 
 
 _CONTROL_FLOW = frozenset(("Loop", "If", "Scan", "SequenceMap"))

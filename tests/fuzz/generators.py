@@ -67,7 +67,7 @@ def symbolic_chain(rng: random.Random, workdir: Path) -> tuple[bytes, str, tuple
     model = _model(nodes, [_vi("x", TensorProto.FLOAT, ["n", "m"]),
                            _vi("one", TensorProto.FLOAT, [1])],
                    [_vi("y", TensorProto.FLOAT, None)])
-    return model.SerializeToString(), f"symbolic chain of {steps} ({last})", ("--symbolic",)
+    return model.SerializeToString(), f"symbolic chain of {steps} ({last})", OPTIONS["gen_symbolic_chain"]
 
 
 def trip_products(rng: random.Random, workdir: Path) -> tuple[bytes, str, tuple]:
@@ -155,6 +155,9 @@ def invalid_graph(rng: random.Random, workdir: Path) -> tuple[bytes, str, tuple]
         model = _model([relu], [x], [y, _vi("nowhere", TensorProto.FLOAT, [2])])
     return model.SerializeToString(), f"invalid graph: {kind}", ()
 
+
+# The count options a generator's cases always take.
+OPTIONS = {"gen_symbolic_chain": ("--symbolic",)}
 
 GENERATORS = {"gen_function_bomb": function_bomb, "gen_symbolic_chain": symbolic_chain,
               "gen_trip_products": trip_products, "gen_large_external_data": large_external_data,
