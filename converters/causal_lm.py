@@ -24,16 +24,17 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import logging
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import onnx
 
-from onnxflops.converters.common import framework_needed, import_transformers, root_cause
+from onnxflops.converters.common import (framework_logging_silenced, framework_needed,
+                                         import_transformers, root_cause)
 from onnxflops.converters.from_torch import (OPSET, eval_mode, export_dynamo,
                                              record_torch_weight_roles)
+from onnxflops.progress import step
 from onnxflops.errors import OnnxFlopsError, first_line
 
 # Example sizes the graphs are traced at: neither may be 0 or 1, which torch.export would
@@ -58,6 +59,9 @@ class CausalLM:
     layers: int = 0  # decoder layers of the model
     # Set when the model was exported cut to two layers (prefill and decode) and to one (these).
     one_layer: tuple[onnx.ModelProto, onnx.ModelProto] | None = None
+    # The model's config as a plain dict (transformers' to_dict()): what the serving layer reads
+    # of the cache's form per layer (layer_types, sliding_window, kv_lora_rank, ...).
+    config: dict = field(default_factory=dict)
 
 
 def load_causal_lm(source):
@@ -101,7 +105,7 @@ def _causal_lm_to_onnx(model, extend_layers: bool) -> CausalLM:
     model = load_causal_lm(model)
     name = type(model).__name__
     config = model.config
-    experts = int(getattr(config, "num_local_experts", 0) or getattr(config, "num_experts", 0) or 0)
+    experts = _experts_per_layer(model)
     stack = _decoder_layers(model)
     cut = extend_layers and stack is not None and len(stack[2]) > 2 and _alike(model, stack[2])
     with _experts_batched(config if experts else None), eval_mode(model):
@@ -116,7 +120,16 @@ def _causal_lm_to_onnx(model, extend_layers: bool) -> CausalLM:
     return CausalLM(name, prefill, decode, experts,
                     int(getattr(config, "num_experts_per_tok", 0) or 0) if experts else 0,
                     sum(p.numel() for p in model.parameters()), expert_params,
-                    len(stack[2]) if stack is not None else 0, one_layer if cut else None)
+                    len(stack[2]) if stack is not None else 0, one_layer if cut else None,
+                    config.to_dict())
+
+
+def _experts_per_layer(model) -> int:
+    """Experts per MoE layer (0: a dense model): the `num_experts` of transformers' expert
+    modules, whatever the config calls it (num_local_experts, num_experts, n_routed_experts)."""
+    counts = {int(getattr(module, "num_experts", 0) or 0) for name, module in model.named_modules()
+              if name.rsplit(".", 1)[-1] == "experts"}
+    return max(counts, default=0)
 
 
 def _named_phases(model, name: str) -> tuple[onnx.ModelProto, onnx.ModelProto]:
@@ -215,10 +228,34 @@ def _export_phases(model, name: str) -> tuple[onnx.ModelProto, onnx.ModelProto, 
     past = [tuple(_resized(t, _EXAMPLE_CONTEXT) for t in (layer.keys, layer.values))
             for layer in layers]
     prefill = _export(_prefill_module(model), (ids,), {"input_ids": {0: batch, 1: prompt}}, name)
-    decode = _export(_decode_module(model), (ids[:, :1], past),
-                     {"input_ids": {0: batch},
-                      "past": [({0: batch, _TOKEN_AXIS: context},) * 2 for _ in past]}, name)
+    with _window_sizes_branch_free():
+        decode = _export(_decode_module(model), (ids[:, :1], past),
+                         {"input_ids": {0: batch},
+                          "past": [({0: batch, _TOKEN_AXIS: context},) * 2 for _ in past]}, name)
     return prefill, decode, len(past)
+
+
+@contextlib.contextmanager
+def _window_sizes_branch_free():
+    """A sliding-window cache's mask sizes as min/max of the context, for the export only.
+
+    transformers branches in Python on whether the window is full, so a trace holds for
+    contexts on one side of it only. The same sizes without the branch hold at every context:
+    a step attends to min(context, window − 1) + 1 keys starting at max(context − window + 1, 0).
+    """
+    import torch
+    from transformers.cache_utils import DynamicSlidingWindowLayer
+
+    def get_mask_sizes(self, query_length):
+        kept = torch.sym_min(self.cumulative_length, self.sliding_window - 1)
+        return kept + query_length, torch.sym_max(self.cumulative_length - kept, 0)
+
+    original = DynamicSlidingWindowLayer.get_mask_sizes
+    DynamicSlidingWindowLayer.get_mask_sizes = get_mask_sizes
+    try:
+        yield
+    finally:
+        DynamicSlidingWindowLayer.get_mask_sizes = original
 
 
 @contextlib.contextmanager
@@ -275,9 +312,8 @@ def _resized(t, tokens: int):
 
 
 def _export(module, args: tuple, dynamic_shapes: dict, name: str) -> onnx.ModelProto:
-    logging.getLogger("torch.onnx").setLevel(logging.ERROR)
     try:
-        with _quiet():
+        with step(f"exporting {type(module).__name__}"), _quiet():
             proto = export_dynamo(module, args, ["input_ids"], OPSET, dynamic_shapes)
     except Exception as e:  # the exporter raises anything; the user gets one line
         raise OnnxFlopsError(f"causal LM '{name}': the dynamo exporter cannot convert it "
@@ -336,6 +372,9 @@ def _check_sizes(config) -> None:
 
 @contextlib.contextmanager
 def _quiet():
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+    """Nothing from the frameworks while exporting: warnings, prints, and log records (torch's,
+    and transformers' deprecation notes about the cache arguments the decode step passes)."""
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
+            framework_logging_silenced():
         warnings.simplefilter("ignore")
         yield

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 import zipfile
@@ -60,45 +61,8 @@ def install_hint(e: ImportError) -> str:
     return f": pip install 'onnxflops[{extra}]'" if extra else ""
 
 
-_TORCHVISION_OPS: list = []  # the op schemas defined for torchvision, kept alive
-
-
-def torchvision_importable() -> None:
-    """Make `import torchvision` work where its compiled ops do not load (PyPI's torchvision is a
-    CUDA build; beside a CPU torch it fails registering fakes for two ops it never loaded:
-    'operator torchvision::nms does not exist'). Defining their schemas lets it import: counting
-    needs none of its compiled ops, but transformers imports it whenever it is installed, and timm
-    needs it. Where even that fails, torchvision is treated as not installed."""
-    if "torchvision" in sys.modules:
-        return
-    try:
-        import torchvision  # noqa: F401
-        return
-    except ImportError:
-        return  # not installed: transformers does without it
-    except Exception:  # noqa: BLE001 - a broken install raises RuntimeError
-        _forget("torchvision")
-    try:
-        import torch
-
-        library = torch.library.Library("torchvision", "FRAGMENT")
-        for op in ("nms", "qnms"):
-            library.define(f"{op}(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-        _TORCHVISION_OPS.append(library)
-        import torchvision  # noqa: F401,F811
-    except Exception:  # noqa: BLE001 - still broken: as if it were not installed
-        _forget("torchvision")
-        sys.modules["torchvision"] = None  # the import system's "known missing" mark
-
-
-def _forget(package: str) -> None:
-    for name in [n for n in sys.modules if n.split(".")[0] == package]:
-        del sys.modules[name]
-
-
 def import_transformers():
-    """transformers, importable even beside a torchvision built for another torch."""
-    torchvision_importable()
+    """transformers, or one line saying which extra installs it."""
     try:
         import transformers
     except ImportError as e:
@@ -117,6 +81,27 @@ def framework_needed(subject: str) -> Iterator[None]:
         if not hint:
             raise
         raise OnnxFlopsError(f"{subject}: converting it needs {e.name}{hint}") from None
+
+
+@contextlib.contextmanager
+def framework_logging_silenced() -> Iterator[None]:
+    """No Python log record is emitted for the duration: torch's fake-tensor and export loggers
+    print a traceback of dozens of lines for a shape that does not fit, tf2onnx logs every
+    rewrite. A failed conversion is reported in one line; the loggers' own levels are untouched."""
+    previous = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logging.disable(previous)
+
+
+def alike(a: str, b: str) -> bool:
+    """Whether two error messages say the same thing in other words (two exporters rejecting the
+    same input: 'got torch.float32' and 'got torch.FloatTensor'): the user is told once."""
+    import difflib
+
+    return difflib.SequenceMatcher(None, a, b).ratio() >= 0.75
 
 
 @contextlib.contextmanager

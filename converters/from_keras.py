@@ -27,13 +27,14 @@ from typing import Any
 import numpy as np
 import onnx
 
-from onnxflops.converters.common import check_container, is_single_input, native_output_silenced
+from onnxflops.converters.common import (check_container, framework_logging_silenced,
+                                         is_single_input, native_output_silenced)
 from onnxflops.converters.filled import drop_fill_notes, fill_value, filled_tensors_as_headers
 from onnxflops.converters.structure import StandInValues, is_float_dtype
 from onnxflops.dims import format_shape
 from onnxflops.converters.weight_match import Weight, weight_roles_by_value
 from onnxflops.load import record_weight_roles
-from onnxflops.errors import OnnxFlopsError, first_line, last_line
+from onnxflops.errors import OnnxFlopsError, did_you_mean, first_line, last_line
 from onnxflops.graph import MAX_VALUE_ELEMENTS, is_standard_domain
 
 OPSET = 18
@@ -179,7 +180,8 @@ def _overrides(given, names: list[str], label: str) -> dict[str, Any]:
     if isinstance(given, Mapping):
         unknown = [n for n in given if n not in names]
         if unknown:
-            raise OnnxFlopsError(f"{label} has no input '{unknown[0]}' (inputs: {', '.join(names)})")
+            raise OnnxFlopsError(f"{label} has no input '{unknown[0]}'"
+                                 f"{did_you_mean(unknown[0], names)} (inputs: {', '.join(names)})")
         return dict(given)
     items = [given] if is_single_input(given) else list(given)
     if len(items) != len(names):
@@ -215,6 +217,7 @@ def _convert(fn, specs: list, stand_ins: list[Weight] | None, opset: int,
 
     with contextlib.ExitStack() as stack:
         stack.enter_context(native_output_silenced())  # TensorFlow's C++ logging
+        stack.enter_context(framework_logging_silenced())  # tf2onnx's and absl's Python logging
         stack.enter_context(_without_conv_batchnorm_fusion())
         stack.enter_context(_filled_constants_kept_small(stand_ins is not None))
         try:

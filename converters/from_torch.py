@@ -23,7 +23,6 @@ import contextlib
 import functools
 import inspect
 import io
-import logging
 import os
 import warnings
 import zipfile
@@ -34,10 +33,11 @@ import numpy as np
 import onnx
 
 from onnxflops.caches import collector_paused
-from onnxflops.converters.common import (ABSENT_WEIGHTS, check_container, is_single_input,
+from onnxflops.converters.common import (ABSENT_WEIGHTS, alike, check_container,
+                                         framework_logging_silenced, is_single_input,
                                          native_output_silenced, root_cause, triton_kept_out)
 from onnxflops.converters.structure import StandInValues, is_float_dtype
-from onnxflops.errors import OnnxFlopsError, first_line
+from onnxflops.errors import OnnxFlopsError, did_you_mean, first_line
 from onnxflops.graph import MAX_VALUE_ELEMENTS
 from onnxflops.load import record_weight_roles
 
@@ -59,6 +59,8 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
     if exporter not in EXPORTERS:
         raise OnnxFlopsError(f"unknown exporter '{exporter}' (choose from {', '.join(EXPORTERS)})")
     is_program = isinstance(module, torch.export.ExportedProgram)
+    if is_program and isinstance(inputs, Mapping) and not inputs:
+        inputs = None  # the command line's "no --input": the program's own example inputs
     label = f"PyTorch model '{_model_name(module, is_program)}'"
     if is_program and exporter == "legacy":
         raise OnnxFlopsError(f"{label}: an ExportedProgram converts with the dynamo exporter only")
@@ -78,7 +80,7 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
         warnings.simplefilter("ignore")  # exporter advice about the graph, not the user's problem
         stack.enter_context(contextlib.redirect_stdout(io.StringIO()))  # progress, graph dumps
         stack.enter_context(contextlib.redirect_stderr(io.StringIO()))  # a failed trace's graph
-        stack.enter_context(_torch_logs_silenced())
+        stack.enter_context(framework_logging_silenced())
         if not is_program:
             stack.enter_context(eval_mode(module))
         stack.enter_context(triton_kept_out())
@@ -95,13 +97,12 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
             except OnnxFlopsError:
                 raise
             except Exception as e:  # the exporters raise anything; the user gets one line
-                failures.append(f"the {attempt} exporter cannot convert it "
-                                f"({first_line(root_cause(e))})")
+                failures.append((attempt, first_line(root_cause(e))))
         else:
-            raise OnnxFlopsError(f"{label}: {'; '.join(failures)}")
+            raise OnnxFlopsError(f"{label}: {_failed(failures)}{_dtype_hint(failures, inputs)}")
     if failures:
-        warnings.warn(f"{label}: {failures[0]}; converted with the {attempt} exporter instead",
-                      stacklevel=2)
+        warnings.warn(f"{label}: {_failed(failures)}; converted with the {attempt} exporter "
+                      "instead", stacklevel=2)
     proto.graph.name = _model_name(module, is_program)
     record_torch_weight_roles(proto, target, is_program)
     return proto
@@ -225,20 +226,33 @@ def _export(exporter: str, module, args: tuple, names: list[str], opset: int,
     return _export_legacy(module, args, names, opset)
 
 
-@contextlib.contextmanager
-def _torch_logs_silenced():
-    """torch.export logs the traceback of a failed trace at WARNING; a failure is reported in one
-    line, and the other exporter may well succeed."""
-    loggers = [logging.getLogger(n) for n in ("torch.export", "torch._dynamo", "torch.onnx",
-                                              "torch._export", "torch.fx.experimental")]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        for logger, level in zip(loggers, levels):
-            logger.setLevel(level)
+def _failed(failures: list[tuple[str, str]]) -> str:
+    """What each exporter said, in one line; a fallback that fails alike is not repeated."""
+    (first, said), rest = failures[0], failures[1:]
+    if rest and all(alike(said, other) for _, other in rest):
+        return f"neither exporter can convert it ({said})"
+    return "; ".join(f"the {attempt} exporter cannot convert it ({msg})" for attempt, msg in failures)
+
+
+# What torch says when an embedding gets float indices: token ids made from a bare shape.
+_FLOAT_INDICES = ("'indices'", "Long, Int")
+
+
+def _dtype_hint(failures: list[tuple[str, str]], inputs) -> str:
+    """The usual cause of an embedding refusing its indices: token ids given as a shape, made
+    float32; say how to make them integers."""
+    if not any(all(k in msg for k in _FLOAT_INDICES) for _, msg in failures):
+        return ""
+    # The inputs made float32 from a bare shape; a name that reads as token ids first.
+    made = [(n, v) for n, v in inputs.items()
+            if is_single_input(v) and not hasattr(v, "shape") and not hasattr(v, "dtype")] \
+        if isinstance(inputs, Mapping) else []
+    made.sort(key=lambda item: not any(k in item[0] for k in ("id", "token")))
+    name, shape = made[0] if made else ("input_ids", (1, 128))
+    dims = "x".join(str(d) for d in shape) if is_single_input(shape) and shape else "1x128"
+    example = f"{name}={dims}:int64"
+    return (f"; token ids are integers: give their dtype, e.g. --input {example} (in Python a "
+            "torch.long tensor, or onnxflops.bind.TypedShape((1, 128), 'int64'))")
 
 
 def _model_name(module, is_program: bool) -> str:
@@ -275,8 +289,8 @@ def _keyword_names(module, given: Mapping, label: str) -> list[str]:
     listing = ", ".join(named)
     unknown = [n for n in given if n not in named]
     if unknown and not takes_any:
-        raise OnnxFlopsError(f"{label}: forward() has no argument '{unknown[0]}' "
-                             f"(arguments: {listing})")
+        raise OnnxFlopsError(f"{label}: forward() has no argument '{unknown[0]}'"
+                             f"{did_you_mean(unknown[0], named)} (arguments: {listing})")
     required = [p.name for p in parameters if p.default is p.empty
                 and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     missing = [n for n in required if n not in given]
@@ -336,8 +350,9 @@ def _example_args(module, inputs, names: list[str], is_program: bool, label: str
             unknown = [n for n in inputs if n not in names]
             missing = [n for n in names if n not in inputs]
             if unknown or missing:
+                hint = did_you_mean(unknown[0], names) if unknown else ""
                 raise OnnxFlopsError(f"{label}: its inputs are {', '.join(names)} "
-                                     f"(given: {', '.join(inputs)})")
+                                     f"(given: {', '.join(inputs)}){hint}")
         items = [inputs[n] for n in names]
     elif is_single_input(inputs):
         items = [inputs]

@@ -15,8 +15,6 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable
 
-from onnxflops.converters.common import torchvision_importable
-
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 TOKENS = 16
@@ -70,7 +68,6 @@ def _image(*shape):
 
 
 def _transformers():
-    torchvision_importable()
     import transformers
 
     transformers.logging.set_verbosity_error()
@@ -78,7 +75,6 @@ def _transformers():
 
 
 def _timm():
-    torchvision_importable()
     import timm
 
     return timm
@@ -183,7 +179,6 @@ def keras_mobilenet_v2():
 
 
 def torchvision_mobilenet_v2():
-    torchvision_importable()
     import torchvision
 
     return torchvision.models.mobilenet_v2(width_mult=0.35)

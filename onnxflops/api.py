@@ -14,12 +14,13 @@ from onnxflops.analysis import AnalyzedModel, analyze
 from onnxflops.bind import bind_inputs, real_inputs
 from onnxflops.caches import collector_paused
 from onnxflops.canonical import canonicalize
-from onnxflops.costs import CONVENTIONS, RuleOverrides, with_rules
+from onnxflops.costs import CONVENTIONS, PER_OP_CONVENTIONS, RuleOverrides, with_rules
 from onnxflops.counting import count_model
 from onnxflops.dims import SYMBOL_MARK, is_symbolic
 from onnxflops.errors import OnnxFlopsError, Uncostable, UncostedWarning
 from onnxflops.load import load_model
 from onnxflops.normalize import normalize
+from onnxflops.progress import step, steps
 from onnxflops.report import Report
 
 ModelSource = str | os.PathLike | onnx.ModelProto
@@ -76,27 +77,35 @@ def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | N
     if convention not in CONVENTIONS:
         raise OnnxFlopsError(f"unknown convention '{convention}': choose one of "
                              f"{', '.join(CONVENTIONS)}")
+    if training and convention in PER_OP_CONVENTIONS:
+        raise OnnxFlopsError(f"the {convention} convention prices the forward pass only, as "
+                             f"{convention} does: count --training under another convention")
     table = with_rules(rules)
-    if not is_onnx_source(model):
-        from onnxflops.converters import (  # imports no framework by itself
-            convert,
-            needs_conversion,
-        )
+    with steps("counting"):
+        if not is_onnx_source(model):
+            from onnxflops.converters import (  # imports no framework by itself
+                convert,
+                needs_conversion,
+            )
 
-        if needs_conversion(model):
-            model = convert(model, inputs, batch=batch, exporter=exporter, unsafe=unsafe)
-            inputs, batch = None, None
-    with collector_paused():
-        proto = load_model(model)
-        # `proto` is our own copy (load_model never returns the caller's model): bound in place.
-        bound = bind_inputs(proto, inputs, batch, allow_unbound=symbolic, in_place=True)
-        shapes = {i.name: _declared(i) for i in real_inputs(bound)}
-        name = _model_name(model, proto)
-        try:
-            analyzed = canonicalize(analyze(normalize(bound), owned=not keep_bound))
-            report = count_model(analyzed, convention, name, shapes, training, table)
-        except Uncostable as e:  # a rule's complaint met outside a rule: the model, not a node
-            raise OnnxFlopsError(f"{name}: cannot be counted: {e}") from None
+            if needs_conversion(model):
+                with step("converting"):
+                    model = convert(model, inputs, batch=batch, exporter=exporter, unsafe=unsafe)
+                inputs, batch = None, None
+        with collector_paused():
+            with step("loading"):
+                proto = load_model(model)
+                # `proto` is our own copy (load_model never returns the caller's): bound in place.
+                bound = bind_inputs(proto, inputs, batch, allow_unbound=symbolic, in_place=True)
+            shapes = {i.name: _declared(i) for i in real_inputs(bound)}
+            name = _model_name(model, proto)
+            try:
+                with step("analyzing"):
+                    analyzed = canonicalize(analyze(normalize(bound), owned=not keep_bound))
+                with step("costing"):
+                    report = count_model(analyzed, convention, name, shapes, training, table)
+            except Uncostable as e:  # a rule's complaint met outside a rule: the model's
+                raise OnnxFlopsError(f"{name}: cannot be counted: {e}") from None
     return Counted(report, bound if keep_bound else None, analyzed)
 
 

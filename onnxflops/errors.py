@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Iterable
 
 
 class OnnxFlopsError(Exception):
@@ -44,3 +45,11 @@ def last_line(e: BaseException) -> str:
     """The last non-blank line: TensorFlow puts the traced call stack first, the error last."""
     lines = _lines(e)
     return lines[-1] if lines else type(e).__name__
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """" (did you mean 'x'?)" for the known name closest to a misspelled one; else ''."""
+    import difflib  # only on an error: a count's start-up does without it
+
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""

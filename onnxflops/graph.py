@@ -60,8 +60,6 @@ _TYPE_ONLY_INPUTS = {"CastLike": (1,), "RandomNormalLike": (0,), "RandomUniformL
 
 # (De)quantizing a weight carries the weight; its scale and zero point are not parameters.
 _WEIGHT_CARRYING_INPUTS = {"DequantizeLinear": (0,), "QuantizeLinear": (0,)}
-# Products that are the network's work when they read a weight and a state filled from one value.
-_CONTRACTIONS = frozenset({"MatMul", "Gemm"})
 
 
 class TensorInfo:
@@ -209,6 +207,10 @@ class GraphView:
         self.initializers: dict[str, onnx.TensorProto] = {}
         self.values: dict[str, np.ndarray] = {}
         self.constant: set[str] = set()
+        # Sequence-valued tensors whose elements' types are known: each element's, in order.
+        self.sequences: dict[str, tuple[TensorInfo, ...]] = {}
+        # Tensors whose shapes depend on data, typed at their upper bound: why it is the bound.
+        self.bounds: dict[str, str] = {}
         # For each constant tensor computed from weights: the initializers it was computed from.
         self.derived_from: dict[str, frozenset[str]] = {}
         self.read_types([*graph.input, *graph.value_info, *graph.output])
@@ -275,6 +277,16 @@ class GraphView:
         scope: GraphView | None = self
         while scope is not None:
             found = scope.tensors.get(name)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
+    def sequence(self, name: str) -> tuple[TensorInfo, ...] | None:
+        """The types of a sequence's elements, where known."""
+        scope: GraphView | None = self
+        while scope is not None:
+            found = scope.sequences.get(name)
             if found is not None:
                 return found
             scope = scope.parent
@@ -352,9 +364,9 @@ class GraphView:
     def mark_constants(self) -> bool:
         """Mark the outputs of constant nodes: every input constant, or a Shape/Size of a known shape.
 
-        Such nodes cost nothing at run time (shape arithmetic after binding, weights assembled by
-        Slice/Concat, initializer ops); the counter reports them as constant work. True where a
-        Shape or Size reports a symbolic dim (analysis then evaluates what no symbol reaches).
+        A fact, not a price: which constant nodes are free and which are the network's work on
+        its weights is analysis/constant_work.py's policy. True where a Shape or Size reports a
+        symbolic dim (analysis then evaluates what no symbol reaches).
         """
         symbolic_shapes = False
         for row in self.rows():
@@ -383,8 +395,6 @@ class GraphView:
                 return False
         if holds_subgraph(node):
             return False
-        if op_type in _CONTRACTIONS and not domain and self._works_on_filled_state(inputs):
-            return False
         carried = None if domain else _WEIGHT_CARRYING_INPUTS.get(op_type)
         sources = frozenset().union(*(self.weight_sources(i) for slot, i in enumerate(inputs)
                                       if i and (carried is None or slot in carried)))
@@ -394,25 +404,8 @@ class GraphView:
                 self.derived_from[o] = sources
         return False
 
-    def _works_on_filled_state(self, inputs: list[str]) -> bool:
-        """A product of a weight and a state filled from one value (an RNN's first step, h0 =
-        zeros times W_hh, once torch.export unrolls it): the network's work on its initial state,
-        done every run, though every input is constant."""
-        def largest_source(name: str) -> int:
-            sizes = [info.numel for info in map(self.info, self.weight_sources(name))
-                     if info is not None and info.concrete]
-            return max(sizes, default=0)
-
-        def elements(name: str) -> int:
-            info = self.info(name)
-            return info.numel if info is not None and info.concrete else 0
-
-        present = [i for i in inputs if i]
-        return any(largest_source(i) > 1 for i in present) and any(
-            largest_source(i) <= 1 < elements(i) for i in present)
-
     def is_constant_row(self, row: NodeRow) -> bool:
-        """Whether a node computes only constants (work done once, not per run)."""
+        """Whether a node computes only constants (a runtime can compute it once, at load)."""
         outputs = row.outputs
         if len(outputs) == 1 and self.parent is None:  # most nodes: the quick answer
             return outputs[0] in self.constant

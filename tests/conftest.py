@@ -36,6 +36,19 @@ def loaded_frameworks() -> set[str]:
     return {name for name in FRAMEWORKS if sys.modules.get(name) is not None}
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Framework tests import TensorFlow as they are collected, and later ones torchvision or
+    timm, whose import loads torch._dynamo and with it triton (CUDA builds of torch ship it).
+    Both bundle LLVM: triton loaded after TensorFlow crashes the process, the other way round is
+    fine. So triton, where installed, is loaded first, whatever order the tests run in."""
+    if fast_only(config) or "tensorflow" in sys.modules:
+        return
+    import importlib.util
+
+    if importlib.util.find_spec("triton") is not None:
+        import triton  # noqa: F401
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     if fast_only(session.config) and loaded_frameworks():
         raise pytest.UsageError(f"collecting the fast layer imported {sorted(loaded_frameworks())}:"

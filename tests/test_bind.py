@@ -40,3 +40,25 @@ def test_in_place_changes_nothing_when_a_shape_is_refused():
     with pytest.raises(OnnxFlopsError, match="input 'mask' dim 1 \\('keys'\\) is dynamic"):
         bind_inputs(original, {"x": (3, 16, 8)}, batch=3, in_place=True)
     assert original.SerializeToString() == before
+
+
+def token_inputs() -> onnx.ModelProto:
+    """input_ids and attention_mask share their named dims 'batch' and 'seq'."""
+    return model([node("Add", ["ids", "mask"], ["y"])],
+                 {"ids": ["batch", "seq"], "mask": ["batch", "seq"]})
+
+
+def test_binding_one_input_binds_the_same_named_dims_of_the_others():
+    bound = bind_inputs(token_inputs(), {"ids": (1, 128)})
+    assert [dims(i) for i in bound.graph.input] == [[1, 128], [1, 128]]
+
+
+def test_two_inputs_giving_one_named_dim_two_sizes_is_an_error():
+    with pytest.raises(OnnxFlopsError, match="input 'mask': dim 'seq' is 64 here but 128 in "
+                                             "input 'ids'"):
+        bind_inputs(token_inputs(), {"ids": (1, 128), "mask": (1, 64)})
+
+
+def test_a_misspelled_input_name_gets_the_closest_one():
+    with pytest.raises(OnnxFlopsError, match=r"model has no input 'msk' \(did you mean 'mask'\?\)"):
+        bind_inputs(token_inputs(), {"msk": (1, 128)})

@@ -11,6 +11,7 @@ import math
 import numpy as np
 import onnx
 import pytest
+import sympy
 from onnx import TensorProto, helper
 
 import onnxflops
@@ -99,6 +100,16 @@ class TestLayerNorm:
 
     def test_an_epsilon_out_of_range_is_not_taken_for_one(self):
         assert "LayerNormalization" not in op_types(onnxflops.count(self.tensorflow_form(2.0)))
+
+    def test_rows_of_symbolic_count_are_fused_as_bound_ones_are(self):
+        # Cohere's norm over [batch, seq, 6] under --symbolic: the probe takes 3 of each row dim.
+        symbolic = self.tensorflow_form()
+        for d, name in zip(symbolic.graph.input[0].type.tensor_type.shape.dim, ("batch", "seq")):
+            d.dim_param = name
+        report = onnxflops.count(symbolic, symbolic=True)
+        assert op_types(report) == ["LayerNormalization"]
+        batch, seq = sympy.symbols("batch seq", integer=True, positive=True)
+        assert report.total.flops == (7 * 6 + 5) * batch * seq  # as the op per row, above
 
 
 def attention_scores(scale_both: bool):

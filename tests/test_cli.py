@@ -44,7 +44,8 @@ def test_json_document_has_the_stable_keys(capsys, dynamic_cnn):
     doc = json.loads(out)
     assert code == 0
     assert set(doc) == {"model", "convention", "inputs", "total", "by_op_type", "by_layer",
-                        "by_category", "nodes", "constant_work", "uncosted", "warnings"}
+                        "by_category", "nodes", "constant_work", "foldable", "uncosted",
+                        "warnings"}
     assert set(doc["total"]) == {"macs", "flops", "int_ops", "params", "buffers", "bytes_read",
                                  "bytes_written"}
     assert doc["inputs"] == {"input": [2, 3, 8, 6]}
@@ -85,6 +86,8 @@ def test_tables(capsys, dynamic_cnn, by):
 
 @pytest.mark.parametrize("argv, message", [
     (["--input", "image=1x3x8x8"], "model has no input 'image'; its inputs are: input"),
+    (["--input", "inptu=1x3x8x8"], "model has no input 'inptu' (did you mean 'input'?); its "
+                                   "inputs are: input"),
     (["--input", "input=1x3xeightx8"], "malformed shape '1x3xeightx8'"),
     (["--input", "input=1x3x8"], "given shape 1x3x8 has rank 3, the model declares"),
     (["--input", "input=1x4x8x8"], "input 'input': dim 1 is fixed to 3 in the model, but 4"),

@@ -135,3 +135,17 @@ def test_per_call_rules_take_a_backward_beside_the_forward():
 def test_bad_per_call_rules_are_one_clear_error(rules, message):
     with pytest.raises(onnxflops.OnnxFlopsError, match=re.escape(message)):
         onnxflops.count(scale_model(), rules=rules)
+
+
+@pytest.mark.parametrize("batch", ["n", 2])
+def test_a_custom_ops_output_shape_declared_in_value_info_lets_what_follows_count(batch):
+    """Scale's output `s` typed only by the model's value_info (named dim 'n', bound by the input,
+    or fixed): the Relu after it counts, 2·3·4 = 24 FLOPs beside Scale's 48."""
+    nodes = [helper.make_node("Scale", ["x", "w"], ["s"], domain=ACME),
+             helper.make_node("Relu", ["s"], ["y"])]
+    m = typed_model(nodes, {"x": (FLOAT, [batch, 3, 4])}, {"w": np.ones(4, np.float32)},
+                    domains={ACME: 1})
+    m.graph.value_info.append(helper.make_tensor_value_info("s", FLOAT, [batch, 3, 4]))
+    report = onnxflops.count(m, inputs={"x": (2, 3, 4)}, rules={(ACME, "Scale"): scale},
+                             strict=True)
+    assert report.complete and report.total.flops == 48 + 24

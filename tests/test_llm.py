@@ -13,6 +13,7 @@ from onnx import TensorProto, helper
 
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.serving import HARDWARE, hardware, llm
+from onnxflops.serving.hardware import Hardware
 from onnxflops.serving.phases import Phase, Traffic
 
 PROMPT, GENERATE, BATCH = 6, 3, 2
@@ -119,6 +120,29 @@ def test_mixtral_experts_cost_top_k_per_token():
     experts = 2 * 4 * 6144
     assert r.params.total == expected["params"]
     assert r.params.active == expected["params"] - experts + experts * 2 // 4
+    # A decode step of 2 sequences reads the experts they touch: 4 · (1 − (1 − 2/4)²) = 3 of
+    # 4 per layer, one more than a single sequence's 2: 6144 params, 12288 B in bf16.
+    one, two = (r.decode_phase.by_block(batch=b, context=PROMPT) for b in (1, 2))
+    assert two["layers.0"]["weights"] - one["layers.0"]["weights"] == 6144 * 2
+
+
+@pytest.mark.slow
+def test_sliding_window_decode_stops_growing_at_the_window():
+    """Mistral with a window of 8 over contexts 6 … 9: a step attends to min(context, 7) + 1
+    keys, so the steps grow until the cache holds 7 and then stay; one decode graph, traced
+    branch-free, holds on both sides (FlopCounterMode of HF's own passes agrees)."""
+    transformers = _transformers()
+    model = transformers.MistralForCausalLM(transformers.MistralConfig(
+        num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=4,
+        num_key_value_heads=2, vocab_size=256, max_position_embeddings=256, sliding_window=8))
+    expected = _reference(model, 1, 6, 4)
+    r = llm(model, prompt=6, generate=4, batch=1)
+    steps = [r.decode_at(c).macs for c in range(6, 10)]
+    assert r.prefill.macs == expected["prefill"]
+    assert steps == expected["steps"]
+    assert r.decode_total.macs == sum(expected["steps"])
+    # Per extra key: 2 layers × 4 heads × 16 dims × (q·kᵀ + p·v) = 256 MACs; keys 7, 8, 8, 8.
+    assert [b - a for a, b in zip(steps, steps[1:])] == [256, 0, 0]
 
 
 def _tiny_llama(transformers, layers: int):
@@ -342,6 +366,15 @@ def test_hardware_table_names_and_errors():
         hardware("tpu")
 
 
+def test_a_device_computing_in_one_dtype_labels_its_ceiling_so():
+    """The CPU provider computes in float32 whatever the weights: its one ceiling is fp32's, and
+    says so for bf16 weights too (it was labelled "bf16")."""
+    cpu = Hardware("local CPU (measured)", {"fp32": 1e11}, 2e10, computes_in="fp32")
+    assert (cpu.peak("bf16"), cpu.precision("bf16")) == (1e11, "fp32")
+    assert (HARDWARE["h100"].peak("bf16"), HARDWARE["h100"].precision("bf16")) == (989.5e12, "bf16")
+    assert HARDWARE["mi300x"].precision("fp8") == "bf16"  # the fastest float ceiling it holds
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"prompt": 0}, "prompt must be a positive integer"),
     ({"generate": -1}, "generate must be a positive integer"),
@@ -386,15 +419,19 @@ def test_cli_json_from_a_config_file(tmp_path):
     done = _cli(str(tmp_path), "--prompt", "8", "--generate", "4", "--hardware", "l4", "--json",
                 "--html", str(page))
     assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # no transformers deprecation note about the cache arguments
     doc = json.loads(done.stdout)
     assert list(doc) == ["model", "batch", "prompt", "generate", "dtype", "kv_dtype", "params",
                          "prefill", "decode_first", "decode_last", "decode_total",
-                         "kv_cache_bytes", "hardware", "estimate"]
+                         "kv_cache_bytes", "kv_cache_layers", "hardware", "estimate"]
     assert doc["hardware"] == {"name": "NVIDIA L4", "peak_flops_per_s": 121e12,
-                               "bandwidth_bytes_per_s": 300e9}
+                               "precision": "bf16", "bandwidth_bytes_per_s": 300e9}
     assert set(doc["estimate"]) == {"prefill_s", "decode_s_per_token", "tokens_per_s", "bound"}
     # 1 layer × (key + value) × 1 kv head × head size 16 × 12 tokens, bf16.
     assert doc["kv_cache_bytes"] == 2 * 16 * 12 * 2
+    assert doc["kv_cache_layers"] == [{"layer": 0, "kind": "full", "positions": 12,
+                                       "bytes_per_token": 2 * 16 * 2, "bytes": 2 * 16 * 12 * 2,
+                                       "note": "every token's keys and values"}]
     assert set(doc["prefill"]) == {"macs", "flops", "bytes_read", "bytes_written"}
     html = page.read_text()
     assert html.count("<svg") == 3 and "LlamaForCausalLM: serving costs" in html
@@ -492,3 +529,272 @@ def test_the_served_graphs_record_which_initializers_are_parameters():
         report = onnxflops.count(graph, symbolic=True)
         assert report.total.params == lm.params == sum(p.numel() for p in model.parameters())
         assert report.total.buffers == 64 // 4 // 2  # the inverse frequency of each pair of dims
+
+
+# --- serving semantics: the KV cache per layer kind, a windowed decode step, experts per batch ---
+
+def _cache_inputs(layers: int, kv_heads: int = 2, head_size: int = 16) -> dict[str, list]:
+    """A decode graph's inputs: the token, and a key and a value per layer."""
+    inputs: dict[str, list] = {"input_ids": ["batch", 1]}
+    for i in range(layers):
+        for part in ("key", "value"):
+            inputs[f"past_{part}_{i}"] = ["batch", kv_heads, "context", head_size]
+    return inputs
+
+
+def test_kv_forms_read_the_layer_kinds_from_a_config_mapping():
+    from onnxflops.serving.cache import kv_forms
+
+    def kinds(config, layers=4):
+        return [(f.kind, f.window, f.latent) for f in kv_forms(config, layers)]
+
+    full = ("full", None, None)
+    assert kinds(None) == [full] * 4
+    assert kinds({"model_type": "llama"}) == [full] * 4
+    # Gemma 2 / gpt-oss: alternating sliding and full layers.
+    assert kinds({"layer_types": ["sliding_attention", "full_attention"] * 2,
+                  "sliding_window": 8}) == [("sliding", 8, None), full] * 2
+    # Mistral: no layer_types, a window on every layer; Qwen2 with the window turned off.
+    assert kinds({"sliding_window": 4096}) == [("sliding", 4096, None)] * 4
+    assert kinds({"sliding_window": 4096, "use_sliding_window": False}) == [full] * 4
+    assert kinds({"sliding_window": None}) == [full] * 4
+    # Llama 4: chunked layers, every fourth full.
+    assert kinds({"layer_types": ["chunked_attention"] * 3 + ["full_attention"],
+                  "attention_chunk_size": 8192}) == [("chunked", 8192, None)] * 3 + [full]
+    # DeepSeek-V3: the latent (kv_lora_rank) and the rotary key (qk_rope_head_dim), 512 + 64.
+    assert kinds({"kv_lora_rank": 512, "qk_rope_head_dim": 64}, 2) == [("latent", None, 576)] * 2
+    # A config listing fewer layer types than the graph has layers: the rest hold every token.
+    assert kinds({"layer_types": ["sliding_attention"], "sliding_window": 8}, 2) == \
+        [("sliding", 8, None), full]
+
+
+def test_kv_cache_bytes_per_layer_kind_by_hand():
+    from onnxflops.serving.cache import kv_layers
+
+    inputs = _cache_inputs(2)  # 2 KV heads of 16 per layer
+    # Per token and layer, bf16: (key + value) × 2 heads × 16 = 64 elements = 128 B.
+    # Batch 3 at 10 tokens: the sliding layer (window 4) holds 4 positions, 3 × 4 × 128 = 1536 B;
+    # the full one 10, 3 × 10 × 128 = 3840 B.
+    gemma = {"layer_types": ["sliding_attention", "full_attention"], "sliding_window": 4}
+    layers = kv_layers(inputs, gemma, 16, batch=3, tokens=10)
+    assert [(x.layer, x.kind, x.positions, x.bytes_per_token, x.bytes) for x in layers] == \
+        [(0, "sliding", 4, 128, 1536), (1, "full", 10, 128, 3840)]
+    assert "min(tokens, 4) positions" in layers[0].note and "4 − 1" in layers[0].note
+    # Below the window a sliding layer holds every token: 3 × 3 × 128 at 3 tokens.
+    assert kv_layers(inputs, gemma, 16, batch=3, tokens=3)[0].bytes == 1152
+    # Latent attention: kv_lora_rank 32 + qk_rope_head_dim 8 = 40 elements per token, 80 B in
+    # bf16, whatever the graph's expanded keys and values: 3 × 10 × 80 = 2400 B per layer.
+    latent = kv_layers(inputs, {"kv_lora_rank": 32, "qk_rope_head_dim": 8}, 16, 3, 10)
+    assert [(x.kind, x.bytes_per_token, x.bytes) for x in latent] == [("latent", 80, 2400)] * 2
+    assert latent[0].note == "latent 32 + rotary key 8 elements per token for all heads " \
+                             "(transformers' cache holds the expanded keys and values)"
+    # No config: every layer as the graph holds it; int4 halves a byte: 64 × 4 / 8 = 32 B.
+    plain = kv_layers(inputs, None, 4, batch=1, tokens=5)
+    assert [(x.kind, x.bytes_per_token, x.bytes) for x in plain] == [("full", 32, 160)] * 2
+
+
+def test_the_config_comes_from_the_record_or_the_model_given():
+    from types import SimpleNamespace
+
+    from onnxflops.serving.serve import _config_mapping
+
+    gemma = {"layer_types": ["sliding_attention"], "sliding_window": 4}
+
+    class Config:  # a transformers config: to_dict() and a model_type
+        model_type = "gemma2"
+
+        def to_dict(self):
+            return gemma
+
+    assert _config_mapping(gemma, "unused") is gemma  # CausalLM.config, where it carries one
+    assert _config_mapping(None, SimpleNamespace(config=Config())) == gemma  # a model
+    assert _config_mapping(None, Config()) == gemma  # a config
+    assert _config_mapping(None, "pkg.module:factory") is None  # loaded by the converter
+
+
+def test_active_params_are_k_of_e_routed_experts_and_every_shared_param():
+    from onnxflops.serving.serve import active_params
+
+    # DeepSeek-like: 1000 params outside the routed experts (attention, a dense first layer,
+    # a shared expert), 8 routed experts of 100, top-2: 1000 + 2 × 100.
+    assert active_params(1800, 800, 8, 2) == 1200
+    assert active_params(1800, 0, 0, 0) == 1800  # a dense model
+
+
+def test_a_cache_input_of_unknown_width_is_one_line():
+    from onnxflops.serving.cache import kv_layers
+
+    with pytest.raises(OnnxFlopsError, match="decode graph input 'past_key_0'"):
+        kv_layers({"past_key_0": ["batch", "heads", "context", 16]}, None, 16, 1, 4)
+
+
+def test_sum_steps_of_a_piecewise_step_by_hand():
+    import sympy
+
+    from onnxflops.serving.phases import sum_steps
+
+    c = sympy.Symbol("c", integer=True, positive=True)
+
+    def by_step(formula, first, last):
+        return sum(int(sympy.ceiling(formula.subs(c, v))) for v in range(first, last + 1))
+
+    # Σ_{c=3..9} 4·min(c, 5) + 7: 4·(3 + 4 + 5) + 4·5·4 + 7·7 = 48 + 80 + 49.
+    assert sum_steps(4 * sympy.Min(c, 5) + 7, c, 3, 9) == 177
+    # A window reached before, inside and after the range, a crossing between integers
+    # (2c = 11 at 5.5), nested and maximal forms, fractional bytes (int4) and a quadratic.
+    formulas = [4 * sympy.Min(c, 5) + 7, sympy.Min(2 * c, 11), sympy.Max(sympy.Min(c, 8), 3) * c,
+                sympy.Rational(1, 2) * c + sympy.Rational(1, 3) * sympy.Min(c, 5),
+                c * (c + 1) / 2 + sympy.Max(c - 4, 0), sympy.floor(c / 3) + c, 12,
+                sympy.Min(sympy.Float(0.5) * c, 3) + 1]
+    for formula in formulas:
+        for first, last in ((1, 3), (3, 9), (5, 5), (6, 20), (1, 40)):
+            assert sum_steps(formula, c, first, last) == by_step(sympy.sympify(formula), first,
+                                                                 last), (formula, first, last)
+
+
+def _attention_model(layers: int = 2) -> onnx.ModelProto:
+    """A decode step in miniature: per layer (`layers.i`), q[batch, 2, 1, 8] against the cached
+    keys and values [batch, 2, context, 8]: q·kᵀ and p·v, 2 × 2 × 8 × context MACs per row."""
+    nodes, inputs = [], [helper.make_tensor_value_info("q", TensorProto.FLOAT, ["batch", 2, 1, 8])]
+    for i in range(layers):
+        for part in ("key", "value"):
+            inputs.append(helper.make_tensor_value_info(f"past_{part}_{i}", TensorProto.FLOAT,
+                                                        ["batch", 2, "context", 8]))
+        nodes += [helper.make_node("Transpose", [f"past_key_{i}"], [f"kt{i}"], perm=[0, 1, 3, 2],
+                                   name=f"/layers.{i}/T"),
+                  helper.make_node("MatMul", ["q", f"kt{i}"], [f"s{i}"], name=f"/layers.{i}/qk"),
+                  helper.make_node("MatMul", [f"s{i}", f"past_value_{i}"], [f"o{i}"],
+                                   name=f"/layers.{i}/pv")]
+    graph = helper.make_graph(nodes, "attention", inputs, [
+        helper.make_tensor_value_info(f"o{i}", TensorProto.FLOAT, ["batch", 2, 1, 8])
+        for i in range(layers)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def _windowed_phase(window: int) -> Phase:
+    """The attention of _attention_model with layer 0 a sliding window: its nodes attend to
+    min(context, window) positions, as a windowed export counts them."""
+    import sympy
+
+    from onnxflops.api import count_with_model
+
+    counted = count_with_model(_attention_model(), symbolic=True, keep_bound=False)
+    phase = Phase(counted, ("batch", "context"), Traffic(weight_bits=16, activation_bits=16))
+    context = phase.symbols[1]
+    phase.rows = [(row[0], *(sympy.sympify(x).subs(context, sympy.Min(context, window))
+                             for x in row[1:])) if block == "layers.0" else row
+                  for (block, _), row in zip(phase.weight_reads, phase.rows)]
+    phase.totals = [sympy.Add(*(r[k] for r in phase.rows)) for k in (1, 2, 3, 4)]
+    return phase
+
+
+def _hand_report(phase: Phase, prompt: int, generate: int, batch: int, kv_layers: list):
+    from onnxflops.serving import Estimate, LlmReport, Params
+
+    cost = phase.at(batch=batch, context=prompt)
+    return LlmReport("Hand", batch, prompt, generate, "bf16", "bf16", Params(10, 10), cost, cost,
+                     cost, phase.summed("context", prompt, prompt + generate - 1, batch=batch),
+                     sum(x.bytes for x in kv_layers), HARDWARE["h100"],
+                     Estimate(1e-3, 1e-4, 1e4, {"prefill": "memory", "decode": "memory"},
+                              {"prefill": {"MatMul": 1e-3}, "decode": {"MatMul": 1e-4}}),
+                     phase, phase, kv_layers)
+
+
+def test_a_windowed_decode_step_stops_growing_at_the_window():
+    """Layer 0 attends to min(c, 4) cached positions, layer 1 to all c: a step at context c is
+    2 (batch) × 32 × (min(c, 4) + c) MACs (q·kᵀ and p·v: 2 heads × 8 × positions each)."""
+    from onnxflops.serving.cache import kv_layers
+
+    phase = _windowed_phase(window=4)
+    config = {"layer_types": ["sliding_attention", "full_attention"], "sliding_window": 4}
+    r = _hand_report(phase, prompt=2, generate=6, batch=2,
+                     kv_layers=kv_layers(_cache_inputs(2, 2, 8), config, 16, 2, 8))
+    assert r.decode_at(3).macs == 64 * (3 + 3)
+    assert r.decode_at(7).macs == 64 * (4 + 7)
+    assert r.decode_at(1000).macs - r.decode_at(999).macs == 64  # layer 1 only
+    step = r.decode_at("context").macs
+    assert step.has(__import__("sympy").Min)
+    # Σ over contexts 2 … 7: min(c, 4) sums to 2 + 3 + 4 + 4 + 4 + 4 = 21, c to 27.
+    assert r.decode_total.macs == 64 * (21 + 27)
+    assert r.decode_total == phase.summed("context", 2, 7, batch=2)
+    for key in ("flops", "bytes_read", "bytes_written"):
+        assert getattr(r.decode_total, key) == sum(getattr(r.decode_at(c), key)
+                                                   for c in range(2, 8))
+    # The roofline evaluates the windowed formulas over an array of contexts.
+    timing = phase.seconds(HARDWARE["h100"], "bf16", batch=2, context=__import__("numpy").arange(1, 9))
+    assert timing.seconds.shape == (8,)
+
+
+def test_the_kv_cache_per_layer_kind_in_the_json_the_table_and_the_page():
+    from onnxflops.html.llm import llm_html
+    from onnxflops.serving.cache import kv_layers, layer_runs
+
+    config = {"layer_types": ["sliding_attention", "full_attention"], "sliding_window": 4}
+    # 2 heads × 8 × (key + value) = 32 elements, 64 B per token; batch 2 at 8 tokens:
+    # the sliding layer 2 × 4 × 64 = 512 B, the full one 2 × 8 × 64 = 1024 B.
+    r = _hand_report(_windowed_phase(4), prompt=2, generate=6, batch=2,
+                     kv_layers=kv_layers(_cache_inputs(2, 2, 8), config, 16, 2, 8))
+    doc = json.loads(r.to_json())
+    assert doc["kv_cache_bytes"] == 512 + 1024
+    assert [{k: x[k] for k in ("layer", "kind", "positions", "bytes_per_token", "bytes")}
+            for x in doc["kv_cache_layers"]] == [
+        {"layer": 0, "kind": "sliding", "positions": 4, "bytes_per_token": 64, "bytes": 512},
+        {"layer": 1, "kind": "full", "positions": 8, "bytes_per_token": 64, "bytes": 1024}]
+    table = r.to_table()
+    assert "\nsliding   0               4        64B     512B\n" in table
+    assert "\nfull      1               8        64B  1.02 KB\n" in table
+    assert "\n  sliding: window 4: min(tokens, 4) positions, as a paged serving cache holds them " \
+           "(transformers' keeps 4 − 1)\n" in table
+    assert [row["kind"] for row in r.rows(by="kv")] == ["sliding", "full"]
+    assert layer_runs([0, 2, 3, 4, 5, 7, 8]) == "0, 2–5, 7, 8"
+    assert layer_runs(list(range(0, 20, 2))) == "10 layers"
+    page = llm_html(r).replace("<wbr>", "")
+    assert "<td class=\"text\">sliding</td><td class=\"text\">0</td><td>4</td><td>64 B</td>" \
+           "<td>512 B</td><td class=\"text\">window 4: min(tokens, 4) positions" in page
+
+
+def _expert_model() -> onnx.ModelProto:
+    """batched_mm dispatch of 8 experts, top-2: each of `tokens` tokens gathers its 2 experts'
+    weights W[e] (8×16) and biases b[e] (8), the weights laid out anew (a Transpose, as an
+    exported indexing is) for the product, the biases added."""
+    w = helper.make_tensor("w", TensorProto.FLOAT, [8, 8, 16], [0.5] * 8 * 8 * 16)
+    b = helper.make_tensor("b", TensorProto.FLOAT, [8, 8], [0.5] * 8 * 8)
+    axes = helper.make_tensor("axes", TensorProto.INT64, [1], [2])
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["w", "experts"], ["picked"], name="/layers.0/pick"),
+         helper.make_node("Transpose", ["picked"], ["laid"], perm=[0, 1, 3, 2],
+                          name="/layers.0/lay"),
+         helper.make_node("MatMul", ["x", "laid"], ["y"], name="/layers.0/apply"),
+         helper.make_node("Gather", ["b", "experts"], ["bias"], name="/layers.0/pick_bias"),
+         helper.make_node("Unsqueeze", ["bias", "axes"], ["bias4"], name="/layers.0/unsqueeze"),
+         helper.make_node("Add", ["y", "bias4"], ["out"], name="/layers.0/add")], "moe",
+        [helper.make_tensor_value_info("experts", TensorProto.INT64, ["tokens", 2]),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, ["tokens", 2, 1, 16])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["tokens", 2, 1, 8])],
+        [w, b, axes])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def test_a_batch_reads_the_distinct_experts_it_touches():
+    """B tokens, each routed to 2 of 8 experts: E·(1 − (1 − k/E)^B) experts' weights are read,
+    each 8×16 + 8 = 136 params, 272 B in bf16."""
+    from onnxflops.api import count_with_model
+
+    counted = count_with_model(_expert_model(), symbolic=True, keep_bound=False)
+    phase = Phase(counted, ("tokens",), Traffic(weight_bits=16, activation_bits=16),
+                  experts_per_token=2)
+
+    def weights(tokens: int) -> int:
+        return phase.by_block(tokens=tokens)["layers.0"]["weights"]
+
+    assert weights(1) == 2 * 272  # one token: its 2 experts
+    # 4 tokens: 8 · (1 − (3/4)^4) = 8 · 175/256 = 5.46875 experts, 1487.5 B: not 8 and not 4·2.
+    assert weights(4) == 1488
+    assert weights(64) == 8 * 272  # 8 · (1 − (3/4)^64) rounds up to every expert
+    # Without top-k: the rows the batch gathers, at most the table (4 tokens: all 8 experts).
+    plain = Phase(counted, ("tokens",), Traffic(weight_bits=16, activation_bits=16))
+    assert plain.by_block(tokens=4)["layers.0"]["weights"] == 8 * 272
+    # The gathered copy the Transpose lays out is no traffic: the product reads the weights.
+    lay = [row for node, row in zip(counted.report.nodes, phase.rows) if node.op_type ==
+           "Transpose"]
+    assert [(read, written) for *_, read, written in lay] == [(0, 0)]

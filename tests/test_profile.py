@@ -23,6 +23,7 @@ pytest.importorskip("onnxruntime")
 ROOT = Path(__file__).resolve().parent.parent
 
 import onnxflops  # noqa: E402  (after the skip: profiling needs onnxruntime)
+from onnxflops.profiling import measure as measuring  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -204,6 +205,7 @@ def test_given_arrays_are_fed_and_give_the_shapes(fusable):
 
 
 def test_ceilings_are_measured_once_then_read_from_the_cache(monkeypatch):
+    monkeypatch.setattr(ceilings, "_load_per_core", lambda: 0.5)  # as loaded later as now
     config = onnxflops.profiling.runtime.SessionConfig(threads=1)
     first = ceilings.machine_ceilings(config, quick=True)
     assert first.peak_flops_per_s > 1e8 and first.bandwidth_bytes_per_s > 1e8
@@ -224,10 +226,9 @@ def test_peak_is_the_best_of_the_compute_probes(monkeypatch):
     beats it): the peak is the best rate over every probe, so that no model exceeds it."""
     rates = iter([5e9, 7e9, 11e9])  # FLOP/s of the square MatMul, the deep one, the conv
 
-    def timed(model, config, shapes, dtype, runs, seconds):
-        op = onnx.load_from_string(model).graph.node[0].op_type
-        if op == "Identity":
-            return 2 * shapes[0][0] * 4 / 3e9  # 3 GB/s
+    def timed(model, config, shapes, dtype, runs, seconds, usage):
+        if str(shapes) not in flops_of:  # a bandwidth probe
+            return 1.0
         return flops_of[str(shapes)] / next(rates)
 
     probes = ceilings._compute_probes("cpu", 1, "float32")
@@ -237,7 +238,121 @@ def test_peak_is_the_best_of_the_compute_probes(monkeypatch):
     monkeypatch.setattr(ceilings, "_best_time", timed)
     measured = ceilings.measure(onnxflops.profiling.runtime.SessionConfig(threads=1), quick=True)
     assert measured.peak_flops_per_s == pytest.approx(11e9)
-    assert measured.bandwidth_bytes_per_s == pytest.approx(3e9)
+
+
+def test_bandwidth_is_the_best_of_the_streaming_probes_and_the_copy(monkeypatch):
+    """A copy alone (27 GB/s) let a Llama decode step beat its roof: kernels streaming weights
+    (a vector times a weight, a sum) read faster than a copy reads and writes."""
+    probes = ceilings._bandwidth_probes("cpu", 1, "float32")
+    # quick sides 256 and 512: 256·256 + 2·256 = 66,048 and 512·512 + 2·512 = 263,168 floats
+    # read and written by the two MatMuls, 512·512 + 1 = 262,145 by the sum, 2·2^20 by the copy.
+    assert [(onnx.load_from_string(m).graph.node[0].op_type, moved) for m, _, moved in probes] \
+        == [("MatMul", 4 * 66_048), ("MatMul", 4 * 263_168), ("ReduceSum", 4 * 262_145),
+            ("Identity", 4 * 2 * 2**20)]
+    moved_of = {str(shapes): moved for _, shapes, moved in probes}
+    rates = {"MatMul": 40e9, "ReduceSum": 30e9, "Identity": 27e9}
+    rates_by_shapes = {str(shapes): rates[onnx.load_from_string(m).graph.node[0].op_type]
+                       for m, shapes, _ in probes}
+    rates_by_shapes[str(probes[1][1])] = 55e9  # the larger weight streams fastest here
+
+    def timed(model, config, shapes, dtype, runs, seconds, usage):
+        if str(shapes) in moved_of:
+            return moved_of[str(shapes)] / rates_by_shapes[str(shapes)]
+        return 1.0
+
+    monkeypatch.setattr(ceilings, "_best_time", timed)
+    measured = ceilings.measure(onnxflops.profiling.runtime.SessionConfig(threads=1), quick=True)
+    assert measured.bandwidth_bytes_per_s == pytest.approx(55e9)
+
+
+def fake_ceilings(peak, bandwidth, load=0.1, share=1.0):
+    return ceilings.Ceilings(peak, bandwidth, "float32", True, "", load, share)
+
+
+def test_a_ceiling_probed_under_load_is_probed_again_once_the_machine_is_quieter(monkeypatch):
+    config = onnxflops.profiling.runtime.SessionConfig(threads=1)
+    probes = iter([fake_ceilings(5e9, 2e9, load=3.0, share=0.4),   # while others held the cores
+                   fake_ceilings(20e9, 8e9, load=0.2, share=0.98)])  # quiet
+    monkeypatch.setattr(ceilings, "measure", lambda *args: next(probes))
+    load = [3.0]
+    monkeypatch.setattr(ceilings, "_load_per_core", lambda: load[0])
+    first = ceilings.machine_ceilings(config, quick=True)
+    assert first.probed_under_load and first.peak_flops_per_s == 5e9
+    assert ceilings.machine_ceilings(config, quick=True) == first  # as loaded now: kept
+    load[0] = 0.2
+    second = ceilings.machine_ceilings(config, quick=True)
+    assert (second.peak_flops_per_s, second.bandwidth_bytes_per_s) == (20e9, 8e9)
+    assert not second.probed_under_load
+    assert ceilings.machine_ceilings(config, quick=True) == second  # read from the cache
+
+
+def test_a_new_probe_never_lowers_a_cached_ceiling(monkeypatch):
+    config = onnxflops.profiling.runtime.SessionConfig(threads=1)
+    probes = iter([fake_ceilings(20e9, 3e9), fake_ceilings(12e9, 9e9)])
+    monkeypatch.setattr(ceilings, "measure", lambda *args: next(probes))
+    ceilings.machine_ceilings(config, quick=True)
+    again = ceilings.machine_ceilings(config, quick=True, refresh=True)
+    assert (again.peak_flops_per_s, again.bandwidth_bytes_per_s) == (20e9, 9e9)
+
+
+def test_an_old_cache_entry_without_the_load_counts_as_probed_under_load():
+    assert ceilings._entry({"peak_flops_per_s": 1e9, "bandwidth_bytes_per_s": 1e9,
+                            "dtype": "float32", "quick": True, "measured_at": ""}) \
+        .probed_under_load
+    assert ceilings._entry({"peak_flops_per_s": -1, "bandwidth_bytes_per_s": 1e9,
+                            "dtype": "float32", "quick": True, "measured_at": ""}) is None
+    assert ceilings._entry({"what": 1}) is None
+
+
+def test_the_roofs_are_raised_just_enough_for_what_ran_above_them():
+    c = fake_ceilings(100e9, 10e9)  # ridge 10 FLOP/B
+    # 1 GFLOP over 10 MB (100 FLOP/B) in 5 ms: 200 GFLOP/s, 2 GB/s: the peak rises to 200 G.
+    up = c.raised_to(1e9, 10e6, 5e-3)
+    assert (up.peak_flops_per_s, up.bandwidth_bytes_per_s) == (200e9, 10e9)
+    # 10 MFLOP over 10 MB (1 FLOP/B) in 0.5 ms: 20 GB/s against 10: the bandwidth rises to 20 G.
+    up = c.raised_to(10e6, 10e6, 0.5e-3)
+    assert (up.peak_flops_per_s, up.bandwidth_bytes_per_s) == (100e9, 20e9)
+    assert up.attainable(10e6, 10e6) == pytest.approx(20e9)
+
+
+def test_a_profile_above_a_poisoned_cached_roof_is_probed_again(fusable, monkeypatch):
+    """A cached peak probed while other work held the cores is below what the model reaches:
+    the profile probes again (here: still too low, as a fake) and raises the roofs, saying so;
+    no node and not the model is reported above its roof."""
+    poisoned = fake_ceilings(1e3, 1e3, load=4.0, share=0.2)  # 1 kFLOP/s: every node beats it
+    refreshed = []
+
+    def fake(config, dtype="float32", quick=False, refresh=False):
+        refreshed.append(refresh)
+        return poisoned
+
+    monkeypatch.setattr(measuring, "machine_ceilings", fake)
+    prof = onnxflops.profile(fusable, runs=3, warmup=1, profile_runs=2, threads=1, quick=True)
+    assert refreshed == [False, True]
+    assert any("(probed again now, under load (load average 4.0 per core, 20% of the CPU)): "
+               "the roofs are raised to what they reached" in w for w in prof.warnings)
+    assert prof.efficiency <= 1.0 + 1e-9
+    assert measuring.above_roof(prof) == []
+    for n in prof.nodes:
+        if n.bound != "-" and n.achieved_flops_per_s:
+            assert n.achieved_flops_per_s <= prof.ceilings.attainable(n.flops, n.bytes) * (1 + 1e-9)
+
+
+def test_a_roof_probed_minutes_ago_is_raised_without_probing_again(fusable, monkeypatch):
+    import time
+
+    fresh = ceilings.Ceilings(1e3, 1e3, "float32", True, time.strftime("%Y-%m-%dT%H:%M:%S"),
+                              4.0, 0.2)
+    refreshed = []
+
+    def fake(config, dtype="float32", quick=False, refresh=False):
+        refreshed.append(refresh)
+        return fresh
+
+    monkeypatch.setattr(measuring, "machine_ceilings", fake)
+    prof = onnxflops.profile(fusable, runs=3, warmup=1, profile_runs=2, threads=1, quick=True)
+    assert refreshed == [False]
+    assert measuring.above_roof(prof) == [] and prof.ceilings.peak_flops_per_s > 1e3
 
 
 def test_bound_follows_the_ridge_point():

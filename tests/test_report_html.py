@@ -135,6 +135,30 @@ def test_report_command_writes_every_format(tmp_path, cache, monkeypatch, capsys
     assert stdout.startswith("# onnxflops report")
 
 
+def test_report_writes_what_it_measured_then_names_the_model_that_failed(tmp_path, cache,
+                                                                           monkeypatch, capsys):
+    import onnx
+
+    monkeypatch.setenv("ONNXFLOPS_CACHE_DIR", str(cache))
+    good = tmp_path / "mlp.onnx"
+    onnx.save(model([node("MatMul", ["x", "w"], ["y"], name="fc")], {"x": ["n", 8]},
+                    [weight("w", (8, 4))]), str(good))
+    broken = tmp_path / "broken.onnx"
+    broken.write_bytes(b"not a model")
+    out = tmp_path / "r.html"
+    code = main(["report", str(good), str(broken), str(good), "--input", "x=2x8", "--runs", "3",
+                 "--warmup", "0", "--profile-runs", "1", "--quick", "-o", str(out), "--json",
+                 str(tmp_path / "r.json")])
+    err = capsys.readouterr().err
+    assert code == 2
+    # The first model was measured and written: its 2·2·8·4 FLOPs are in the JSON.
+    assert json.loads((tmp_path / "r.json").read_text())["models"][0]["flops"] == 2 * 2 * 8 * 4
+    assert "data-plot" in out.read_text()
+    error = [line for line in err.splitlines() if line.startswith("onnxflops: error:")]
+    assert len(error) == 1 and str(broken) in error[0]
+    assert "1 model(s) measured before it; 1 after it were not measured" in error[0]
+
+
 # A real browser: chromium lays the page out; a script added to a copy of the page measures every
 # plot and every mark and writes the result into the DOM that --dump-dom prints.
 _MEASURE = """<script>

@@ -9,6 +9,7 @@ from contextlib import redirect_stdout
 
 import numpy as np
 import onnx
+import onnx.reference
 import pytest
 import sympy
 from onnx import TensorProto
@@ -17,6 +18,7 @@ import onnxflops
 from helpers import assert_agrees_with_bound_counts, model, node, weight
 from onnxflops.cli import main
 
+INT64_END = 2**63 - 1  # 'to the end' as exporters write it
 batch, seq, height, width = sympy.symbols("batch seq height width", integer=True, positive=True)
 
 
@@ -144,6 +146,26 @@ class TestFormulas:
         assert document["total"]["params"] == 64 * 32 + 32
         assert document["nodes"][0]["output_shapes"] == [["batch", "seq", 32]]
 
+    @pytest.mark.parametrize("start, end, step", [(0, INT64_END, 2), (1, 7, 3), (-1, -8, -1),
+                                                  (5, 0, -2), (INT64_END, -INT64_END, -3)])
+    def test_a_stepped_slice_with_computed_bounds_keeps_its_other_dims(self, start, end, step):
+        # gpt-oss's experts take gate_up[..., ::2]: the bounds pass through Cast and Reshape, so
+        # only this stage sees their values. The kept length is onnx's reference evaluator's.
+        bounds = [("starts", start), ("ends", end), ("axes", 1), ("steps", step)]
+        nodes = [n for name, value in bounds for n in (
+            node("Cast", [f"{name}_raw"], [f"{name}_cast"], to=TensorProto.INT64),
+            node("Reshape", [f"{name}_cast", "flat"], [name]))]
+        nodes += [node("Slice", ["X", "starts", "ends", "axes", "steps"], ["Y"]),
+                  node("Relu", ["Y"], ["Z"])]
+        weights = [int64(f"{name}_raw", value) for name, value in bounds] + [int64("flat", [-1])]
+        proto = model(nodes, {"X": ["batch", 7]}, weights)
+        concrete = onnx.reference.ReferenceEvaluator(proto).run(
+            None, {"X": np.zeros((3, 7), np.float32)})[0]
+        report = onnxflops.count(proto, symbolic=True)
+        assert not report.uncosted
+        assert report.nodes[-1].output_shapes == [["batch", concrete.shape[1]]]
+        assert report.total.flops == batch * concrete.shape[1]  # Relu: 1 per element
+
 
 class TestAgreesWithBoundCounts:
     def test_a_small_cnn_over_symbolic_spatial_dims(self):
@@ -164,3 +186,37 @@ class TestAgreesWithBoundCounts:
             [dict(batch=1, height=32, width=32), dict(batch=2, height=17, width=40),
              dict(batch=3, height=9, width=10)])
         assert report.total.macs.free_symbols == {batch, height, width}
+
+    def test_a_sliding_window_step_written_two_ways_agrees_at_every_context(self):
+        # A decode step with a window of 3 cached keys: the cache's slice keeps the last 3
+        # (Min(3, context)), the mask's arithmetic writes context − Max(0, context − 3). Both
+        # meet in one Add; the step's work stops growing once the window is full.
+        nodes = [node("Slice", ["past", "minus_three", "to_end", "axis_1"], ["kept"]),
+                 node("Concat", ["kept", "new"], ["keys"], axis=1),
+                 node("Transpose", ["keys"], ["keys_t"], perm=[0, 2, 1]),
+                 node("MatMul", ["q", "keys_t"], ["scores"]),
+                 node("Shape", ["past"], ["past_shape"]),
+                 node("Gather", ["past_shape", "one"], ["context"], axis=0),
+                 node("Sub", ["context", "three"], ["beyond"]),
+                 node("Max", ["beyond", "zero"], ["dropped"]),
+                 node("Sub", ["context", "dropped"], ["held"]),
+                 node("Add", ["held", "one"], ["length"]),
+                 node("Concat", ["ones", "length"], ["mask_shape"], axis=0),
+                 node("ConstantOfShape", ["mask_shape"], ["mask"],
+                      value=onnx.helper.make_tensor("v", TensorProto.FLOAT, [1], [0.0])),
+                 node("Add", ["scores", "mask"], ["masked"]),
+                 node("Softmax", ["masked"], ["p"], axis=-1),
+                 node("MatMul", ["p", "keys"], ["Y"])]
+        weights = [int64("minus_three", [-3]), int64("to_end", [INT64_END]),
+                   int64("axis_1", [1]), int64("one", [1]), int64("three", [3]),
+                   int64("zero", [0]), int64("ones", [1, 1])]
+        step = model(nodes, {"past": [1, "context", 4], "new": [1, 1, 4], "q": [1, 1, 4]},
+                     weights)
+        report = assert_agrees_with_bound_counts(
+            step, lambda context: {"past": (1, context, 4), "new": (1, 1, 4), "q": (1, 1, 4)},
+            [dict(context=1), dict(context=2), dict(context=3), dict(context=4),
+             dict(context=50)])
+        context = sympy.Symbol("context", integer=True, positive=True)
+        # q·kᵀ and p·v over min(context, 3) + 1 keys of 4 dims: 8 MACs a key.
+        assert [report.total.macs.subs(context, c) for c in (1, 2, 3, 4, 50)] == \
+            [16, 24, 32, 32, 32]

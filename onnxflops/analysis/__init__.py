@@ -1,4 +1,6 @@
-"""Stage 4, analysis: every tensor's shape and dtype, which tensors are constant, small known values.
+"""Stage 4, analysis: every tensor's shape and dtype, which tensors are constant, small known values;
+which constant work is the network's (constant_work.py), sequences typed by element
+(sequences.py), sizes that depend on data at their upper bound (bounds.py).
 
 The one entry point of this stage for the stages after it; its modules are its own business.
 """
@@ -11,11 +13,13 @@ from onnxflops.analysis.analyze import (
                                         mark_constants,
                                         refine_subgraph,
 )
+from onnxflops.analysis.constant_work import ConstantWork, is_foldable_cost
 from onnxflops.analysis.evaluate import evaluate, reference_evaluate
 from onnxflops.analysis.expand import coefficients_shape_body, expansion_model, local_function_model
 from onnxflops.analysis.kinds import attribute_key, coefficient_values
+from onnxflops.analysis.sequences import SEQUENCE_OPS, sequence_bytes
 
-__all__ = ["AnalyzedModel", "analyze", "analyzed_function_body", "attribute_key", "coefficient_values",
-           "coefficients_shape_body", "evaluate", "expansion_model", "has_unknown_outputs",
-           "local_function_model",
-           "mark_constants", "reference_evaluate", "refine_subgraph"]
+__all__ = ["SEQUENCE_OPS", "AnalyzedModel", "ConstantWork", "analyze", "analyzed_function_body",
+           "attribute_key", "coefficient_values", "coefficients_shape_body", "evaluate",
+           "expansion_model", "has_unknown_outputs", "is_foldable_cost", "local_function_model",
+           "mark_constants", "reference_evaluate", "refine_subgraph", "sequence_bytes"]

@@ -21,6 +21,7 @@ import onnx
 import onnx.checker
 from onnx import defs, helper, numpy_helper
 
+from onnxflops.analysis.bounds import BOUNDED_OPS, bound_outputs
 from onnxflops.analysis.contrib_shapes import (
     CONTRIB_DEFAULT_DOMAIN,
     contrib_outputs,
@@ -29,6 +30,7 @@ from onnxflops.analysis.contrib_shapes import (
 from onnxflops.analysis.evaluate import evaluate
 from onnxflops.analysis.expand import local_function_model
 from onnxflops.analysis.kinds import attribute_key
+from onnxflops.analysis.sequences import SEQUENCE_OPS, type_sequence_op
 from onnxflops.errors import OnnxFlopsError, Uncostable, first_line
 from onnxflops.graph import (
     MAX_VALUE_ELEMENTS,
@@ -142,6 +144,18 @@ class NodeTyper:
         proto, op_type, domain, inputs, outputs = row
         if op_type == "Constant" and not domain:
             return False  # typed from its value by the view, where it has one
+        if op_type in SEQUENCE_OPS and not domain and type_sequence_op(self.view, row):
+            return True  # its elements typed one by one (ONNX's inference types them alike)
+        typed = self._type_inferred(position, row, lookup)
+        if not typed and op_type in BOUNDED_OPS and not domain and bound_outputs(self.view, row):
+            return True  # a size that depends on data, at its upper bound
+        return typed
+
+    def _type_inferred(self, position: int, row: NodeRow,
+                       lookup: Callable[[str], TensorInfo | None]) -> bool:
+        """Type the node's outputs by ONNX's inference; False where some may have stayed
+        unknown."""
+        proto, op_type, domain, inputs, outputs = row
         # Everything about the node but its names, its inputs' values and its coefficients (no
         # ONNX inference reads them). An input without a type is True, an absent one False.
         signature = (op_type, domain, attribute_key(proto, self.opsets.get(domain_key(domain), 0)),

@@ -389,8 +389,51 @@ def _expand_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
 def _broadcast(a: list, b: list) -> list:
     rank = max(len(a), len(b))
     a, b = [1] * (rank - len(a)) + a, [1] * (rank - len(b)) + b
-    return [y if _equals(x, 1) else x if _equals(y, 1) or x is not None and x == y else None
-            for x, y in zip(a, b)]
+    return [y if _equals(x, 1) else x if _equals(y, 1) else _same(x, y) for x, y in zip(a, b)]
+
+
+def _same(x, y):
+    """The one dim two equal formulas stand for (the simpler), None where they differ.
+
+    A window's length reaches a broadcast written two ways: Min(31, context) by the mask's
+    arithmetic, context − Max(0, context − 31) by the cache's slice. sympy does not simplify
+    one into the other, so formulas of Min, Max and sums are compared at every point where a
+    piece may start: each constant in them, one either side, their pairwise sums, and far out.
+    """
+    if x is None or y is None:
+        return None
+    if x == y:
+        return x
+    if isinstance(x, (int, np.integer)) and isinstance(y, (int, np.integer)):
+        return None
+    import sympy
+
+    x, y = sympy.sympify(x), sympy.sympify(y)
+    symbols = sorted(x.free_symbols | y.free_symbols, key=str)
+    if len(symbols) > _MAX_COMPARED_SYMBOLS or sympy.count_ops(x) + sympy.count_ops(y) > 200:
+        return None
+    points = _breakpoints(x, y)
+    rng = np.random.default_rng(len(points))
+    trials = [dict(zip(symbols, values)) for values in
+              ([p] * len(symbols) for p in points)]
+    trials += [dict(zip(symbols, rng.choice(points, len(symbols)).tolist())) for _ in range(64)]
+    difference = x - y
+    if any(difference.subs(at) != 0 for at in trials):
+        return None
+    return x if sympy.count_ops(x) <= sympy.count_ops(y) else y
+
+
+_MAX_COMPARED_SYMBOLS = 4
+
+
+def _breakpoints(*exprs) -> list[int]:
+    import sympy
+
+    constants = {abs(int(n)) for e in exprs for n in e.atoms(sympy.Integer)}
+    sums = {a + b for a in constants for b in constants}
+    around = {p + d for p in constants | sums for d in (-1, 0, 1)}
+    return sorted(p for p in around | {1, 2, 3, 1_000, 1_000_003} if p >= 1)
+
 
 
 def _constant_of_shape_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
@@ -417,7 +460,10 @@ def _range_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
 
 
 def _slice_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
-    """Slices with bounds computed from symbols, assumed within the dim (as exporters write them)."""
+    """Slices with bounds computed from symbols, assumed within the dim (as exporters write them);
+    a stepped slice keeps ceil((end − start) / step) elements (every other channel: step 2)."""
+    import sympy
+
     data = values.shape(node.input[0])
     starts, ends = values.get(node.input[1]), values.get(node.input[2])
     if data is None or starts is None or ends is None:
@@ -427,27 +473,62 @@ def _slice_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
         list(range(len(starts)))
     steps = _ints(values, node.input[4]) if len(node.input) > 4 and node.input[4] else \
         [1] * len(starts)
-    if axes is None or steps is None or any(s != 1 for s in steps):
+    if axes is None or steps is None or 0 in steps:
         return None
     dims = list(data)
-    for axis, start, end in zip(axes, starts.flat, ends.flat):
+    for axis, start, end, step in zip(axes, starts.flat, ends.flat, steps):
         dim = data[axis % rank]
+        if step < 0:
+            dims[axis % rank] = _reversed_slice_length(start, end, step, dim)
+            continue
+        if _is_last(start, end) and dim is not None:
+            # The last n of a symbolic dim, as a windowed cache keeps them: Min(n, dim), the
+            # form the window's own mask arithmetic (a Min of the context) takes.
+            dims[axis % rank] = _simplified(sympy.Min(-int(start), dim))
+            continue
         start, end = _bound(start, dim), _bound(end, dim)
-        dims[axis % rank] = None if start is None or end is None else end - start
+        length = None if start is None or end is None else end - start
+        if length is not None and step != 1:
+            length = _simplified(sympy.ceiling(sympy.sympify(length) / step))
+        dims[axis % rank] = length
     return dims
 
 
+def _is_last(start, end) -> bool:
+    """Whether a slice is x[-n:] (a negative start, to the end)."""
+    return (isinstance(start, (int, np.integer)) and start < 0
+            and isinstance(end, (int, np.integer)) and end >= INT64_MAX // 2)
+
+
+def _reversed_slice_length(start, end, step: int, dim) -> int | None:
+    """A slice walking backwards over a known dim: ONNX clamps start to [0, dim − 1] and end to
+    [−1, dim − 1], and keeps ceil((start − end) / −step) elements, none if start ≤ end."""
+    if not all(isinstance(x, (int, np.integer)) for x in (start, end, dim)):
+        return None
+    start = min(max(start + dim if start < 0 else start, 0), dim - 1)
+    end = min(max(end + dim if end < 0 else end, -1), dim - 1)
+    return max(-(-(start - end) // -step), 0)
+
+
 def _bound(index, dim):
-    """A slice bound as a position in a dim of size `dim`: negatives count from the end."""
+    """A slice bound as a position in a dim of size `dim`: negatives count from the end, and
+    both clamp to the dim as ONNX does, so the last 31 of a symbolic cache keep
+    context − Max(0, context − 31) elements (min(context, 31)), not 31."""
+    import sympy
+
     if index is None:
         return None
     if isinstance(index, (int, np.integer)):
         if index >= INT64_MAX // 2:
             return dim
         if index < 0:
-            return None if dim is None else dim + index
-        return index if dim is None or not isinstance(dim, int) else min(index, dim)
+            return None if dim is None else _simplified(sympy.Max(dim + index, 0))
+        return index if dim is None else _simplified(sympy.Min(index, dim))
     return index
+
+
+def _simplified(value):
+    return int(value) if value.is_Integer else value
 
 
 def _window_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
@@ -515,6 +596,42 @@ def _broadcast_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
     return functools.reduce(_broadcast, map(list, shapes))
 
 
+def _sequence_at_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
+    """An element of a SplitToSequence: the data with the split axis cut to that part (the
+    split sizes given), or to 1, dropped without keepdims, when it splits one by one. ONNX's
+    inference types a sequence's elements alike, so unequal parts (DeepSeek's q_pe / q_nope
+    split) leave the axis unknown there."""
+    split = values.view.producer(node.input[0])
+    position = values.get(node.input[1]) if len(node.input) > 1 else None
+    if split is None or split.op_type != "SplitToSequence" or position is None \
+            or position.size != 1 or not isinstance(position.flat[0], (int, np.integer)):
+        return None
+    data = values.shape(split.input[0])
+    if data is None:
+        return None
+    attrs = _attrs(split)
+    axis = attrs.get("axis", 0) % len(data)
+    dims = list(data)
+    if len(split.input) > 1 and split.input[1]:
+        sizes = _ints(values, split.input[1])
+        if sizes is None:
+            return None
+        if values.get(split.input[1]).ndim == 0:  # a scalar: parts of one size, the last the rest
+            if not isinstance(data[axis], int):
+                return None
+            sizes = [sizes[0]] * (data[axis] // sizes[0]) + (
+                [data[axis] % sizes[0]] if data[axis] % sizes[0] else [])
+        index = int(position.flat[0])
+        if not -len(sizes) <= index < len(sizes):
+            return None
+        dims[axis] = sizes[index]
+        return dims
+    if attrs.get("keepdims", 1):
+        dims[axis] = 1
+        return dims
+    return dims[:axis] + dims[axis + 1:]
+
+
 def _global_pool_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
     data = values.shape(node.input[0])
     return None if data is None else [*data[:2], *[1] * (len(data) - 2)]
@@ -557,7 +674,7 @@ _SHAPE_OF: dict[str, Callable] = {
     "Reshape": _reshape_shape, "Expand": _expand_shape, "ConstantOfShape": _constant_of_shape_shape,
     "Tile": _tile_shape, "Range": _range_shape, "Slice": _slice_shape, "Conv": _window_shape,
     "MaxPool": _window_shape, "AveragePool": _window_shape, "LpPool": _window_shape,
-    "Flatten": _flatten_shape, "Concat": _concat_shape,
+    "Flatten": _flatten_shape, "Concat": _concat_shape, "SequenceAt": _sequence_at_shape,
     "GlobalAveragePool": _global_pool_shape, "GlobalMaxPool": _global_pool_shape,
     "GlobalLpPool": _global_pool_shape,
     # What ONNX inference carries too, taken here so that a chain of convolutions over symbolic

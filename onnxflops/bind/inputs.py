@@ -9,8 +9,8 @@ from typing import Iterable, Mapping, Sequence
 import onnx
 
 from onnxflops.dims import INT64_MAX, SYMBOL_MARK, format_shape, symbol_name
-from onnxflops.errors import OnnxFlopsError
-from onnxflops.graph import info_from_value_info
+from onnxflops.errors import OnnxFlopsError, did_you_mean
+from onnxflops.graph import info_from_value_info, is_standard_domain
 
 Shape = Sequence[int]
 
@@ -88,14 +88,18 @@ def bind_inputs(model: onnx.ModelProto, inputs: Mapping[str, Shape] | None = Non
     known = {i.name for i in graph_inputs}
     for name in inputs:
         if name not in known:
-            raise OnnxFlopsError(f"model has no input '{name}'; its inputs are: "
-                                 f"{', '.join(sorted(known)) or '(none)'}")
+            raise OnnxFlopsError(f"model has no input '{name}'{did_you_mean(name, known)}; its "
+                                 f"inputs are: {', '.join(sorted(known)) or '(none)'}")
     if batch is not None:
         checked_dim(batch, "--batch")
 
     # Every shape is resolved before any is set: an error leaves `model` as it was.
-    shapes = {vi.name: _resolve(vi.name, info_from_value_info(vi).shape, inputs.get(vi.name),
-                                batch, allow_unbound) for vi in graph_inputs}
+    declared = {vi.name: info_from_value_info(vi).shape for vi in graph_inputs}
+    given = {name: _given(name, declared[name], shape) for name, shape in inputs.items()}
+    named = _named_dims(declared, given)
+    shapes = {name: given[name] if name in given else
+              _resolve(name, _with_named(shape, named), batch, allow_unbound)
+              for name, shape in declared.items()}
     bound = model
     if not in_place:
         bound = onnx.ModelProto()
@@ -103,31 +107,60 @@ def bind_inputs(model: onnx.ModelProto, inputs: Mapping[str, Shape] | None = Non
     for vi in bound.graph.input:
         if shapes.get(vi.name) is not None:
             _set_shape(vi, shapes[vi.name])
-    # Shapes the exporter recorded for intermediate tensors may still carry the old symbols.
+    # Shapes the exporter recorded for intermediate tensors may still carry the old symbols, and
+    # inference finds them again from the bound inputs; but not those of custom ops, which only
+    # the model declares: they are kept, their named dims bound as the inputs' are.
+    custom = _declared_custom_outputs(bound, _bound_names(declared, shapes))
     del bound.graph.value_info[:]
+    bound.graph.value_info.extend(custom)
     for out in bound.graph.output:
         if out.type.HasField("tensor_type"):
             out.type.tensor_type.ClearField("shape")
     return bound
 
 
-def _resolve(name: str, declared: tuple | None, given: Shape | None, batch: int | None,
+def _given(name: str, declared: tuple | None, given: Shape) -> tuple:
+    """The shape given for input `name`, checked against the one the model declares."""
+    if isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
+        raise OnnxFlopsError(f"input '{name}': expected a shape (a sequence of dims), "
+                             f"not {given!r}")
+    given = tuple(checked_dim(d, f"input '{name}'") for d in given)
+    if declared is not None:
+        if len(declared) != len(given):
+            raise OnnxFlopsError(f"input '{name}': given shape {format_shape(given)} has rank "
+                                 f"{len(given)}, the model declares {format_shape(declared)} "
+                                 f"(rank {len(declared)})")
+        for axis, (d, g) in enumerate(zip(declared, given)):
+            if isinstance(d, int) and d > 0 and d != g:
+                raise OnnxFlopsError(f"input '{name}': dim {axis} is fixed to {d} in the model, "
+                                     f"but {g} was given ({format_shape(given)})")
+    return given
+
+
+def _named_dims(declared: Mapping[str, tuple | None], given: Mapping[str, tuple]) -> dict:
+    """The size each named dim (dim_param) takes in the shapes given: a model that names one dim
+    'seq' in input_ids and attention_mask has it bound for both by binding either."""
+    sizes: dict[str, tuple[int, str]] = {}
+    for name, shape in given.items():
+        for d, g in zip(declared[name] or (), shape):
+            if not isinstance(d, str) or not d:
+                continue
+            if d in sizes and sizes[d][0] != g:
+                raise OnnxFlopsError(f"input '{name}': dim '{d}' is {g} here but "
+                                     f"{sizes[d][0]} in input '{sizes[d][1]}', which the model "
+                                     "says is the same dim")
+            sizes.setdefault(d, (g, name))
+    return {d: size for d, (size, _) in sizes.items()}
+
+
+def _with_named(declared: tuple | None, named: Mapping[str, int]) -> tuple | None:
+    if declared is None or not named:
+        return declared
+    return tuple(named.get(d, d) if isinstance(d, str) else d for d in declared)
+
+
+def _resolve(name: str, declared: tuple | None, batch: int | None,
              allow_unbound: bool) -> tuple | None:
-    if given is not None:
-        if isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
-            raise OnnxFlopsError(f"input '{name}': expected a shape (a sequence of dims), "
-                                 f"not {given!r}")
-        given = tuple(checked_dim(d, f"input '{name}'") for d in given)
-        if declared is not None:
-            if len(declared) != len(given):
-                raise OnnxFlopsError(f"input '{name}': given shape {format_shape(given)} has rank "
-                                     f"{len(given)}, the model declares {format_shape(declared)} "
-                                     f"(rank {len(declared)})")
-            for axis, (d, g) in enumerate(zip(declared, given)):
-                if isinstance(d, int) and d > 0 and d != g:
-                    raise OnnxFlopsError(f"input '{name}': dim {axis} is fixed to {d} in the model, "
-                                         f"but {g} was given ({format_shape(given)})")
-        return given
     if declared is None:
         if allow_unbound:
             return None
@@ -146,6 +179,36 @@ def _resolve(name: str, declared: tuple | None, given: Shape | None, batch: int 
         raise OnnxFlopsError(f"input '{name}' dim {axis}{label} is dynamic: bind it with "
                              f"--input {name}={hint}" + (" or --batch N" if axis == 0 else ""))
     return tuple(shape)
+
+
+def _bound_names(declared: Mapping[str, tuple | None], shapes: Mapping[str, tuple | None]) -> dict:
+    """Each named dim of the inputs with the size it was bound to."""
+    return {d: b for name, shape in declared.items() if shapes.get(name) is not None
+            for d, b in zip(shape or (), shapes[name]) if isinstance(d, str) and d and
+            isinstance(b, int)}
+
+
+def _declared_custom_outputs(model: onnx.ModelProto, named: Mapping[str, int]) -> list:
+    """The value_info the model declares for outputs of ops onnx knows no schema of (custom
+    domains, whose shapes no inference can find), each named dim bound by `named` and any other
+    left unknown."""
+    produced = {o for n in model.graph.node for o in n.output
+                if not is_standard_domain(n.domain) and n.domain != "com.microsoft"
+                and not onnx.defs.has(n.op_type, n.domain)}
+    kept = []
+    for vi in model.graph.value_info:
+        if vi.name not in produced or not vi.type.tensor_type.HasField("shape"):
+            continue
+        copy = onnx.ValueInfoProto()
+        copy.CopyFrom(vi)
+        for dim in copy.type.tensor_type.shape.dim:
+            if dim.HasField("dim_param"):
+                if dim.dim_param in named:
+                    dim.dim_value = named[dim.dim_param]
+                else:
+                    dim.Clear()
+        kept.append(copy)
+    return kept
 
 
 def _is_fixed(d) -> bool:

@@ -311,7 +311,11 @@ def _match_layer_norm(g: Editor, region: _Region):
     epsilons = sorted({g.scalar(i) for n in region.nodes for i in n.input if g.scalar(i) is not None
                        and 0 < g.scalar(i) < 0.1})
     rng = np.random.default_rng(0)
-    probe_shape = tuple(min(d, 3) for d in x_info.dims[:axis]) + tuple(normalized)
+    if not all(isinstance(d, int) for d in normalized):
+        return None  # a symbolic normalized dim: no probe of its size
+    # Leading dims only repeat the rows: 3 of each (a symbol's too) shows the same math.
+    probe_shape = tuple(min(d, 3) if isinstance(d, int) else 3
+                        for d in x_info.dims[:axis]) + tuple(normalized)
     x = rng.normal(size=probe_shape) * rng.uniform(0.5, 2.0, size=probe_shape[:axis] + (1,) *
                                                     len(normalized)) + rng.normal()
     probes = {w: rng.uniform(0.5, 1.5, size=g.info(w).dims) for w in weights}

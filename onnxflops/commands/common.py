@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import Any, Callable
 
+from onnxflops import formats
 from onnxflops.bind import parse_input_spec
 from onnxflops.errors import OnnxFlopsError
 
@@ -41,12 +44,47 @@ def add_conversion_options(p: argparse.ArgumentParser) -> None:
                         "load (runs code stored in the file: only for files you trust)")
 
 
-def add_format_options(p: argparse.ArgumentParser, rows: str) -> None:
-    """--json, --csv (one row per `rows`) and --markdown, one at a time; a table otherwise."""
+def add_format_options(p: argparse.ArgumentParser, rows: str,
+                       page: str = "the tables as a self-contained page") -> None:
+    """The output options, alike in every command: --json, --csv (one row per `rows`) or
+    --markdown print that instead of the table; --html FILE also writes an HTML page."""
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print the JSON document")
     fmt.add_argument("--csv", action="store_true", help=f"print one CSV row per {rows}")
     fmt.add_argument("--markdown", action="store_true", help="print Markdown")
+    p.add_argument("--html", metavar="FILE",
+                   help=f"also write an HTML page ({page}) to FILE ('-' for standard output)")
+
+
+def output_format(args: argparse.Namespace) -> str:
+    """The format the output options chose: one of formats.FORMATS, a table by default."""
+    return next((fmt for fmt in ("json", "csv", "markdown") if getattr(args, fmt, False)),
+                "table")
+
+
+def print_result(result: Any, args: argparse.Namespace, view: dict | None = None,
+                 rows: dict | None = None,
+                 page: Callable[[Any], str] | None = None) -> None:
+    """Print `result` in the format the options chose, through onnxflops.formats: `view` shapes
+    its table (text, Markdown, HTML), `rows` its CSV rows. With --html, also write `page(result)`
+    (default: the tables as a page), once the output is printed."""
+    fmt = output_format(args)
+    out = formats.write(result, fmt, **((rows if fmt == "csv" else view) or {}))
+    sys.stdout.write(out if out.endswith("\n") else out + "\n")
+    target = getattr(args, "html", None)
+    if target:
+        write_text(target, page(result) if page else formats.to_html(result, **(view or {})))
+
+
+def write_text(target: str, text: str) -> None:
+    """`text` to the file `target`, or to standard output for '-'; one line if it cannot be."""
+    if target == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        Path(target).write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise OnnxFlopsError(f"{target}: cannot write ({e.strerror})") from None
 
 
 def check_output_path(target: str, option: str) -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from onnxflops.commands.common import (
     add_conversion_options,
+    add_format_options,
     add_input_options,
+    check_output_path,
     input_shapes,
+    print_result,
     shapes_of,
 )
 from onnxflops.costs import CONVENTIONS
@@ -39,20 +41,22 @@ def register(sub) -> None:
     p.add_argument("--layout", choices=["auto", "none"], default="auto",
                    help="auto: feed and compare NHWC against NCHW by transposing where the two "
                         "models' shapes differ just so")
-    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    add_format_options(p, "pair of aligned layers")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from onnxflops.comparison import compare
 
+    if args.html:
+        check_output_path(args.html, "--html")
     result = compare(
         args.a, args.b, input_shapes(args) or None, args.tolerance,
         inputs_a=_bindings(args.input_a, "--input-a"),
         inputs_b=_bindings(args.input_b, "--input-b"), batch=args.batch,
         convention=args.convention, exporter=args.exporter, check_outputs=args.check_outputs,
         output_tolerance=args.output_tolerance, layout=args.layout, unsafe=args.unsafe)
-    sys.stdout.write(result.to_json() + "\n" if args.json else result.to_text())
+    print_result(result, args)
     return 0 if result.same else 1
 
 

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from onnxflops.api import count
 from onnxflops.commands.common import (
     add_conversion_options,
     add_format_options,
     add_input_options,
+    check_output_path,
     input_shapes,
+    print_result,
 )
 from onnxflops.costs import CONVENTIONS
+from onnxflops.errors import OnnxFlopsError
 
 
 def register(sub) -> None:
@@ -24,28 +26,35 @@ def register(sub) -> None:
     add_conversion_options(p)
     p.add_argument("--convention", "-c", choices=list(CONVENTIONS), default="default",
                    help="what FLOPs means: " + "; ".join(f"{k}: {v}" for k, v in CONVENTIONS.items()))
-    p.add_argument("--by", choices=["node", "op", "layer", "category"], default="op",
-                   help="rows of the table (default: op)")
+    p.add_argument("--by", choices=["node", "op", "layer", "category"],
+                   help="rows of the table (default: op) or of the CSV (default: node)")
+    p.add_argument("--depth", type=_depth, metavar="N",
+                   help="with --by layer (implied): sum the layers N levels down the module tree, "
+                        "named as the framework names them (`encoder.layer.0` at depth 3)")
     p.add_argument("--training", action="store_true",
                    help="also count the backward pass of one training step: backward and "
                         "training (forward + backward) FLOPs")
     p.add_argument("--symbolic", action="store_true",
                    help="keep dims left unbound as symbols: the counts are formulas in them")
-    add_format_options(p, "node")
+    add_format_options(p, "node (or --by group)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.depth is not None and args.by not in (None, "layer"):
+        raise OnnxFlopsError(f"--depth sums layers: it goes with --by layer, not --by {args.by}")
+    if args.html:
+        check_output_path(args.html, "--html")
     report = count(args.model, inputs=input_shapes(args), batch=args.batch,
                    convention=args.convention, training=args.training, symbolic=args.symbolic,
                    exporter=args.exporter, unsafe=args.unsafe)
-    if args.json:
-        out = report.to_json()
-    elif args.csv:
-        out = report.to_csv()
-    elif args.markdown:
-        out = report.to_markdown(args.by)
-    else:
-        out = report.to_table(args.by)
-    sys.stdout.write(out if out.endswith("\n") else out + "\n")
+    by = args.by or ("layer" if args.depth is not None else None)
+    print_result(report, args, view={"by": by or "op", "depth": args.depth},
+                 rows={"by": by or "node", "depth": args.depth})
     return 1 if report.uncosted else 0
+
+
+def _depth(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number from 1")
+    return int(text)

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from onnxflops.errors import OnnxFlopsError
+from onnxflops.commands.common import add_format_options, check_output_path, print_result
 from onnxflops.serving.hardware import HARDWARE
 from onnxflops.serving.phases import DTYPE_BITS
 
@@ -29,25 +28,23 @@ def register(sub) -> None:
     p.add_argument("--kv-dtype", choices=list(DTYPE_BITS), default=None,
                    help="activations' and KV cache's dtype (default bf16; fp32/fp16 with such "
                         "weights)")
-    p.add_argument("--json", action="store_true", help="print the JSON document")
-    p.add_argument("--html", metavar="FILE",
-                   help="also write a page with the decode cost and time against the context "
-                        "and the time per op type")
+    add_format_options(p, "phase", page="the decode cost and time against the context and "
+                                         "the time per op type")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from onnxflops.serving import llm
 
+    if args.html:
+        check_output_path(args.html, "--html")
     report = llm(args.model, prompt=args.prompt, generate=args.generate, batch=args.batch,
                  hardware=args.hardware, dtype=args.dtype, kv_dtype=args.kv_dtype)
-    sys.stdout.write(report.to_json() + "\n" if args.json else report.to_table())
-    if args.html:
-        from onnxflops.html.llm import llm_html
-
-        try:
-            with open(args.html, "w", encoding="utf-8") as f:
-                f.write(llm_html(report))
-        except OSError as e:
-            raise OnnxFlopsError(f"{args.html}: cannot write ({e.strerror})") from None
+    print_result(report, args, page=_page)
     return 0
+
+
+def _page(report) -> str:
+    from onnxflops.html.llm import llm_html
+
+    return llm_html(report)

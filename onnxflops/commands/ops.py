@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from onnxflops.costs import CONVENTIONS, REGISTRY
+from onnxflops.costs import CONVENTIONS, PER_OP_CONVENTIONS, REGISTRY
 from onnxflops.graph import domain_key
 from onnxflops.report import text_table
 
@@ -23,21 +23,28 @@ def register(sub) -> None:
                    help="print a JSON list of {domain, op_type, category, formula}")
     p.add_argument("--backward", action="store_true",
                    help="the formulas of the backward pass (count --training) instead")
+    p.add_argument("--convention", choices=sorted(PER_OP_CONVENTIONS),
+                   help="the ops a per-op convention prices, with its formula for each (every "
+                        "other op costs 0 FLOPs under it)")
     p.set_defaults(func=run)
 
 
-def table(domain: str | None = None, backward: bool = False) -> list[dict]:
-    """Every rule (or backward rule) as a row, sorted by domain then op type."""
+def table(domain: str | None = None, backward: bool = False,
+          convention: str | None = None) -> list[dict]:
+    """Every rule (or backward rule, or per-op convention rule) as a row, sorted by domain then
+    op type."""
     wanted = None if domain is None else domain_key(domain)
-    rules = [r for r in REGISTRY.rules.values() if r.backward or not backward]
+    rules = [r for r in REGISTRY.rules.values() if (r.backward or not backward)
+             and (convention is None or r.convention(convention))]
     return [{"domain": r.domain, "op_type": r.op_type, "category": r.category,
-             "formula": r.backward.formula if backward else r.formula}
+             "formula": r.backward.formula if backward else
+             r.convention(convention).formula if convention else r.formula}
             for r in sorted(rules, key=lambda r: (r.domain, r.op_type))
             if wanted is None or r.domain == wanted]
 
 
 def run(args: argparse.Namespace) -> int:
-    rows = table(args.domain, args.backward)
+    rows = table(args.domain, args.backward, args.convention)
     if args.json:
         sys.stdout.write(json.dumps(rows, indent=1, ensure_ascii=False) + "\n")
         return 0

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from onnxflops.commands.common import (
     add_format_options,
     add_input_options,
+    check_output_path,
     input_shapes,
+    print_result,
 )
 from onnxflops.costs import CONVENTIONS
 from onnxflops.profiling import OPT_LEVELS, PROVIDERS
@@ -27,7 +28,7 @@ def register(sub) -> None:
     add_measure_options(p)
     p.add_argument("--top", type=int, default=20, metavar="N",
                    help="rows of the node table, slowest first (default 20; 0: all)")
-    add_format_options(p, "executed node")
+    add_format_options(p, "executed node", page="the report command's page, with its plots")
     p.set_defaults(func=run)
 
 
@@ -50,6 +51,22 @@ def add_measure_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true",
                    help="rough ceilings from small problems and at most 2 warm-up runs")
     p.add_argument("--device-id", type=int, default=0, help="GPU index for --provider cuda")
+    p.add_argument("--max-seconds", type=_positive, default=600, metavar="S",
+                   help="refuse, before running, a profile estimated to take longer "
+                        "(default 600; the estimate is a lower bound)")
+    p.add_argument("--max-memory-gb", type=_positive, metavar="GB",
+                   help="memory budget in GiB in place of the available RAM (the process's "
+                        "address-space, data and cgroup limits still hold)")
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
+    return value
 
 
 def measure_kwargs(args: argparse.Namespace) -> dict:
@@ -57,26 +74,29 @@ def measure_kwargs(args: argparse.Namespace) -> dict:
                 threads=args.threads, runs=args.runs, warmup=args.warmup,
                 profile_runs=args.profile_runs, opt_level=args.opt_level,
                 convention=args.convention, ceilings=args.ceilings, quick=args.quick,
-                device_id=args.device_id)
+                device_id=args.device_id, max_seconds=args.max_seconds,
+                max_memory_gb=args.max_memory_gb)
 
 
 def run(args: argparse.Namespace) -> int:
     from onnxflops.profiling import profile
     from onnxflops.profiling.progress import ProgressBar
+    from onnxflops.progress import shown_elsewhere
 
+    if args.html:
+        check_output_path(args.html, "--html")
     bar = ProgressBar(1)
     bar.start(str(args.model))
     try:
-        result = profile(args.model, progress=bar.update, **measure_kwargs(args))
+        with shown_elsewhere():
+            result = profile(args.model, progress=bar.update, **measure_kwargs(args))
     finally:
         bar.close()
-    if args.json:
-        out = result.to_json()
-    elif args.csv:
-        out = result.to_csv()
-    elif args.markdown:
-        out = result.to_markdown(args.top or None)
-    else:
-        out = result.to_text(args.top or None)
-    sys.stdout.write(out if out.endswith("\n") else out + "\n")
+    print_result(result, args, view={"top": args.top or None}, page=_page)
     return 0
+
+
+def _page(result) -> str:
+    from onnxflops.html.page import to_html
+
+    return to_html([result], result.model)

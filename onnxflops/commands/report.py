@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from onnxflops.commands.common import add_input_options, check_output_path
+from onnxflops.commands.common import add_input_options, check_output_path, write_text
 from onnxflops.commands.profile import add_measure_options, measure_kwargs
+from onnxflops.errors import OnnxFlopsError
 
 
 def register(sub) -> None:
@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from onnxflops.html import page as htmlreport
     from onnxflops.profiling import profile
     from onnxflops.profiling.progress import ProgressBar
+    from onnxflops.progress import shown_elsewhere
 
     check_output_path(args.output, "--output")
     for fmt in ("markdown", "json", "csv"):
@@ -44,21 +45,36 @@ def run(args: argparse.Namespace) -> int:
     kwargs = measure_kwargs(args)
     bar = ProgressBar(len(args.models))
     profiles = []
+    failed = None
     try:
         for model in args.models:
             bar.start(str(model))
-            profiles.append(profile(model, progress=bar.update,
-                                    **{**kwargs, "inputs": _inputs_for(model, kwargs["inputs"])}))
+            try:
+                with shown_elsewhere():
+                    profiles.append(profile(model, progress=bar.update, **{
+                        **kwargs, "inputs": _inputs_for(model, kwargs["inputs"])}))
+            except OnnxFlopsError as e:
+                failed = e
+                break
             bar.finish_one()
     finally:
         bar.close()
-    _write(args.output, htmlreport.to_html(profiles, args.title))
+    if failed is not None and not profiles:
+        raise failed
+    write_text(args.output, htmlreport.to_html(profiles, args.title))
     for fmt, render in (("markdown", htmlreport.to_markdown), ("json", htmlreport.to_json),
                         ("csv", htmlreport.to_csv)):
         target = getattr(args, fmt)
         if target:
-            _write(target, render(profiles))
+            write_text(target, render(profiles))
     print(f"wrote {args.output}", file=sys.stderr)
+    if failed is not None:
+        # What was measured is kept; the model at fault is named, and the exit status says so.
+        model = args.models[len(profiles)]
+        named = "" if str(failed).startswith(model) else f"{model}: "
+        raise OnnxFlopsError(f"{named}{failed} (the report holds the {len(profiles)} model(s) "
+                             f"measured before it; {len(args.models) - len(profiles) - 1} after "
+                             "it were not measured)")
     return 0
 
 
@@ -71,10 +87,3 @@ def _inputs_for(model: str, shapes: dict) -> dict:
 
     names = {i.name for i in real_inputs(load_model(model))}
     return {k: v for k, v in shapes.items() if k in names}
-
-
-def _write(target: str, text: str) -> None:
-    if target == "-":
-        sys.stdout.write(text)
-    else:
-        Path(target).write_text(text, encoding="utf-8")

@@ -11,17 +11,18 @@ reported — for ports whose weights were copied.
 from __future__ import annotations
 
 import difflib
-import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
 import onnx
 
+from onnxflops import formats
 from onnxflops.api import count
 from onnxflops.dims import format_shape
 from onnxflops.errors import OnnxFlopsError
-from onnxflops.report import Report, Totals, human, layer_in_model, text_table
+from onnxflops.formats import Rows, Table
+from onnxflops.report import Report, Totals, human, layer_in_model
 
 COMPARED = ("macs", "flops", "params", "buffers")
 _PER_LAYER = ("macs", "params", "buffers")
@@ -63,7 +64,9 @@ class OutputCheck:
 
 
 @dataclass
-class Comparison:
+class Comparison(formats.Rendered):
+    """Two models' counts side by side. `to_text`, `to_json` (and onnxflops.formats) write it;
+    `rows(by="total"|"op"|"layer")` and `to_pandas(by=...)` give its records."""
     a: Report
     b: Report
     tolerance: float
@@ -80,8 +83,10 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         return {
             "same": self.same, "tolerance": self.tolerance,
-            "a": {"model": self.a.model, "total": self.a.total.to_dict()},
-            "b": {"model": self.b.model, "total": self.b.total.to_dict()},
+            "a": {"model": self.a.model, "total": self.a.total.to_dict(),
+                  "foldable": self.a.foldable.to_dict()},
+            "b": {"model": self.b.model, "total": self.b.total.to_dict(),
+                  "foldable": self.b.foldable.to_dict()},
             "by_op_type": {k: {"a": ta.to_dict(), "b": tb.to_dict()}
                            for k, (ta, tb) in self.by_op_type.items()},
             "layers": [{"a": [x.name for x in row.a], "b": [x.name for x in row.b],
@@ -94,37 +99,75 @@ class Comparison:
         }
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
+        return formats.to_json(self, indent)
 
     def to_text(self) -> str:
-        lines = [f"a: {self.a.model}", f"b: {self.b.model}", ""]
-        lines += text_table(["", "a", "b", "b − a"],
+        return formats.to_text(self)
+
+    def rows(self, by: str = "layer") -> Rows:
+        """Records of the totals (`by="total"`: one per quantity), the op types, or the layers
+        aligned in execution order, each with a's and b's numbers."""
+        if by == "total":
+            return Rows(["quantity", "a", "b"], [
+                {"quantity": k, "a": _plain(getattr(self.a.total, k)),
+                 "b": _plain(getattr(self.b.total, k))} for k in SHOWN])
+        if by == "op":
+            return Rows(["op", *(f"{k}_{side}" for k in SHOWN for side in "ab")], [
+                {"op": op, **{f"{k}_{side}": _plain(getattr(t, k)) for k in SHOWN
+                              for side, t in (("a", ta), ("b", tb))}}
+                for op, (ta, tb) in self.by_op_type.items()])
+        if by != "layer":
+            raise ValueError(f"by={by!r}: one of total, op, layer")
+        records = []
+        for row in self.layers:
+            ta, tb = _sum(row.a), _sum(row.b)
+            records.append({"a": _names(row.a), "b": _names(row.b), "status": row.status,
+                            **{f"{k}_{side}": _plain(getattr(t, k)) if group else None
+                               for k in _PER_LAYER + ("flops",)
+                               for side, t, group in (("a", ta, row.a), ("b", tb, row.b))},
+                            "notes": " ".join(row.notes)})
+        return Rows(["a", "b", "status"], records)
+
+    def view(self) -> list:
+        blocks: list = [f"a: {self.a.model}", f"b: {self.b.model}", ""]
+        blocks.append(Table(["", "a", "b", "b − a"],
                             [[key, *readable(getattr(self.a.total, key),
                                              getattr(self.b.total, key)),
                               _delta(getattr(self.a.total, key), getattr(self.b.total, key))]
-                             for key in SHOWN], left=1)
-        lines += ["", "by op type (FLOPs; ops that compute nothing left out)"]
-        lines += text_table(["op", "a", "b", "b − a"],
+                             for key in SHOWN]
+                            # Work on weights alone, in the totals above: runtimes fold it.
+                            + [[f"foldable {key}", *readable(getattr(self.a.foldable, key),
+                                                             getattr(self.b.foldable, key)),
+                                _delta(getattr(self.a.foldable, key),
+                                       getattr(self.b.foldable, key))]
+                               for key in ("macs", "flops")], left=1))
+        blocks += ["", "by op type (FLOPs; ops that compute nothing left out)"]
+        blocks.append(Table(["op", "a", "b", "b − a"],
                             [[op, human(ta.flops), human(tb.flops), _delta(ta.flops, tb.flops)]
                              for op, (ta, tb) in self.by_op_type.items()
-                             if ta.flops or tb.flops], left=1)
-        lines += ["", "layers in execution order (MACs, params)"]
-        lines += text_table(["a", "b", "MACs a", "MACs b", "params a", "params b", ""],
-                            [_layer_cells(row) for row in self.layers], note=True)
+                             if ta.flops or tb.flops], left=1))
+        # Where the FLOPs totals differ, the rows show FLOPs too: MACs and params alone would
+        # read "same" on every row of a gap in elementwise work.
+        flops = self.a.total.flops != self.b.total.flops
+        blocks += ["", f"layers in execution order (MACs{', FLOPs' if flops else ''}, params)"]
+        blocks.append(Table(["a", "b", "MACs a", "MACs b",
+                             *(["FLOPs a", "FLOPs b"] if flops else []),
+                             "params a", "params b", ""],
+                            [_layer_cells(row, flops) for row in self.layers], note=True))
         for row in self.layers:
-            lines += [f"  note: {note}" for note in row.notes]
+            blocks += [f"  note: {note}" for note in row.notes]
         if self.outputs is not None:
             o = self.outputs
-            lines += ["", f"outputs: {o.outputs} compared, max abs error {o.max_abs:.3g}, "
-                          f"max rel error {o.max_rel:.3g} (tolerance {o.tolerance:g})"]
-            lines += [f"  note: {note}" for note in o.notes]
-        lines += [""] + [f"DIFFERENT: {d}" for d in self.differences]
+            blocks += ["", f"outputs: {o.outputs} compared, max abs error {o.max_abs:.3g}, "
+                           f"max rel error {o.max_rel:.3g} (tolerance {o.tolerance:g})"]
+            blocks += [f"  note: {note}" for note in o.notes]
+        blocks += [""] + [f"DIFFERENT: {d}" for d in self.differences]
         if self.outputs is not None and not self.outputs.ok:
-            lines.append("DIFFERENT: outputs differ beyond the tolerance")
+            blocks.append("DIFFERENT: outputs differ beyond the tolerance")
         if self.same:
-            lines.append(f"SAME: MACs, FLOPs ({self.a.convention}), params and buffers agree"
-                         + (f" within {self.tolerance:g}" if self.tolerance else ""))
-        return "\n".join(lines) + "\n"
+            blocks.append(f"SAME: MACs, FLOPs ({self.a.convention}), params and buffers agree"
+                          + (f" within {self.tolerance:g}" if self.tolerance else ""))
+        return blocks
 
 
 def compare(a, b, inputs: Mapping[str, Any] | None = None, tolerance: float = 0.0, *,
@@ -294,6 +337,11 @@ def readable(x, y) -> tuple[str, str]:
     return f"{x:,}", f"{y:,}"
 
 
+def _plain(value: Any) -> Any:
+    """A count as a record holds it: a number, or a formula's text."""
+    return value if isinstance(value, (int, float)) or value is None else str(value)
+
+
 def _close(x, y, tolerance: float) -> bool:
     return x == y or abs(x - y) <= tolerance * max(abs(x), abs(y))
 
@@ -318,11 +366,19 @@ def _delta(x, y) -> str:
     return ("+" if y > x else "−") + gap
 
 
-def _layer_cells(row: LayerRow) -> list[str]:
+def _layer_cells(row: LayerRow, flops: bool = False) -> list[str]:
+    """A row of the layer table; with `flops`, the FLOPs of each side and, where only they
+    differ, the gap beside the status (a row's status is from MACs, params and buffers)."""
     ta, tb = _sum(row.a), _sum(row.b)
+    status = row.status
+    shown_flops = []
+    if flops:
+        shown_flops = [human(ta.flops) if row.a else "-", human(tb.flops) if row.b else "-"]
+        if row.a and row.b and ta.flops != tb.flops and status in ("same", "regrouped"):
+            status = f"{status} MACs; FLOPs {_delta(ta.flops, tb.flops)}"
     return [_names(row.a), _names(row.b), human(ta.macs) if row.a else "-",
-            human(tb.macs) if row.b else "-", human(ta.params) if row.a else "-",
-            human(tb.params) if row.b else "-", row.status]
+            human(tb.macs) if row.b else "-", *shown_flops, human(ta.params) if row.a else "-",
+            human(tb.params) if row.b else "-", status]
 
 
 def _check_outputs(sides: list[_Side], reports: tuple[Report, Report], batch: int | None,

@@ -31,12 +31,15 @@ from onnxflops.costs import (  # noqa: F401  (imported for their registrations)
     spatial,
     text,
 )
+# fvcore's per-op figures go on the rules registered above: imported after every family.
+from onnxflops.costs import fvcore  # noqa: F401,E402  isort: skip
 from onnxflops.costs.node import Engine, Node, check_node
 from onnxflops.costs.registry import (
     ALL_INPUTS,
     CONTRACTION,
     CONVENTIONS,
     OTHER,
+    PER_OP_CONVENTIONS,
     RECURRENT,
     REGISTRY,
     ZERO,
@@ -50,7 +53,8 @@ from onnxflops.costs.registry import (
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.graph import domain_key
 
-__all__ = ["ALL_INPUTS", "CONTRACTION", "CONVENTIONS", "OTHER", "RECURRENT", "REGISTRY", "ZERO",
+__all__ = ["ALL_INPUTS", "CONTRACTION", "CONVENTIONS", "OTHER", "PER_OP_CONVENTIONS", "RECURRENT",
+           "REGISTRY", "ZERO",
            "Backward", "Cost", "Engine", "Grads", "Node", "Registry", "Rule", "RuleOverrides",
            "check_node", "register_rule", "with_rules"]
 
@@ -115,4 +119,5 @@ def _custom_rule(table: Registry, domain: str, op_type: str, fn: ForwardFn,
                 category if category is not None else (base.category if base else OTHER),
                 fn, formula,
                 weights if weights is not None else (base.weights if base else ()),
-                base.buffers if base else (), base.packed if base else None, back)
+                base.buffers if base else (), base.packed if base else None, back,
+                base.conventions if base else ())

@@ -35,6 +35,8 @@ class Cost:
 
     def flops_under(self, convention: str) -> Any:
         """FLOPs under a named convention (see CONVENTIONS)."""
+        if convention in PER_OP_CONVENTIONS:
+            return 0  # such a convention prices only the ops it has a rule for (Rule.convention)
         contraction = 2 * (self.macs - self.int_macs)
         if convention == "macs":
             return contraction
@@ -54,4 +56,9 @@ CONVENTIONS = {
                "plus the documented per-op figure for activations, reductions, normalization, pooling",
     "exact": "like default, but a length-p dot product costs 2p−1 (multiplies plus p−1 adds)",
     "macs": "contractions only: 2·MACs (what papers that quote MACs as 'FLOPs' mean, doubled)",
+    "fvcore": "fvcore's FlopCountAnalysis: contractions as MACs, its fixed per-element terms for "
+              "normalization, batch norm, upsampling and adaptive pooling, every other op 0",
 }
+# Conventions that price op by op, as another tool does, rather than from a node's Cost: each op's
+# figure is its rule's (onnxflops.costs.fvcore); an op without one costs 0 FLOPs, as there.
+PER_OP_CONVENTIONS = frozenset({"fvcore"})

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping
 
 # Re-exported: with `rule` and the categories, what a family file imports.
-from onnxflops.costs.cost import CONVENTIONS, ZERO, Cost  # noqa: F401
+from onnxflops.costs.cost import CONVENTIONS, PER_OP_CONVENTIONS, ZERO, Cost  # noqa: F401
 from onnxflops.costs.node import Node
 from onnxflops.graph import domain_key
 
@@ -57,6 +57,16 @@ class Backward:
 
 
 @dataclass(frozen=True, slots=True)
+class ConventionRule:
+    """The FLOPs of one node under a convention that prices ops one by one, as another tool does
+    (fvcore), rather than reading the node's `Cost`: `fn(node)` gives them; `formula` is its
+    docstring's first line."""
+
+    fn: Callable[[Node], Any]
+    formula: str
+
+
+@dataclass(frozen=True, slots=True)
 class Rule:
     """The cost of one op: its forward rule (`fn`, `formula`), the input slots holding weights and
     buffers, and its backward rule where it has one."""
@@ -72,9 +82,14 @@ class Rule:
     # node's attributes (MatMulNBits packs two 4-bit weights a byte).
     packed: Callable[[Mapping[str, Any]], Mapping[int, Any]] | None = None
     backward: Backward | None = None
+    # Per-op conventions (name, rule): under such a convention an op without one costs 0 FLOPs.
+    conventions: tuple[tuple[str, ConventionRule], ...] = ()
 
     def is_weight_slot(self, i: int) -> bool:
         return self.weights == ALL_INPUTS or i in self.weights
+
+    def convention(self, name: str) -> ConventionRule | None:
+        return next((r for n, r in self.conventions if n == name), None)
 
 
 @dataclass
@@ -122,6 +137,25 @@ class Registry:
 
         return wrap
 
+    def register_convention(self, convention: str, op_types: str | Iterable[str], *,
+                            domain: str = "", formula: str | None = None) -> Callable:
+        """Decorator: register `fn(node) -> FLOPs` as what each op type in `op_types` costs under
+        the per-op `convention` (one of PER_OP_CONVENTIONS); the op must have a forward rule."""
+        def wrap(fn: Callable) -> Callable:
+            text = formula or first_line(fn)
+            for name in _names(op_types):
+                forward = self.lookup(domain, name)
+                label = f"{domain or 'ai.onnx'}::{name}"
+                if forward is None:
+                    raise ValueError(f"{convention} rule for {label}, which has no forward rule")
+                if forward.convention(convention) is not None:
+                    raise ValueError(f"duplicate {convention} rule for {label}")
+                made = (*forward.conventions, (convention, ConventionRule(fn, text)))
+                self.add(replace(forward, conventions=made), replacing=True)
+            return fn
+
+        return wrap
+
     def add(self, rule: Rule, replacing: bool = False) -> None:
         """Put `rule` in the table; an op that has one already needs `replacing`."""
         key = (rule.domain, rule.op_type)
@@ -156,3 +190,4 @@ def _names(op_types: str | Iterable[str]) -> list[str]:
 REGISTRY = Registry()
 rule = REGISTRY.register
 backward = REGISTRY.register_backward
+convention = REGISTRY.register_convention

@@ -8,7 +8,9 @@ import numpy as np
 import onnx
 
 from onnxflops.analysis import (
+    SEQUENCE_OPS,
     AnalyzedModel,
+    ConstantWork,
     analyze,
     analyzed_function_body,
     attribute_key,
@@ -16,9 +18,11 @@ from onnxflops.analysis import (
     coefficients_shape_body,
     expansion_model,
     has_unknown_outputs,
+    is_foldable_cost,
     local_function_model,
     mark_constants,
     refine_subgraph,
+    sequence_bytes,
 )
 from onnxflops.costs import (
     ALL_INPUTS,
@@ -95,19 +99,38 @@ class _Counter:
     def run(self, name: str, inputs: dict[str, list]) -> Report:
         graph = self.analyzed.graph
         nodes: list[NodeReport] = []
-        total, constant_work = Totals(), Totals()
-        constant_nodes = 0
+        total, constant_work, foldable = Totals(), Totals(), Totals()
+        constant_nodes = foldable_nodes = 0
+        policy = None  # the constant-work policy, made where the graph has constant nodes
+        bounded = set(graph.bounds)  # tensors whose sizes are upper bounds, and what they reach
         reads: list[list[str]] = []  # each node's inputs, where recorded weights are credited
         for position, row in enumerate(graph.rows()):
             if graph.is_constant_row(row):
-                if row.op_type != "Constant":
+                if row.op_type == "Constant":
+                    continue
+                policy = policy or ConstantWork(graph)
+                may_fold = policy.may_fold(row)
+                entry = self._report(row, graph, graph.kinds.get(position), count_params=False,
+                                     report_uncosted=may_fold)
+                if may_fold and is_foldable_cost(entry.macs, entry.flops):
+                    # Work on weights alone: the network's (its weights credited downstream).
+                    entry.foldable = True
+                    foldable_nodes += 1
+                    foldable.add(entry)
+                    nodes.append(entry)
+                    if self.roles is not None:
+                        reads.append([])
+                else:
                     constant_nodes += 1
-                    constant_work.add(self._report(row, graph, graph.kinds.get(position),
-                                                   count_params=False))
+                    constant_work.add(entry)
                 continue
             nodes.append(self._report(row, graph, graph.kinds.get(position)))
             if self.roles is not None:
                 reads.append(row[3])
+            if bounded and _reads_bound(row, bounded, graph.bounds):
+                nodes[-1].bound = True
+        if bounded:
+            self._warn_bounds(nodes, graph.bounds)
         if self.roles is not None:
             self._credit_unread_weights(nodes, reads, graph)
         for entry in nodes:
@@ -120,15 +143,28 @@ class _Counter:
             self.warnings.append(f"{len(self.uncosted)} node(s) could not be costed: the totals "
                                  "exclude them")
         return Report(name, self.convention, inputs, total, nodes, constant_work, constant_nodes,
-                      self.uncosted, self.warnings)
+                      self.uncosted, self.warnings, foldable, foldable_nodes)
+
+    def _warn_bounds(self, nodes: list[NodeReport], bounds: dict[str, str]) -> None:
+        count = sum(entry.bound for entry in nodes)
+        if count:
+            why = "; ".join(f"'{name}': {reason}" for name, reason in list(bounds.items())[:3])
+            more = f"; and {len(bounds) - 3} more" if len(bounds) > 3 else ""
+            self.warnings.append(f"{count} node(s) counted at an upper bound, as sizes that "
+                                 f"depend on data are taken at their largest ({why}{more})")
 
     def _report(self, row: NodeRow, scope: GraphView, kind: int | None = None,
-                count_params: bool = True) -> NodeReport:
-        """`kind`: what analysis found the node alike in with others (see GraphView.kinds)."""
+                count_params: bool = True, report_uncosted: bool | None = None) -> NodeReport:
+        """`kind`: what analysis found the node alike in with others (see GraphView.kinds).
+        `count_params` False: a constant node's, whose weights the nodes reading it count;
+        `report_uncosted` (by default as `count_params`) lists the node in `uncosted` if its rule
+        cannot cost it."""
         proto, op_type, domain, input_names, output_names = row
         opset = self.opsets.get(domain, 0)
-        # Training counts each node's backward from its own Node: no reuse then.
-        reuse = scope is self.analyzed.graph and self.flows is None
+        # Training counts each node's backward from its own Node: no reuse then; nor where the
+        # bytes depend on a sequence's elements, which the signature does not hold.
+        on_sequences = op_type in SEQUENCE_OPS and not domain
+        reuse = scope is self.analyzed.graph and self.flows is None and not on_sequences
         inputs = outputs = signature = outcome = node = None
         if reuse and kind is not None:
             signature = (_KIND, kind)
@@ -148,8 +184,11 @@ class _Counter:
             if inputs is None:
                 inputs, outputs = _infos(row, scope)
             node = Node(proto, scope, opset, self)
-            cost = self._cost(rule, node, count_params)
-            outcome = _Outcome.of(rule, cost, self.convention, inputs, outputs)
+            listed = count_params if report_uncosted is None else report_uncosted
+            cost = self._cost(rule, node, listed)
+            flops = self._flops(rule, node, cost, listed)
+            outcome = _Outcome.of(rule, cost if flops is not None else None, flops, inputs,
+                                  outputs)
             if signature is not None and cost is not None:
                 # What the rule read beyond the signature: nodes alike in it too cost alike.
                 for reads, refinement in ((node.read_floats, _READS_FLOATS),
@@ -159,6 +198,10 @@ class _Counter:
                         signature = (signature, _refinement(refinement, row, scope))
                 self.outcomes[signature] = outcome
         entry = NodeReport(proto.name, op_type, domain, proto, *outcome.entry_fields)
+        if on_sequences and outcome.costed:
+            read, written = sequence_bytes(scope, row)
+            entry.bytes_read += read
+            entry.bytes_written += written
         if self.flows is not None and count_params:
             backward = self._backward(outcome.rule, node) if outcome.costed else None
             backward = backward or ZERO  # uncosted: reported, and left out of the totals
@@ -183,7 +226,7 @@ class _Counter:
         return (op_type, domain, opset, attribute_key(proto, opset),
                 _type_keys(input_names, inputs), _type_keys(output_names, outputs))
 
-    def _cost(self, rule: Rule | None, node: Node, count_params: bool) -> Cost | None:
+    def _cost(self, rule: Rule | None, node: Node, report_uncosted: bool) -> Cost | None:
         if rule is None:
             domain = f"{node.domain}::" if domain_key(node.domain) else ""
             self.uncosted.append(Uncosted(node.name, node.op_type,
@@ -192,9 +235,26 @@ class _Counter:
         try:
             return apply_rule(rule.fn, node)
         except Uncostable as e:
-            if count_params:
+            if report_uncosted:
                 label = node.name or f"{node.op_type} node"
                 self.uncosted.append(Uncosted(label, node.op_type, str(e)))
+            return None
+
+    def _flops(self, rule: Rule | None, node: Node, cost: Cost | None,
+               count_params: bool) -> object | None:
+        """The node's FLOPs under the count's convention: from its Cost, or by the rule's own
+        figure under a per-op convention (fvcore); None where it cannot be costed."""
+        if cost is None:
+            return None
+        per_op = rule.convention(self.convention)
+        if per_op is None:
+            return cost.flops_under(self.convention)
+        try:
+            return apply_rule(lambda n: Cost(flops=per_op.fn(n)), node).flops
+        except Uncostable as e:
+            if count_params:
+                label = node.name or f"{node.op_type} node"
+                self.uncosted.append(Uncosted(label, node.op_type, f"{self.convention}: {e}"))
             return None
 
     def _backward(self, rule: Rule, node: Node) -> Cost | None:
@@ -421,6 +481,14 @@ def _function_body_backward(node: Node, grads) -> Cost:
     return node.function_backward(grads)
 
 
+def _reads_bound(row: NodeRow, bounded: set[str], bounds: dict[str, str]) -> bool:
+    """Whether a node makes or reads a size that depends on data; its outputs then carry it."""
+    if any(name in bounds for name in row.outputs) or any(name in bounded for name in row.inputs):
+        bounded.update(name for name in row.outputs if name)
+        return True
+    return False
+
+
 def apply_rule(fn, node: Node, *args) -> Cost:
     """A cost rule (or backward rule) on a node checked first (check_node). What the rule cannot
     make of values the schema leaves open (a rank, an attribute's range, a constant read) makes
@@ -518,7 +586,7 @@ class _Outcome(NamedTuple):
     entry_fields: tuple
 
     @classmethod
-    def of(cls, rule: Rule | None, cost: Cost | None, convention: str,
+    def of(cls, rule: Rule | None, cost: Cost | None, flops: Any,
            inputs: list[TensorInfo | None], outputs: list[TensorInfo | None]) -> "_Outcome":
         input_shapes, output_shapes = [_shape(i) for i in inputs], [_shape(o) for o in outputs]
         if cost is None:
@@ -527,7 +595,7 @@ class _Outcome(NamedTuple):
                             bytes_written=0, input_shapes=input_shapes,
                             output_shapes=output_shapes)
         return cls.made(rule, category=rule.category, costed=True, macs=cost.macs,
-                        flops=cost.flops_under(convention), int_ops=cost.all_int_ops,
+                        flops=flops, int_ops=cost.all_int_ops,
                         detail=dict(cost.detail) if cost.detail else None,
                         bytes_read=_bytes(inputs), bytes_written=_bytes(outputs),
                         input_shapes=input_shapes, output_shapes=output_shapes)

@@ -12,8 +12,10 @@ from html import escape
 
 import numpy as np
 
-from onnxflops.html.page import _CSS, COMPUTE_BOUND, FLOPS, LATENCY, MEMORY_BOUND, _figure, _table
+from onnxflops.formats import html_table
+from onnxflops.html.page import _CSS, COMPUTE_BOUND, FLOPS, LATENCY, MEMORY_BOUND, _figure
 from onnxflops.html.svg import Line, paired_bars, scatter
+from onnxflops.serving.cache import layer_runs
 from onnxflops.serving.serve import LlmReport, compute_dtype
 from onnxflops.report import human
 
@@ -26,9 +28,10 @@ def llm_html(r: LlmReport) -> str:
              f"{r.dtype}, activations and KV cache {r.kv_dtype}. Params {human(r.params.total)} "
              f"total, {human(r.params.active)} active per token; KV cache at the end "
              f"{human(r.kv_cache_bytes, 'B')}.</p>",
-             _table(["phase", "MACs", "FLOPs", "bytes read", "bytes written"],
+             html_table(["phase", "MACs", "FLOPs", "bytes read", "bytes written"],
                     [[name, human(c.macs), human(c.flops), human(c.bytes_read, "B"),
-                      human(c.bytes_written, "B")] for name, c in _phases(r)]),
+                      human(c.bytes_written, "B")] for name, c in r.phases()]),
+             _kv_table(r),
              _estimate_table(r),
              "<div class=\"plots\">",
              _figure(_decode_cost_plot(r), "One decode step against the context (tokens in the "
@@ -42,16 +45,23 @@ def llm_html(r: LlmReport) -> str:
     return "\n".join(parts)
 
 
-def _phases(r: LlmReport):
-    return (("prefill", r.prefill), ("decode first", r.decode_first),
-            ("decode last", r.decode_last), ("decode total", r.decode_total))
+def _kv_table(r: LlmReport) -> str:
+    """The KV cache at the end of generation, its layers grouped by form (full, sliding,
+    chunked, latent), each with what it holds."""
+    return html_table(["KV cache", "layers", "positions held", "bytes per token", "bytes",
+                       "holds"],
+                      [[kind, layer_runs(layers), str(positions),
+                        human(per_token, "B"), human(size, "B"), note]
+                       for kind, layers, positions, per_token, size, note in r.kv_kinds()],
+                      left=2, note=True) if r.kv_layers else ""
 
 
 def _estimate_table(r: LlmReport) -> str:
     e, hw = r.estimate, r.hardware
-    return _table(["hardware", "peak FLOP/s", "bandwidth", "prefill", "decode per step",
+    return html_table(["hardware", "peak FLOP/s", "bandwidth", "prefill", "decode per step",
                    "tokens/s", "bound (prefill, decode)"],
-                  [[hw.name, human(hw.peak(compute_dtype(r.dtype))),
+                  [[hw.name, f"{human(hw.peak(compute_dtype(r.dtype)))} "
+                             f"{hw.precision(compute_dtype(r.dtype))}",
                     human(hw.bandwidth_bytes_per_s, "B/s"), f"{e.prefill_s * 1e3:.4g} ms",
                     f"{e.decode_s_per_token * 1e3:.4g} ms", f"{e.tokens_per_s:,.0f}",
                     f"{e.bound['prefill']}, {e.bound['decode']}"]])

@@ -8,15 +8,16 @@ under the measured peak and bandwidth). For several models: latency against GFLO
 
 from __future__ import annotations
 
-import json
 import time
 from html import escape
 from typing import Sequence
 
+from onnxflops import formats
 from onnxflops.dims import format_shape
+from onnxflops.formats import TABLE_CSS, Rows, html_table
 from onnxflops.html.svg import Line, Point, paired_bars, scatter
 from onnxflops.profiling.measure import Profile
-from onnxflops.report import human, markdown_table
+from onnxflops.report import human
 
 COMPUTE_BOUND, MEMORY_BOUND, NO_FLOPS = "#1f77b4", "#d62728", "#8c8c8c"
 LATENCY, FLOPS = "#ff7f0e", "#2ca02c"
@@ -28,12 +29,10 @@ TOP_NODES = 30
 _CSS = """
 body{font-family:sans-serif;margin:24px;color:#222;max-width:1400px}
 h1{font-size:22px}h2{font-size:18px;margin-top:36px;border-bottom:1px solid #ccc}
-h3{font-size:15px}table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}
-td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}
-td:first-child,th:first-child,td.text{text-align:left}th{background:#f3f3f3}
+h3{font-size:15px}
 .plots{display:flex;flex-wrap:wrap;gap:16px}.plots figure{margin:0}
 figcaption{font-size:12px;color:#555;max-width:640px}.notes{font-size:12px;color:#555}
-"""
+""" + TABLE_CSS + "\n"
 
 
 def to_html(profiles: Sequence[Profile], title: str = "onnxflops report") -> str:
@@ -43,7 +42,7 @@ def to_html(profiles: Sequence[Profile], title: str = "onnxflops report") -> str
              f"<p class=\"notes\">Generated {time.strftime('%Y-%m-%d %H:%M:%S')} by onnxflops. "
              "Latency is end to end, with onnxruntime's profiler off; per-node times come from "
              "a separate profiled session, scaled to that latency.</p>",
-             _table(*_summary_rows(profiles))]
+             html_table(*_summary_rows(profiles))]
     if len(profiles) > 1:
         parts.append(_figure(_models_plot(profiles), "Median latency against GFLOPs, one point "
                                                      "per model."))
@@ -55,20 +54,22 @@ def to_html(profiles: Sequence[Profile], title: str = "onnxflops report") -> str
 
 def to_markdown(profiles: Sequence[Profile]) -> str:
     header, rows = _summary_rows(profiles)
-    lines = ["# onnxflops report", "", *markdown_table(header, rows)]
+    lines = ["# onnxflops report", "", *formats.markdown_table(header, rows)]
     for p in profiles:
         lines += ["", f"## {p.model}", "", p.to_markdown(TOP_NODES)]
     return "\n".join(lines) + "\n"
 
 
 def to_json(profiles: Sequence[Profile]) -> str:
-    return json.dumps({"models": [{"model": p.model, **p.to_dict()} for p in profiles]},
-                      indent=2)
+    return formats.json_text({"models": [{"model": p.model, **p.to_dict()} for p in profiles]})
 
 
 def to_csv(profiles: Sequence[Profile]) -> str:
-    text = [p.to_csv() for p in profiles]
-    return text[0] + "".join(t.split("\n", 1)[1] for t in text[1:]) if text else ""
+    """Every model's executed nodes, one table (each row names its model)."""
+    if not profiles:
+        return ""
+    rows = [p.rows() for p in profiles]
+    return formats.csv_text(Rows(rows[0].columns, [r for each in rows for r in each]))
 
 
 def _summary_rows(profiles: Sequence[Profile]) -> tuple[list[str], list[list[str]]]:
@@ -103,11 +104,11 @@ def _model_section(p: Profile) -> str:
         f"<p class=\"notes\">{'<br>'.join(escape(line) for line in p.summary_lines())}</p>",
         f"<div class=\"plots\">{''.join(plots)}</div>",
         "<h3>By op type (as executed)</h3>",
-        _table(["op type", *rollup_header], _rollup_rows(p.by_op_type())),
+        html_table(["op type", *rollup_header], _rollup_rows(p.by_op_type())),
         f"<h3>By layer (top {TOP_NODES} by time)</h3>",
-        _table(["layer", *rollup_header], _rollup_rows(p.by_layer())[:TOP_NODES]),
+        html_table(["layer", *rollup_header], _rollup_rows(p.by_layer())[:TOP_NODES]),
         f"<h3>Slowest executed nodes (top {TOP_NODES})</h3>",
-        _table(node_header, node_rows),
+        html_table(node_header, node_rows, left=2),
         f"<ul class=\"notes\">{notes}</ul>" if notes else ""])
 
 
@@ -157,9 +158,10 @@ def _roofline_caption(p: Profile) -> str:
     c = p.ceilings
     return (f"Roofline: measured peak {human(c.peak_flops_per_s, 'FLOP/s')} (best of MatMul and "
             f"convolution probes) and "
-            f"bandwidth {human(c.bandwidth_bytes_per_s, 'B/s')} (large copy), {c.dtype}"
+            f"bandwidth {human(c.bandwidth_bytes_per_s, 'B/s')} (best of streaming a weight, "
+            f"from cache where it fits, and a copy), {c.dtype}"
             + (", quick measurement" if c.quick else "") + ". Blue: compute-bound, red: "
-            "memory-bound. A point above the slanted roof ran from cache, faster than memory.")
+            "memory-bound.")
 
 
 def _bound_legend(p: Profile) -> list[tuple[str, str]]:
@@ -176,9 +178,3 @@ def _models_plot(profiles: Sequence[Profile]) -> str:
 
 def _figure(svg: str, caption: str) -> str:
     return f"<figure>{svg}<figcaption>{escape(caption)}</figcaption></figure>"
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"

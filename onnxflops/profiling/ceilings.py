@@ -3,37 +3,55 @@
 Peak FLOP/s is the best onnxruntime reaches, with the same provider, threads and dtype as the
 model, over several compute-bound probes: a square MatMul, a MatMul with a long inner dim and a
 3×3 convolution (which onnxruntime's CPU provider runs in its blocked NCHWc layout, faster than
-its MatMul: one probe alone let ResNet-50 reach 100.1% of the "peak"); bandwidth is what it reaches copying a large tensor (bytes read plus bytes
-written per second). Both are the best of a few runs. They are cached per machine, provider,
-threads and dtype in $ONNXFLOPS_CACHE_DIR, else $XDG_CACHE_HOME/onnxflops, else
-~/.cache/onnxflops. `quick` measures small problems (for tests): a rough figure, cached apart.
+its MatMul: one probe alone let ResNet-50 reach 100.1% of the "peak"). Bandwidth is the best of
+read-dominated kernels streaming a weight as a model's layers do (a vector times a 16 MB and a
+64 MB matrix, a sum over 64 MB) and a copy: a copy alone (27 GB/s) let a Llama decode step run
+at 1.8× its roofline. Each is the best of a few runs.
+
+Other work on the machine only lowers a probe, so a ceiling is never lowered: a new probe is
+merged into the cached one, keeping the higher of each. The load at probe time is recorded (the
+1-minute load average per core, and the probe's CPU time over its wall time and threads); a
+ceiling probed under load is probed again once the machine is quieter, and `profile` probes
+again when a run beats its roof. They are cached per machine, provider, threads and dtype in
+$ONNXFLOPS_CACHE_DIR, else $XDG_CACHE_HOME/onnxflops, else ~/.cache/onnxflops. `quick`
+measures small problems (for tests): a rough figure, cached apart.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from onnxflops.profiling.runtime import SessionConfig, import_ort, make_session
+from onnxflops.profiling import budget
+from onnxflops.profiling.runtime import SessionConfig, import_ort, make_session, random_input
 
 # Side of the MatMul and elements copied, per provider: full measurement, quick one.
 _MATMUL_SIDE = {"cpu": (2048, 256), "cuda": (8192, 1024)}
 # The convolution probe: channels in = out and spatial side, per provider (full, quick).
 _CONV = {"cpu": ((256, 56), (64, 28)), "cuda": ((512, 64), (128, 32))}
 _COPY_ELEMENTS = {"cpu": (64 << 20, 1 << 20), "cuda": (256 << 20, 4 << 20)}
+# Sides of the square weights the streaming probes read (full, quick): on CPU 16 MB and 64 MB
+# of float32, in and beyond a large last-level cache, as a model's weights may be.
+_STREAM_SIDES = {"cpu": ((2048, 4096), (256, 512)), "cuda": ((8192, 16384), (1024, 2048))}
 # Fewest runs and seconds spent per measurement (full, quick): the best run is kept, so more runs
 # mean less chance that other work on the machine lowers the figure.
 _RUNS = ((10, 1.0), (3, 0.0))
 # Part of the cache key: ceilings measured by other probes are measured again.
-_PROBES = "probes=matmul,deep-matmul,conv3x3"
+_PROBES = "probes=matmul,deep-matmul,conv3x3;stream=gemv,sum,copy"
+# A probe ran under load when the load average per core was above this at its start, or its
+# threads got less than this share of the CPU time they would have had alone.
+_LOADED_PER_CORE = 1.0
+_LOADED_CPU_SHARE = 0.75
+_DATE = "%Y-%m-%dT%H:%M:%S"  # measured_at, local time
 
 
 @dataclass
@@ -43,6 +61,42 @@ class Ceilings:
     dtype: str
     quick: bool
     measured_at: str
+    # The 1-minute load average per core when the probes started, and the probes' CPU time over
+    # their wall time × threads (about 1 alone on the machine); None: not recorded.
+    load_per_core: float | None = None
+    cpu_share: float | None = None
+
+    @property
+    def probed_under_load(self) -> bool:
+        """Other work may have lowered the probes (unknown counts as loaded)."""
+        return self.load_per_core is None or self.cpu_share is None \
+            or self.load_per_core > _LOADED_PER_CORE or self.cpu_share < _LOADED_CPU_SHARE
+
+    def probed_within(self, seconds: float) -> bool:
+        """Probed less than `seconds` ago (an unreadable date is long ago)."""
+        try:
+            then = time.mktime(time.strptime(self.measured_at, _DATE))
+        except (ValueError, OverflowError):
+            return False
+        return 0 <= time.time() - then < seconds
+
+    def merged(self, other: "Ceilings") -> "Ceilings":
+        """The higher of each ceiling: a probe lowered by other work never lowers a roof."""
+        best = max(self, other, key=lambda c: c.peak_flops_per_s)
+        quieter = min(self, other, key=lambda c: c.load_per_core if c.load_per_core is not None
+                      else float("inf"))
+        return replace(best, bandwidth_bytes_per_s=max(self.bandwidth_bytes_per_s,
+                                                        other.bandwidth_bytes_per_s),
+                       load_per_core=quieter.load_per_core, cpu_share=quieter.cpu_share)
+
+    def raised_to(self, flops: float, bytes_moved: float, seconds: float) -> "Ceilings":
+        """The roofs raised just enough that a kernel doing this work in `seconds` is not above
+        them: the peak to its FLOP/s, the bandwidth to its bytes per second."""
+        if seconds <= 0:
+            return self
+        return replace(self, peak_flops_per_s=max(self.peak_flops_per_s, flops / seconds),
+                       bandwidth_bytes_per_s=max(self.bandwidth_bytes_per_s,
+                                                 bytes_moved / seconds))
 
     @property
     def ridge(self) -> float:
@@ -76,28 +130,79 @@ def machine_ceilings(config: SessionConfig, dtype: str = "float32", quick: bool 
                     f"threads={config.threads or 'default'}", dtype,
                     "quick" if quick else "full", _PROBES])
     cache = _read(path)
-    if not refresh and key in cache:
-        return Ceilings(**cache[key])
+    cached = _entry(cache.get(key))
+    if cached is not None and not refresh and not (
+            cached.probed_under_load and _quieter_than(cached)):
+        return cached
     ceilings = measure(config, dtype, quick)
+    if cached is not None:
+        ceilings = cached.merged(ceilings)
     cache[key] = asdict(ceilings)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(f".{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(cache, indent=1, sort_keys=True))
-    temporary.replace(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(cache, indent=1, sort_keys=True))
+        temporary.replace(path)
+    except OSError:
+        pass  # an unwritable cache: measured again next time
     return ceilings
+
+
+def _entry(data) -> Ceilings | None:
+    """A cached entry, or None where it is not one this version wrote."""
+    names = {f.name for f in fields(Ceilings)}
+    if not isinstance(data, dict) or not set(data) <= names:
+        return None
+    try:
+        entry = Ceilings(**data)
+    except TypeError:
+        return None
+    ok = all(isinstance(v, (int, float)) and v > 0
+             for v in (entry.peak_flops_per_s, entry.bandwidth_bytes_per_s))
+    return entry if ok else None
+
+
+def _load_per_core() -> float | None:
+    try:
+        return os.getloadavg()[0] / (os.cpu_count() or 1)
+    except OSError:
+        return None
+
+
+def _quieter_than(cached: Ceilings) -> bool:
+    """The machine is now clearly less loaded than when `cached` was probed."""
+    now = _load_per_core()
+    if now is None:
+        return False
+    then = cached.load_per_core if cached.load_per_core is not None else float("inf")
+    return now < min(_LOADED_PER_CORE, 0.75 * then)
 
 
 def measure(config: SessionConfig, dtype: str = "float32", quick: bool = False) -> Ceilings:
     level = 1 if quick else 0
-    elements = _COPY_ELEMENTS[config.provider][level]
     runs, seconds = _RUNS[level]
-    peak = max(flops / _best_time(model, config, shapes, dtype, runs, seconds)
-               for model, shapes, flops in _compute_probes(config.provider, level, dtype))
-    copy = _single_op_model("Identity", dtype, [[elements]], [elements])
-    best_copy = _best_time(copy, config, [[elements], [elements]], dtype, runs, seconds)
-    itemsize = np.dtype(dtype).itemsize
-    return Ceilings(peak, 2 * elements * itemsize / best_copy, dtype, quick,
-                    time.strftime("%Y-%m-%dT%H:%M:%S"))
+    probes = _compute_probes(config.provider, level, dtype)
+    streams = _bandwidth_probes(config.provider, level, dtype)
+    if config.provider == "cpu":
+        itemsize = np.dtype(dtype).itemsize
+        largest = max(sum(math.prod(s) for s in shapes) * itemsize
+                      for _, shapes, _ in probes + streams)
+        need = largest + budget.RUNTIME_BYTES
+        budget.check_memory(need, f"measuring the ceilings would need about {need / 2**30:.1f} "
+                                  "GiB", "or pass --quick (small probes) or --no-ceilings")
+    load = _load_per_core()
+    usage: list[tuple[float, float]] = []  # (CPU seconds, wall seconds) of each probe's runs
+    peak = max(flops / _best_time(model, config, shapes, dtype, runs, seconds, usage)
+               for model, shapes, flops in probes)
+    bandwidth = max(moved / _best_time(model, config, shapes, dtype, runs, seconds, usage)
+                    for model, shapes, moved in streams)
+    cpu, wall = sum(u[0] for u in usage), sum(u[1] for u in usage)
+    # While a CPU probe runs, each of its threads computes or spins: alone on the machine its
+    # CPU time is about wall time × threads. On CUDA the host mostly waits: no share there.
+    threads = config.threads or os.cpu_count() or 1
+    share = min(cpu / (wall * threads), 1.0) if config.provider == "cpu" and wall > 0 else 1.0
+    return Ceilings(peak, bandwidth, dtype, quick, time.strftime(_DATE),
+                    load, share)
 
 
 def _compute_probes(provider: str, level: int, dtype: str) -> list[tuple[bytes, list, int]]:
@@ -110,6 +215,21 @@ def _compute_probes(provider: str, level: int, dtype: str) -> list[tuple[bytes, 
                2 * c * c * 9 * side * side, {"pads": [1, 1, 1, 1]})]
     return [(_single_op_model(op, dtype, shapes[:-1], shapes[-1], **attrs), shapes, flops)
             for op, shapes, flops, attrs in probes]
+
+
+def _bandwidth_probes(provider: str, level: int, dtype: str) -> list[tuple[bytes, list, int]]:
+    """(model, input shapes then output shape, bytes moved) of each bandwidth probe: a vector
+    times each streamed weight and a sum over the larger one (read-dominated, the bytes read
+    and written), and a copy (bytes read plus written)."""
+    itemsize = np.dtype(dtype).itemsize
+    sides = _STREAM_SIDES[provider][level]
+    probes = [("MatMul", [[1, n], [n, n], [1, n]], (n * n + 2 * n) * itemsize) for n in sides]
+    n = sides[-1]
+    probes.append(("ReduceSum", [[n, n], [1, 1]], (n * n + 1) * itemsize))
+    elements = _COPY_ELEMENTS[provider][level]
+    probes.append(("Identity", [[elements], [elements]], 2 * elements * itemsize))
+    return [(_single_op_model(op, dtype, shapes[:-1], shapes[-1]), shapes, moved)
+            for op, shapes, moved in probes]
 
 
 def _single_op_model(op_type: str, dtype: str, input_shapes: list[list[int]],
@@ -126,9 +246,10 @@ def _single_op_model(op_type: str, dtype: str, input_shapes: list[list[int]],
 
 
 def _best_time(model: bytes, config: SessionConfig, shapes: list[list[int]], dtype: str,
-               runs: int, seconds: float) -> float:
+               runs: int, seconds: float, usage: list | None = None) -> float:
     """Seconds of the fastest of at least `runs` runs taking at least `seconds` in all, inputs
-    (`shapes` but the last) and output (the last) bound in place (no allocation timed)."""
+    (`shapes` but the last) and output (the last) bound in place (no allocation timed); the
+    process's CPU seconds and the wall seconds of the timed runs are appended to `usage`."""
     ort = import_ort()
     session = make_session(model, SessionConfig(config.provider, config.threads, "all",
                                                 config.device_id))
@@ -136,7 +257,7 @@ def _best_time(model: bytes, config: SessionConfig, shapes: list[list[int]], dty
     rng = np.random.default_rng(0)
     binding = session.io_binding()
     for i, shape in enumerate(shapes[:-1]):
-        x = rng.standard_normal(shape).astype(dtype)
+        x = random_input(rng, shape, np.dtype(dtype).type)
         binding.bind_ortvalue_input(f"x{i}", ort.OrtValue.ortvalue_from_numpy(x, device,
                                                                               config.device_id))
     out = ort.OrtValue.ortvalue_from_shape_and_type(shapes[-1], np.dtype(dtype), device,
@@ -144,11 +265,14 @@ def _best_time(model: bytes, config: SessionConfig, shapes: list[list[int]], dty
     binding.bind_ortvalue_output("y", out)
     session.run_with_iobinding(binding)  # warm-up
     times: list[float] = []
+    cpu_start = time.process_time()
     while len(times) < runs or sum(times) < seconds:
         start = time.perf_counter()
         session.run_with_iobinding(binding)
         binding.synchronize_outputs()
         times.append(time.perf_counter() - start)
+    if usage is not None:
+        usage.append((time.process_time() - cpu_start, sum(times)))
     return min(times)
 
 

@@ -8,9 +8,6 @@ executed node with the machine's ceilings (roofline).
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -20,10 +17,12 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import onnx
 
+from onnxflops import formats
 from onnxflops.api import count_with_model
 from onnxflops.errors import OnnxFlopsError, first_line
 from onnxflops.load import load_model
-from onnxflops.profiling import fusion
+from onnxflops.graph import GraphView
+from onnxflops.profiling import budget, fusion
 from onnxflops.profiling.ceilings import (
     Ceilings,
     dominant_float_dtype,
@@ -35,6 +34,7 @@ from onnxflops.profiling.runtime import (
     SessionConfig,
     check_provider,
     check_run_counts,
+    input_sizes,
     make_session,
     random_feeds,
     runnable,
@@ -42,11 +42,16 @@ from onnxflops.profiling.runtime import (
     time_runs,
 )
 from onnxflops.profiling.trace import END_TO_END_ONLY, NodeTimes, read_trace
-from onnxflops.report import Report, human, markdown_table, text_table
+from onnxflops.formats import Rows, Table, Text
+from onnxflops.report import Report, human, modules_at_depth
 
 Progress = Callable[[str, float], None]
 
 _SUBGRAPH_OPS = {"Loop", "Scan", "If"}
+
+# A run above a roof probed longer ago than this probes the ceilings again (sooner, it raises
+# the roofs for its own report only).
+REPROBE_AFTER_SECONDS = 600
 
 NOT_EXECUTED = "not executed: onnxruntime folded it to a constant or removed it at load time"
 
@@ -108,7 +113,11 @@ class Unattributed:
 
 
 @dataclass
-class Profile:
+class Profile(formats.Rendered):
+    """One model measured: latency, per executed node its time against its counted FLOPs.
+
+    `to_text(top)`, `to_markdown`, `to_csv`, `to_json` write it (onnxflops.formats);
+    `rows(by="node"|"op"|"layer")` and `to_pandas(by=...)` give its records."""
     model: str
     provider: str
     threads: int | None
@@ -143,8 +152,13 @@ class Profile:
     def by_op_type(self) -> dict[str, Rollup]:
         return self._rollup(lambda n: n.op_type)
 
-    def by_layer(self) -> dict[str, Rollup]:
-        return self._rollup(lambda n: n.layer or "(top level)")
+    def by_layer(self, depth: int | None = None) -> dict[str, Rollup]:
+        """Executed nodes summed per layer, slowest first; with `depth`, per module `depth`
+        levels down the model, in the framework's names (as Report.by_layer)."""
+        if depth is None:
+            return self._rollup(lambda n: n.layer or "(top level)")
+        at_depth = modules_at_depth({n.layer for n in self.nodes}, depth)
+        return self._rollup(lambda n: at_depth[n.layer] or "(top level)")
 
     def _rollup(self, key: Callable[[MeasuredNode], str]) -> dict[str, Rollup]:
         groups: dict[str, Rollup] = {}
@@ -179,7 +193,21 @@ class Profile:
         }
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
+        return formats.to_json(self, indent)
+
+    def rows(self, by: str = "node", depth: int | None = None) -> Rows:
+        """One record per executed node (the model's name first), or per op type or layer
+        (`depth`: see by_layer) with its summed time and FLOPs, slowest first."""
+        if by == "node":
+            columns = ["model", "name", "op_type", "original_nodes", "layer", "flops", "bytes",
+                       "time_ms", "achieved_flops_per_s", "bound"]
+            return Rows(columns, [{"model": self.model, **n.to_dict(), "layer": n.layer,
+                                   "original_nodes": " ".join(n.original_nodes)}
+                                  for n in self.nodes])
+        if by not in ("op", "layer"):
+            raise ValueError(f"by={by!r}: one of node, op, layer")
+        groups = self.by_op_type() if by == "op" else self.by_layer(depth)
+        return Rows([by, *Rollup().to_dict()], [{by: k, **g.to_dict()} for k, g in groups.items()])
 
     def summary_lines(self) -> list[str]:
         lat = self.latency.to_dict()
@@ -217,24 +245,19 @@ class Profile:
             return "-"
         return f"{100 * n.achieved_flops_per_s / self.ceilings.attainable(n.flops, n.bytes):.1f}"
 
-    def to_text(self, limit: int | None = 20) -> str:
-        header, rows = self.table_rows(limit)
-        lines = text_table(header, rows, rules=True)[:-1]  # no rule after the last row
-        return "\n".join([*self.summary_lines(), "", *lines, *self.notes()]) + "\n"
+    def view(self, top: int | None = 20) -> list:
+        return [Text(self.summary_lines(), hard_breaks=True), "",
+                Table(*self.table_rows(top), rules=True, closing_rule=False), *self.notes()]
 
-    def to_markdown(self, limit: int | None = None) -> str:
-        return "\n".join([*(f"{line}  " for line in self.summary_lines()), "",
-                          *markdown_table(*self.table_rows(limit)), *self.notes()]) + "\n"
+    def to_text(self, top: int | None = 20) -> str:
+        """The summary, then the `top` slowest executed nodes (None: all)."""
+        return formats.to_text(self, top=top)
 
-    def to_csv(self) -> str:
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(["model", "name", "op_type", "original_nodes", "layer", "flops", "bytes",
-                         "time_ms", "achieved_flops_per_s", "bound"])
-        for n in self.nodes:
-            writer.writerow([self.model, n.name, n.op_type, " ".join(n.original_nodes), n.layer,
-                             n.flops, n.bytes, n.time_ms, n.achieved_flops_per_s, n.bound])
-        return out.getvalue()
+    def to_markdown(self, top: int | None = None) -> str:
+        return formats.to_markdown(self, top=top)
+
+    def to_csv(self, by: str = "node", depth: int | None = None) -> str:
+        return formats.to_csv(self, by=by, depth=depth)
 
     def notes(self) -> list[str]:
         notes = [f"unattributed: {u.name} ({u.op_type}) {human(u.flops)} FLOPs: {u.reason}"
@@ -247,7 +270,9 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
             inputs: Mapping[str, Any] | None = None, *, batch: int | None = None,
             warmup: int = 10, profile_runs: int = 10, opt_level: str = "all",
             convention: str = "default", ceilings: bool = True, quick: bool = False,
-            device_id: int = 0, progress: Progress | None = None) -> Profile:
+            device_id: int = 0, progress: Progress | None = None,
+            max_seconds: float | None = budget.DEFAULT_MAX_SECONDS,
+            max_memory_gb: float | None = None) -> Profile:
     """Measure `model` under onnxruntime and join the measured times to the counted FLOPs.
 
     `inputs` maps input names to shapes or to arrays (fed as they are; other inputs get random
@@ -255,6 +280,9 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
     core); `opt_level` its graph optimization level (disable, basic, extended, layout, all).
     `ceilings` measures (once per machine, then cached) peak FLOP/s and bandwidth; `quick`
     measures them on small problems and makes fewer warm-up runs, for a fast rough answer.
+    Before anything runs, what the profile will take is estimated from the count and refused in
+    one line over `max_seconds` (None: no bound) or over the memory the process may use
+    (`max_memory_gb` replaces the available RAM as that budget; see profiling.budget).
     """
     config = SessionConfig(provider, threads, opt_level, device_id)
     check_run_counts(runs=runs, warmup=warmup, profile_runs=profile_runs)
@@ -267,9 +295,13 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
     source = _source(model, shapes, batch)
     counted = _count(source, shapes, batch, convention)
     _check_loops(counted.report)
-    feeds = random_feeds(counted.bound, arrays)
-    model_bytes = runnable(source.run)
     warmup = min(warmup, 2) if quick else warmup
+    need = budget.estimate(counted.report, counted.view, provider, runs=runs, warmup=warmup,
+                           profile_runs=max(1, profile_runs),
+                           feeds_bytes=sum(input_sizes(counted.bound).values()))
+    budget.check(need, max_seconds, None if max_memory_gb is None else int(max_memory_gb * 2**30))
+    feeds = random_feeds(counted.bound, arrays)
+    model_bytes = runnable(source.weighted())
 
     step("timing", 0.0)
     session = make_session(model_bytes, config)
@@ -289,11 +321,57 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
         del session
 
     step("ceilings", 0.0)
-    machine = machine_ceilings(config, dominant_float_dtype(source.run), quick) if ceilings else None
-    step("done", 1.0)
+    dtype = dominant_float_dtype(counted.bound)
+    machine = machine_ceilings(config, dtype, quick) if ceilings else None
     result = _join(counted, optimized.graph, times, latency, machine)
+    if machine is not None and above_roof(result):
+        # The cached ceilings were probed lower than this machine reaches now (other work then):
+        # probe again, keeping the higher figures, unless they were probed minutes ago.
+        probed = "probed again now"
+        if not machine.probed_within(REPROBE_AFTER_SECONDS):
+            machine = machine_ceilings(config, dtype, quick, refresh=True)
+            result = _join(counted, optimized.graph, times, latency, machine)
+        else:
+            probed = f"probed at {machine.measured_at}"
+        beaten = above_roof(result)
+        if beaten:
+            if machine.probed_under_load:
+                probed += f", under load ({_load_text(machine)})"
+            for flops, moved, seconds in beaten:
+                machine = machine.raised_to(flops, moved, seconds)
+            result = _join(counted, optimized.graph, times, latency, machine)
+            result.warnings.append(
+                f"{len(beaten)} node(s) or the model ran faster than the measured roofs "
+                f"({probed}): the roofs are raised to what they reached (peak "
+                f"{human(machine.peak_flops_per_s, 'FLOP/s')}, bandwidth "
+                f"{human(machine.bandwidth_bytes_per_s, 'B/s')})")
+    step("done", 1.0)
     result.provider, result.threads, result.opt_level = provider, config.threads, opt_level
     return result
+
+
+def _load_text(c: Ceilings) -> str:
+    if c.load_per_core is None or c.cpu_share is None:
+        return "not recorded"
+    return f"load average {c.load_per_core:.1f} per core, {100 * c.cpu_share:.0f}% of the CPU"
+
+
+def above_roof(result: Profile) -> list[tuple[float, float, float]]:
+    """(FLOPs, bytes, seconds) of the model, where it ran above the peak, and of each node that
+    ran above the roofline at its arithmetic intensity."""
+    c = result.ceilings
+    if c is None:
+        return []
+    beaten = []
+    # A rounding error's worth above (a roof just raised to a rate) is on the roof, not above.
+    if result.achieved_flops_per_s and \
+            result.achieved_flops_per_s > c.peak_flops_per_s * (1 + 1e-9):
+        beaten.append((result.flops, 0, result.latency.median / 1e3))
+    for n in result.nodes:
+        if n.bound != "-" and n.achieved_flops_per_s and \
+                n.achieved_flops_per_s > c.attainable(n.flops, n.bytes) * (1 + 1e-9):
+            beaten.append((n.flops, n.bytes, n.time_ms / 1e3))
+    return beaten
 
 
 def _check_loops(report: Report) -> None:
@@ -311,16 +389,27 @@ class _Counted:
     report: Report
     bound: onnx.ModelProto
     protos: list[onnx.NodeProto]  # the counted graph's node of each entry of report.nodes
+    view: GraphView  # the counted graph
     bytes_of: Callable[[set[str]], int]
     graph_outputs: set[str]
 
 
 @dataclass
 class _Source:
-    run: onnx.ModelProto  # with its weights
+    run: onnx.ModelProto | None  # with its weights; None: read from `count`, a path, when run
     count: str | onnx.ModelProto  # what counting loads: a path loads without the weights
     name: str
     converted: bool  # conversion bound the input shapes already
+
+    def weighted(self) -> onnx.ModelProto:
+        """The model with its weights, read only now for a path: after the budget check."""
+        if self.run is None:
+            try:
+                self.run = onnx.load(str(self.count))
+            except Exception as e:  # onnx raises several types for a missing or short data file
+                raise OnnxFlopsError(f"{self.count}: cannot read its weights to run it "
+                                     f"({first_line(e)})") from None
+        return self.run
 
 
 def _source(model, shapes: dict, batch: int | None) -> _Source:
@@ -333,12 +422,7 @@ def _source(model, shapes: dict, batch: int | None) -> _Source:
         return _Source(converted, converted, Path(str(model)).name, True)
     path = Path(model)
     load_model(path)  # one clear line for a missing or unreadable file
-    try:
-        weighted = onnx.load(str(path))
-    except Exception as e:  # onnx raises several types for a missing or short data file
-        raise OnnxFlopsError(f"{path}: cannot read its weights to run it ({first_line(e)})") \
-            from None
-    return _Source(weighted, str(path), path.name, False)
+    return _Source(None, str(path), path.name, False)
 
 
 def _count(source: _Source, shapes: dict, batch: int | None, convention: str) -> _Counted:
@@ -353,7 +437,8 @@ def _count(source: _Source, shapes: dict, batch: int | None, convention: str) ->
         infos = [view.info(t) for t in tensors]
         return sum(i.nbytes for i in infos if i is not None and i.known)
 
-    return _Counted(report, counted.bound, protos, bytes_of, {o.name for o in view.graph.output})
+    return _Counted(report, counted.bound, protos, view, bytes_of,
+                    {o.name for o in view.graph.output})
 
 
 def _pair(report: Report, graph_nodes: list[onnx.NodeProto]) -> list[onnx.NodeProto]:

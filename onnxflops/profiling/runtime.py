@@ -188,13 +188,24 @@ def random_feeds(model: onnx.ModelProto, given: dict[str, np.ndarray] | None = N
     return feeds
 
 
-def _check_feeds_fit(inputs: list[onnx.ValueInfoProto]) -> None:
-    """Refuse, before allocating, inputs that together would not fit in memory."""
+def input_sizes(model: onnx.ModelProto) -> dict[str, int]:
+    """Bytes of each real input of a bound model (initializers that are inputs left out)."""
+    weights = {t.name for t in model.graph.initializer}
+    return _sizes([vi for vi in model.graph.input if vi.name not in weights])
+
+
+def _sizes(inputs: list[onnx.ValueInfoProto]) -> dict[str, int]:
     sizes = {}
     for vi in inputs:
         tensor = vi.type.tensor_type
         itemsize = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type).itemsize
         sizes[vi.name] = itemsize * math.prod(d.dim_value for d in tensor.shape.dim)
+    return sizes
+
+
+def _check_feeds_fit(inputs: list[onnx.ValueInfoProto]) -> None:
+    """Refuse, before allocating, inputs that together would not fit in memory."""
+    sizes = _sizes(inputs)
     available = _available_memory()
     if available and sum(sizes.values()) > FEEDS_SHARE_OF_MEMORY * available:
         largest = max(sizes, key=sizes.get)

@@ -1,4 +1,5 @@
-"""What a count returns: totals, one record per node, tables by op type or layer, JSON and CSV."""
+"""What a count returns: totals, one record per node, sums by op type, layer or category; its
+formats are written by onnxflops.formats."""
 
 from onnxflops.report.tables import (
     BACKWARD,
@@ -8,9 +9,11 @@ from onnxflops.report.tables import (
     Totals,
     Uncosted,
     human,
+    summary,
 )
-from onnxflops.report.layers import layer_in_model
-from onnxflops.report.render import markdown_table, text_table
+from onnxflops.report.layers import framework_names, layer_in_model, modules_at_depth
+from onnxflops.formats import markdown_table, text_table
 
 __all__ = ["BACKWARD", "SUMMED", "NodeReport", "Report", "Totals", "Uncosted", "human",
-           "layer_in_model", "markdown_table", "text_table"]
+           "framework_names", "layer_in_model", "markdown_table", "modules_at_depth", "summary",
+           "text_table"]

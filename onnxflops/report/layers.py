@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from typing import Iterable
 
 import onnx
 
@@ -57,3 +58,42 @@ def layer_in_model(layer: str) -> str:
     if all(_KERAS_LAYER_SCOPE.match(part) for part in parts):
         return "/".join(parts[1:])
     return parts[1]
+
+
+# The attribute a wrapping nn.Module (DataParallel, a keyword-call adapter) keeps its model in.
+_WRAPPER = "module"
+
+
+def framework_names(layers: Iterable[str]) -> dict[str, list[str]]:
+    """Each layer's module path as its framework names it, component by component.
+
+    torch: `encoder.layer.0.attention` → [encoder, layer, 0, attention]; a `module.` prefix that
+    every layer shares (the model was called through a wrapper holding it as `module`) is left
+    out. Keras through tf2onnx: the model's scope is left out and each layer loses the `_N` suffix
+    TensorFlow's name scopes add (`model_1/encoder_1/ff1_1` → [encoder, ff1]); other TF scopes
+    keep their second component. Top-level nodes (no layer) have no components.
+    """
+    paths: dict[str, list[str]] = {}
+    for layer in layers:
+        if "/" in layer:
+            inner = layer_in_model(layer)
+            parts = inner.split("/")
+            keras = all(_KERAS_LAYER_SCOPE.match(p) for p in layer.split("/"))
+            paths[layer] = [p.rsplit("_", 1)[0] for p in parts] if keras else parts
+        else:
+            paths[layer] = layer.split(".") if layer else []
+    torch_paths = [p for layer, p in paths.items() if layer and "/" not in layer]
+    if torch_paths and all(p[0] == _WRAPPER for p in torch_paths):
+        for layer, path in paths.items():
+            if layer and "/" not in layer:
+                paths[layer] = path[1:]
+    return paths
+
+
+def modules_at_depth(layers: Iterable[str], depth: int) -> dict[str, str]:
+    """Each layer's module `depth` levels down the model's tree, in the framework's names
+    (framework_names): `module.layer1.0.conv1` at depth 2 → `layer1.0`; '' for top-level nodes."""
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise ValueError(f"depth={depth!r}: a whole number from 1")
+    return {layer: ("/" if "/" in layer else ".").join(path[:depth])
+            for layer, path in framework_names(layers).items()}

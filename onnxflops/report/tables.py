@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable
 
 import onnx
 
+from onnxflops import formats
 from onnxflops.dims import format_shape
-from onnxflops.report.layers import layer_of
-from onnxflops.report.render import markdown_table, text_table
+from onnxflops.formats import Rows, Table
+from onnxflops.report.layers import layer_of, modules_at_depth
 
+# The one-screen summary: its width and how many op types it lists.
+SUMMARY_WIDTH, SUMMARY_OP_TYPES = 78, 10
 SUMMED = ("macs", "flops", "int_ops", "params", "buffers", "bytes_read", "bytes_written")
 # Counted only for training, None otherwise: the backward pass (training FLOPs = flops + these).
 BACKWARD = ("backward_macs", "backward_flops")
@@ -79,6 +79,10 @@ class NodeReport:
     detail: dict | None = None
     backward_macs: Any = None
     backward_flops: Any = None
+    # Work on weights alone, counted in the totals; a runtime computes it once at load.
+    foldable: bool = False
+    # Counted at an upper bound: it reads (or makes) a size that depends on data.
+    bound: bool = False
 
     @property
     def layer(self) -> str:
@@ -107,11 +111,15 @@ class NodeReport:
                 d[key] = _plain(getattr(self, key))
         if self.detail:
             d["detail"] = _plain(self.detail)
+        if self.foldable:
+            d["foldable"] = True
+        if self.bound:
+            d["bound"] = True
         return d
 
 
 _NODE_KEYS = tuple("layer" if f.name == "layer_source" else f.name for f in fields(NodeReport)
-                   if f.name not in ("detail", *BACKWARD))
+                   if f.name not in ("detail", "foldable", "bound", *BACKWARD))
 
 
 @dataclass
@@ -121,8 +129,14 @@ class Uncosted:
     reason: str
 
 
-@dataclass
-class Report:
+@dataclass(repr=False)
+class Report(formats.Rendered):
+    """A model's count: `total`, one entry per node (`nodes`), and views of them.
+
+    `print(report)` shows a one-screen summary; `by_op_type()`, `by_layer(depth=N)`,
+    `by_category()` sum the nodes; `rows(by=...)` and `to_pandas(by=...)` give them as records;
+    `to_table`, `to_markdown`, `to_csv`, `to_json` write them (onnxflops.formats).
+    """
     model: str
     convention: str
     inputs: dict[str, list]
@@ -132,6 +146,12 @@ class Report:
     constant_nodes: int
     uncosted: list[Uncosted]
     warnings: list[str]
+    # The nodes of `nodes` that work on weights alone (see analysis/constant_work.py), summed.
+    foldable: Totals = field(default_factory=Totals)
+    foldable_nodes: int = 0
+
+    JSON_RECORDS_PER_LINE = True
+    NOTEBOOK_VIEW = {"by": "op"}
 
     @property
     def complete(self) -> bool:
@@ -148,15 +168,18 @@ class Report:
     def by_op_type(self) -> dict[str, Totals]:
         return self._group("op")[0]
 
-    def by_layer(self) -> dict[str, Totals]:
-        return self._group("layer")[0]
+    def by_layer(self, depth: int | None = None) -> dict[str, Totals]:
+        """Totals per layer (the exporter's name scope). With `depth`, per module `depth` levels
+        down the model's tree, named as the framework names it (`encoder.layer.0` at depth 3):
+        each sums every node below it, like torchinfo's and fvcore's trees."""
+        return self._group("layer", depth)[0]
 
     def by_category(self) -> dict[str, Totals]:
         return self._group("category")[0]
 
-    def _group(self, by: str) -> tuple[dict[str, Totals], dict[str, int]]:
+    def _group(self, by: str, depth: int | None = None) -> tuple[dict[str, Totals], dict[str, int]]:
         """Totals and node counts per group, in order of first appearance."""
-        key = _GROUP_KEYS[by]
+        key = self._key(by, depth)
         groups: dict[str, Totals] = {}
         counts: dict[str, int] = {}
         for n in self.nodes:
@@ -169,6 +192,16 @@ class Report:
             counts[k] += 1
         return groups, counts
 
+    def _key(self, by: str, depth: int | None) -> Callable[[NodeReport], str]:
+        if by not in _GROUP_KEYS:
+            raise ValueError(f"by={by!r}: one of node, {', '.join(_GROUP_KEYS)}")
+        if depth is None:
+            return _GROUP_KEYS[by]
+        if by != "layer":
+            raise ValueError(f"depth={depth!r} sums layers: it goes with by='layer'")
+        at_depth = modules_at_depth({n.layer for n in self.nodes}, depth)
+        return lambda n: at_depth[n.layer]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model,
@@ -180,38 +213,46 @@ class Report:
             "by_category": _groups_dict(self.by_category()),
             "nodes": [n.to_dict() for n in self.nodes],
             "constant_work": {"nodes": self.constant_nodes, **self.constant_work.to_dict()},
+            "foldable": {"nodes": self.foldable_nodes, **self.foldable.to_dict()},
             "uncosted": [asdict(u) for u in self.uncosted],
             "warnings": list(self.warnings),
         }
 
+    def rows(self, by: str = "node", depth: int | None = None) -> Rows:
+        """One record per node (`by="node"`), or per op type, layer or category with its
+        totals; the numbers are exact (ints, or formulas as text when symbolic)."""
+        if by == "node":
+            backward = list(BACKWARD) if self.total.backward_flops is not None else []
+            records = [n.to_dict() for n in self.nodes]
+            for r in records:
+                r["input_shapes"] = _shapes_text(r["input_shapes"])
+                r["output_shapes"] = _shapes_text(r["output_shapes"])
+            columns = ["name", "op_type", "layer", "category", *SUMMED, *backward,
+                       "input_shapes", "output_shapes"]
+            return Rows(columns, records, hidden=("domain", "detail"))
+        groups, counts = self._group(by, depth)
+        records = [{by: k, "nodes": counts[k], **t.to_dict()} for k, t in groups.items()]
+        return Rows([by, "nodes", *self.total.to_dict()], records)
+
     def to_json(self, indent: int | None = 2) -> str:
         """The document; indented, each node, group and uncosted entry is one line of its own."""
-        if indent is None:
-            return json.dumps(self.to_dict())
-        return _one_record_per_line(self.to_dict(), " " * indent)
+        return formats.to_json(self, indent)
 
-    def to_csv(self) -> str:
-        out = io.StringIO()
-        backward = BACKWARD if self.total.backward_flops is not None else ()
-        columns = ["name", "op_type", "layer", "category", *SUMMED, *backward, "input_shapes",
-                   "output_shapes"]
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(columns)
-        for n in self.nodes:
-            row = n.to_dict()
-            writer.writerow([_shapes_text(row[c]) if c.endswith("shapes") else row[c]
-                             for c in columns])
-        return out.getvalue()
+    def to_csv(self, by: str = "node", depth: int | None = None) -> str:
+        return formats.to_csv(self, by=by, depth=depth)
 
-    def to_markdown(self, by: str = "node") -> str:
-        lines = markdown_table(*self._table(by))
-        return "\n".join([self._summary(), "", *lines, *self._notes()]) + "\n"
+    def to_markdown(self, by: str = "node", depth: int | None = None) -> str:
+        return formats.to_markdown(self, by=by, depth=depth)
 
-    def to_table(self, by: str = "node") -> str:
-        body = text_table(*self._table(by), rules=True)
-        return "\n".join([self._summary(), "", *body, *self._notes()]) + "\n"
+    def to_table(self, by: str = "node", depth: int | None = None) -> str:
+        """The summary line, a table with a row per `by` (node, op, layer, category) and a total
+        row, then constant work, uncosted nodes and warnings."""
+        return formats.to_text(self, by=by, depth=depth)
 
-    def _table(self, by: str) -> tuple[list[str], list[list[str]]]:
+    def view(self, by: str = "node", depth: int | None = None) -> list:
+        return [self._summary(), "", Table(*self._table(by, depth), rules=True), *self._notes()]
+
+    def _table(self, by: str, depth: int | None = None) -> tuple[list[str], list[list[str]]]:
         if by == "node":
             header = ["node", "op", "output shape", "MACs", "FLOPs", "params", "read", "written"]
             rows = [[n.name, n.op_type, _shapes_text(n.output_shapes), human(n.macs),
@@ -219,7 +260,7 @@ class Report:
                      human(n.bytes_written, "B")] for n in self.nodes]
             entries: list = self.nodes
         else:
-            groups, counts = self._group(by)
+            groups, counts = self._group(by, depth)
             header = [by, "nodes", "MACs", "FLOPs", "params", "read", "written"]
             rows = [[k or "(top level)", str(counts[k]), human(t.macs), human(t.flops),
                      human(t.params), human(t.bytes_read, "B"), human(t.bytes_written, "B")]
@@ -240,8 +281,7 @@ class Report:
 
     def _summary(self) -> str:
         t = self.total
-        shapes = ", ".join(f"{k}={format_shape(v)}" for k, v in self.inputs.items())
-        return (f"{self.model}  [{shapes}]  convention={self.convention}\n"
+        return (f"{self.model}  [{self._inputs_text()}]  convention={self.convention}\n"
                 f"MACs {human(t.macs)}  FLOPs {human(t.flops)}  int ops {human(t.int_ops)}  "
                 f"params {human(t.params)}  buffers {human(t.buffers)}  "
                 f"read {human(t.bytes_read, 'B')}  written {human(t.bytes_written, 'B')}"
@@ -250,8 +290,15 @@ class Report:
                    f"{human(t.backward_flops)} (MACs {human(t.backward_macs)})  "
                    f"total {human(t.training_flops)}"))
 
+    def _inputs_text(self) -> str:
+        return ", ".join(f"{k}={format_shape(v)}" for k, v in self.inputs.items())
+
     def _notes(self) -> list[str]:
         notes = []
+        if self.foldable_nodes:
+            notes.append(f"foldable (counted; a runtime computes it once at load): "
+                         f"{self.foldable_nodes} nodes on weights alone, "
+                         f"{human(self.foldable.macs)} MACs, {human(self.foldable.flops)} FLOPs")
         if self.constant_nodes:
             notes.append(f"constant work (not counted): {self.constant_nodes} nodes, "
                          f"{human(self.constant_work.flops)} FLOPs, "
@@ -260,6 +307,64 @@ class Report:
             notes.append(f"UNCOSTED {u.name} ({u.op_type}): {u.reason}")
         notes += [f"warning: {w}" for w in self.warnings]
         return ["", *notes] if notes else []
+
+    def __repr__(self) -> str:
+        t = self.total
+        return (f"Report(model={self.model!r}, macs={t.macs!r}, flops={t.flops!r}, "
+                f"params={t.params!r}, nodes={len(self.nodes)}, uncosted={len(self.uncosted)})")
+
+    def __str__(self) -> str:
+        return summary(self)
+
+
+def summary(report: Report, top: int = SUMMARY_OP_TYPES) -> str:
+    """One screen, as Keras's summary() and torchinfo show a model: the totals, the op types
+    with the most FLOPs and their share, what was left uncosted, and where the tables are."""
+    t = report.total
+    ranked = sorted(report.by_op_type().items(), key=lambda kv: _sort_key(kv[1].flops),
+                    reverse=True)
+    flops = t.flops if isinstance(t.flops, (int, float)) and t.flops else None
+    rows = [[op, human(g.macs), human(g.flops),
+             "-" if flops is None or not isinstance(g.flops, (int, float))
+             else f"{100 * g.flops / flops:.1f}%", human(g.params)]
+            for op, g in ranked[:top]]
+    rule = "=" * SUMMARY_WIDTH
+    lines = [rule, f"{report.model}  [{report._inputs_text()}]  convention={report.convention}",
+             rule, *formats.text_table(["op type", "MACs", "FLOPs", "% FLOPs", "params"], rows,
+                                       left=1, rules=True, width=SUMMARY_WIDTH)[:-1]]
+    if len(ranked) > top:
+        lines.append(f"... and {len(ranked) - top} more op types (report.by_op_type())")
+    lines += [rule,
+              f"{'MACs':<16}{human(t.macs)}", f"{'FLOPs':<16}{human(t.flops)}",
+              *([f"{'training FLOPs':<16}{human(t.training_flops)}"]
+                if t.backward_flops is not None else []),
+              f"{'params':<16}{human(t.params)}", f"{'buffers':<16}{human(t.buffers)}",
+              f"{'bytes read':<16}{human(t.bytes_read, 'B')}",
+              f"{'bytes written':<16}{human(t.bytes_written, 'B')}",
+              f"{'nodes':<16}{len(report.nodes)}"
+              + (f" (and {report.constant_nodes} constant, not counted)"
+                 if report.constant_nodes else ""),
+              *([f"{'foldable':<16}{human(report.foldable.flops)} FLOPs on weights alone, in "
+                 f"the totals ({report.foldable_nodes} nodes a runtime computes once)"]
+                if report.foldable_nodes else []), rule]
+    if report.uncosted:
+        lines += [f"UNCOSTED: {len(report.uncosted)} node(s), the totals exclude them:",
+                  *(f"  {u.name} ({u.op_type}): {u.reason}" for u in report.uncosted[:5])]
+        if len(report.uncosted) > 5:
+            lines.append(f"  ... and {len(report.uncosted) - 5} more (report.uncosted)")
+    else:
+        lines.append("every node costed")
+    lines += [f"warning: {w}" for w in report.warnings[:3]]
+    if len(report.warnings) > 3:
+        lines.append(f"... and {len(report.warnings) - 3} more warnings (report.warnings)")
+    lines += ["tables: report.to_table(by='node'|'op'|'layer'|'category'),",
+              "        report.by_layer(depth=N), report.rows(by=...), report.to_pandas(by=...)"]
+    return "\n".join(lines)
+
+
+def _sort_key(value: Any) -> float:
+    """Largest first; a symbolic count (a formula) sorts after every number."""
+    return float(value) if isinstance(value, (int, float)) else float("-inf")
 
 
 def human(value: Any, unit: str = "") -> str:
@@ -274,25 +379,6 @@ def human(value: Any, unit: str = "") -> str:
 
 def _shapes_text(shapes: list) -> str:
     return ", ".join(format_shape(s) for s in shapes)
-
-
-def _one_record_per_line(doc: dict[str, Any], pad: str) -> str:
-    """`doc` as JSON with one line per key, and one per record (dict) in a list or dict of them.
-
-    Readable and greppable even for 50,000 nodes, and written by json's C encoder: an indented
-    json.dumps runs the pure-Python one, five times slower.
-    """
-    def block(value: Any) -> str:
-        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            open_, records, close = "[", [json.dumps(v) for v in value], "]"
-        elif isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
-            open_, records, close = "{", [f"{json.dumps(k)}: {json.dumps(v)}"
-                                          for k, v in value.items()], "}"
-        else:
-            return json.dumps(value)
-        return f"{open_}\n{pad * 2}" + f",\n{pad * 2}".join(records) + f"\n{pad}{close}"
-
-    return "{\n" + ",\n".join(f"{pad}{json.dumps(k)}: {block(v)}" for k, v in doc.items()) + "\n}"
 
 
 _GROUP_KEYS: dict[str, Callable[[NodeReport], str]] = {

@@ -5,9 +5,10 @@ The stage's entry point; it sits above api and profiling (the local CPU's ceilin
 commands.
 """
 
+from onnxflops.serving.cache import KvForm, KvLayer, kv_forms
 from onnxflops.serving.hardware import HARDWARE, Hardware, hardware
 from onnxflops.serving.phases import PhaseCost
 from onnxflops.serving.serve import Estimate, LlmReport, Params, llm
 
-__all__ = ["HARDWARE", "Estimate", "Hardware", "LlmReport", "Params", "PhaseCost", "hardware",
-           "llm"]
+__all__ = ["HARDWARE", "Estimate", "Hardware", "KvForm", "KvLayer", "LlmReport", "Params",
+           "PhaseCost", "hardware", "kv_forms", "llm"]

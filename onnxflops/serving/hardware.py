@@ -18,12 +18,21 @@ class Hardware:
     name: str
     peak_flops_per_s: dict[str, float]  # by compute dtype: fp32, bf16, fp16, int8
     bandwidth_bytes_per_s: float
+    # The one dtype the device computes in whatever the weights' (the CPU provider: fp32).
+    computes_in: str | None = None
 
     def peak(self, compute_dtype: str) -> float:
         """Peak FLOP/s for `compute_dtype`, or the fastest float one the table holds."""
+        return self.peak_flops_per_s[self.precision(compute_dtype)]
+
+    def precision(self, compute_dtype: str) -> str:
+        """The dtype whose ceiling `peak(compute_dtype)` is: what the device really computes in."""
+        if self.computes_in is not None:
+            return self.computes_in
         if compute_dtype in self.peak_flops_per_s:
-            return self.peak_flops_per_s[compute_dtype]
-        return max(v for k, v in self.peak_flops_per_s.items() if k != "int8")
+            return compute_dtype
+        return max((k for k in self.peak_flops_per_s if k != "int8"),
+                   key=self.peak_flops_per_s.__getitem__)
 
 
 # NVIDIA H100 Tensor Core GPU datasheet (H100 SXM column): FP32 67 TFLOPS, BF16/FP16 Tensor Core
@@ -77,5 +86,7 @@ def local_cpu(quick: bool = False) -> Hardware:
 
     ceilings = machine_ceilings(SessionConfig(), "float32", quick=quick)
     peak = ceilings.peak_flops_per_s
-    return Hardware("local CPU (measured)", {"fp32": peak, "bf16": peak, "fp16": peak},
-                    ceilings.bandwidth_bytes_per_s)
+    # Probed again once the machine is quieter (see profiling.ceilings); until then, said.
+    name = "local CPU (measured under load)" if ceilings.probed_under_load else \
+        "local CPU (measured)"
+    return Hardware(name, {"fp32": peak}, ceilings.bandwidth_bytes_per_s, computes_in="fp32")

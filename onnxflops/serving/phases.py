@@ -7,6 +7,7 @@ serving dtypes and its roofline time are evaluated from them at any prompt or co
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 import re
 from collections import Counter
@@ -16,12 +17,13 @@ from typing import Any
 import numpy as np
 
 from onnxflops.dims import SYMBOL_MARK, to_expr
-from onnxflops.graph import dtype_bits
 
 # Bits per element of each serving dtype; the graph itself is exported in float32.
 DTYPE_BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "int8": 8, "int4": 4}
 # Gathers whose bytes read are the rows they take of a weight, not the whole table.
 _GATHERS = frozenset({"Gather", "GatherND", "GatherElements"})
+# Ops that lay a tensor out anew without computing: a gathered weight passes them in place.
+_LAYOUT = frozenset({"Transpose", "Reshape", "Identity", "Squeeze", "Unsqueeze", "Flatten"})
 # A transformer layer in a module path: model.layers.3.self_attn → layers.3 (h.3 in GPT-2).
 _LAYER = re.compile(r"(?:^|\.)((?:layers|h|blocks|layer)\.\d+)(?:\.|$)")
 
@@ -58,7 +60,11 @@ class Traffic:
 class Phase:
     """A counted graph (its report and analyzed model) as per-node formulas in `symbols`."""
 
-    def __init__(self, counted, symbols: tuple[str, ...], traffic: Traffic):
+    def __init__(self, counted, symbols: tuple[str, ...], traffic: Traffic,
+                 experts_per_token: int = 0):
+        """`experts_per_token`: the top-k of a mixture of experts, whose gathered expert weights
+        are then read as the distinct experts its tokens touch (_expert_weight_bytes); 0: the
+        rows gathered, at most the whole table."""
         import sympy
 
         self.report = counted.report
@@ -68,6 +74,9 @@ class Phase:
         weights = {node.name: _weight_bytes(node, protos.get(node.name), view)
                    for node in self.report.nodes}
         fused = _gathered_weights(self.report.nodes, protos, weights)
+        if experts_per_token:
+            weights.update(_expert_weight_bytes(self.report.nodes, protos, view, weights, fused,
+                                                experts_per_token))
         rows = []
         self.weight_reads: list[tuple[str, Any]] = []  # (block, bytes of weights read) per node
         for node in self.report.nodes:
@@ -122,6 +131,13 @@ class Phase:
         extended.totals = [(t2 + (layers - 2) * (t2 - t1)).expand()
                            for t1, t2 in zip(one.totals, self.totals)]
         return extended
+
+    def summed(self, name: str, first: int, last: int, **values: Any) -> PhaseCost:
+        """Σ of the phase's totals over `name` = first … last, the other symbols given: each
+        step as `at` gives it (bytes rounded up per step), exactly (see sum_steps)."""
+        subs = self._subs(values)
+        symbol = next(s for s in self.symbols if s.name == name)
+        return PhaseCost(*(sum_steps(t.subs(subs), symbol, first, last) for t in self.totals))
 
     def at(self, **values: Any) -> PhaseCost:
         """The phase's totals with its symbols given (ints: numbers; symbols: formulas)."""
@@ -236,15 +252,163 @@ def sympy_subs(value: Any, subs: dict) -> Any:
 
 
 def _gathered_weights(nodes, protos: dict, weights: dict) -> dict[str, Any]:
-    """Bytes of each tensor a gather takes from a weight and a MatMul reads (the experts' weights
-    a token is routed to), by name."""
-    consumers: dict[str, set[str]] = {}
+    """Bytes of each tensor a gather takes from a weight for MatMuls to read (the experts' weights
+    a token is routed to), by name: the gather's output, and the outputs of the layout ops
+    (a Transpose after an indexing) on its way to them, which move nothing in place."""
+    consumers: dict[str, list] = {}
     for proto in protos.values():
         for name in proto.input:
-            consumers.setdefault(name, set()).add(proto.op_type)
-    return {protos[n.name].output[0]: n.bytes_written for n in nodes
-            if n.op_type in _GATHERS and weights[n.name][1] and n.name in protos
-            and consumers.get(protos[n.name].output[0]) == {"MatMul"}}
+            consumers.setdefault(name, []).append(proto)
+
+    def to_products(name: str) -> list[str] | None:
+        """`name` and the layout ops' outputs below it, if it ends in MatMuls only."""
+        if not consumers.get(name):
+            return None
+        found = [name]
+        for proto in consumers[name]:
+            if proto.op_type == "MatMul":
+                continue
+            below = to_products(proto.output[0]) if proto.op_type in _LAYOUT else None
+            if below is None:
+                return None
+            found += below
+        return found
+
+    fused = {}
+    for n in nodes:
+        proto = protos.get(n.name)
+        if n.op_type in _GATHERS and weights[n.name][1] and proto is not None:
+            for name in to_products(proto.output[0]) or []:
+                fused[name] = n.bytes_written
+    return fused
+
+
+def _expert_weight_bytes(nodes, protos: dict, view, weights: dict, fused: dict,
+                         k: int) -> dict[str, tuple[Any, int]]:
+    """Served bytes of each gather that takes a token's experts from a table of E experts (the
+    gathers whose products read them in place, and those taking as many rows of a table of as
+    many experts: their biases):
+
+        E · (1 − (1 − k/E)^n) experts of the table's E, n = rows taken / k tokens,
+
+    the expected number of distinct experts n tokens touch when each picks k of E uniformly (an
+    expert is missed by a token with probability 1 − k/E, by all n with (1 − k/E)^n). It is k
+    at one token and tends to E, below min(n·k, E): a decode step of B sequences reads
+    E · (1 − (1 − k/E)^B) experts' weights, not k·B and not all E."""
+    from sympy import Rational, sympify
+
+    taken = {}  # gather → (experts in its table, rows it takes)
+    for node in nodes:
+        proto = protos.get(node.name)
+        counted = weights[node.name][1]
+        if node.op_type not in _GATHERS or not counted or proto is None or _gather_axis(proto):
+            continue
+        table = view.info(proto.input[0])
+        if table is not None and table.shape and isinstance(table.shape[0], int) \
+                and table.shape[0] >= k:
+            experts = table.shape[0]
+            taken[node.name] = (experts, sympify(node.bytes_written) * experts / counted)
+    experts_rows = {taken[n.name] for n in nodes
+                    if n.name in taken and protos[n.name].output[0] in fused}
+    served = {}
+    for name, (experts, rows) in taken.items():
+        if (experts, rows) in experts_rows:
+            counted = weights[name][1]
+            served[name] = (counted * (1 - (1 - Rational(k, experts)) ** (rows / k)), counted)
+    return served
+
+
+def _gather_axis(proto) -> int:
+    return next((a.i for a in proto.attribute if a.name == "axis"), 0)
+
+
+def sum_steps(formula: Any, symbol: Any, first: int, last: int) -> Any:
+    """Σ ⌈formula⌉ at symbol = first … last, exactly, for a formula piecewise polynomial in it
+    (a decode step whose attention stops growing at a window: a·min(c, W) + b):
+
+    the range is split where two arguments of a Min or Max cross (the integer part of each real
+    root of their difference), each Min or Max resolved to the argument it takes on its part,
+    and a part's polynomial summed in closed form (Faulhaber, via sympy) where it is integral at
+    every integer (integer coefficients), else step by step; a formula of other symbols or of
+    other functions (a floor that does not cancel, Piecewise) is summed step by step."""
+    import sympy
+
+    # A byte count rounds up a quotient that is often a polynomial: floor(1024(c + 1)²/(8c + 8)
+    # + 7/8) is 128c + 128 once cancelled, which sympy does not do by itself.
+    formula = sympy.sympify(formula).replace(
+        lambda e: isinstance(e, (sympy.floor, sympy.ceiling)),
+        lambda e: e.func(sympy.cancel(e.args[0])))
+    if not formula.has(symbol):
+        return _number(formula) * (last - first + 1) if formula.is_number else \
+            formula * (last - first + 1)
+    if formula.free_symbols != {symbol}:
+        return sympy.Add(*(_number(formula.subs(symbol, c)) for c in range(first, last + 1)))
+    total = 0
+    for lo, hi, part in _pieces(formula, symbol, first, last):
+        total += _sum_polynomial(part, symbol, lo, hi)
+    return total
+
+
+def _pieces(formula, symbol, first: int, last: int):
+    """(lo, hi, formula without Min and Max on lo … hi) covering first … last; the formula as it
+    is where a Min or Max compares what is not a polynomial in `symbol`."""
+    import sympy
+
+    innermost = [a for a in formula.atoms(sympy.Min, sympy.Max)
+                 if not any(arg.has(sympy.Min, sympy.Max) for arg in a.args)]
+    if not innermost:
+        yield first, last, formula
+        return
+    cuts = set()
+    for atom in innermost:
+        for x, y in itertools.combinations(atom.args, 2):
+            difference = sympy.expand(x - y)
+            if not _rational_polynomial(difference, symbol):
+                yield first, last, formula
+                return
+            if difference.has(symbol):
+                for root in sympy.Poly(difference, symbol).real_roots():
+                    cut = int(sympy.floor(root))
+                    if first <= cut < last:
+                        cuts.add(cut)
+    bounds = [first - 1, *sorted(cuts), last]
+    for lo, hi in zip((b + 1 for b in bounds), bounds[1:]):
+        # No two arguments cross inside lo … hi but at hi, where they are equal: the argument
+        # each takes at lo is the one it takes throughout.
+        resolved = formula.xreplace({
+            atom: (min if atom.func is sympy.Min else max)(
+                atom.args, key=lambda arg: arg.subs(symbol, lo))
+            for atom in innermost})
+        yield from _pieces(resolved, symbol, lo, hi)
+
+
+def _sum_polynomial(part, symbol, lo: int, hi: int) -> int:
+    """Σ ⌈part⌉ over lo … hi: in closed form where `part` is a polynomial of integer
+    coefficients, in exact integers step by step where they are fractions (bytes in int4), by
+    substitution otherwise."""
+    import sympy
+
+    if not _rational_polynomial(part, symbol):
+        return sum(_number(part.subs(symbol, c)) for c in range(lo, hi + 1))
+    coefficients = sympy.Poly(part, symbol).all_coeffs()
+    denominator = math.lcm(*(int(a.q) for a in coefficients))
+    if denominator == 1:
+        return int(sympy.summation(part, (symbol, lo, hi)))
+    numerators = [int(a * denominator) for a in coefficients]
+    total = 0
+    for c in range(lo, hi + 1):
+        value = 0
+        for a in numerators:  # Horner
+            value = value * c + a
+        total += -(-value // denominator)
+    return total
+
+
+def _rational_polynomial(formula, symbol) -> bool:
+    import sympy
+
+    return formula.is_polynomial(symbol) and all(
+        a.is_Rational for a in sympy.Poly(formula, symbol).all_coeffs())
 
 
 def _number(value: Any) -> Any:
@@ -258,12 +422,3 @@ def _number(value: Any) -> Any:
 
 def _plain(value: Any) -> Any:
     return value if isinstance(value, (int, float)) else str(value)
-
-
-def tensor_bytes(shape: list, dtype: int, bits: int | None = None, **values: Any) -> int:
-    """Bytes of a tensor whose declared dims may name symbols, at `values`; `bits` per element
-    overrides the dtype's."""
-    numel = 1
-    for d in shape:
-        numel *= values[d] if isinstance(d, str) else d
-    return (numel * (bits or dtype_bits(dtype)) + 7) // 8

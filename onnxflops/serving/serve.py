@@ -3,16 +3,20 @@ cache, the parameters active per token, and a roofline estimate on named hardwar
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from onnxflops import formats
 from onnxflops.errors import OnnxFlopsError
+from onnxflops.formats import Rows, Table
+from onnxflops.serving.cache import KvLayer, kv_layers, layer_runs
+from onnxflops.progress import step, steps
 from onnxflops.serving.hardware import Hardware, hardware as find_hardware
 from onnxflops.serving.phases import (DTYPE_BITS, LayersNotAlike, Phase, PhaseCost, Timing,
-                                      Traffic, tensor_bytes)
+                                      Traffic)
 from onnxflops.report import human
 
 # What the tensor cores compute in when weights are stored so: int4 weights are dequantised to
@@ -41,7 +45,10 @@ class Estimate:
 
 
 @dataclass
-class LlmReport:
+class LlmReport(formats.Rendered):
+    """Serving costs of a causal LM: the phases, the KV cache, the estimate on `hardware`.
+    `to_table`, `to_json` (and onnxflops.formats) write it; `rows()` and `to_pandas()` give its
+    phases as records."""
     model: str
     batch: int
     prompt: int
@@ -53,11 +60,13 @@ class LlmReport:
     decode_first: PhaseCost  # one token generated with `prompt` tokens in the cache
     decode_last: PhaseCost  # with prompt + generate - 1
     decode_total: PhaseCost  # all `generate` steps
-    kv_cache_bytes: int  # at the end of generation: prompt + generate tokens
+    kv_cache_bytes: int  # at the end of generation (prompt + generate tokens), as served
     hardware: Hardware
     estimate: Estimate
     decode_phase: Phase = field(repr=False)
     prefill_phase: Phase = field(repr=False)
+    # Each layer's cache at the end of generation: its kind, positions held, bytes per token.
+    kv_layers: list[KvLayer] = field(default_factory=list, repr=False)
 
     def decode_at(self, context: Any) -> PhaseCost:
         """One decode step with `context` tokens in the cache; a symbol or a name gives formulas."""
@@ -81,7 +90,9 @@ class LlmReport:
             "prefill": self.prefill.to_dict(), "decode_first": self.decode_first.to_dict(),
             "decode_last": self.decode_last.to_dict(), "decode_total": self.decode_total.to_dict(),
             "kv_cache_bytes": self.kv_cache_bytes,
+            "kv_cache_layers": [layer.to_dict() for layer in self.kv_layers],
             "hardware": {"name": hw.name, "peak_flops_per_s": hw.peak(compute),
+                         "precision": hw.precision(compute),
                          "bandwidth_bytes_per_s": hw.bandwidth_bytes_per_s},
             "estimate": {"prefill_s": self.estimate.prefill_s,
                          "decode_s_per_token": self.estimate.decode_s_per_token,
@@ -90,32 +101,70 @@ class LlmReport:
         }
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
+        return formats.to_json(self)
 
     def to_table(self) -> str:
+        return formats.to_text(self)
+
+    def phases(self) -> tuple[tuple[str, PhaseCost], ...]:
+        """The phases by name: prefill, the first and last decode steps, all decode steps."""
+        return (("prefill", self.prefill), ("decode first", self.decode_first),
+                ("decode last", self.decode_last), ("decode total", self.decode_total))
+
+    def rows(self, by: str = "phase") -> Rows:
+        """One record per phase (prefill, the first and last decode steps, all decode steps),
+        or with by="kv" per layer's KV cache at the end of generation."""
+        if by == "kv":
+            return Rows(["layer", "kind", "positions", "bytes_per_token", "bytes"],
+                        [layer.to_dict() for layer in self.kv_layers])
+        if by != "phase":
+            raise ValueError(f"by={by!r}: phase or kv")
+        return Rows(["phase"], [{"phase": name, **cost.to_dict()} for name, cost in self.phases()])
+
+    def kv_kinds(self) -> list[tuple[str, list[int], int, float, int, str]]:
+        """The cache's layers grouped by form: (kind, layers, positions held, bytes per token,
+        bytes of them all, note), in order of first appearance."""
+        groups: dict[tuple, list[KvLayer]] = {}
+        for layer in self.kv_layers:
+            groups.setdefault((layer.kind, layer.positions, layer.bytes_per_token, layer.note),
+                              []).append(layer)
+        return [(kind, [x.layer for x in layers], positions, per_token,
+                 sum(x.bytes for x in layers), note)
+                for (kind, positions, per_token, note), layers in groups.items()]
+
+    def view(self) -> list:
         e, hw = self.estimate, self.hardware
-        lines = [f"{self.model}: batch {self.batch}, prompt {self.prompt}, generate "
-                 f"{self.generate}, weights {self.dtype}, KV cache {self.kv_dtype}",
-                 f"params: {human(self.params.total)} total, {human(self.params.active)} active "
-                 f"per token; KV cache at the end: {human(self.kv_cache_bytes)}B", "",
-                 f"{'phase':<14}{'MACs':>10}{'FLOPs':>10}{'read':>10}{'written':>10}"]
-        for name, cost in (("prefill", self.prefill), ("decode first", self.decode_first),
-                           ("decode last", self.decode_last), ("decode total", self.decode_total)):
-            lines.append(f"{name:<14}{human(cost.macs):>10}{human(cost.flops):>10}"
-                         f"{human(cost.bytes_read) + 'B':>10}{human(cost.bytes_written) + 'B':>10}")
+        blocks: list = [
+            f"{self.model}: batch {self.batch}, prompt {self.prompt}, generate "
+            f"{self.generate}, weights {self.dtype}, KV cache {self.kv_dtype}",
+            f"params: {human(self.params.total)} total, {human(self.params.active)} active "
+            f"per token; KV cache at the end: {human(self.kv_cache_bytes)}B", "",
+            Table(["phase", "MACs", "FLOPs", "read", "written"],
+                  [[name, human(cost.macs), human(cost.flops), human(cost.bytes_read) + "B",
+                    human(cost.bytes_written) + "B"] for name, cost in self.phases()],
+                  left=1, widths=[14, 10, 10, 10, 10], gap="")]
+        if self.kv_layers:
+            kinds = self.kv_kinds()
+            blocks += ["", Table(["KV cache", "layers", "positions", "per token", "bytes"],
+                                 [[kind, layer_runs(layers), str(positions),
+                                   human(per_token) + "B", human(size) + "B"]
+                                  for kind, layers, positions, per_token, size, _ in kinds],
+                                 left=2),
+                       *(f"  {kind}: {note}" for kind, note in dict.fromkeys(
+                           (kind, note) for kind, *_, note in kinds if kind != "full"))]
         reads = self.decode_reads()
         layer = next((b for b in reads if b.split(".")[-1].isdigit()), None)
         if layer is not None:
-            lines += ["", f"a decode step at context {self.prompt} reads, per layer ({layer}): "
-                          f"{human(reads[layer]['weights'])}B of weights, "
-                          f"{human(reads[layer]['other'])}B of KV cache and activations"]
-        lines += ["", f"on {hw.name} ({human(hw.peak(compute_dtype(self.dtype)))}FLOP/s "
-                      f"{compute_dtype(self.dtype)}, {human(hw.bandwidth_bytes_per_s)}B/s), "
-                      "roofline per node:",
-                  f"  prefill {_ms(e.prefill_s)} ({e.bound['prefill']}-bound); decode "
-                  f"{_ms(e.decode_s_per_token)} per step ({e.bound['decode']}-bound), "
-                  f"{e.tokens_per_s:,.0f} tokens/s"]
-        return "\n".join(lines) + "\n"
+            blocks += ["", f"a decode step at context {self.prompt} reads, per layer ({layer}): "
+                           f"{human(reads[layer]['weights'])}B of weights, "
+                           f"{human(reads[layer]['other'])}B of KV cache and activations"]
+        compute = compute_dtype(self.dtype)
+        blocks += ["", f"on {hw.name} ({human(hw.peak(compute))}FLOP/s {hw.precision(compute)}, "
+                       f"{human(hw.bandwidth_bytes_per_s)}B/s), roofline per node:",
+                   f"  prefill {_ms(e.prefill_s)} ({e.bound['prefill']}-bound); decode "
+                   f"{_ms(e.decode_s_per_token)} per step ({e.bound['decode']}-bound), "
+                   f"{e.tokens_per_s:,.0f} tokens/s"]
+        return blocks
 
 
 def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardware = "h100",
@@ -132,8 +181,6 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
     (fp32, bf16, fp16, int8, int4), activations and the KV cache in `kv_dtype` (default: bf16,
     fp32 for fp32 weights, fp16 for fp16 ones).
     """
-    from onnxflops.converters.causal_lm import CausalLM, causal_lm_to_onnx
-
     for name, value in (("prompt", prompt), ("generate", generate), ("batch", batch)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise OnnxFlopsError(f"{name} must be a positive integer, not {value!r}")
@@ -143,24 +190,16 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
     if kv_dtype not in DTYPE_BITS:
         raise OnnxFlopsError(f"unknown KV cache dtype '{kv_dtype}': choose one of "
                              f"{', '.join(DTYPE_BITS)}")
-    hw = find_hardware(hardware)
-    traffic = Traffic(DTYPE_BITS[dtype], DTYPE_BITS[kv_dtype])
-    lm = model if isinstance(model, CausalLM) else causal_lm_to_onnx(model, extend_layers=True)
-    try:
-        prefill, decode = _phases(lm, traffic)
-    except LayersNotAlike as e:
-        if isinstance(model, CausalLM):
-            raise OnnxFlopsError(f"{lm.name}: its counts cut to one and two layers do not extend "
-                                 f"to {lm.layers} ({e}); export it with causal_lm_to_onnx("
-                                 "model) instead") from None
-        lm = causal_lm_to_onnx(model)  # all layers, as the model has them
-        prefill, decode = _phases(lm, traffic)
+    with steps("llm"):
+        with step("measuring the hardware"):
+            hw = find_hardware(hardware)
+        lm, prefill, decode = _counted(model, Traffic(DTYPE_BITS[dtype], DTYPE_BITS[kv_dtype]))
+    config = _config_mapping(getattr(lm, "config", None), model)
     last = prompt + generate - 1
     first_step, last_step = (decode.at(batch=batch, context=c) for c in (prompt, last))
-    decode_total = _sum_affine(decode, batch, prompt, last, first_step, last_step)
+    decode_total = decode.summed("context", prompt, last, batch=batch)
     total = lm.params
-    active = total - lm.expert_params + (lm.expert_params * lm.experts_per_token // lm.experts
-                                         if lm.experts else lm.expert_params)
+    active = active_params(total, lm.expert_params, lm.experts, lm.experts_per_token)
     compute = compute_dtype(dtype)
     contexts = np.arange(prompt, last + 1)
     prefill_time = prefill.seconds(hw, compute, batch=batch, prompt=prompt)
@@ -170,10 +209,26 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
                         batch * generate / decode_s if decode_s else float("inf"),
                         {"prefill": prefill_time.bound, "decode": decode_time.bound},
                         {"prefill": _floats(prefill_time), "decode": _floats(decode_time)})
+    cache = kv_layers(decode.inputs, config, DTYPE_BITS[kv_dtype], batch, prompt + generate)
     return LlmReport(lm.name, batch, prompt, generate, dtype, kv_dtype, Params(total, active),
                      prefill.at(batch=batch, prompt=prompt), first_step, last_step, decode_total,
-                     _kv_cache_bytes(decode, DTYPE_BITS[kv_dtype], batch, prompt + generate), hw,
-                     estimate, decode, prefill)
+                     sum(layer.bytes for layer in cache), hw, estimate, decode, prefill, cache)
+
+
+def _counted(model, traffic: Traffic):
+    """The causal LM exported (cut to fewer layers where they are alike) and its phases."""
+    from onnxflops.converters.causal_lm import CausalLM, causal_lm_to_onnx
+
+    lm = model if isinstance(model, CausalLM) else causal_lm_to_onnx(model, extend_layers=True)
+    try:
+        return (lm, *_phases(lm, traffic))
+    except LayersNotAlike as e:
+        if isinstance(model, CausalLM):
+            raise OnnxFlopsError(f"{lm.name}: its counts cut to one and two layers do not extend "
+                                 f"to {lm.layers} ({e}); export it with causal_lm_to_onnx("
+                                 "model) instead") from None
+        lm = causal_lm_to_onnx(model)  # all layers, as the model has them
+        return (lm, *_phases(lm, traffic))
 
 
 def _phases(lm, traffic: Traffic) -> tuple[Phase, Phase]:
@@ -182,12 +237,13 @@ def _phases(lm, traffic: Traffic) -> tuple[Phase, Phase]:
     from onnxflops.api import count_with_model
 
     graphs = [(lm.prefill, lm.decode), *([lm.one_layer] if lm.one_layer else [])]
+    top_k = lm.experts_per_token if lm.experts else 0
     counted = []
     for prefill_graph, decode_graph in graphs:
         phases = (Phase(count_with_model(prefill_graph, symbolic=True, keep_bound=False),
-                        ("batch", "prompt"), traffic),
+                        ("batch", "prompt"), traffic, top_k),
                   Phase(count_with_model(decode_graph, symbolic=True, keep_bound=False),
-                        ("batch", "context"), traffic))
+                        ("batch", "context"), traffic, top_k))
         for phase, label in zip(phases, ("prefill", "decode step")):
             if phase.report.uncosted:
                 first = phase.report.uncosted[0]
@@ -201,30 +257,24 @@ def _phases(lm, traffic: Traffic) -> tuple[Phase, Phase]:
     return prefill.extended(prefill_one, lm.layers), decode.extended(decode_one, lm.layers)
 
 
-def _sum_affine(decode: Phase, batch: int, first: int, last: int, first_step: PhaseCost,
-                last_step: PhaseCost) -> PhaseCost:
-    """Σ of the decode step over contexts first … last. The step is affine in the context (the
-    attention reads a cache that grows by one token): the sum is the mean of the two ends times
-    their number, exact where the middle step checks it; summed one by one otherwise."""
-    count = last - first + 1
-    middle = (first + last) // 2
-    middle_step = decode.at(batch=batch, context=middle)
-    totals = []
-    for key in ("macs", "flops", "bytes_read", "bytes_written"):
-        a, m, b = (getattr(c, key) for c in (first_step, middle_step, last_step))
-        affine = (m - a) * (last - first) == (b - a) * (middle - first)
-        if affine and (a + b) * count % 2 == 0:
-            totals.append((a + b) * count // 2)
-        else:
-            totals.append(sum(getattr(decode.at(batch=batch, context=c), key)
-                              for c in range(first, last + 1)))
-    return PhaseCost(*totals)
+def active_params(total: int, expert_params: int, experts: int, top_k: int) -> int:
+    """Params a token runs: total − routed + routed · k/E. Its k routed experts of E per layer,
+    and every other param: attention, dense layers, shared experts (not among the routed)."""
+    return total - expert_params + (expert_params * top_k // experts if experts else
+                                    expert_params)
 
 
-def _kv_cache_bytes(decode: Phase, bits: int, batch: int, tokens: int) -> int:
-    """The cache inputs of the decode step at `tokens` tokens, in the cache's dtype."""
-    return sum(tensor_bytes(shape, 1, bits, batch=batch, context=tokens)
-               for name, shape in decode.inputs.items() if name.startswith("past_"))
+def _config_mapping(config: Any, model: Any) -> Mapping[str, Any] | None:
+    """The model's config as a mapping (kv_layers reads it): the CausalLM's where it carries one,
+    else that of the transformers model or config `model` was given as; None for a spec or a
+    path (loaded by the converter)."""
+    if config is None and not isinstance(model, str):
+        config = getattr(model, "config", None)
+        if config is None and hasattr(model, "to_dict") and hasattr(model, "model_type"):
+            config = model  # a transformers config itself
+    if isinstance(config, Mapping):
+        return config
+    return config.to_dict() if hasattr(config, "to_dict") else None
 
 
 def _floats(timing: Timing) -> dict[str, float]:

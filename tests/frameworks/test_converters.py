@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -211,8 +213,22 @@ class TestExporterFallback:
             torch_to_onnx(Broken(), (2,))
         message = str(error.value)
         assert "\n" not in message
-        assert "the dynamo exporter cannot convert it (no way)" in message
-        assert "the legacy exporter cannot convert it (no way)" in message
+        # Both said the same: told once.
+        assert message.endswith(": neither exporter can convert it (no way)")
+
+    def test_both_failing_differently_is_one_line_naming_both(self):
+        class Broken(nn.Module):
+            def forward(self, x):
+                if torch.jit.is_tracing():
+                    raise ValueError("traced")
+                raise ValueError("dynamo cannot trace this at all")
+
+        with pytest.raises(onnxflops.OnnxFlopsError) as error:
+            torch_to_onnx(Broken(), (2,))
+        message = str(error.value)
+        assert "\n" not in message
+        assert "the dynamo exporter cannot convert it (dynamo cannot trace this at all)" in message
+        assert "the legacy exporter cannot convert it (traced)" in message
 
 
 class TestParamsAsTheFrameworkDefinesThem:
@@ -345,6 +361,36 @@ class TestFiles:
 
 
 class TestCommandLine:
+    def test_an_exported_program_file_counts_on_its_example_inputs(self, tmp_path, capsys):
+        # Linear(8, 4) on the program's example input 2×8: 2·8·4 = 64 MACs, 8·4 + 4 = 36 params.
+        program = torch.export.export(nn.Linear(8, 4), (torch.randn(2, 8),))
+        torch.export.save(program, tmp_path / "exported.pt2")
+        assert main(["count", str(tmp_path / "exported.pt2"), "--json"]) == 0
+        total = json.loads(capsys.readouterr().out)["total"]
+        assert (total["macs"], total["params"]) == (64, 36)
+
+    def test_a_factory_returning_an_exported_program_counts_on_its_example_inputs(self, tmp_path):
+        (tmp_path / "programs.py").write_text(
+            "import torch\n\ndef linear():\n"
+            "    return torch.export.export(torch.nn.Linear(8, 4), (torch.randn(2, 8),))\n")
+        # This checkout's onnxflops, from another working directory.
+        env = {**os.environ, "PYTHONPATH": str(Path(onnxflops.__file__).parents[1])}
+        done = subprocess.run([sys.executable, "-m", "onnxflops.cli", "count", "programs:linear",
+                               "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                              env=env)
+        assert done.returncode == 0, done.stderr
+        total = json.loads(done.stdout)["total"]
+        assert (total["macs"], total["params"]) == (64, 36)
+
+    @pytest.mark.parametrize("spec,given,expected", [
+        (MODELS + "torch_models:mlp", "inptu=1x64", "forward() has no argument 'inptu' "
+                                                    "(did you mean 'input'?)"),
+        (MODELS + "keras_models:mlp", "xx=1x64", "has no input 'xx' (did you mean 'x'?)")])
+    def test_a_misspelled_input_name_gets_the_closest_one(self, spec, given, expected, capsys):
+        assert main(["count", spec, "--input", given]) == 2
+        err = capsys.readouterr().err
+        assert expected in err and err.count("\n") == 1
+
     def test_convert_writes_onnx_and_says_when_real_weights_simplified_the_graph(
             self, tmp_path, capsys):
         keras_cnn().save(tmp_path / "cnn.keras")
@@ -389,6 +435,30 @@ class TestCommandLine:
                                MODELS + "keras_models:mlp"], capture_output=True, text=True)
         assert done.returncode == 0
         assert done.stderr == ""  # no TensorFlow logging from C++ on import or first use
+
+    def test_a_shape_that_does_not_fit_a_linear_is_one_line_with_no_framework_log(self):
+        # mlp's first Linear takes 64 features: torch's fake tensors log a 38-line traceback.
+        done = subprocess.run([sys.executable, "-m", "onnxflops.cli", "count",
+                               MODELS + "torch_models:mlp", "--input", "input=1x63"],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 2
+        assert done.stderr.count("\n") == 1 and done.stderr.startswith("onnxflops: error:")
+        assert "1x63" in done.stderr and done.stdout == ""
+
+    def test_from_python_a_conversion_error_logs_nothing(self, capfd):
+        from onnxflops.models.torch_models import mlp
+
+        with pytest.raises(onnxflops.OnnxFlopsError, match="cannot convert it") as error:
+            onnxflops.count(mlp(), inputs=((1, 63),))
+        assert "\n" not in str(error.value)
+        assert capfd.readouterr().err == ""
+
+    def test_float_token_ids_say_once_what_torch_said_and_to_add_int64(self, capsys):
+        assert main(["count", MODELS + "torch_models:text_cnn", "--input", "tokens=1x40"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1
+        assert err.count("scalar types: Long, Int") == 1  # both exporters said it: told once
+        assert "--input tokens=1x40:int64" in err
 
     def test_a_conversion_error_is_one_line_and_exit_status_2(self, capsys):
         assert main(["count", MODELS + "torch_models:mlp"]) == 2

@@ -1,0 +1,113 @@
+"""Output sizes that depend on data, typed at their upper bound and recorded as bounds.
+
+How many elements NonZero finds, which boxes NonMaxSuppression keeps, how many values Unique or
+Compress gives, a TopK whose k is computed from data: none is known before a run. Where ONNX's
+inference leaves such a dim unknown, it takes the largest size the op can give (every candidate,
+or k's largest value), and the tensor is recorded in GraphView.bounds with why, so that every
+count read from it is reported as an upper bound, never silently.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnx
+
+from onnxflops.analysis.sequences import axis_from_front
+from onnxflops.graph import GraphView, NodeRow, TensorInfo
+
+_INT64 = onnx.TensorProto.INT64
+
+
+def bound_outputs(view: GraphView, row: NodeRow) -> bool:
+    """Type a data-dependent op's unknown outputs at their upper bound; True where it did."""
+    rule = _RULES.get(row.op_type) if not row.domain else None
+    if all(view.is_constant(name) for name in row.inputs if name):
+        return False  # its value, so its size, is evaluated as constant work
+    infos = [view.info(name) if name else None for name in row.inputs]
+    if rule is None or not infos or infos[0] is None or not infos[0].concrete \
+            or not infos[0].shape and row.op_type != "NonZero":
+        return False
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in row.proto.attribute}
+    try:
+        found = rule(view, row, infos, attrs)
+    except (ArithmeticError, LookupError, TypeError, ValueError):
+        found = None  # a broken file's node: left unknown, and reported by the nodes it feeds
+    if found is None:
+        return False
+    shapes, why = found
+    for name, (dtype, shape) in zip(row.outputs, shapes):
+        if name:
+            declared = view.info(name)
+            view.tensors[name] = TensorInfo(name, dtype if dtype is not None else
+                                            (declared.dtype if declared else 0), shape)
+            view.bounds[name] = why
+    return True
+
+
+def _non_zero(view, row, infos, attrs):
+    x = infos[0]
+    count = math.prod(x.shape)
+    return [(_INT64, (len(x.shape), count))], f"every one of the {count} elements nonzero"
+
+
+def _top_k(view, row, infos, attrs):
+    x = infos[0]
+    axis = axis_from_front(attrs.get("axis", -1), len(x.shape))
+    if axis is None:
+        return None
+    size = x.shape[axis]
+    shape = x.shape[:axis] + (size,) + x.shape[axis + 1:]
+    return [(x.dtype, shape), (_INT64, shape)], f"k at most the {size} elements of axis {axis}"
+
+
+def _non_max_suppression(view, row, infos, attrs):
+    scores = infos[1] if len(infos) > 1 else None
+    if scores is None or not scores.concrete or len(scores.shape) != 3:
+        return None
+    batch, classes, boxes = scores.shape
+    kept = boxes
+    limit = view.value(row.inputs[2]) if len(row.inputs) > 2 and row.inputs[2] else None
+    if limit is not None and limit.size == 1:
+        kept = min(boxes, int(np.asarray(limit).reshape(())))
+    selected = batch * classes * kept
+    return [(_INT64, (selected, 3))], (f"every class keeping {kept} boxes: "
+                                        f"{batch}·{classes}·{kept} selected")
+
+
+def _unique(view, row, infos, attrs):
+    x = infos[0]
+    axis = attrs.get("axis")
+    if axis is None:
+        items = math.prod(x.shape)
+        values, inverse = (items,), (items,)
+    else:
+        axis = axis_from_front(axis, len(x.shape))
+        if axis is None:
+            return None
+        items = x.shape[axis]
+        values, inverse = x.shape, (items,)
+    return [(x.dtype, values), (_INT64, (items,)), (_INT64, inverse), (_INT64, (items,))], \
+        f"all {items} items distinct"
+
+
+def _compress(view, row, infos, attrs):
+    x, condition = infos[0], infos[1] if len(infos) > 1 else None
+    if condition is None or not condition.concrete or len(condition.shape) != 1:
+        return None
+    axis = attrs.get("axis")
+    if axis is None:
+        kept = min(math.prod(x.shape), condition.shape[0])
+        return [(x.dtype, (kept,))], f"every one of {kept} conditions true"
+    axis = axis_from_front(axis, len(x.shape))
+    if axis is None:
+        return None
+    kept = min(x.shape[axis], condition.shape[0])
+    return [(x.dtype, x.shape[:axis] + (kept,) + x.shape[axis + 1:])], \
+        f"every one of {kept} conditions true"
+
+
+_RULES = {"NonZero": _non_zero, "TopK": _top_k, "NonMaxSuppression": _non_max_suppression,
+          "Unique": _unique, "Compress": _compress}
+BOUNDED_OPS = frozenset(_RULES)

@@ -1,0 +1,95 @@
+"""Which constant nodes are the network's work and which are free: the constant-work policy.
+
+A node whose every input is constant (GraphView marks them: the facts) is one of two things:
+
+- **foldable**: floating-point work on the model's weights — a relative-position table projected
+  through attention weights, learned queries through a Linear, a position-bias MLP over a stored
+  coordinate table, weight normalization g·v/‖v‖, weight standardization (w − mean)/std, a
+  LayerNorm or scaling of a learned table. PyTorch runs it on every forward (FlopCounterMode,
+  fvcore, thop count it), so it is counted in the totals; a runtime such as onnxruntime computes
+  it once at load, so it is also reported apart as `foldable`.
+- **free** (`constant_work`, not in the totals):
+  - work that reads no weight: shape arithmetic on dims that binding made constant, integer or
+    float arithmetic on literals (a scale computed as 1/sqrt(64), a Range, a window of a fixed
+    size);
+  - work descended from an op that *initialises* weights (RandomNormal, RandomUniform, ...:
+    seed 000, where TensorFlow's profiler counted a layer's random-normal initializer), which
+    never runs in a forward pass;
+  - (de)quantizing a weight: its storage format, which fused kernels read as stored;
+  - work with no floating-point operation: moves that assemble weights (Slice, Concat,
+    Transpose, Reshape, Gather, Cast of initializers; their bytes too, as the node that reads the
+    result reads the weight's bytes already) and integer work on index tables.
+
+An RNN's first step on a zero state (h0 times W_hh, once torch.export unrolls it) is such work
+too: foldable, and counted, as it was.
+
+A weight is a float initializer or Constant of more than one element: a scalar is a coefficient,
+an integer tensor holds indices, axes or shapes.
+The params a foldable node reads are credited, as before, to the network node that reads its
+result (GraphView.weight_sources). Subgraph bodies keep every constant node free.
+"""
+
+from __future__ import annotations
+
+from onnxflops.graph import GraphView, NodeRow
+
+# Ops that draw a weight's initial values: never part of a forward pass (seed 000).
+INITIALISERS = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike",
+                          "RandomUniformLike", "Multinomial", "Bernoulli"})
+
+# (De)quantizing a weight is its storage format, not work: fused kernels (MatMulNBits, QLinearConv)
+# read the quantized weight as it is stored. In the standard and onnxruntime's domains alike.
+STORAGE_FORMATS = frozenset({"DequantizeLinear", "QuantizeLinear"})
+
+# What a constant tensor was computed from.
+_WEIGHT, _INITIALISED = 1, 2
+
+
+class ConstantWork:
+    """The policy for one graph's constant nodes, its origins found in one pass in graph order."""
+
+    def __init__(self, graph: GraphView):
+        self.graph = graph
+        self._origins: dict[str, int] = {}
+        for row in graph.rows():
+            if graph.is_constant_row(row):
+                self._trace(row)
+
+    def _trace(self, row: NodeRow) -> None:
+        _, op_type, domain, inputs, outputs = row
+        if op_type == "Constant" and not domain:
+            origin = _WEIGHT if self._is_weight(outputs[0]) else 0
+        else:
+            origin = _INITIALISED if op_type in INITIALISERS and not domain else 0
+            for name in inputs:
+                if name:
+                    origin |= self.origin(name)
+        for name in outputs:
+            if name:
+                self._origins[name] = origin
+
+    def origin(self, name: str) -> int:
+        found = self._origins.get(name)
+        if found is not None:
+            return found
+        return _WEIGHT if self.graph.initializer(name) is not None and self._is_weight(name) else 0
+
+    def _is_weight(self, name: str) -> bool:
+        info = self.graph.info(name)
+        return info is not None and info.is_float and info.concrete and info.numel > 1
+
+    def may_fold(self, row: NodeRow) -> bool:
+        """Whether a constant node works on weights (not on literals or shapes alone) and does not
+        descend from an initialiser op: foldable if its cost holds floating-point work."""
+        if row.op_type in INITIALISERS and not row.domain or row.op_type in STORAGE_FORMATS:
+            return False
+        origin = 0
+        for name in row.inputs:
+            if name:
+                origin |= self.origin(name)
+        return origin == _WEIGHT
+
+
+def is_foldable_cost(macs, flops) -> bool:
+    """A cost that holds floating-point work (MACs or FLOPs), not only moves or integer ops."""
+    return macs != 0 or flops != 0

@@ -1,0 +1,253 @@
+"""What a profile will ask of the machine, estimated from the count before anything runs.
+
+`profile` refuses, in one line with the estimate, a model whose runs would take longer than
+`max_seconds` or more memory than the process may use, before onnxruntime loads it: a capped
+process then ends with exit 2, not a signal, and a Loop nest of 10^9 trips is refused, not run.
+
+Time is a lower bound: the count's FLOPs and bytes at rates no machine of today beats, plus a
+floor per node that runs (onnxruntime spends more than that on each, and each Loop or Scan trip
+runs its body's nodes again), plus a floor per event of the profiled session's trace.
+Memory: the weights as often as profiling holds them at once, the largest node's inputs and
+outputs, the random inputs, the profiled session's trace and onnxruntime's own.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import resource
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from onnxflops.analysis import mark_constants
+from onnxflops.errors import OnnxFlopsError
+from onnxflops.graph import GraphView, bodies
+from onnxflops.profiling import runtime
+from onnxflops.report import Report, human
+
+DEFAULT_MAX_SECONDS = 600.0
+
+# Rates above any machine of today, so that the time estimate stays below the real one: FLOP/s
+# and bytes/s per provider (per core on CPU: 2 FMA units × 16 float32 lanes × 2 × 3 GHz).
+_FASTEST = {"cpu": (200e9, 200e9), "cuda": (5e15, 10e12)}
+# Seconds onnxruntime spends at least on each node it runs (0.6-1.3 µs measured on a Loop's
+# body on a 2-core machine). Each node run of a profiled run is a trace event: 30 µs to record
+# and 130 µs to read back measured there, and 7.4 KB at the peak (onnxruntime's record, then the
+# JSON and its objects while read).
+NODE_RUN_SECONDS = 0.1e-6
+TRACE_EVENT_SECONDS = 50e-6
+TRACE_EVENT_BYTES = 7 << 10
+# The profile holds the weights about five times at once (peak RSS 3.0 GB profiling 0.6 GB of
+# weights): the loaded model, its copy with every node named, serialized, and onnxruntime's.
+WEIGHT_COPIES = 5
+# onnxruntime's own: thread stacks and allocator arenas (address space, most of it untouched).
+RUNTIME_BYTES = 256 << 20
+
+
+@dataclass
+class Estimate:
+    seconds: float  # at least
+    memory_bytes: int
+    flops: float
+    node_runs: int  # nodes onnxruntime runs in one run of the model, Loop and Scan trips included
+    runs: int  # model runs the profile makes: warm-ups, timed and profiled
+    weights_bytes: int
+    largest_node: str  # the node whose inputs and outputs take the most memory
+    largest_node_bytes: int
+    trace_events: int
+    unknown_trips: int  # Loops and Scans whose trip count is unknown, counted as one trip
+
+    def describe(self) -> str:
+        unknown = f", {self.unknown_trips} Loop/Scan trip count(s) unknown and taken as 1" \
+            if self.unknown_trips else ""
+        return (f"{human(self.flops)} FLOPs and {self.node_runs:,} node runs a run, "
+                f"{self.runs:,} runs, {self.trace_events:,} trace events; weights "
+                f"{_gib(self.weights_bytes)}, largest node '{self.largest_node}' "
+                f"{_gib(self.largest_node_bytes)}{unknown}")
+
+
+def estimate(report: Report, view: GraphView, provider: str, *, runs: int, warmup: int,
+             profile_runs: int, feeds_bytes: int) -> Estimate:
+    """What profiling `report`'s model (its analyzed graph `view`) will take: see the module."""
+    node_runs, unknown = count_node_runs(view)
+    peak, bandwidth = _FASTEST[provider]
+    if provider == "cpu":
+        peak *= os.cpu_count() or 1
+    total = report.total
+    flops = _number(total.flops) + _number(total.int_ops)
+    moved = _number(total.bytes_read) + _number(total.bytes_written)
+    per_run = max(flops / peak, moved / bandwidth) + node_runs * NODE_RUN_SECONDS
+    timed, profiled = warmup + runs, warmup + profile_runs
+    events = node_runs * profiled
+    largest = max(report.nodes, default=None,
+                  key=lambda n: _number(n.bytes_read) + _number(n.bytes_written))
+    largest_bytes = 0 if largest is None else \
+        int(_number(largest.bytes_read) + _number(largest.bytes_written))
+    weights = weights_bytes(view.graph)
+    memory = WEIGHT_COPIES * weights + largest_bytes + feeds_bytes + RUNTIME_BYTES \
+        + events * TRACE_EVENT_BYTES
+    seconds = per_run * (timed + profiled) + events * TRACE_EVENT_SECONDS
+    return Estimate(seconds, memory, flops, node_runs, timed + profiled, weights,
+                    _short(largest.name or largest.op_type) if largest else "-", largest_bytes,
+                    events, unknown)
+
+
+def check(need: Estimate, max_seconds: float | None = DEFAULT_MAX_SECONDS,
+          max_memory_bytes: int | None = None) -> None:
+    """Refuse in one line what would take longer than `max_seconds` (None: no bound) or more
+    memory than the process may use; `max_memory_bytes` replaces the available RAM as the
+    budget, never the hard limits (address space, data segment, cgroup)."""
+    if max_seconds is not None and need.seconds > max_seconds:
+        raise OnnxFlopsError(
+            f"profiling would take at least {need.seconds:,.0f} s ({need.describe()}), more than "
+            f"the {max_seconds:,.0f} s budget: raise it with --max-seconds, or make fewer runs "
+            "or bind smaller shapes")
+    check_memory(need.memory_bytes, f"profiling would need about {_gib(need.memory_bytes)} "
+                                    f"({need.describe()})", "or bind smaller shapes",
+                 max_memory_bytes)
+
+
+def check_memory(need_bytes: float, what: str, otherwise: str,
+                 max_memory_bytes: int | None = None) -> None:
+    """Refuse `need_bytes` over what the process may use, in one line: `what` it is, then the
+    room and what limits it, then how to raise it and `otherwise`."""
+    hard, hard_why = _hard_room()
+    if max_memory_bytes is None:
+        soft = runtime._available_memory()
+        budgets = [(soft, f"available RAM {_gib(soft or 0)}", "raise it with --max-memory-gb")]
+    else:
+        budgets = [(max_memory_bytes, f"the --max-memory-gb budget {_gib(max_memory_bytes)}",
+                    "raise it with --max-memory-gb")]
+    budgets.append((hard, hard_why, "raise that limit"))
+    room, why, remedy = min(((r, w, f) for r, w, f in budgets if r is not None),
+                            default=(None, "", ""), key=lambda b: b[0])
+    if room is not None and need_bytes > room:
+        raise OnnxFlopsError(f"{what}, more than the {_gib(max(room, 0))} this process may use "
+                             f"({why}): {remedy}, {otherwise}")
+
+
+def count_node_runs(view: GraphView) -> tuple[int, int]:
+    """Nodes onnxruntime runs in one run of the graph: each node once, a Loop's body its trip
+    count times, a Scan's body once per scanned slice, the larger If branch; and how many trip
+    counts were unknown (their body counted once). Iterative: nesting depth is the file's."""
+    total, unknown = 0, 0
+    stack: list[tuple[GraphView, int]] = [(view, 1)]
+    while stack:
+        scope, times = stack.pop()
+        for node in scope.graph.node:
+            total += times
+            subgraphs = bodies(node)
+            if not subgraphs:
+                continue
+            trips = _trips(node, scope)
+            if trips is None:
+                unknown += 1
+                trips = 1
+            if node.op_type == "If":
+                # Only one branch runs: the one with more nodes, a lower bound of either.
+                subgraphs = [max(subgraphs, key=lambda g: len(g.node))]
+            for body in subgraphs:
+                inner = GraphView(body, parent=scope)
+                mark_constants(inner)
+                stack.append((inner, times * trips))
+    return total, unknown
+
+
+def _trips(node: onnx.NodeProto, scope: GraphView) -> int | None:
+    """How often the node runs its subgraph in one run of it, None when not known."""
+    if node.op_type == "Loop":
+        m = scope.value(node.input[0]) if node.input and node.input[0] else None
+        if m is None or np.size(m) != 1 or not np.issubdtype(np.asarray(m).dtype, np.integer):
+            return None
+        return max(int(np.asarray(m).reshape(())), 0)
+    if node.op_type == "Scan":
+        scanned = next((a.i for a in node.attribute if a.name == "num_scan_inputs"), 0)
+        axes = next((list(a.ints) for a in node.attribute if a.name == "scan_input_axes"), [0])
+        first = len(node.input) - scanned
+        info = scope.info(node.input[first]) if 0 <= first < len(node.input) else None
+        if info is None or info.shape is None or not info.shape:
+            return None
+        dim = info.shape[(axes or [0])[0] % len(info.shape)]
+        return dim if isinstance(dim, int) else None
+    return 1
+
+
+def weights_bytes(graph: onnx.GraphProto) -> int:
+    """Bytes of the graph's initializers as declared (external data included), that is what
+    onnxruntime allocates for them."""
+    total = 0
+    for t in graph.initializer:
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(t.data_type) \
+            if t.data_type in onnx.helper.get_all_tensor_dtypes() else np.dtype(np.uint8)
+        total += math.prod(max(d, 0) for d in t.dims) * dtype.itemsize
+    return total
+
+
+def _hard_room() -> tuple[int | None, str | None]:
+    """Bytes this process may still take before a hard limit stops it, and which: the least of
+    its address-space and data-segment limits (less what it uses) and its cgroup's memory.max."""
+    status = _status()
+    found: list[tuple[int, str]] = []
+    for limit, used, label in ((resource.RLIMIT_AS, "VmSize", "address-space limit"),
+                               (resource.RLIMIT_DATA, "VmData", "data-segment limit")):
+        soft = resource.getrlimit(limit)[0]
+        if soft != resource.RLIM_INFINITY:
+            found.append((soft - status.get(used, 0), f"{label} {_gib(soft)}, "
+                                                      f"{_gib(status.get(used, 0))} in use"))
+    cgroup = _cgroup_room()
+    if cgroup is not None:
+        found.append(cgroup)
+    return min(found) if found else (None, None)
+
+
+def _status() -> dict[str, int]:
+    """This process's VmSize and VmData in bytes (Linux; empty elsewhere)."""
+    try:
+        lines = Path("/proc/self/status").read_text().splitlines()
+    except OSError:
+        return {}
+    return {k: int(v.split()[0]) * 1024 for k, v in (line.split(":", 1) for line in lines
+                                                     if line.startswith(("VmSize:", "VmData:")))}
+
+
+def _cgroup_room() -> tuple[int, str] | None:
+    """memory.max less memory.current of this process's cgroup (v2), or v1's limit less usage."""
+    try:
+        entries = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for entry in entries:
+        _, controllers, path = entry.split(":", 2)
+        root = Path("/sys/fs/cgroup")
+        pairs = [(root / path.lstrip("/"), "memory.max", "memory.current")] if controllers == "" \
+            else [(root / "memory" / path.lstrip("/"), "memory.limit_in_bytes",
+                   "memory.usage_in_bytes")] if "memory" in controllers.split(",") else []
+        for folder, limit_file, usage_file in pairs:
+            try:
+                limit = (folder / limit_file).read_text().strip()
+                usage = int((folder / usage_file).read_text())
+            except (OSError, ValueError):
+                continue
+            if limit.isdigit() and int(limit) < 1 << 60:
+                return int(limit) - usage, f"cgroup memory limit {_gib(int(limit))}, " \
+                                           f"{_gib(usage)} in use"
+    return None
+
+
+def _number(value) -> float:
+    """A count as a number; a symbolic one (unbound dims) counts as 0 here."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _short(name: str, most: int = 60) -> str:
+    return name if len(name) <= most else name[:most - 3] + "..."
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:,.1f} GiB"

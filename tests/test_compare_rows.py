@@ -1,0 +1,32 @@
+"""compare's layer rows show FLOPs where the FLOPs totals differ (hand-built models, no framework)."""
+
+from __future__ import annotations
+
+import onnxflops
+from helpers import model, node, weight
+
+
+def fc(extra_add: bool):
+    """Layer `fc`: MatMul 2×8 @ 8×4 (64 MACs, 128 FLOPs) and Relu (8 FLOPs); b adds r + r
+    (8 FLOPs more): 136 vs 144 FLOPs, the same MACs and params."""
+    nodes = [node("MatMul", ["x", "w"], ["h"], name="fc/MatMul"),
+             node("Relu", ["h"], ["r"], name="fc/Relu")]
+    if extra_add:
+        nodes.append(node("Add", ["r", "r"], ["y"], name="fc/Add"))
+    return model(nodes, {"x": [2, 8]}, [weight("w", (8, 4))])
+
+
+def test_rows_show_flops_and_their_gap_where_the_flops_totals_differ():
+    text = onnxflops.compare(fc(False), fc(True)).to_text()
+    assert "DIFFERENT: total flops: 136 vs 144" in text
+    assert "layers in execution order (MACs, FLOPs, params)" in text
+    row = next(line for line in text.splitlines() if line.startswith("fc "))
+    assert row.split() == ["fc", "fc", "64", "64", "136", "144", "32", "32", "same", "MACs;",
+                           "FLOPs", "+8"]
+
+
+def test_rows_leave_flops_out_where_the_totals_agree():
+    text = onnxflops.compare(fc(True), fc(True)).to_text()
+    assert "layers in execution order (MACs, params)" in text
+    row = next(line for line in text.splitlines() if line.startswith("fc "))
+    assert row.split() == ["fc", "fc", "64", "64", "32", "32", "same"]

@@ -1,0 +1,153 @@
+"""Work a forward runs on weights alone is the network's work, counted and also reported apart as
+`foldable` (what a runtime computes once at load); shape arithmetic, literal arithmetic, weight
+initialisers and moves that assemble weights stay free constant work."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import onnxflops
+from helpers import model, node, weight
+
+B, L, D = 2, 5, 8  # batch, tokens, width
+
+
+def test_a_relative_position_table_projected_through_the_query_weight_is_counted():
+    n = 9  # relative distances
+    nodes = [node("MatMul", ["x", "wq"], ["q"]),
+             node("MatMul", ["table", "wq"], ["r"], name="project_table"),  # weights alone
+             node("Transpose", ["r"], ["rt"], perm=[1, 0]),  # a move of a constant: free
+             node("MatMul", ["q", "rt"], ["scores"])]
+    report = onnxflops.count(model(nodes, {"x": [B, L, D]}, [weight("wq", (D, D)),
+                                                             weight("table", (n, D))]))
+    table_macs = n * D * D  # 9·8·8 = 576, once per forward
+    assert report.foldable.macs == table_macs and report.foldable_nodes == 1
+    assert report.total.macs == B * L * D * D + table_macs + B * L * D * n  # 640 + 576 + 720
+    assert (report.constant_nodes, report.constant_work.flops) == (1, 0)
+    assert report.total.params == D * D + n * D  # each weight once
+    assert [n.foldable for n in report.nodes] == [False, True, False]
+
+
+def test_learned_queries_through_a_linear_are_counted():
+    queries, hidden = 6, 4
+    nodes = [node("MatMul", ["queries", "w"], ["qw"]), node("Add", ["qw", "b"], ["qp"]),
+             node("MatMul", ["x", "qpt"], ["y"])]
+    nodes.insert(2, node("Transpose", ["qp"], ["qpt"], perm=[1, 0]))
+    report = onnxflops.count(model(nodes, {"x": [B, L, hidden]},
+                                   [weight("queries", (queries, D)), weight("w", (D, hidden)),
+                                    weight("b", (hidden,))]))
+    linear = queries * D * hidden  # 6·8·4 = 192 MACs; 2·192 + 6·4 bias adds = 408 FLOPs
+    assert (report.foldable.macs, report.foldable.flops) == (linear, 2 * linear + queries * hidden)
+    assert report.foldable_nodes == 2
+    assert report.total.macs == linear + B * L * hidden * queries
+
+
+def test_a_position_bias_mlp_over_a_stored_coordinate_table_is_counted():
+    cells, hidden, heads = 16, 12, 3
+    nodes = [node("MatMul", ["coords", "w1"], ["h"]), node("Relu", ["h"], ["hr"]),
+             node("MatMul", ["hr", "w2"], ["bias"]),  # (16, 3)
+             node("Transpose", ["bias"], ["bt"], perm=[1, 0]),  # (3, 16)
+             node("Add", ["scores", "bt"], ["y"])]
+    report = onnxflops.count(model(nodes, {"scores": [B, heads, cells]},
+                                   [weight("coords", (cells, 2)), weight("w1", (2, hidden)),
+                                    weight("w2", (hidden, heads))]))
+    mlp_macs = cells * 2 * hidden + cells * hidden * heads  # 384 + 576 = 960
+    assert report.foldable.macs == mlp_macs
+    assert report.foldable.flops == 2 * mlp_macs + cells * hidden  # and 192 Relus
+    assert report.total.flops == report.foldable.flops + B * heads * cells  # the Add: 96
+
+
+def test_weight_normalization_is_counted():
+    out, cin, k = 4, 3, 3
+    e = out * cin * k * k  # 108 elements of v
+    nodes = [node("Mul", ["v", "v"], ["v2"]),
+             node("ReduceSum", ["v2", "axes"], ["s"], keepdims=1),
+             node("Sqrt", ["s"], ["norm"]), node("Div", ["v", "norm"], ["unit"]),
+             node("Mul", ["g", "unit"], ["w"]),
+             node("Conv", ["x", "w"], ["y"], kernel_shape=[k, k], pads=[1, 1, 1, 1])]
+    report = onnxflops.count(model(nodes, {"x": [1, cin, 5, 5]},
+                                   [weight("v", (out, cin, k, k)), weight("g", (out, 1, 1, 1)),
+                                    weight("axes", None, np.int64, [1, 2, 3])]))
+    # v·v 108, sum 108 − 4, sqrt 4, v/‖v‖ 108, g·unit 108
+    assert report.foldable.flops == e + (e - out) + out + e + e == 432
+    assert report.foldable_nodes == 5 and report.constant_nodes == 0
+    assert report.total.macs == 5 * 5 * out * cin * k * k  # the Conv: 2700
+    assert report.total.flops == 2 * 2700 + 432
+    assert report.total.params == out + e  # g and v, read through the normalized w
+
+
+def test_weight_standardization_is_counted():
+    out, cin = 6, 4
+    e = out * cin
+    nodes = [node("ReduceMean", ["w"], ["mean"], axes=[1, 2, 3], keepdims=1),
+             node("Sub", ["w", "mean"], ["centred"]),
+             node("Mul", ["centred", "centred"], ["sq"]),
+             node("ReduceMean", ["sq"], ["var"], axes=[1, 2, 3], keepdims=1),
+             node("Add", ["var", "eps"], ["var_eps"]), node("Sqrt", ["var_eps"], ["std"]),
+             node("Div", ["centred", "std"], ["ws"]),
+             node("Conv", ["x", "ws"], ["y"], kernel_shape=[1, 1])]
+    report = onnxflops.count(model(nodes, {"x": [1, cin, 3, 3]},
+                                   [weight("w", (out, cin, 1, 1)),
+                                    weight("eps", (), value=1e-5)]))
+    assert not report.uncosted
+    # mean e, sub e, square e, mean e, +eps out, sqrt out, divide e
+    assert report.foldable.flops == 5 * e + 2 * out == 132
+    assert report.total.macs == 3 * 3 * out * cin
+
+
+def test_a_layernorm_of_a_learned_table_costs_what_it_costs_on_activations():
+    rows = 7
+    norm = node("LayerNormalization", ["table", "gamma", "beta"], ["t"], axis=-1)
+    weights = [weight("gamma", (D,)), weight("beta", (D,))]
+    on_table = onnxflops.count(model([norm, node("Add", ["x", "t"], ["y"])], {"x": [B, rows, D]},
+                                     [*weights, weight("table", (rows, D))]))
+    on_input = onnxflops.count(model([norm], {"table": [rows, D]}, weights))
+    assert on_table.foldable.flops == on_input.total.flops > 0
+    assert on_table.total.flops == on_input.total.flops + B * rows * D
+
+
+def test_arithmetic_on_literals_and_shapes_stays_free():
+    # scale = 1/sqrt(64) computed in the graph, and a width read off the input's shape
+    nodes = [node("Sqrt", ["sixty_four"], ["root"]), node("Reciprocal", ["root"], ["scale"]),
+             node("Shape", ["x"], ["s"]), node("Cast", ["s"], ["sf"], to=1),
+             node("Mul", ["sf", "scale"], ["sized"]),
+             node("Mul", ["x", "scale"], ["y"])]
+    report = onnxflops.count(model(nodes, {"x": [B, L, D]}, [weight("sixty_four", (),
+                                                                    value=64.0)]),
+                             )
+    assert report.foldable_nodes == 0 and report.constant_nodes == 5
+    assert report.total.flops == B * L * D
+
+
+def test_foldable_work_in_the_json_and_the_table():
+    nodes = [node("Mul", ["w", "two"], ["w2"]), node("MatMul", ["x", "w2"], ["y"])]
+    report = onnxflops.count(model(nodes, {"x": [3, D]}, [weight("w", (D, 4)),
+                                                          weight("two", (), value=2.0)]))
+    doc = json.loads(report.to_json())
+    assert doc["foldable"]["nodes"] == 1 and doc["foldable"]["flops"] == D * 4
+    assert [n.get("foldable", False) for n in doc["nodes"]] == [True, False]
+    assert "foldable (counted; a runtime computes it once at load): 1 nodes" in report.to_table()
+
+
+@pytest.mark.parametrize("op", ["RandomNormalLike", "RandomUniformLike"])
+def test_work_on_an_initialiser_op_stays_free(op):
+    nodes = [node(op, ["w"], ["r"]), node("Mul", ["r", "w"], ["w2"]),
+             node("MatMul", ["x", "w2"], ["y"])]
+    report = onnxflops.count(model(nodes, {"x": [3, D]}, [weight("w", (D, D))]))
+    assert report.foldable_nodes == 0 and report.constant_nodes == 2
+    assert report.total.flops == 2 * 3 * D * D
+
+
+def test_compare_shows_the_foldable_work_of_each_side():
+    # a doubles its weight in the graph (D·4 = 32 FLOPs on weights alone); b stores it doubled
+    a = model([node("Mul", ["w", "two"], ["w2"]), node("MatMul", ["x", "w2"], ["y"])],
+              {"x": [3, D]}, [weight("w", (D, 4)), weight("two", (), value=2.0)])
+    b = model([node("MatMul", ["x", "w2"], ["y"])], {"x": [3, D]}, [weight("w2", (D, 4))])
+    result = onnxflops.compare(a, b)
+    doc = result.to_dict()
+    assert (doc["a"]["foldable"]["flops"], doc["b"]["foldable"]["flops"]) == (D * 4, 0)
+    assert any(line.split()[:3] == ["foldable", "flops", "32"]
+               for line in result.to_text().splitlines())

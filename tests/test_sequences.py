@@ -1,0 +1,168 @@
+"""Ops on sequences typed element by element: what is taken out of a sequence has its exact shape,
+so the nodes after it are costed; a sequence's bytes are its elements'."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import onnxflops
+from helpers import costed, model, node, weight
+
+B, L, D, OUT = 2, 10, 4, 5  # x is B×L×D (4-byte floats); w is D×OUT
+
+
+def count(nodes, weights=(), outputs=None):
+    return costed(model(nodes, {"x": [B, L, D]}, [weight("w", (D, OUT)), *weights],
+                        outputs=outputs))
+
+
+def by_op(report):
+    return {n.op_type: n for n in report.nodes}
+
+
+def test_split_to_sequence_by_sizes_then_sequence_at():
+    nodes = [node("SplitToSequence", ["x", "split"], ["seq"], axis=1),
+             node("SequenceAt", ["seq", "one"], ["e"]), node("MatMul", ["e", "w"], ["y"])]
+    report = count(nodes, [weight("split", None, np.int64, [3, 7]),
+                           weight("one", (), np.int64, 1)])
+    ops = by_op(report)
+    assert ops["SequenceAt"].output_shapes == [[B, 7, D]]  # the second part: 7 of the 10 rows
+    assert report.total.macs == B * 7 * D * OUT == 280
+    # the split reads x and its two sizes, writes x's 320 bytes as two parts
+    assert (ops["SplitToSequence"].bytes_read, ops["SplitToSequence"].bytes_written) == \
+        (4 * B * L * D + 8 * 2, 4 * B * L * D)
+    # SequenceAt reads the part it takes (2·7·4 floats) and its position
+    assert ops["SequenceAt"].bytes_read == 4 * B * 7 * D + 8 == 232
+
+
+@pytest.mark.parametrize("keepdims, shape", [(1, [B, 1, D]), (0, [B, D])])
+def test_split_to_sequence_without_sizes_takes_one_index_each(keepdims, shape):
+    nodes = [node("SplitToSequence", ["x"], ["seq"], axis=1, keepdims=keepdims),
+             node("SequenceAt", ["seq", "last"], ["e"]), node("MatMul", ["e", "w"], ["y"])]
+    report = count(nodes, [weight("last", (), np.int64, -1)])
+    assert by_op(report)["SequenceAt"].output_shapes == [shape]
+    assert report.total.macs == B * D * OUT
+
+
+def test_split_to_sequence_by_a_scalar_size_keeps_the_remainder():
+    # 10 rows in parts of 4: 4, 4, 2; the last is taken
+    nodes = [node("SplitToSequence", ["x", "four"], ["seq"], axis=1),
+             node("SequenceAt", ["seq", "two"], ["e"]), node("MatMul", ["e", "w"], ["y"])]
+    report = count(nodes, [weight("four", (), np.int64, 4), weight("two", (), np.int64, 2)])
+    assert by_op(report)["SequenceAt"].output_shapes == [[B, 2, D]]
+
+
+def test_concat_from_sequence_joins_or_stacks():
+    nodes = [node("SplitToSequence", ["x", "split"], ["seq"], axis=1),
+             node("ConcatFromSequence", ["seq"], ["c"], axis=1), node("MatMul", ["c", "w"], ["y"])]
+    report = count(nodes, [weight("split", None, np.int64, [3, 7])])
+    assert by_op(report)["ConcatFromSequence"].output_shapes == [[B, L, D]]
+    assert report.total.macs == B * L * D * OUT
+    stacked = [node("SequenceConstruct", ["x", "x", "x"], ["seq"]),
+               node("ConcatFromSequence", ["seq"], ["c"], axis=0, new_axis=1),
+               node("MatMul", ["c", "w"], ["y"])]
+    report = count(stacked)
+    assert by_op(report)["ConcatFromSequence"].output_shapes == [[3, B, L, D]]
+    assert by_op(report)["SequenceConstruct"].bytes_written == 3 * 4 * B * L * D
+
+
+def test_sequence_empty_then_insert():
+    nodes = [node("SequenceEmpty", [], ["empty"], dtype=1),
+             node("SequenceInsert", ["empty", "x"], ["one"]),
+             node("SequenceInsert", ["one", "w"], ["two"], name="second"),
+             node("SequenceAt", ["two", "zero"], ["e"]), node("MatMul", ["e", "w"], ["y"])]
+    # no position: the end; "second" inserts w at the end too, so element 0 is x
+    report = count(nodes, [weight("zero", (), np.int64, 0)])
+    assert by_op(report)["SequenceAt"].output_shapes == [[B, L, D]]
+    inserted = [n for n in report.nodes if n.name == "second"][0]
+    assert inserted.bytes_written == 4 * (B * L * D + D * OUT)  # the new sequence: x and w
+
+
+def test_sequence_insert_at_a_position_and_erase():
+    nodes = [node("SequenceConstruct", ["x"], ["one"]),
+             node("SequenceInsert", ["one", "w", "zero"], ["two"]),  # w, x
+             node("SequenceErase", ["two", "zero"], ["left"]),  # x
+             node("SequenceAt", ["left", "zero"], ["e"]), node("MatMul", ["e", "w"], ["y"])]
+    report = count(nodes, [weight("zero", (), np.int64, 0)])
+    assert by_op(report)["SequenceAt"].output_shapes == [[B, L, D]]
+    assert report.total.macs == B * L * D * OUT
+
+
+def test_sequence_length_is_known():
+    nodes = [node("SplitToSequence", ["x", "split"], ["seq"], axis=1),
+             node("SequenceLength", ["seq"], ["n"]),
+             node("Range", ["zero", "n", "one"], ["r"]), node("Cast", ["r"], ["rf"], to=1),
+             node("MatMul", ["rf", "table"], ["y"])]
+    report = count(nodes, [weight("split", None, np.int64, [3, 3, 4]),
+                           weight("zero", (), np.int64, 0), weight("one", (), np.int64, 1),
+                           weight("table", (3, 6))])
+    assert by_op(report)["MatMul"].input_shapes[0] == [3]  # a Range over the 3 parts
+    assert report.total.macs == 3 * 6
+
+
+def test_a_split_of_unknown_sizes_leaves_the_element_unknown():
+    nodes = [node("SplitToSequence", ["x", "sizes"], ["seq"], axis=1),
+             node("SequenceAt", ["seq", "zero"], ["e"]), node("MatMul", ["e", "w"], ["y"])]
+    m = model(nodes, {"x": [B, L, D], "sizes": [2]}, [weight("w", (D, OUT)),
+                                                      weight("zero", (), np.int64, 0)])
+    m.graph.input[1].type.tensor_type.elem_type = 7  # int64 sizes given at run time
+    report = onnxflops.count(m)
+    assert [u.op_type for u in report.uncosted] == ["MatMul"]
+
+
+def test_mobilevitv2_linear_attention_splits_its_qkv_by_a_sequence():
+    # timm mobilevitv2 (dynamo export): qkv.split([1, d, d], dim=1) becomes SplitToSequence and
+    # SequenceAt; the key times the softmax of the query was uncosted, "shape of 'mul' is
+    # unknown (1x?x4x256)". Here d = 8, 4 pixels per patch, 16 patches.
+    d, pixels, patches = 8, 4, 16
+    nodes = [node("SplitToSequence", ["qkv", "split"], ["seq"], axis=1),
+             node("SequenceAt", ["seq", "zero"], ["query"]),
+             node("SequenceAt", ["seq", "one"], ["key"]),
+             node("Softmax", ["query"], ["scores"], axis=-1),
+             node("Mul", ["key", "scores"], ["mul"])]
+    report = costed(model(nodes, {"qkv": [1, 1 + 2 * d, pixels, patches]},
+                          [weight("split", None, np.int64, [1, d, d]),
+                           weight("zero", (), np.int64, 0), weight("one", (), np.int64, 1)]))
+    mul = by_op(report)["Mul"]
+    assert mul.output_shapes == [[1, d, pixels, patches]]
+    assert mul.flops == d * pixels * patches == 512
+
+
+def test_a_split_into_more_parts_than_held_is_left_to_onnx_inference():
+    # 10⁹ parts of one row each: never a tuple of 10⁹ element types (8 GB); ONNX's own inference
+    # types the parts of a split without sizes alike, 1×1
+    nodes = [node("SplitToSequence", ["x"], ["seq"], axis=1),
+             node("SequenceAt", ["seq", "zero"], ["e"]), node("Relu", ["e"], ["y"])]
+    report = onnxflops.count(model(nodes, {"x": [1, 10**9]},
+                                   [weight("zero", (), np.int64, 0)]))
+    assert not report.uncosted and report.total.flops == 1
+
+
+def test_an_axis_out_of_range_is_an_error_not_a_traceback():
+    # onnxruntime's load refuses it (ONNX's strict inference): no count of it means anything.
+    nodes = [node("SplitToSequence", ["x"], ["seq"], axis=7),
+             node("SequenceAt", ["seq", "zero"], ["e"]), node("Relu", ["e"], ["y"])]
+    with pytest.raises(onnxflops.OnnxFlopsError, match=r"node 'seq' \(SplitToSequence\): .*"
+                                                       r"Invalid value of attribute 'axis'"):
+        onnxflops.count(model(nodes, {"x": [2, 3]}, [weight("zero", (), np.int64, 0)]))
+
+
+@pytest.mark.parametrize("split, index, rows", [([3, 7], 1, 7), ([3, 7], -2, 3), (4, 2, 2),
+                                                (None, 0, 1)])
+def test_sequence_at_under_symbolic_dims_takes_its_part(split, index, rows):
+    # DeepSeek splits q into its no-rope and rope parts through a sequence; with the batch left
+    # a symbol, ONNX's inference types the parts alike and leaves the split axis unknown.
+    import sympy
+
+    inputs = ["x", "split"] if split else ["x"]
+    nodes = [node("SplitToSequence", inputs, ["seq"], axis=1),
+             node("SequenceAt", ["seq", "at"], ["e"]), node("MatMul", ["e", "w"], ["y"])]
+    weights = [weight("w", (D, OUT)), weight("at", (), np.int64, index)]
+    weights += [weight("split", np.shape(split), np.int64, split)] if split else []
+    report = onnxflops.count(model(nodes, {"x": ["batch", L, D]}, weights), symbolic=True)
+    batch = sympy.Symbol("batch", integer=True, positive=True)
+    # [3, 7]: part 1 is 7 rows, part −2 is 3; a scalar 4 over 10 rows: 4, 4 and the last 2;
+    # no sizes: one row each, kept as a dim of 1.
+    assert not report.uncosted
+    assert report.total.macs == batch * rows * D * OUT
