@@ -470,7 +470,8 @@ def check_schema(row: NodeRow, context: onnx.checker.C.CheckerContext) -> None:
     not. Its bodies are left to validity.py and to inference with the node, which see the
     scope around them."""
     proto, stripped = row.proto, ()
-    if proto.attribute and holds_subgraph(proto):
+    # Only control flow takes graphs: another op's graph attribute is the checker's to refuse.
+    if row.op_type in _CONTROL_FLOW and proto.attribute and holds_subgraph(proto):
         stripped = [a.name for a in proto.attribute if a.type in _GRAPH_ATTRIBUTES]
         proto = onnx.NodeProto()
         proto.CopyFrom(row.proto)

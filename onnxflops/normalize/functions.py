@@ -2,7 +2,7 @@
 
 Model-local functions are inlined so that their nodes are costed like any other. What inlining
 would make is counted first, without making it: functions that call functions, each twice, 20
-levels deep, inline to a million nodes. Beyond MAX_INLINED_NODES the calls stay calls, and each
+levels deep, inline to a million nodes. Beyond MAX_INLINED_NODES (50,000) the calls stay calls, and each
 is costed by its body, analysed once per signature it is called with and multiplied; functions
 nested deeper than MAX_FUNCTION_DEPTH are refused in one line.
 """
@@ -16,7 +16,7 @@ from onnxflops.errors import OnnxFlopsError, first_line
 
 # The most nodes inlining the model's local functions may make: a 80-layer decoder whose every
 # layer is a function inlines to some 13,000; analysing a million would take minutes and GBs.
-MAX_INLINED_NODES = 250_000
+MAX_INLINED_NODES = 50_000
 # The deepest nesting of calls followed when they stay calls (each level is analysed within the
 # one above it).
 MAX_FUNCTION_DEPTH = 40
