@@ -80,8 +80,14 @@ def load_causal_lm(source):
     if isinstance(source, (str, Path)):
         source = _read_config(Path(source), transformers)
     if isinstance(source, transformers.PretrainedConfig):
-        with _quiet(), torch.device("meta"):
-            return transformers.AutoModelForCausalLM.from_config(source)
+        _check_sizes(source)
+        try:
+            with _quiet(), torch.device("meta"):
+                return transformers.AutoModelForCausalLM.from_config(source)
+        except (RuntimeError, ValueError, TypeError, KeyError, AttributeError, OverflowError,
+                ZeroDivisionError, AssertionError) as e:  # what a config's odd values raise
+            raise OnnxFlopsError(f"{type(source).__name__}: no model can be built from this "
+                                 f"config ({first_line(e)})") from None
     if isinstance(source, transformers.PreTrainedModel):
         return source
     raise OnnxFlopsError(f"cannot serve a {type(source).__name__}: give a transformers causal LM, "
@@ -328,6 +334,28 @@ def _read_config(path: Path, transformers):
         return transformers.AutoConfig.for_model(data.pop("model_type"), **data)
     except (ValueError, TypeError, KeyError) as e:
         raise OnnxFlopsError(f"{file}: {first_line(e)}") from None
+
+
+# A config's word on the model's sizes is untrusted input: building its layers takes time in
+# proportion to their number (the deepest released LLMs have some 128).
+MAX_LAYERS = 4096
+_SIZES = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+          "num_key_value_heads", "vocab_size", "head_dim", "max_position_embeddings")
+
+
+def _check_sizes(config) -> None:
+    """Sizes that no model has are one line, before a model is built from them."""
+    for name in _SIZES:
+        value = getattr(config, name, None)
+        if isinstance(value, bool) or not isinstance(value, int):
+            continue
+        if value <= 0:
+            raise OnnxFlopsError(f"{type(config).__name__}: {name} is {value}; sizes are "
+                                 "positive")
+    layers = getattr(config, "num_hidden_layers", None)
+    if isinstance(layers, int) and layers > MAX_LAYERS:
+        raise OnnxFlopsError(f"{type(config).__name__}: num_hidden_layers is {layers:,}, over "
+                             f"the {MAX_LAYERS:,} onnxflops builds")
 
 
 @contextlib.contextmanager

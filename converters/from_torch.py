@@ -27,6 +27,7 @@ import inspect
 import io
 import os
 import warnings
+import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -176,6 +177,8 @@ def load_exported_program(path, *, unsafe: bool = False):
     torch.export.load may unpickle parts of the archive in full (running code they name); unless
     `unsafe`, every unpickling it does is restricted to weights (TORCH_FORCE_WEIGHTS_ONLY_LOAD).
     """
+    if Path(path).is_file() and zipfile.is_zipfile(path):
+        _check_exported_program_archive(Path(path))  # said before torch takes seconds to import
     import torch
 
     check_container(Path(path))
@@ -183,7 +186,8 @@ def load_exported_program(path, *, unsafe: bool = False):
     if not unsafe:
         os.environ[_WEIGHTS_ONLY] = "1"
     try:
-        return torch.export.load(str(path))
+        with _torch_logs_silenced():  # it logs the error it raises: said here once, in one line
+            return torch.export.load(str(path))
     except Exception as e:  # a corrupt or unsafe archive raises zipfile, pickle or runtime errors
         # --unsafe helps only where the weights-only unpickler refused something.
         refused = "weights only" in str(e).lower() or "weights_only" in str(e).lower()
@@ -196,6 +200,21 @@ def load_exported_program(path, *, unsafe: bool = False):
             os.environ.pop(_WEIGHTS_ONLY, None)
         else:
             os.environ[_WEIGHTS_ONLY] = previous
+
+
+def _check_exported_program_archive(path: Path) -> None:
+    """torch.export.save writes one folder holding `archive_format`; a torch.save checkpoint or
+    any other zip is said so in one line, before torch reads it."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
+        raise OnnxFlopsError(f"{path}: not a readable zip archive ({first_line(e)})") from None
+    if not any(name.count("/") == 1 and name.endswith("/archive_format") for name in names):
+        kind = "a torch.save checkpoint" if any(n.endswith("/data.pkl") for n in names) \
+            else "a zip archive"
+        raise OnnxFlopsError(f"{path}: {kind}, not a torch.export program (torch.export.save "
+                             "writes one; no archive_format entry found)")
 
 
 def export_dynamo(module, args: tuple, names: list[str], opset: int, dynamic_shapes=None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -75,15 +76,45 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # the reader stopped early (| head)
         return 0
+    except OSError as e:
+        if not is_environment_fault(e):
+            return _internal_error(e, debug)
+        print(f"onnxflops: error: {_fault_line(e)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except (Exception, SystemExit) as e:  # noqa: BLE001 - a bug: one line, not 1 ("uncosted")
-        if debug:
-            traceback.print_exc()
-        what = "ran out of memory" if isinstance(e, MemoryError) else \
-            f"{type(e).__name__}: {first_line(e)}"
-        print(f"onnxflops: internal error, a bug in onnxflops {version()} ({what}); "
-              + ("" if debug else "rerun with --debug for the traceback, and ")
-              + "please report it", file=sys.stderr)
-        return EXIT_BUG
+        return _internal_error(e, debug)
+
+
+def _internal_error(e: BaseException, debug: bool) -> int:
+    if debug:
+        traceback.print_exc()
+    what = "ran out of memory" if isinstance(e, MemoryError) else \
+        f"{type(e).__name__}: {first_line(e)}"
+    print(f"onnxflops: internal error, a bug in onnxflops {version()} ({what}); "
+          + ("" if debug else "rerun with --debug for the traceback, and ")
+          + "please report it", file=sys.stderr)
+    return EXIT_BUG
+
+
+# What the system says of a path the user gave or set (a file, an output, ONNXFLOPS_CACHE_DIR):
+# the place, not onnxflops, is at fault.
+_ENVIRONMENT_ERRNOS = frozenset(getattr(errno, n) for n in (
+    "ENAMETOOLONG", "ENOENT", "ENOTDIR", "EISDIR", "EACCES", "EPERM", "EROFS", "ENOSPC", "EDQUOT",
+    "ELOOP", "EEXIST", "EFBIG", "EMFILE", "ENFILE", "ENXIO", "ETXTBSY") if hasattr(errno, n))
+
+
+def is_environment_fault(e: OSError) -> bool:
+    return e.errno in _ENVIRONMENT_ERRNOS
+
+
+def _fault_line(e: OSError) -> str:
+    where = e.filename if isinstance(e.filename, str) else ""
+    if len(where) > 200:
+        where = f"{where[:100]}...{where[-60:]} ({len(where)} characters)"
+    cache = os.environ.get("ONNXFLOPS_CACHE_DIR")
+    if where and cache and where.startswith(cache):
+        where = f"{where} (in ONNXFLOPS_CACHE_DIR)"
+    return f"{where}: {e.strerror}" if where else (e.strerror or first_line(e))
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

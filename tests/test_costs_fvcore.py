@@ -71,7 +71,9 @@ def test_batch_norm_is_two_per_element_in_eval_five_in_training():
     stats = [weight(n, (3,)) for n in ("s", "b", "m", "v")]
     eval_bn = node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"])
     assert fvcore_flops(eval_bn, x, stats) == 2 * 96
-    train_bn = node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], training_mode=1)
+    # In training mode the op gives the running mean and variance too (its schema asks 3 outputs).
+    train_bn = node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"],
+                    training_mode=1)
     report = onnxflops.count(model([train_bn], x, stats), convention="fvcore")
     assert report.nodes[0].flops == 5 * 96
 

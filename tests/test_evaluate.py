@@ -81,13 +81,13 @@ def test_ops_it_does_not_cover_are_left_to_the_reference_evaluator():
 
 
 def test_one_failed_evaluation_costs_only_what_depends_on_it():
-    """A constant node neither evaluator can run (a Reshape to a size its data lacks) sits
-    beside the shape arithmetic of another Reshape: that Reshape's shape is still found, so the
-    MatMul after it costs 2·8·4 = 64 MACs."""
+    """A constant node neither evaluator can run (an op of a custom domain; a Reshape to a size
+    its data lacks was one, now refused as invalid) sits beside the shape arithmetic of another
+    Reshape: that Reshape's shape is still found, so the MatMul after it costs 2·8·4 = 64 MACs."""
     import onnxflops
 
     nodes = [
-        helper.make_node("Reshape", ["data", "bad_shape"], ["broken"]),
+        helper.make_node("Unknown", ["data", "bad_shape"], ["broken"], domain="com.example"),
         helper.make_node("Shape", ["x"], ["x_shape"]),
         helper.make_node("Max", ["x_shape", "target"], ["new_shape"]),
         helper.make_node("Reshape", ["x", "new_shape"], ["y"]),
@@ -103,6 +103,7 @@ def test_one_failed_evaluation_costs_only_what_depends_on_it():
         [helper.make_tensor_value_info("z", onnx.TensorProto.FLOAT, None),
          helper.make_tensor_value_info("out", onnx.TensorProto.FLOAT, None)],
         [onnx.numpy_helper.from_array(v, name=k) for k, v in weights.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.example", 1)])
     report = onnxflops.count(model)
     assert report.by_op_type()["MatMul"].macs == 64

@@ -30,3 +30,72 @@ def test_loop_body_reads_unsqueeze_axes_from_the_outer_scope():
     assert not report.uncosted, report.uncosted
     assert report.total.macs == trips * n * n
     assert report.total.params == n * n
+
+
+def _loop_over_relu(condition: str = "", passes_condition_on: bool = True):
+    """A Loop of 3 trips whose body is a Relu of the carried [2, 4] state, the state also emitted
+    as a scan output each trip; a Relu reads the stacked scan output."""
+    body = helper.make_graph(
+        [node("Relu", ["v"], ["v_next"]),
+         node("Identity", ["cond"] if passes_condition_on else ["v"], ["cond_out"])
+         if passes_condition_on else node("ReduceMax", ["v"], ["m"]),
+         *([] if passes_condition_on else [node("Greater", ["m", "zero"], ["cond_out"])]),
+         node("Identity", ["v_next"], ["emitted"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_value_info("v", helper.TypeProto())],
+        [helper.make_value_info("cond_out", helper.TypeProto()),
+         helper.make_value_info("v_next", helper.TypeProto()),
+         helper.make_value_info("emitted", helper.TypeProto())])
+    loop = node("Loop", ["trips", condition, "x"], ["y", "stacked"], body=body)
+    weights = [weight("trips", (), np.int64, 3), weight("go", (), np.bool_, True),
+               weight("zero", (), np.float32, 0.0)]
+    return model([loop, node("Relu", ["stacked"], ["z"])], {"x": [2, 4]}, weights,
+                 outputs=["y", "z"], opset=17)
+
+
+def test_a_loops_outputs_carry_shapes_from_its_body_and_trip_count():
+    report = onnxflops.count(_loop_over_relu())
+    assert not report.uncosted, report.uncosted
+    loop, relu = report.nodes
+    # The carried state keeps the body's [2, 4]; the scan output stacks 3 trips of it.
+    assert loop.output_shapes == [[2, 4], [3, 2, 4]]
+    # Written: 2·4·4 B = 32 B carried + 3·2·4·4 B = 96 B stacked = 128 B.
+    assert loop.bytes_written == 128
+    # The Relu after it reads the 96 B stacking and costs 3·2·4 = 24 FLOPs (the Loop's body the
+    # same: 3 trips of a Relu of 8 elements).
+    assert (relu.bytes_read, relu.bytes_written, relu.flops) == (96, 96, 24)
+    assert loop.flops == 24
+
+
+def test_a_loop_whose_condition_starts_true_and_is_passed_on_runs_its_trip_count():
+    loop = onnxflops.count(_loop_over_relu("go")).nodes[0]
+    assert loop.output_shapes == [[2, 4], [3, 2, 4]]
+
+
+def test_a_loop_whose_body_may_stop_it_early_stacks_an_unknown_number_of_trips():
+    # The body computes its condition: the trip count is only a bound, so the stacked output's
+    # first dim stays unknown and the Relu reading it is uncosted, never costed for 3 trips.
+    report = onnxflops.count(_loop_over_relu("go", passes_condition_on=False))
+    assert report.nodes[0].output_shapes[1][1:] == [2, 4]
+    assert report.nodes[0].output_shapes[1][0] is None
+    assert [u.op_type for u in report.uncosted] == ["Relu"]
+
+
+def test_a_scans_stacked_outputs_have_the_scanned_length():
+    body = helper.make_graph(
+        [node("Add", ["state", "row"], ["next"]), node("Identity", ["next"], ["out"])], "body",
+        [helper.make_value_info("state", helper.TypeProto()),
+         helper.make_value_info("row", helper.TypeProto())],
+        [helper.make_value_info("next", helper.TypeProto()),
+         helper.make_value_info("out", helper.TypeProto())])
+    scan = node("Scan", ["init", "rows"], ["final", "stacked"], body=body, num_scan_inputs=1)
+    report = onnxflops.count(model([scan, node("Relu", ["stacked"], ["z"])],
+                                   {"init": [16], "rows": [5, 16]}, outputs=["final", "z"],
+                                   opset=17))
+    scan_report, relu = report.nodes
+    assert scan_report.output_shapes == [[16], [5, 16]]
+    # Written: 16·4 B = 64 B final state + 5·16·4 B = 320 B stacked = 384 B; 5 Adds of 16.
+    assert (scan_report.bytes_written, scan_report.flops) == (384, 80)
+    assert relu.flops == 5 * 16

@@ -1,13 +1,18 @@
-"""The long fuzz run: thousands of mutated seed models through the API and the command line, each in
-a child process capped in time and memory, counted per outcome.
+"""The long fuzz run: thousands of mutated seed models and generated hostile ones through the API
+and the command line, each in a child process capped in time and memory, counted per outcome and
+per command.
 
     python tools/fuzz.py --cases 30000 --jobs 2          # counts per outcome, failure signatures
     python tools/fuzz.py --replay cnn_dynamo:1234 -o case.onnx   # one case again, its file kept
 
 Outcomes: ok; clean error (OnnxFlopsError, or the CLI exits 2 with one line); traceback (any other
-exception, or a CLI exit that is neither); negative count; blow-up (MemoryError, or more memory
+exception, or a CLI exit that is neither); negative count; counted invalid (counted, though
+onnxruntime refuses to load the model, oracle.check_runtime); blow-up (MemoryError, or more memory
 than --memory-mb above the parent); hang (over --timeout seconds); crash (killed by a signal).
-The mutations and the property are those of the property tests: tests/fuzz/mutator.py, oracle.py.
+The mutations and the property are those of the property tests: tests/fuzz/mutator.py, oracle.py;
+the generators (function bombs, symbolic chains, trip-count products, large external data,
+invalid graphs) are tests/fuzz/generators.py. Case N runs `count` with one of several option sets,
+`compare` or `report`, by N (a generator that needs options, such as --symbolic, sets them).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import json
 import os
 import resource
 import select
+import shutil
 import signal
 import sys
 import tempfile
@@ -27,43 +33,112 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "fuzz")]
 
+import generators  # noqa: E402
 import mutator  # noqa: E402
 import oracle  # noqa: E402
 
-CLI_OPTIONS = (("-b", "2"), ("-b", "2", "--by", "layer"), ("-b", "2", "--json"),
-               ("-b", "3", "--by", "node", "--csv"), ("-b", "1", "--markdown", "--by", "category"))
+# (label, command, options) by case number; report's page goes to the case's folder (REPORT).
+REPORT = "report.html"
+COMMANDS = (("count", "count", ("-b", "2")),
+            ("count --by layer", "count", ("-b", "2", "--by", "layer")),
+            ("count --json", "count", ("-b", "2", "--json")),
+            ("count --csv", "count", ("-b", "3", "--by", "node", "--csv")),
+            ("count --markdown", "count", ("-b", "1", "--markdown", "--by", "category")),
+            ("count --training", "count", ("-b", "2", "--training")),
+            ("count --symbolic", "count", ("--symbolic", "--json")),
+            ("compare", "compare", ("-b", "2")),
+            ("report", "report", ("-b", "2", "--runs", "1", "--warmup", "0", "--profile-runs",
+                                  "1", "--no-ceilings", "-o", REPORT)))
+CLI_OPTIONS = tuple(options for _, command, options in COMMANDS if command == "count")
+
+
+def make_case(seeds: dict[str, bytes], name: str, case: int, folder: Path
+              ) -> tuple[bytes, list[str], tuple | None]:
+    """The case's model bytes, what made them, and the count options a generator asks for."""
+    if name in generators.GENERATORS:
+        import random
+        data, what, options = generators.GENERATORS[name](random.Random(f"{name}:{case}"), folder)
+        return data, [what], options or None
+    data, what = mutator.case_bytes(seeds, name, case)
+    return data, what, None
+
+
+def command_of(case: int, options: tuple | None) -> tuple[str, str, tuple]:
+    if options:
+        return f"count {' '.join(options)}", "count", options
+    return COMMANDS[case % len(COMMANDS)]
 
 
 def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run_case(data: bytes, case: int, workdir: Path) -> dict:
-    path = workdir / f"case{case}.onnx"
+def run_case(data: bytes, case: int, folder: Path, options: tuple | None = None,
+             timeout: int = 20) -> dict:
+    """The case's outcome (the API's, then the command's, then the runtime oracle's where it
+    counted), in `folder`, which it removes."""
+    label, command, argv = command_of(case, options)
+    path = folder / f"case{case}.onnx"
     path.write_bytes(data)
     try:
-        outcome, where = oracle.check_api(path)
+        outcome, where = oracle.check_api(path, **({"symbolic": True, "batch": None}
+                                                   if "--symbolic" in argv else {}))
         if outcome in (oracle.OK, oracle.CLEAN):
-            outcome, where = oracle.check_cli(path, *CLI_OPTIONS[case % len(CLI_OPTIONS)])
+            argv = tuple(str(folder / a) if a == REPORT else a for a in argv)
+            outcome, where = oracle.check_cli(path, *argv, command=command)
+        if outcome == oracle.OK:
+            outcome, where = _runtime_outcome(path, timeout)
     finally:
-        path.unlink()
-    return {"outcome": outcome, "where": where}
+        shutil.rmtree(folder, ignore_errors=True)
+    return {"outcome": outcome, "where": where, "command": label}
 
 
-def _child(data: bytes, case: int, workdir: Path, write_fd: int, memory_mb: int,
-           timeout: int) -> None:
+def _runtime_outcome(path: Path, timeout: int) -> tuple[str, str]:
+    """oracle.check_runtime in a process of its own: onnxruntime may crash on what it loads
+    (a cap on memory), which says nothing of the count."""
+    read_fd, write_fd = os.pipe()
+    signal.alarm(0)  # the count is done: onnxruntime's time is not the case's
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        signal.alarm(timeout)
+        try:
+            result = oracle.check_runtime(path)
+        except BaseException:  # noqa: BLE001 - the oracle's own trouble is no verdict
+            result = (oracle.OK, "")
+        os.write(write_fd, json.dumps(result).encode())
+        os._exit(0)
+    os.close(write_fd)
+    _, status = os.waitpid(pid, 0)
+    raw = os.read(read_fd, 1 << 16)
+    os.close(read_fd)
+    if not raw:  # onnxruntime died or ran out of time loading it: no refusal to hold against it
+        return oracle.OK, ""
+    outcome, where = json.loads(raw)
+    return outcome, where
+
+
+def _child(seeds: dict[str, bytes], name: str, case: int, workdir: Path, write_fd: int,
+           memory_mb: int, timeout: int) -> None:
     limit = int(_vm_size() + memory_mb * 2**20)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     signal.alarm(timeout)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
+    folder = workdir / f"case{case}"
+    folder.mkdir()
+    label = "?"
     try:
-        result = run_case(data, case, workdir)
+        data, _, options = make_case(seeds, name, case, folder)
+        label = command_of(case, options)[0]
+        result = run_case(data, case, folder, options, timeout)
     except MemoryError:
-        result = {"outcome": oracle.BLOW_UP, "where": "MemoryError in the harness"}
+        result = {"outcome": oracle.BLOW_UP, "where": "MemoryError in the harness",
+                  "command": label}
     except BaseException as e:  # noqa: BLE001 - the harness reports, never dies
-        result = {"outcome": oracle.TRACEBACK, "where": "harness " + oracle.signature(e)}
+        result = {"outcome": oracle.TRACEBACK, "where": "harness " + oracle.signature(e),
+                  "command": label}
     os.write(write_fd, json.dumps(result).encode())
     os._exit(0)
 
@@ -76,9 +151,10 @@ def _vm_size() -> int:
 
 
 def fuzz(first: int, cases: int, jobs: int, memory_mb: int, timeout: int,
-         seeds: dict[str, bytes]) -> tuple[collections.Counter, dict]:
-    names = sorted(seeds)
+         seeds: dict[str, bytes], names: list[str], seconds: float | None = None
+         ) -> tuple[collections.Counter, dict, dict]:
     counts: collections.Counter = collections.Counter()
+    by_command: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     failures: dict[str, list] = {}
     running: dict[int, tuple] = {}  # pid -> (read fd, case id, started)
     base_rss = _rss_mb()
@@ -87,18 +163,20 @@ def fuzz(first: int, cases: int, jobs: int, memory_mb: int, timeout: int,
         workdir = Path(tmp)
         while True:
             while len(running) < jobs:
-                case = next(pending, None)
+                case = None if seconds and time.monotonic() - START > seconds \
+                    else next(pending, None)
                 if case is None:
                     break
                 seed = names[case % len(names)]
-                data, what = mutator.case_bytes(seeds, seed, case)
+                what = "generated" if seed in generators.GENERATORS \
+                    else "; ".join(mutator.case_bytes(seeds, seed, case)[1])
                 read_fd, write_fd = os.pipe()
                 pid = os.fork()
                 if pid == 0:
                     os.close(read_fd)
-                    _child(data, case, workdir, write_fd, memory_mb, timeout)
+                    _child(seeds, seed, case, workdir, write_fd, memory_mb, timeout)
                 os.close(write_fd)
-                running[pid] = (read_fd, f"{seed}:{case}", "; ".join(what), time.monotonic())
+                running[pid] = (read_fd, f"{seed}:{case}", what, time.monotonic())
             if not running:
                 break
             pid, status, usage = os.wait4(-1, 0)
@@ -118,7 +196,12 @@ def fuzz(first: int, cases: int, jobs: int, memory_mb: int, timeout: int,
                 result = {"outcome": oracle.CRASH, "where": f"exit {os.WEXITSTATUS(status)}"}
             if result["outcome"] in (oracle.OK, oracle.CLEAN) and rss_growth > memory_mb / 2:
                 result = {"outcome": oracle.BLOW_UP, "where": f"{rss_growth:.0f} MB"}
+            seed = case_id.rsplit(":", 1)[0]
+            case_number = int(case_id.rsplit(":", 1)[1])
+            command = result.get("command") or command_of(
+                case_number, generators.OPTIONS.get(seed))[0]
             counts[result["outcome"]] += 1
+            by_command[command][result["outcome"]] += 1
             if result["outcome"] in oracle.FAILURES:
                 key = f"{result['outcome']}: {result['where']}"
                 failures.setdefault(key, []).append(f"{case_id} ({what})")
@@ -126,7 +209,7 @@ def fuzz(first: int, cases: int, jobs: int, memory_mb: int, timeout: int,
             if done % 1000 == 0:
                 print(f"  {done} cases, {time.monotonic() - START:.0f} s: {dict(counts)}",
                       file=sys.stderr, flush=True)
-    return counts, failures
+    return counts, failures, by_command
 
 
 START = time.monotonic()
@@ -143,32 +226,50 @@ def main() -> int:
     parser.add_argument("--replay", metavar="SEED:CASE", help="run one case in this process")
     parser.add_argument("-o", "--output", help="with --replay: where to write the case's file")
     parser.add_argument("--json", help="write counts and failures to this file")
+    parser.add_argument("--seconds", type=float,
+                        help="start no case after this many seconds (the run ends soon after)")
+    parser.add_argument("--no-generators", action="store_true",
+                        help="mutated seeds only, as before the generators")
     args = parser.parse_args()
     seeds = mutator.load_seeds()
+    names = sorted(seeds) + ([] if args.no_generators else sorted(generators.GENERATORS))
     if args.replay:
         seed, case = args.replay.rsplit(":", 1)
-        data, what = mutator.case_bytes(seeds, seed, int(case))
-        print("mutations:", "; ".join(what))
-        path = Path(args.output or tempfile.mktemp(suffix=".onnx"))
+        folder = Path(tempfile.mkdtemp()) if not args.output else Path(args.output).parent
+        data, what, options = make_case(seeds, seed, int(case), folder)
+        print("made:", "; ".join(what))
+        path = Path(args.output) if args.output else folder / "case.onnx"
         path.write_bytes(data)
+        label, command, argv = command_of(int(case), options)
         print("file:", path)
-        print("api:", oracle.check_api(path))
-        print("cli:", oracle.check_cli(path, *CLI_OPTIONS[int(case) % len(CLI_OPTIONS)]))
+        print("api:", oracle.check_api(path, **({"symbolic": True, "batch": None}
+                                                 if "--symbolic" in argv else {})))
+        argv = tuple(str(folder / a) if a == REPORT else a for a in argv)
+        print(f"cli ({label}):", oracle.check_cli(path, *argv, command=command))
+        print("onnxruntime:", oracle.check_runtime(path))
         return 0
     import onnxflops.api  # noqa: F401 - imported once here, not in each child
     import onnxflops.commands.count  # noqa: F401
+    import onnxruntime  # noqa: F401 - the oracle's
     with tempfile.TemporaryDirectory() as tmp:  # what a count imports lazily, imported once too
-        for name, data in seeds.items():
-            run_case(data, 0, Path(tmp))
-    counts, failures = fuzz(args.first, args.cases, args.jobs, args.memory_mb, args.timeout, seeds)
+        for case, (name, data) in enumerate(seeds.items()):
+            folder = Path(tmp) / f"warm{case}"
+            folder.mkdir()
+            run_case(data, case, folder)
+    counts, failures, by_command = fuzz(args.first, args.cases, args.jobs, args.memory_mb,
+                                        args.timeout, seeds, names, args.seconds)
     print(f"{sum(counts.values())} cases in {time.monotonic() - START:.0f} s")
     for outcome in oracle.OUTCOMES:
         print(f"  {outcome:15} {counts[outcome]}")
+    print("by command: " + ", ".join(oracle.OUTCOMES))
+    for command, counted in sorted(by_command.items()):
+        print(f"  {command:22} " + " ".join(f"{counted[o]:6}" for o in oracle.OUTCOMES))
     print(f"{len(failures)} failure signatures:")
     for key, cases in sorted(failures.items(), key=lambda kv: -len(kv[1])):
         print(f"  {len(cases):6}  {key}\n          e.g. {cases[0]}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"counts": counts, "failures": failures}, indent=1))
+        Path(args.json).write_text(json.dumps({"counts": counts, "by_command": by_command,
+                                               "failures": failures}, indent=1))
     return 1 if any(counts[o] for o in oracle.FAILURES) else 0
 
 

@@ -8,17 +8,18 @@ The one entry point of this stage for the stages after it; its modules are its o
 from onnxflops.analysis.analyze import (
                                         AnalyzedModel,
                                         analyze,
+                                        analyzed_function_body,
                                         has_unknown_outputs,
                                         mark_constants,
                                         refine_subgraph,
 )
 from onnxflops.analysis.constant_work import ConstantWork, is_foldable_cost
 from onnxflops.analysis.evaluate import evaluate, reference_evaluate
-from onnxflops.analysis.expand import coefficients_shape_body, expansion_model
+from onnxflops.analysis.expand import coefficients_shape_body, expansion_model, local_function_model
 from onnxflops.analysis.kinds import attribute_key, coefficient_values
 from onnxflops.analysis.sequences import SEQUENCE_OPS, sequence_bytes
 
-__all__ = ["SEQUENCE_OPS", "AnalyzedModel", "ConstantWork", "analyze", "attribute_key",
-           "coefficient_values", "coefficients_shape_body", "evaluate", "expansion_model",
-           "has_unknown_outputs", "is_foldable_cost", "mark_constants", "reference_evaluate",
-           "refine_subgraph", "sequence_bytes"]
+__all__ = ["SEQUENCE_OPS", "AnalyzedModel", "ConstantWork", "analyze", "analyzed_function_body",
+           "attribute_key", "coefficient_values", "coefficients_shape_body", "evaluate",
+           "expansion_model", "has_unknown_outputs", "is_foldable_cost", "local_function_model",
+           "mark_constants", "reference_evaluate", "refine_subgraph", "sequence_bytes"]

@@ -17,8 +17,17 @@ from onnx import helper, numpy_helper
 
 from onnxflops.analysis.contrib_shapes import infer_contrib_shapes
 from onnxflops.analysis.evaluate import evaluate, reference_evaluate
-from onnxflops.analysis.inference import NodeTyper, infer_model, small
-from onnxflops.errors import first_line
+from onnxflops.analysis.inference import (
+    CHECKED_DOMAINS,
+    NodeTyper,
+    check_kind,
+    checker_context,
+    infer_model,
+    small,
+)
+from onnxflops.caches import memoized
+from onnxflops.errors import OnnxFlopsError, first_line
+from onnxflops.analysis.validity import check_structure
 from onnxflops.analysis.symbolic import (
     concrete_values,
     has_symbolic_inputs,
@@ -44,22 +53,39 @@ class AnalyzedModel:
     warnings: list[str] = field(default_factory=list)
 
 
-def analyze(model: onnx.ModelProto, *, owned: bool = False) -> AnalyzedModel:
+def analyze(model: onnx.ModelProto, *, owned: bool = False,
+            validate: bool = True) -> AnalyzedModel:
     """Type every tensor of `model` and find its constants.
 
     The analyzed model is a copy that canonicalize may edit, or with `owned` (the caller hands
-    `model` over) `model` itself.
+    `model` over) `model` itself. `validate`: first refuse what onnxruntime would refuse to load
+    (validity.py); False for the models analysis makes of a checked one's parts.
     """
     warnings: list[str] = opset_warnings(model)
     opsets = {domain_key(o.domain): o.version for o in model.opset_import}
     if has_symbolic_inputs(model):
+        if model.functions:
+            # Left calls by normalize (too many nodes to inline): ONNX's whole-model inference,
+            # which symbolic dims take, would expand every call.
+            raise OnnxFlopsError(f"{_graph_label(model)}: its local functions inline to more "
+                                 "nodes than onnxflops analyses, which symbolic dims cannot "
+                                 "follow: bind every input dim (--input, --batch)")
+        if validate:
+            rows = GraphView(model.graph).rows()
+            check = _schema_checker(model)
+            check_structure(model.graph, rows, imported=_imported(model), check_node=check)
+            for row in rows:
+                check(row)
         return _analyze_symbolic(model, opsets, warnings)
     analyzed = model
     if not owned:
         analyzed = onnx.ModelProto()
         analyzed.CopyFrom(model)
     view = GraphView(analyzed.graph)
-    typer = NodeTyper(view, analyzed, opsets, warnings)
+    if validate:  # the top graph's nodes are checked against their schemas as they are typed
+        check_structure(analyzed.graph, view.rows(), imported=_imported(model),
+                        check_node=_schema_checker(model))
+    typer = NodeTyper(view, analyzed, opsets, warnings, _function_outputs)
     unknown_left = typer.type_graph()
     # Shape arithmetic the numpy evaluator does not cover: onnx's reference evaluator, as
     # long as it finds values that type more nodes.
@@ -76,6 +102,23 @@ def analyze(model: onnx.ModelProto, *, owned: bool = False) -> AnalyzedModel:
     if unknown_left and _whole_model_types(analyzed, view):
         typer.type_graph()
     return AnalyzedModel(analyzed, view, opsets, warnings)
+
+
+def _function_outputs(body: onnx.ModelProto) -> list[TensorInfo | None]:
+    """The output types of a local function's body model (local_function_model)."""
+    graph = analyzed_function_body(body).graph
+    return [graph.info(vi.name) for vi in body.graph.output]
+
+
+def analyzed_function_body(body: onnx.ModelProto) -> AnalyzedModel:
+    """A local function's body model analysed, once for the calls alike in every input type:
+    typing the calls and costing them read the same analysis, at every level of nesting."""
+    return _analyzed_body(body.SerializeToString())
+
+
+@memoized(256)
+def _analyzed_body(serialized: bytes) -> AnalyzedModel:
+    return analyze(onnx.ModelProto.FromString(serialized), owned=True)
 
 
 def _whole_model_types(model: onnx.ModelProto, view: GraphView) -> bool:
@@ -113,7 +156,9 @@ def _analyze_symbolic(model: onnx.ModelProto, opsets: dict[str, int],
         return infer_contrib_shapes(infer_model(m, warnings),
                                     lambda again: infer_model(again, warnings))
 
-    inferred = resolve_shapes(model, infer(model), infer)
+    first = infer_contrib_shapes(infer_model(model, warnings, refuse=_graph_label(model)),
+                                 lambda again: infer_model(again, warnings))
+    inferred = resolve_shapes(model, first, infer, warnings)
     view = GraphView(inferred.graph)
     mark_constants(view)
     values: dict[str, np.ndarray] = {}
@@ -131,6 +176,26 @@ def _analyze_symbolic(model: onnx.ModelProto, opsets: dict[str, int],
         view.values.update(values)
         mark_constants(view)
     return AnalyzedModel(inferred, view, opsets, warnings)
+
+
+def _schema_checker(model: onnx.ModelProto):
+    """Checks a node against its op's schema, once per kind, where onnx holds the schemas."""
+    context, checked = checker_context(model), set()
+
+    def check(row) -> None:
+        if row.domain in CHECKED_DOMAINS:
+            check_kind(row, context, checked)
+    return check
+
+
+def _imported(model: onnx.ModelProto) -> set[str]:
+    """The domains the model imports an opset of; its local functions' domains too (ONNX asks
+    an import of them, onnxruntime does not)."""
+    return {o.domain for o in model.opset_import} | {f.domain for f in model.functions}
+
+
+def _graph_label(model: onnx.ModelProto) -> str:
+    return f"graph '{model.graph.name}'" if model.graph.name else "the main graph"
 
 
 def mark_constants(view: GraphView) -> None:
@@ -160,7 +225,7 @@ def refine_subgraph(view: GraphView, opsets: dict[str, int]) -> None:
     graph = onnx.helper.make_graph(body.node, body.name, inputs, body.output, constants)
     model = onnx.helper.make_model(
         graph, opset_imports=[onnx.helper.make_opsetid(d, v) for d, v in opsets.items()])
-    refined = analyze(model).graph
+    refined = analyze(model, validate=False).graph
     produced = {o for n in body.node for o in n.output if o}
     for name in produced:
         info = refined.info(name)

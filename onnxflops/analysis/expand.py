@@ -128,6 +128,65 @@ def expansion_model(node: onnx.NodeProto, opset: int, inputs: list[TensorInfo | 
     return _inlined(model, node.op_type, domain, opset)
 
 
+def local_function_model(node: onnx.NodeProto, inputs: list[TensorInfo | None],
+                         values: list[np.ndarray | None], model: onnx.ModelProto) -> onnx.ModelProto:
+    """A model whose graph is the body of the model-local function `node` calls, inputs typed as
+    given (known integer inputs as constants), one level inlined: the calls it makes to other
+    local functions stay calls, each analysed in its turn. So a body is analysed once per
+    signature it is called with, however many calls of it an inlining would make."""
+    call = onnx.NodeProto()
+    call.CopyFrom(node)
+    call.ClearField("name")
+    # Tensors named by position, not as the caller named them: calls alike in every input type
+    # make one body model, which analysis then meets once (analyzed_function_body).
+    call.input[:] = [f"input{i}" if name else "" for i, name in enumerate(node.input)]
+    call.output[:] = [f"output{i}" if name else "" for i, name in enumerate(node.output)]
+    graph_inputs = [onnx.helper.make_value_info(name, _type_proto(info))
+                    for name, info, value in zip(call.input, inputs, values)
+                    if name and info is not None and value is None]
+    constants = [numpy_helper.from_array(value, name)
+                 for name, value in zip(call.input, values) if name and value is not None]
+    graph_outputs = [onnx.helper.make_value_info(name, onnx.TypeProto())
+                     for name in call.output if name]
+    graph = onnx.helper.make_graph([call], f"function '{node.op_type}'", graph_inputs,
+                                   graph_outputs, constants)
+    callee = (node.domain, node.op_type)
+    reachable = _reachable_functions(model, callee)
+    body = onnx.helper.make_model(graph, opset_imports=model.opset_import,
+                                  ir_version=model.ir_version, functions=reachable)
+    try:
+        inlined = onnx.inliner.inline_selected_functions(body, [callee], exclude=False)
+    except Exception as e:  # noqa: BLE001 - the inliner's checks raise several kinds
+        raise Uncostable(f"its function body cannot be expanded: "
+                         f"{str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}"
+                         ) from None
+    # The functions the body calls, as the model holds them: a body model is the same bytes
+    # whichever call it was made for.
+    del inlined.functions[:]
+    inlined.functions.extend(f for f in reachable if (f.domain, f.name) != callee)
+    return inlined
+
+
+def _reachable_functions(model: onnx.ModelProto, start: tuple[str, str]) -> list[onnx.FunctionProto]:
+    """The model's local functions `start` calls, directly or not, itself included, in the
+    model's order."""
+    functions = {(f.domain, f.name): f for f in model.functions}
+    found, stack = {start}, [start]
+    while stack:
+        function = functions.get(stack.pop())
+        graphs = [function.node] if function is not None else []
+        while graphs:
+            for n in graphs.pop():
+                key = (n.domain, n.op_type)
+                if key in functions and key not in found:
+                    found.add(key)
+                    stack.append(key)
+                for a in n.attribute:
+                    graphs.extend([a.g.node] if a.type == onnx.AttributeProto.GRAPH
+                                  else [g.node for g in a.graphs])
+    return [f for f in model.functions if (f.domain, f.name) in found]
+
+
 def _inlined(model: onnx.ModelProto, op_type: str, domain: str, opset: int) -> onnx.ModelProto:
     """`model` with its one node of `op_type` replaced by that op's function body."""
     inferred = onnx.shape_inference.infer_shapes(model)

@@ -18,6 +18,7 @@ from typing import Callable
 
 import numpy as np
 import onnx
+import onnx.checker
 from onnx import defs, helper, numpy_helper
 
 from onnxflops.analysis.bounds import BOUNDED_OPS, bound_outputs
@@ -27,9 +28,10 @@ from onnxflops.analysis.contrib_shapes import (
     is_contrib,
 )
 from onnxflops.analysis.evaluate import evaluate
+from onnxflops.analysis.expand import local_function_model
 from onnxflops.analysis.kinds import attribute_key
 from onnxflops.analysis.sequences import SEQUENCE_OPS, type_sequence_op
-from onnxflops.errors import first_line
+from onnxflops.errors import OnnxFlopsError, Uncostable, first_line
 from onnxflops.graph import (
     MAX_VALUE_ELEMENTS,
     GraphView,
@@ -37,6 +39,7 @@ from onnxflops.graph import (
     TensorInfo,
     bodies,
     domain_key,
+    format_shape,
     free_names,
     holds_subgraph,
     info_from_type,
@@ -56,11 +59,17 @@ Outputs = list[TensorInfo | None]  # one per output name; None where the type st
 _UNTYPED_INPUT, _EACH_NODE = object(), object()
 
 
-def infer_model(model: onnx.ModelProto, warnings: list[str]) -> onnx.ModelProto:
-    """`infer_shapes` with data propagation, strict first; what strict mode rejects is a warning."""
+def infer_model(model: onnx.ModelProto, warnings: list[str], refuse: str | None = None
+                ) -> onnx.ModelProto:
+    """`infer_shapes` with data propagation, strict first; what strict mode rejects is a warning,
+    or with `refuse` (what to name) an OnnxFlopsError, as onnxruntime refuses such a model:
+    but for ops of domains ONNX holds no schemas of (accepted on purpose: a rule may cost them)."""
     try:
         return onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
     except onnx.shape_inference.InferenceError as e:
+        if refuse and not _unknown_op(str(e)):
+            raise OnnxFlopsError(f"{refuse}: ONNX's shape inference refuses it, as onnxruntime "
+                                 f"would: {first_line(e)}") from None
         warnings.append("shape inference: " + first_line(e))
     except (RuntimeError, ValueError) as e:
         warnings.append("shape inference failed: " + first_line(e))
@@ -71,12 +80,32 @@ def infer_model(model: onnx.ModelProto, warnings: list[str]) -> onnx.ModelProto:
         return model
 
 
+def _unknown_op(message: str) -> bool:
+    """onnx has no schema of the op: of a custom domain (a rule may cost it), or one it
+    deprecated (the op's last schema is still what it means)."""
+    return "No Op registered" in message or "is not a registered function/op" in message \
+        or "is deprecated in domain_version" in message or "has been deprecated" in message \
+        or "No opset import for domain" in message and "com.microsoft" in message
+
+
+_GRAPH_ATTRIBUTES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+# The domains whose schemas onnx holds: their nodes are checked as onnxruntime checks them.
+CHECKED_DOMAINS = frozenset(("", "ai.onnx.ml", "ai.onnx.preview.training"))
+
+
 class NodeTyper:
     """Types the tensors of one graph (`view`, whose inputs and initializers are typed)."""
 
     def __init__(self, view: GraphView, model: onnx.ModelProto, opsets: dict[str, int],
-                 warnings: list[str]):
+                 warnings: list[str], body_outputs: Callable[[onnx.ModelProto], Outputs] | None = None):
+        """`body_outputs`: the output types of a model (analysed), for calls of the model's
+        local functions, typed from their bodies once per signature."""
         self.view = view
+        self.model = model
+        self.checker = checker_context(model)
+        self.checked: set[tuple] = set()  # kinds of nodes typed as declared, checked
+        self.functions = {(f.domain, f.name) for f in model.functions}
+        self.body_outputs = body_outputs
         self.opset_imports = list(model.opset_import)
         self.ir_version = model.ir_version
         self.opsets = opsets
@@ -99,6 +128,9 @@ class NodeTyper:
                 if name and not is_known(lookup(name)):
                     typed = self._type(position, row, lookup)
                     break
+            else:  # typed as the model declares: checked against its schema all the same
+                if row.domain in CHECKED_DOMAINS:
+                    self._check_declared(row)
             view.mark_constant(row)
             if view.is_constant_row(row):
                 self._evaluate(row)
@@ -158,6 +190,8 @@ class NodeTyper:
         onnxruntime's ops), a dict of their types by the input values inference reads (filled as
         they are met), or their types."""
         proto, op_type, domain, inputs, outputs = row
+        if domain in CHECKED_DOMAINS:
+            self._check_schema(row)
         infos = [lookup(name) if name else None for name in inputs]
         if any(info is None for name, info in zip(inputs, infos) if name):
             return _UNTYPED_INPUT
@@ -169,6 +203,13 @@ class NodeTyper:
                                                for info in infos):
             return {}
         return self._inferred(row, lookup)
+
+    def _check_declared(self, row: NodeRow) -> None:
+        """_check_schema, once per op and attributes, of a node whose outputs the model types."""
+        check_kind(row, self.checker, self.checked)
+
+    def _check_schema(self, row: NodeRow) -> None:
+        check_schema(row, self.checker)
 
     def _type_one(self, row: NodeRow, lookup: Callable[[str], TensorInfo | None]) -> Outputs:
         proto, op_type, domain, inputs, outputs = row
@@ -199,6 +240,8 @@ class NodeTyper:
         inputs, outputs = row.inputs, row.outputs
         infos = [lookup(name) if name else None for name in inputs]
         found = self._infer_node(row, infos, self._data(row, lookup))
+        if row.op_type == "Reshape" and not row.domain:
+            _check_reshape(row, infos, found)
         known = all(info is not None and info.known for name, info in zip(outputs, found) if name)
         alike = known and all(info is None or info.known for info in infos)
         return found, known, next(self.kind_numbers) if alike else None
@@ -208,6 +251,8 @@ class NodeTyper:
         """ONNX's inference of one node; `data`: input values by position, or []."""
         proto, op_type, domain, inputs, outputs = row
         unknown: Outputs = [None] * len(outputs)
+        if self.functions and (proto.domain, op_type) in self.functions:
+            return self._function_outputs(row, infos, data)
         schema = self._schema(op_type, domain)
         if schema is None:
             return unknown  # an op ONNX does not know: the counter reports it
@@ -219,6 +264,11 @@ class NodeTyper:
             found = onnx.shape_inference.infer_node_outputs(
                 schema, proto, types, values, opset_imports=self.opset_imports,
                 ir_version=self.ir_version)
+        except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as e:
+            if _unknown_op(str(e)):
+                return unknown
+            raise OnnxFlopsError(f"node {_label(row)}: ONNX's shape inference refuses it, as "
+                                 f"onnxruntime would: {first_line(e)}") from None
         except Exception as e:  # noqa: BLE001 - inference raises several kinds; the node stays untyped
             label = proto.name or f"{op_type} node"
             self.warnings.append(f"shape inference: {label} ({op_type}): "
@@ -226,6 +276,24 @@ class NodeTyper:
             return unknown
         return [_unnamed(info_from_type(name, found[name])) if name in found else None
                 for name in outputs]
+
+    def _function_outputs(self, row: NodeRow, infos: list[TensorInfo | None],
+                          data: list[np.ndarray | None]) -> Outputs:
+        """The output types of a call of a model-local function, from its body analysed with
+        the call's input types (and known integer inputs)."""
+        unknown: Outputs = [None] * len(row.outputs)
+        if self.body_outputs is None:
+            return unknown
+        values = [None if value is None or is_float(info.dtype) else np.asarray(value)
+                  for info, value in zip(infos, data or [None] * len(infos))
+                  ] if infos else []
+        try:
+            found = self.body_outputs(local_function_model(row.proto, infos, values, self.model))
+        except Uncostable as e:
+            self.warnings.append(f"shape inference: {row.proto.name or row.op_type} "
+                                 f"({row.op_type}): {e}")
+            return unknown
+        return [None if info is None else _unnamed(info) for info in found]
 
     def _schema(self, op_type: str, domain: str) -> defs.OpSchema | None:
         key = (op_type, domain)
@@ -251,11 +319,39 @@ class NodeTyper:
                                   constants)
         model = helper.make_model(graph, opset_imports=self.opset_imports,
                                   ir_version=self.ir_version)
-        inferred = infer_model(model, self.warnings)
+        if op_type == "Loop" and not domain:
+            _type_loop_body(model.graph.node[0], [view.info(name) if name else None
+                                                  for name in inputs])
+        inferred = infer_model(model, self.warnings, refuse=f"node {_label(row)}")
         proto.CopyFrom(inferred.graph.node[0])  # its bodies now carry their inferred types
         found = {vi.name: vi.type for vi in inferred.graph.output}
-        return [_unnamed(info_from_type(name, found[name])) if name in found else None
-                for name in outputs]
+        types = [_unnamed(info_from_type(name, found[name])) if name in found else None
+                 for name in outputs]
+        if op_type == "Loop" and not domain:
+            _carry_loop_outputs(proto, types, [view.info(name) if name else None
+                                               for name in inputs[2:]])
+            _stack_loop_outputs(proto, types, self._loop_trips(row))
+        return types
+
+    def _loop_trips(self, row: NodeRow) -> int | None:
+        """How many times a Loop runs its body, where the inputs say: its trip count M when it
+        has no condition, or one that starts true and that the body passes on unchanged."""
+        inputs = row.inputs
+        trip = self.view.value(inputs[0]) if inputs and inputs[0] else None
+        if trip is None or trip.size != 1 or trip.dtype.kind not in "iu":
+            return None
+        trips = int(trip.reshape(-1)[0])
+        condition = inputs[1] if len(inputs) > 1 else ""
+        if trips < 0:
+            return None  # the cost rule names it
+        if condition:
+            start = self.view.value(condition)
+            body = bodies(row.proto)[0]
+            if start is None or start.size != 1 or not bool(start.reshape(-1)[0]) \
+                    or len(body.input) < 2 or not body.output \
+                    or not _passes_on(body, body.input[1].name, body.output[0].name):
+                return None
+        return trips
 
     def _evaluate(self, row: NodeRow) -> None:
         """The value of a small constant node (shape arithmetic), typed from it where unknown."""
@@ -275,6 +371,139 @@ class NodeTyper:
         if not is_known(view.info(outputs[0])):
             view.tensors[outputs[0]] = TensorInfo(
                 outputs[0], helper.np_dtype_to_tensor_dtype(value.dtype), value.shape)
+
+
+def _type_loop_body(loop: onnx.NodeProto, inputs: list[TensorInfo | None]) -> None:
+    """Give the Loop body's formal inputs that declare no type the types they take: the
+    iteration number, the condition, and the loop-carried values' initial types."""
+    body = next((a.g for a in loop.attribute if a.name == "body"), None)
+    if body is None:
+        return
+    given = [(onnx.TensorProto.INT64, ()), (onnx.TensorProto.BOOL, ())] + [
+        (info.dtype, info.shape) if info is not None and info.known else None
+        for info in inputs[2:]]
+    for formal, typed in zip(body.input, given):
+        if typed is not None and not formal.type.tensor_type.HasField("shape") \
+                and formal.type.WhichOneof("value") in (None, "tensor_type"):
+            formal.type.CopyFrom(helper.make_tensor_type_proto(typed[0], typed[1]))
+
+
+def _carry_loop_outputs(loop: onnx.NodeProto, types: Outputs,
+                        initial: list[TensorInfo | None]) -> None:
+    """A loop-carried output ONNX's inference left unshaped has its initial shape where the
+    body gives each trip's value that shape too (so every trip's does)."""
+    body = next((a.g for a in loop.attribute if a.name == "body"), None)
+    if body is None:
+        return
+    for slot, start in enumerate(initial[:len(types)]):
+        info = types[slot]
+        if start is None or not start.known or info is not None and info.shape is not None:
+            continue
+        each = _body_type(body, body.output[1 + slot].name) if 1 + slot < len(body.output) \
+            else None
+        if each is not None and each.shape == start.shape and each.dtype == start.dtype:
+            types[slot] = TensorInfo("", start.dtype, start.shape)
+
+
+def _body_type(body: onnx.GraphProto, name: str) -> TensorInfo | None:
+    """A body tensor's type as declared or inferred (an output's declaration may lack what
+    inference found and wrote to value_info)."""
+    found = None
+    for vi in [*body.output, *body.value_info]:
+        if vi.name == name:
+            info = info_from_type(name, vi.type)
+            if info.known:
+                return info
+            found = found or info
+    return found
+
+
+def _stack_loop_outputs(loop: onnx.NodeProto, types: Outputs, trips: int | None) -> None:
+    """The Loop's scan outputs (after its N loop-carried ones) stack the body's per-trip values:
+    their first dim is the trip count, which ONNX's inference leaves unknown."""
+    body = next((a.g for a in loop.attribute if a.name == "body"), None)
+    if body is None or trips is None:
+        return
+    carried = len(loop.input) - 2
+    for slot in range(max(carried, 0), len(types)):
+        per_trip = body.output[1 + slot] if 1 + slot < len(body.output) else None
+        info = types[slot]
+        if per_trip is not None and (info is None or info.shape is None):
+            each = info_from_type("", per_trip.type)
+            if each.shape is not None:
+                info = TensorInfo("", each.dtype, (None, *each.shape))
+        if info is not None and info.shape and info.shape[0] is None:
+            types[slot] = TensorInfo("", info.dtype, (trips, *info.shape[1:]))
+
+
+def _passes_on(body: onnx.GraphProto, condition_in: str, condition_out: str) -> bool:
+    """The body's condition output is its condition input, directly or through Identity."""
+    name = condition_out
+    producers = {o: n for n in body.node for o in n.output}
+    while name != condition_in:
+        node = producers.get(name)
+        if node is None or node.op_type != "Identity" or len(node.input) != 1:
+            return False
+        name = node.input[0]
+    return True
+
+
+def checker_context(model: onnx.ModelProto) -> onnx.checker.C.CheckerContext:
+    context = onnx.checker.C.CheckerContext()
+    context.ir_version = model.ir_version or onnx.IR_VERSION
+    context.opset_imports = {o.domain: o.version for o in model.opset_import}
+    return context
+
+
+def check_kind(row: NodeRow, context: onnx.checker.C.CheckerContext, checked: set) -> None:
+    """check_schema, once per op and attributes (`checked` holds the kinds done)."""
+    proto = row.proto
+    key = (row.op_type, row.domain, attribute_key(proto, 0) if proto.attribute else ())
+    if key not in checked:
+        checked.add(key)
+        check_schema(row, context)
+
+
+def check_schema(row: NodeRow, context: onnx.checker.C.CheckerContext) -> None:
+    """The node fits its op's schema as onnx's checker reads it (attributes known and of their
+    types, as many inputs and outputs as the op takes): onnxruntime refuses a model that does
+    not. Its bodies are left to validity.py and to inference with the node, which see the
+    scope around them."""
+    proto, stripped = row.proto, ()
+    # Only control flow takes graphs: another op's graph attribute is the checker's to refuse.
+    if row.op_type in _CONTROL_FLOW and proto.attribute and holds_subgraph(proto):
+        stripped = [a.name for a in proto.attribute if a.type in _GRAPH_ATTRIBUTES]
+        proto = onnx.NodeProto()
+        proto.CopyFrom(row.proto)
+        kept = [a for a in proto.attribute if a.type not in _GRAPH_ATTRIBUTES]
+        del proto.attribute[:]
+        proto.attribute.extend(kept)
+    try:
+        onnx.checker.check_node(proto, context)
+    except onnx.checker.ValidationError as e:
+        message = first_line(e)
+        if _unknown_op(message) or any(f"'{name}'" in message and "equired" in message
+                                       for name in stripped):
+            return  # an op newer than the installed onnx, or of a domain it has no schemas of
+        raise OnnxFlopsError(f"node {_label(row)}: {message}") from None
+
+
+def _label(row: NodeRow) -> str:
+    if row.proto.name or not any(row.outputs):
+        return f"'{row.proto.name}' ({row.op_type})"
+    return f"({row.op_type}) writing '{next(o for o in row.outputs if o)}'"
+
+
+def _check_reshape(row: NodeRow, infos: list[TensorInfo | None], found: Outputs) -> None:
+    """A Reshape to another number of elements: ONNX's inference lets it pass, onnxruntime fails
+    on it, and no count of it means anything."""
+    data, reshaped = (infos or [None])[0], (found or [None])[0]
+    if data is None or reshaped is None or not data.concrete or not reshaped.concrete:
+        return
+    if data.numel != reshaped.numel:
+        raise OnnxFlopsError(f"node {_label(row)}: reshapes '{row.inputs[0]}' "
+                             f"({format_shape(data.shape)}, {data.numel} elements) to "
+                             f"{format_shape(reshaped.shape)} ({reshaped.numel})")
 
 
 def small(view: GraphView, name: str) -> bool:

@@ -24,6 +24,11 @@ from onnxflops.graph import GraphView, is_float, is_standard_domain
 # Each round runs ONNX inference once; a transformer needs about two (one per level of shape
 # arithmetic that depends on an earlier computed shape).
 _MAX_ROUNDS = 64
+# The size bound of a dim's expression: shape arithmetic whose expressions double at each node
+# (x*x, then that times itself, ...) would grow past any time and memory. A dim whose expression
+# is longer than this, or holds a number or a power no tensor's dim can, stays unknown.
+MAX_EXPRESSION_CHARS = 200
+_MAX_POWER = 64  # 2**64 elements along a dim: no tensor holds them
 
 
 def has_symbolic_inputs(model: onnx.ModelProto) -> bool:
@@ -32,7 +37,8 @@ def has_symbolic_inputs(model: onnx.ModelProto) -> bool:
 
 
 def resolve_shapes(model: onnx.ModelProto, inferred: onnx.ModelProto,
-                   infer: Callable[[onnx.ModelProto], onnx.ModelProto]) -> onnx.ModelProto:
+                   infer: Callable[[onnx.ModelProto], onnx.ModelProto],
+                   warnings: list[str] | None = None) -> onnx.ModelProto:
     """`inferred` (`model` after ONNX inference) completed by shape arithmetic on the symbols.
 
     Each round evaluates the shape arithmetic of the top-level graph on sympy values, records the
@@ -42,9 +48,10 @@ def resolve_shapes(model: onnx.ModelProto, inferred: onnx.ModelProto,
     """
     written: dict[str, tuple] = {}
     dtypes: dict[str, int] = {}
+    too_large: dict[str, str] = {}  # tensor -> the expression its value or a dim would have had
     for _ in range(_MAX_ROUNDS):
         view = GraphView(inferred.graph)
-        found = {name: dims for name, dims in _computed_shapes(view).items()
+        found = {name: dims for name, dims in _computed_shapes(view, too_large).items()
                  if written.get(name) != dims}
         if not found:
             break
@@ -52,6 +59,11 @@ def resolve_shapes(model: onnx.ModelProto, inferred: onnx.ModelProto,
         dtypes.update({name: view.info(name).dtype for name in found if view.info(name)})
         # From `model`, not `inferred`: names inference made up for unknown dims would stick.
         inferred = infer(_with_shapes(model, written, dtypes))
+    if too_large and warnings is not None:
+        name, expression = next(iter(too_large.items()))
+        warnings.append(f"{len(too_large)} tensor(s) of shape arithmetic left unknown, their "
+                        f"symbolic expressions too large (over {MAX_EXPRESSION_CHARS} characters, "
+                        f"or a number no dim can be): first '{name}', {expression}")
     return inferred
 
 
@@ -98,9 +110,10 @@ def _with_shapes(model: onnx.ModelProto, shapes: dict[str, tuple],
     return copy
 
 
-def _computed_shapes(view: GraphView) -> dict[str, tuple]:
-    """Shapes of the tensors that ONNX inference left unknown and the arithmetic gives."""
-    values = _ShapeValues(view)
+def _computed_shapes(view: GraphView, too_large: dict[str, str] | None = None) -> dict[str, tuple]:
+    """Shapes of the tensors that ONNX inference left unknown and the arithmetic gives;
+    `too_large` is told the tensors whose expressions went past the size bound."""
+    values = _ShapeValues(view, too_large)
     found: dict[str, tuple] = {}
     for node in view.graph.node:
         if not is_standard_domain(node.domain):
@@ -110,6 +123,8 @@ def _computed_shapes(view: GraphView) -> dict[str, tuple]:
         info = view.info(out) if out else None
         if out and (info is None or not info.known) and node.op_type in _SHAPE_OF:
             dims = _try(_SHAPE_OF[node.op_type], node, values)
+            if dims is not None:
+                dims = [values.bounded(out, d) for d in dims]
             if dims is not None and any(d is not None for d in dims):
                 found[out] = tuple(to_dim(d) for d in dims)
                 values.found[out] = tuple(dims)  # for the nodes downstream, in this round
@@ -127,10 +142,11 @@ def _try(fn: Callable, *args) -> Any:
 class _ShapeValues:
     """Values of small tensors computed from shapes: object arrays of numbers, sympy or None."""
 
-    def __init__(self, view: GraphView):
+    def __init__(self, view: GraphView, too_large: dict[str, str] | None = None):
         self.view = view
         self.values: dict[str, np.ndarray] = {}
         self.found: dict[str, tuple] = {}  # shapes computed here that the view does not have yet
+        self.too_large = {} if too_large is None else too_large
 
     def get(self, name: str) -> np.ndarray | None:
         if not name:
@@ -157,7 +173,43 @@ class _ShapeValues:
             return
         result = op(node, self)
         if result is not None:
-            self.values[node.output[0]] = np.asarray(result, dtype=object)
+            value = np.asarray(result, dtype=object)
+            flat = [self.bounded(node.output[0], x) for x in value.flat]
+            self.values[node.output[0]] = np.array(flat + [None], dtype=object)[:-1].reshape(
+                value.shape)
+
+    def bounded(self, name: str, x: Any) -> Any:
+        """`x`, or None (unknown) where it is too large to be a dim (MAX_EXPRESSION_CHARS)."""
+        why = _too_large(x)
+        if why is None:
+            return x
+        self.too_large.setdefault(name, why)
+        return None
+
+
+def _too_large(x: Any) -> str | None:
+    """Why `x` is no dim's value or expression; None where it may be one."""
+    if x is None or isinstance(x, (float, np.integer, np.floating)):
+        return None
+    if isinstance(x, int):
+        return None if x.bit_length() < 64 else f"a number of {x.bit_length()} bits"
+    import sympy
+
+    if not isinstance(x, sympy.Basic):
+        return None
+    if x.is_Integer:
+        bits = int(x).bit_length()
+        return None if bits < 64 else f"a number of {bits} bits"
+    text = str(x) if len(x.args) < MAX_EXPRESSION_CHARS else ""
+    if not text or len(text) > MAX_EXPRESSION_CHARS:
+        return f"an expression of over {MAX_EXPRESSION_CHARS} characters"
+    for number in x.atoms(sympy.Integer):
+        if abs(int(number)) > INT64_MAX:
+            return f"{text[:60]}...: a number of {int(number).bit_length()} bits"
+    for power in x.atoms(sympy.Pow):
+        if power.exp.is_Number and abs(power.exp) > _MAX_POWER:
+            return f"a power of {power.exp}"
+    return None
 
 
 def _attrs(node: onnx.NodeProto) -> dict[str, Any]:

@@ -53,7 +53,7 @@ from onnxflops.costs.registry import (
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.graph import domain_key
 
-__all__ = ["ALL_INPUTS", "CONTRACTION", "CONVENTIONS", "PER_OP_CONVENTIONS", "RECURRENT",
+__all__ = ["ALL_INPUTS", "CONTRACTION", "CONVENTIONS", "OTHER", "PER_OP_CONVENTIONS", "RECURRENT",
            "REGISTRY", "ZERO",
            "Backward", "Cost", "Engine", "Grads", "Node", "Registry", "Rule", "RuleOverrides",
            "check_node", "register_rule", "with_rules"]

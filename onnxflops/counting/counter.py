@@ -12,18 +12,31 @@ from onnxflops.analysis import (
     AnalyzedModel,
     ConstantWork,
     analyze,
+    analyzed_function_body,
     attribute_key,
     coefficient_values,
     coefficients_shape_body,
     expansion_model,
     has_unknown_outputs,
     is_foldable_cost,
+    local_function_model,
     mark_constants,
     refine_subgraph,
     sequence_bytes,
 )
-from onnxflops.costs import (CONTRACTION, REGISTRY, ZERO, Backward, Cost, Node, Registry, Rule,
-                             check_node)
+from onnxflops.costs import (
+    ALL_INPUTS,
+    CONTRACTION,
+    OTHER,
+    REGISTRY,
+    ZERO,
+    Backward,
+    Cost,
+    Node,
+    Registry,
+    Rule,
+    check_node,
+)
 from onnxflops.counting.training import GradientFlow
 from onnxflops.counting.weights import (ROUTED, LearnedWeights, is_hyperparameter,
                                         reads_routed_weights)
@@ -52,6 +65,13 @@ class _Counter:
                  table: Registry = REGISTRY):
         self.analyzed = analyzed
         self.convention = convention
+        # Calls of the model's local functions, where normalize left them calls (too many nodes
+        # to inline): each costs its body's cost, analysed once per signature (function_cost).
+        self.local_functions = {(f.domain, f.name) for f in analyzed.model.functions}
+        if self.local_functions:
+            table = table.overlaid(_local_function_rule(domain, name)
+                                   for domain, name in self.local_functions
+                                   if table.lookup(domain, name) is None)
         self.table = table
         # Training: the gradient flow of each graph met (by id of its view), for the backward pass.
         self.flows: dict[int, GradientFlow] | None = None
@@ -400,8 +420,14 @@ class _Counter:
         found = self.expansions.get(key)
         if found is None:
             inputs, values = _expansion_inputs(node)
+            if (node.proto.domain, node.op_type) in self.local_functions:
+                body = local_function_model(node.proto, inputs, values, self.analyzed.model)
+                analyzed = analyzed_function_body(body)
+                found = self.expansions[key] = analyzed, tuple(node.proto.input)
+                return found
             try:
-                analyzed = analyze(expansion_model(node.proto, node.opset, inputs, values))
+                analyzed = analyze(expansion_model(node.proto, node.opset, inputs, values),
+                                   validate=False)
             except (RuntimeError, ValueError, onnx.checker.ValidationError,
                     onnx.shape_inference.InferenceError) as e:  # what onnx's inliner raises
                 raise Uncostable(f"its function body cannot be expanded: {first_line(e)}") from None
@@ -446,6 +472,22 @@ class _Counter:
             except Uncostable as e:
                 raise Uncostable(f"in {where}, node '{proto.name}' ({proto.op_type}): {e}") from None
         return total
+
+
+def _local_function_rule(domain: str, name: str) -> Rule:
+    """The rule of calls of a model-local function: its body's cost, forward and backward."""
+    return Rule(domain_key(domain), name, OTHER, _function_body_cost,
+                "cost of the model's local function body, analysed once per signature",
+                weights=ALL_INPUTS,
+                backward=Backward(_function_body_backward, "backward of the function's body"))
+
+
+def _function_body_cost(node: Node) -> Cost:
+    return node.function_cost()
+
+
+def _function_body_backward(node: Node, grads) -> Cost:
+    return node.function_backward(grads)
 
 
 def _reads_bound(row: NodeRow, bounded: set[str], bounds: dict[str, str]) -> bool:

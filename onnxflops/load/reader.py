@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 from pathlib import Path
 from typing import Iterator
 
@@ -44,11 +45,15 @@ def load_model(source: str | os.PathLike | onnx.ModelProto) -> onnx.ModelProto:
     if not str(source):
         raise OnnxFlopsError("no model given: the path is an empty string")
     path = Path(source)
-    if not path.exists():
-        raise OnnxFlopsError(f"{path}: no such file")
-    if path.is_dir():
+    try:
+        kind = path.stat().st_mode
+    except FileNotFoundError:
+        raise OnnxFlopsError(f"{path}: no such file") from None
+    except OSError as e:  # a name too long, a folder of the path not searchable
+        raise OnnxFlopsError(f"{_shortened(str(path))}: {e.strerror}") from None
+    if stat.S_ISDIR(kind):
         raise OnnxFlopsError(f"{path}: is a directory, not an .onnx file")
-    if not path.is_file():  # /dev/zero, a pipe: its size says nothing, and reading may not end
+    if not stat.S_ISREG(kind):  # /dev/zero, a pipe: its size says nothing, and reading may not end
         raise OnnxFlopsError(f"{path}: not a regular file (a device, a pipe or a socket)")
     names = NodeNames()
     try:
@@ -208,6 +213,11 @@ def _varint(data: mmap.mmap, pos: int) -> tuple[int, int]:
         if byte < 0x80:
             return value, pos
         shift += 7
+
+
+def _shortened(path: str) -> str:
+    """A path fit for one line: a 5,000-character one is named by its ends."""
+    return path if len(path) <= 200 else f"{path[:100]}...{path[-60:]} ({len(path)} characters)"
 
 
 def _first_line(e: BaseException) -> str:

@@ -1,6 +1,10 @@
 """Stage 3: bring the bound model to the form the counter expects.
 
-Model-local functions are inlined so that their nodes are costed like any other.
+Model-local functions are inlined so that their nodes are costed like any other. What inlining
+would make is counted first, without making it: functions that call functions, each twice, 20
+levels deep, inline to a million nodes. Beyond MAX_INLINED_NODES (50,000) the calls stay calls, and each
+is costed by its body, analysed once per signature it is called with and multiplied; functions
+nested deeper than MAX_FUNCTION_DEPTH are refused in one line.
 """
 
 from __future__ import annotations
@@ -10,10 +14,19 @@ import onnx.inliner
 
 from onnxflops.errors import OnnxFlopsError, first_line
 
+# The most nodes inlining the model's local functions may make: a 80-layer decoder whose every
+# layer is a function inlines to some 13,000; analysing a million would take minutes and GBs.
+MAX_INLINED_NODES = 50_000
+# The deepest nesting of calls followed when they stay calls (each level is analysed within the
+# one above it).
+MAX_FUNCTION_DEPTH = 40
+
 
 def normalize(model: onnx.ModelProto) -> onnx.ModelProto:
     if model.functions:
         _check_not_recursive(model.functions)
+        if _inlined_size(model) > MAX_INLINED_NODES:
+            return model  # each call is costed from its body, once per signature (counter.py)
         try:
             model = onnx.inliner.inline_local_functions(model)
         except Exception as e:  # noqa: BLE001 - the inliner's checks raise several kinds
@@ -43,3 +56,54 @@ def _check_not_recursive(functions) -> None:
             path.add(function)
             stack.append((function, True))
             stack.extend((callee, False) for callee in calls[function] if callee in calls)
+
+
+def _inlined_size(model: onnx.ModelProto) -> int:
+    """How many nodes inlining the model's functions would make, found from each function's
+    size once (callees first: _check_not_recursive found they call no function of theirs),
+    nested graphs included. Raises OnnxFlopsError where calls nest over MAX_FUNCTION_DEPTH."""
+    functions = {(f.domain, f.name): f for f in model.functions}
+    sizes: dict[tuple[str, str], int] = {}
+    depths: dict[tuple[str, str], int] = {}
+
+    def size_of(nodes) -> tuple[int, int]:
+        total = depth = 0
+        for n in nodes:
+            callee = (n.domain, n.op_type)
+            total += sizes[callee] if callee in sizes else 1
+            depth = max(depth, depths.get(callee, 0))
+            for a in n.attribute:
+                for g in [a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs:
+                    inner, inner_depth = size_of(g.node)
+                    total, depth = total + inner, max(depth, inner_depth)
+        return total, depth
+
+    pending = list(functions)
+    while pending:  # callees first, without recursion: a function waits for those it calls
+        key = pending[-1]
+        if key in sizes:
+            pending.pop()
+            continue
+        waiting = [c for c in _callees(functions[key]) if c in functions and c not in sizes]
+        if waiting:
+            pending.extend(waiting)
+            continue
+        pending.pop()
+        sizes[key], depth = size_of(functions[key].node)
+        depths[key] = depth + 1
+        if depths[key] > MAX_FUNCTION_DEPTH:
+            raise OnnxFlopsError(f"the model's local functions nest {depths[key]} calls deep "
+                                 f"(function '{key[1]}'), over the {MAX_FUNCTION_DEPTH} onnxflops "
+                                 "follows")
+    return size_of(model.graph.node)[0]
+
+
+def _callees(function: onnx.FunctionProto) -> set[tuple[str, str]]:
+    found, stack = set(), [function.node]
+    while stack:
+        for n in stack.pop():
+            found.add((n.domain, n.op_type))
+            for a in n.attribute:
+                stack.extend([a.g.node] if a.type == onnx.AttributeProto.GRAPH
+                             else [g.node for g in a.graphs])
+    return found

@@ -2,6 +2,10 @@
 
 `count` returns a report whose every number is non-negative and whose JSON, CSV, Markdown and
 tables render; or it raises OnnxFlopsError. The CLI exits 0 or 1 with output, or 2 with one line.
+A model counted must be one onnxruntime loads (`check_runtime`), but for what onnxflops accepts
+on purpose: a missing external data file (counting reads headers only), ops of custom domains
+(a rule may cost them; onnxruntime needs their kernels), op versions onnxruntime has no kernel
+of, and opsets newer than it supports (counted with onnx's newest schemas, with a warning).
 Each check returns an outcome name and, for failures, a signature naming where it went wrong.
 """
 
@@ -16,7 +20,8 @@ from pathlib import Path
 OK, CLEAN = "ok", "clean error"
 TRACEBACK, NEGATIVE = "traceback", "negative count"
 BLOW_UP, HANG, CRASH = "blow-up", "hang", "crash"
-FAILURES = (TRACEBACK, NEGATIVE, BLOW_UP, HANG, CRASH)
+INVALID = "counted invalid"  # counted, though onnxruntime refuses to load it
+FAILURES = (TRACEBACK, NEGATIVE, INVALID, BLOW_UP, HANG, CRASH)
 OUTCOMES = (OK, CLEAN, *FAILURES)
 
 
@@ -41,11 +46,11 @@ def negatives(value, path: str = "") -> list[str]:
     return [f"{path}={value}"] if not value >= 0 else []
 
 
-def check_api(path: str | Path, batch: int = 2) -> tuple[str, str]:
+def check_api(path: str | Path, batch: int | None = 2, symbolic: bool = False) -> tuple[str, str]:
     from onnxflops import OnnxFlopsError, count
 
     try:
-        report = count(str(path), batch=batch)
+        report = count(str(path), batch=batch, symbolic=symbolic)
         bad = negatives(report.to_dict())
         if bad:
             return NEGATIVE, f"negative {bad[0].split('=')[0]}"
@@ -68,13 +73,18 @@ def check_api(path: str | Path, batch: int = 2) -> tuple[str, str]:
     return OK, ""
 
 
-def check_cli(path: str | Path, *options: str) -> tuple[str, str]:
+def check_cli(path: str | Path, *options: str, command: str = "count") -> tuple[str, str]:
+    """`onnxflops COMMAND PATH OPTIONS...`; `report` writes its page (the options name where),
+    `compare` compares the model with itself."""
     from onnxflops.cli import main
 
+    argv = [command, str(path), *options]
+    if command == "compare":
+        argv.insert(2, str(path))
     out, err = io.StringIO(), io.StringIO()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(["count", str(path), *options])
+            code = main(argv)
     except MemoryError as e:
         return BLOW_UP, signature(e)
     except SystemExit as e:
@@ -82,9 +92,48 @@ def check_cli(path: str | Path, *options: str) -> tuple[str, str]:
     except Exception as e:
         return TRACEBACK, "cli " + signature(e)
     lines = err.getvalue().splitlines()
-    if code in (0, 1) and out.getvalue():
+    if code in (0, 1) and (out.getvalue() or command == "report"):
         return OK, ""
     if code == 2 and len(lines) == 1 and not out.getvalue():
         return CLEAN, ""
     first = lines[0][:80] if lines else ""
     return TRACEBACK, f"cli exit {code}, {len(lines)} stderr lines: {first}"
+
+
+# What onnxruntime refuses that onnxflops counts on purpose (see the module's docstring, and
+# README "What is refused"): a missing external data file, an opset newer than onnxruntime
+# supports (counted with onnx's newest schemas and a warning), an op version it has no kernel of.
+_ACCEPTED_ON_PURPOSE = ("external data", "externaldata", "external_data", "no such file",
+                        "is under development", "unsupported onnx opset",
+                        "could not find an implementation for")
+# onnxruntime running out of the harness's memory cap: no verdict on the model.
+_NO_VERDICT = ("bad_alloc", "out of memory", "failed to allocate")
+
+
+def check_runtime(path: str | Path) -> tuple[str, str]:
+    """OK where onnxruntime loads the model (or refuses it only for what onnxflops accepts on
+    purpose); INVALID with onnxruntime's reason otherwise."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 4
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    try:
+        onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as e:  # noqa: BLE001 - onnxruntime's refusals come in several kinds
+        text = str(e).lower()
+        if any(reason in text for reason in _ACCEPTED_ON_PURPOSE + _NO_VERDICT) \
+                or _custom_domain_op(text):
+            return OK, ""
+        reason = str(e).replace(str(path), "FILE").strip().splitlines()[0]
+        reason = reason.split("failed:")[-1].split(" : ")[-1]
+        return INVALID, reason[:100]
+    return OK, ""
+
+
+def _custom_domain_op(text: str) -> bool:
+    """onnxruntime lacks a kernel of an op outside the domains it implements."""
+    if "no op registered" not in text and "not a registered function/op" not in text:
+        return False
+    return not any(f"domain: {d}" in text or f"domain_version of" in text and d in text
+                   for d in ("ai.onnx ", "ai.onnx.ml", "com.microsoft"))

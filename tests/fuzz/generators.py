@@ -1,0 +1,164 @@
+"""Hostile models made whole, beside the mutations of seeds (mutator.py): the classes a small
+mutation never reaches. Each generator takes a random.Random and returns (model bytes, what it
+made, the count options the class needs); `large_external_data` also writes a sparse data file.
+
+- function_bomb: local functions that call the one below twice, 12 to 24 levels deep (up to 16
+  million nodes once inlined);
+- symbolic_chain: Mul/Add/Sub on symbolic dims whose expressions double at each step;
+- trip_products: nested Loops whose trip counts multiply past 10^9, up to 30 levels; a Scan
+  over up to 100,000 rows;
+- large_external_data: an initializer whose external data file is up to 2.2 GB (sparse);
+- invalid_graph: well-formed protobuf that onnxruntime refuses to load (a Reshape to another
+  element count or to an empty shape, a node writing an initializer, two nodes writing one name,
+  a cycle at the top or in a Loop body, a read of what nothing defines, an undefined output).
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+_OPSET = 17
+_vi = helper.make_tensor_value_info
+
+
+def _model(nodes, inputs, outputs, initializers=(), functions=(), domains=()) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "generated", inputs, outputs, list(initializers))
+    opsets = [helper.make_opsetid("", _OPSET)] + [helper.make_opsetid(d, 1) for d in domains]
+    return helper.make_model(graph, opset_imports=opsets, functions=list(functions))
+
+
+def function_bomb(rng: random.Random, workdir: Path) -> tuple[bytes, str, tuple]:
+    depth, fan = rng.randint(12, 24), rng.choice((2, 2, 3))
+    opsets = [helper.make_opsetid("", _OPSET), helper.make_opsetid("local", 1)]
+    functions = [helper.make_function("local", "f0", ["x"], ["y"],
+                                      [helper.make_node(rng.choice(("Relu", "Sigmoid")), ["x"],
+                                                        ["y"])], opsets)]
+    for level in range(1, depth + 1):
+        names = ["x"] + [f"t{i}" for i in range(1, fan)] + ["y"]
+        calls = [helper.make_node(f"f{level - 1}", [names[i]], [names[i + 1]], domain="local")
+                 for i in range(fan)]
+        functions.append(helper.make_function("local", f"f{level}", ["x"], ["y"], calls, opsets))
+    model = _model([helper.make_node(f"f{depth}", ["x"], ["y"], domain="local")],
+                   [_vi("x", TensorProto.FLOAT, [2, 8])], [_vi("y", TensorProto.FLOAT, None)],
+                   functions=functions, domains=["local"])
+    return model.SerializeToString(), f"function bomb {fan}^{depth}", ()
+
+
+def symbolic_chain(rng: random.Random, workdir: Path) -> tuple[bytes, str, tuple]:
+    steps = rng.randint(20, 80)
+    nodes = [helper.make_node("Shape", ["x"], ["s0"], start=0, end=1),
+             helper.make_node("Shape", ["x"], ["u0"], start=1, end=2)]
+    for k in range(steps):
+        op = rng.choice(("Mul", "Add", "Mul", "Sub"))
+        other = rng.choice((f"s{k}", f"u{k}"))
+        nodes.append(helper.make_node(op, [f"s{k}", other], [f"s{k + 1}"]))
+        nodes.append(helper.make_node("Add", [f"u{k}", f"s{k}"], [f"u{k + 1}"]))
+    last = rng.choice(("Expand", "ConstantOfShape", "Reshape"))
+    if last == "ConstantOfShape":
+        nodes.append(helper.make_node(last, [f"s{steps}"], ["y"]))
+    else:
+        nodes.append(helper.make_node(last, ["x" if last == "Reshape" else "one", f"s{steps}"],
+                                      ["y"]))
+    model = _model(nodes, [_vi("x", TensorProto.FLOAT, ["n", "m"]),
+                           _vi("one", TensorProto.FLOAT, [1])],
+                   [_vi("y", TensorProto.FLOAT, None)])
+    return model.SerializeToString(), f"symbolic chain of {steps} ({last})", OPTIONS["gen_symbolic_chain"]
+
+
+def trip_products(rng: random.Random, workdir: Path) -> tuple[bytes, str, tuple]:
+    if rng.random() < 0.3:
+        rows = rng.choice((1000, 100_000))
+        body = helper.make_graph(
+            [helper.make_node("Add", ["state", "row"], ["next"]),
+             helper.make_node("Identity", ["next"], ["out"])], "scan_body",
+            [_vi("state", TensorProto.FLOAT, [16]), _vi("row", TensorProto.FLOAT, [16])],
+            [_vi("next", TensorProto.FLOAT, [16]), _vi("out", TensorProto.FLOAT, [16])])
+        scan = helper.make_node("Scan", ["init", "rows"], ["final", "stacked"], body=body,
+                                num_scan_inputs=1)
+        model = _model([scan], [_vi("init", TensorProto.FLOAT, [16]),
+                                _vi("rows", TensorProto.FLOAT, [rows, 16])],
+                       [_vi("final", TensorProto.FLOAT, None), _vi("stacked", TensorProto.FLOAT, None)])
+        return model.SerializeToString(), f"Scan over {rows} rows", ()
+    depth = rng.choice((2, 3, 5, 10, 30))
+    trips = [rng.choice((10, 100, 1000, 10**5)) for _ in range(depth)]
+    inner = [helper.make_node("Relu", ["v"], ["v_next"])]
+    for level in range(depth - 1, -1, -1):
+        body = helper.make_graph(
+            inner + [helper.make_node("Identity", ["cond"], ["cond_next"])], f"body{level}",
+            [_vi(f"i{level}", TensorProto.INT64, []), _vi("cond", TensorProto.BOOL, []),
+             _vi("v", TensorProto.FLOAT, [4])],
+            [_vi("cond_next", TensorProto.BOOL, []), _vi("v_next", TensorProto.FLOAT, [4])])
+        trip = helper.make_node("Constant", [], [f"trip{level}"],
+                                value=numpy_helper.from_array(np.array(trips[level], np.int64)))
+        inner = [trip, helper.make_node("Loop", [f"trip{level}", "", "v"], ["v_next"], body=body)]
+    inner[1].output[0] = "y"
+    inner[1].input[2] = "x"
+    model = _model(inner, [_vi("x", TensorProto.FLOAT, [4])], [_vi("y", TensorProto.FLOAT, None)])
+    return model.SerializeToString(), f"{depth} nested Loops, {np.prod(trips, dtype=float):.0e} trips", ()
+
+
+def large_external_data(rng: random.Random, workdir: Path) -> tuple[bytes, str, tuple]:
+    rows = rng.choice((1024, 65536, 550_000))  # x 1024 float32: 4 MB, 256 MB, 2.2 GB
+    data = workdir / f"weights{rng.randrange(10**9)}.bin"
+    missing = rng.random() < 0.2
+    if not missing:
+        with open(data, "wb") as f:
+            f.truncate(rows * 1024 * 4)  # sparse: no disk used
+    weight = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[rows, 1024],
+                         data_location=TensorProto.EXTERNAL)
+    weight.external_data.add(key="location", value=data.name)
+    model = _model([helper.make_node("Gather", ["w", "ids"], ["y"])],
+                   [_vi("ids", TensorProto.INT64, ["batch", 8])],
+                   [_vi("y", TensorProto.FLOAT, None)], [weight])
+    return model.SerializeToString(), f"external data {rows}x1024 float32" + \
+        (" (file missing)" if missing else ""), ()
+
+
+_INVALID = ("reshape count", "reshape empty", "writes initializer", "two writers", "cycle",
+            "loop body cycle", "undefined read", "undefined output")
+
+
+def invalid_graph(rng: random.Random, workdir: Path) -> tuple[bytes, str, tuple]:
+    kind = rng.choice(_INVALID)
+    x = _vi("x", TensorProto.FLOAT, [2, 3])
+    y = _vi("y", TensorProto.FLOAT, None)
+    relu, sigmoid = helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Sigmoid", ["x"], ["y"])
+    if kind.startswith("reshape"):
+        shape = [] if kind == "reshape empty" else rng.choice(([4, 2], [7], [3, 3], [1, 5]))
+        model = _model([helper.make_node("Reshape", ["x", "shape"], ["y"])], [x], [y],
+                       [numpy_helper.from_array(np.array(shape, np.int64), "shape")])
+    elif kind == "writes initializer":
+        model = _model([helper.make_node("Relu", ["x"], ["w"]), helper.make_node("Add", ["w", "x"], ["y"])],
+                       [x], [y], [numpy_helper.from_array(np.ones((2, 3), np.float32), "w")])
+    elif kind == "two writers":
+        model = _model([relu, sigmoid], [x], [y])
+    elif kind == "cycle":
+        model = _model([helper.make_node("Add", ["x", "z"], ["y"]),
+                        helper.make_node("Relu", ["y"], ["z"])], [x], [y])
+    elif kind == "loop body cycle":
+        body = helper.make_graph(
+            [helper.make_node("Add", ["v", "b"], ["a"]), helper.make_node("Relu", ["a"], ["b"]),
+             helper.make_node("Identity", ["cond"], ["cond_next"])], "body",
+            [_vi("i", TensorProto.INT64, []), _vi("cond", TensorProto.BOOL, []),
+             _vi("v", TensorProto.FLOAT, [2, 3])],
+            [_vi("cond_next", TensorProto.BOOL, []), _vi("b", TensorProto.FLOAT, [2, 3])])
+        model = _model([helper.make_node("Loop", ["trip", "", "x"], ["y"], body=body)], [x], [y],
+                       [numpy_helper.from_array(np.array(3, np.int64), "trip")])
+    elif kind == "undefined read":
+        model = _model([helper.make_node("Add", ["x", "nowhere"], ["y"])], [x], [y])
+    else:
+        model = _model([relu], [x], [y, _vi("nowhere", TensorProto.FLOAT, [2])])
+    return model.SerializeToString(), f"invalid graph: {kind}", ()
+
+
+# The count options a generator's cases always take.
+OPTIONS = {"gen_symbolic_chain": ("--symbolic",)}
+
+GENERATORS = {"gen_function_bomb": function_bomb, "gen_symbolic_chain": symbolic_chain,
+              "gen_trip_products": trip_products, "gen_large_external_data": large_external_data,
+              "gen_invalid_graph": invalid_graph}
