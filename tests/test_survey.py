@@ -54,10 +54,13 @@ def test_uncosted_nodes_keep_a_row_from_being_exact_even_where_the_totals_agree(
 
 def test_each_failed_stage_gives_its_verdict():
     assert judge(blank_row("m"), failures={"build": "URLError: no network"})["verdict"] == "not built"
+    row = judge(blank_row("m"), failures={"count": "OnnxFlopsError: no export"})
+    assert (row["verdict"], row["reason"]) == ("not counted", "OnnxFlopsError: no export")
+    # the framework's own forward fails too: the model does not run on its inputs
     row = judge(blank_row("m"), failures={"count": "OnnxFlopsError: no export",
                                           "oracle": "ValueError: bad input"})
     assert (row["verdict"], row["reason"]) == (
-        "not counted", "OnnxFlopsError: no export; oracle: ValueError: bad input")
+        "not built", "its forward fails: ValueError: bad input; count: OnnxFlopsError: no export")
     row = judge(counted_row(oracle_macs=None, oracle_params=None),
                 failures={"oracle": "LookupError: none"})
     assert (row["verdict"], row["reason"]) == ("oracle failed", "oracle: LookupError: none")
@@ -121,8 +124,13 @@ def test_an_unknown_output_suffix_is_refused(tmp_path):
 def test_summary_prints_the_totals_of_a_file(tmp_path, capsys):
     out = tmp_path / "s.csv"
     RowStore(out).append(judge(counted_row()))
+    RowStore(out).append(judge(counted_row("timm:b", macs=1)))
     assert main(["survey", "--summary", str(out)]) == 0
-    assert capsys.readouterr().out.startswith("1 models: exact 1, differs 0, not counted 0")
+    assert capsys.readouterr().out.splitlines() == [
+        "| table | models | exact | differs | not counted | oracle failed | not built |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+        f"| {out} | 2 | 1 | 1 | 0 | 0 | 0 |",
+        "", f"{out}, most common reasons:", "- 1 differs: MACs -N (-N%)"]
 
 
 # sources -----------------------------------------------------------------------------------------
@@ -173,6 +181,16 @@ def test_one_rule_shrinks_widths_depths_heads_and_vocabulary_of_any_config():
         "num_experts_per_tok": 2, "rope_theta": 500000.0, "vision_config": None}
     assert vars(vision) == {"hidden_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
                             "image_size": 224}
+
+
+def test_a_size_equal_to_a_width_that_was_cut_follows_it():
+    # MobileBERT's bottleneck is as wide as its embedding (128): both become 96; a patch of 16
+    # and a position table of 512 (the old hidden width) are not widths and stay
+    config = shrink(Config(hidden_size=512, embedding_size=128, intra_bottleneck_size=128,
+                           patch_size=16, max_position_embeddings=512, classifier_proj_size=77))
+    assert vars(config) == {"hidden_size": 96, "embedding_size": 96, "intra_bottleneck_size": 96,
+                            "patch_size": 16, "max_position_embeddings": 512,
+                            "classifier_proj_size": 77}
 
 
 # one process per row, under its caps -------------------------------------------------------------

@@ -34,18 +34,18 @@ def register(sub) -> None:
     p.add_argument("--input", "-i", action="append", default=[], metavar="NAME=DIMS",
                    help="an input shape for factory specs (repeatable)")
     p.add_argument("--list", action="store_true", help="print the models it would count, and stop")
-    p.add_argument("--summary", metavar="FILE",
-                   help="print the totals per verdict and the most common reasons of a survey "
-                        "file, and stop")
+    p.add_argument("--summary", action="store_true",
+                   help="the SOURCEs are survey files: print a table of their totals per "
+                        "verdict, then the most common reasons of each, and stop")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from onnxflops.survey import render, summary, summary_text, survey, tasks
+    from onnxflops.survey import render, summary_table, summary_text, survey, tasks
 
     if args.summary:
-        print(summary(args.summary))
+        print(summary_table(args.sources))
         return 0
     if not args.sources:
         raise OnnxFlopsError("survey: name at least one SOURCE (torchvision, timm, transformers, "

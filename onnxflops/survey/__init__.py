@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from onnxflops.errors import OnnxFlopsError
+from onnxflops.report.render import markdown_table
 
 from onnxflops.survey.rows import COLUMNS, VERDICTS, judge, top_reasons, totals
 from onnxflops.survey.run import Caps, run_local, run_ray
@@ -16,7 +17,8 @@ from onnxflops.survey.sources import SOURCES, Source, Subject, Task, tasks
 from onnxflops.survey.store import RowStore, read_any, render, summary_text
 
 __all__ = ["COLUMNS", "Caps", "RowStore", "SOURCES", "Source", "Subject", "Task", "VERDICTS",
-           "judge", "read_any", "render", "summary", "summary_text", "survey", "tasks",
+           "judge", "read_any", "render", "summary", "summary_table", "summary_text", "survey",
+           "tasks",
            "top_reasons", "totals"]
 
 
@@ -60,3 +62,18 @@ def survey(sources: list[str] | str, output: str | Path | None = None, *, jobs: 
 def summary(path: str | Path) -> str:
     """Totals per verdict and the most common reasons, of a survey file."""
     return summary_text(read_any(path))
+
+
+def summary_table(paths: list[str | Path], reasons: int = 10) -> str:
+    """A Markdown table of the totals per verdict of each survey file, then each file's most
+    common reasons."""
+    header = ["table", "models", *VERDICTS]
+    cells, notes = [], []
+    for path in paths:
+        rows = read_any(path)
+        cells.append([str(path), str(len(rows)), *(str(n) for n in totals(rows).values())])
+        common = top_reasons(rows, reasons)
+        if common:
+            notes += ["", f"{path}, most common reasons:",
+                      *(f"- {n} {verdict}: {reason}" for verdict, reason, n in common)]
+    return "\n".join([*markdown_table(header, cells, left=1), *notes])

@@ -3,7 +3,8 @@
 Verdicts: `exact` (MACs equal the oracle's, params + unused_params equal its params, nothing left
 uncosted); `differs` (counted, but one of those fails: the reason says which and by how much);
 `not counted` (our conversion or count failed); `oracle failed` (the framework's own check failed
-or there is none, as for an .onnx file); `not built` (the registry's builder or config fails).
+or there is none, as for an .onnx file); `not built` (the registry's builder or config fails, or
+the model's own forward pass fails on its inputs, so that neither the oracle nor the count runs).
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ COLUMNS = ("model", "input", "macs", "flops", "params", "unused_params", "foldab
 NUMERIC = ("macs", "flops", "params", "unused_params", "foldable_macs", "buffers", "bytes",
            "oracle_macs", "oracle_params")
 VERDICTS = ("exact", "differs", "not counted", "oracle failed", "not built")
-# Where a row's process stopped when it failed: what the failure is a verdict on.
-STAGE_VERDICT = {"build": "not built", "count": "not counted", "oracle": "oracle failed"}
 
 
 def blank_row(model: str) -> dict:
@@ -33,11 +32,16 @@ def judge(row: dict, uncosted: str = "", failures: dict[str, str] | None = None)
     """
     failures = failures or {}
     row = dict(row)
-    for stage in ("build", "count"):
-        if stage in failures:
-            also = f"; oracle: {failures['oracle']}" if "oracle" in failures else ""
-            row.update(verdict=STAGE_VERDICT[stage], reason=f"{failures[stage]}{also}")
-            return row
+    if "build" in failures:
+        row.update(verdict="not built", reason=failures["build"])
+        return row
+    if "count" in failures:
+        if "oracle" in failures:  # the framework cannot run it either: the model, not the count
+            row.update(verdict="not built", reason=f"its forward fails: {failures['oracle']}; "
+                                                   f"count: {failures['count']}")
+        else:
+            row.update(verdict="not counted", reason=failures["count"])
+        return row
     problems = []
     if "oracle" in failures:
         problems.append(f"oracle: {failures['oracle']}")

@@ -4,7 +4,8 @@ Every width becomes WIDTH, every depth DEPTH, every head count at most HEADS (ke
 the same proportion), every feed-forward width FFN, every expert count at most EXPERTS, and the
 vocabulary at most VOCAB (token ids beyond it wrap into it). Sub-configs (text, vision, audio,
 encoder, decoder) are shrunk by the same rule, and every list as long as a depth that was cut is
-cut with it (per-layer types and sizes).
+cut with it (per-layer types and sizes), and every other size equal to a width that was cut
+follows it (a bottleneck as wide as the embedding).
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ _RULES = (  # (key pattern, new value from the old one); the first that matches 
                 r"embedding_dim|d_embed|model_dim|word_embed_proj_dim)$"), lambda v: WIDTH),
     (re.compile(r".*vocab_size$"), lambda v: min(v, VOCAB)),
 )
+_WIDTH_KEY = re.compile(r".*(size|dim|d_model|n_embd|n_embed)$")
+_SIZE_KEY = re.compile(r".*_(size|dim)$")
+_NOT_A_WIDTH = re.compile(r".*(image|patch|position|vocab|window|chunk|bucket|kernel|stride|"
+                          r"sampling|frame|mel|length|batch)")
 _TOKEN_ID = re.compile(r".*(token_id|token_index|token_ids)$")
 _LIST_WIDTHS = re.compile(r".*(hidden_sizes|embed_dims|dims|channels)$")
 _LIST_DEPTHS = re.compile(r".*(depths|layers)$")
@@ -68,6 +73,7 @@ def shrink(config, seen: set | None = None):
             elif lowered.endswith("heads"):
                 setattr(config, key, [min(v, HEADS) for v in value])
     _kv_heads_in_proportion(config, values, heads_before)
+    _tied_sizes_follow(config, values)
     for key, value in vars(config).items():
         if isinstance(value, list) and len(value) in depths_cut and not _TOKEN_ID.match(key):
             setattr(config, key, value[:DEPTH])
@@ -83,6 +89,17 @@ def _shrunk(key: str, value: int) -> int:
         if pattern.match(key):
             return value if rule is None else rule(value)
     return value
+
+
+def _tied_sizes_follow(config, before: dict) -> None:
+    """A size the rule does not name that equals a width it cut (a bottleneck as wide as the
+    embedding) is cut with it: equal sizes are most often one size used twice."""
+    cut = {before[k]: getattr(config, k) for k in before
+           if _is_count(before[k]) and getattr(config, k) != before[k] and _WIDTH_KEY.match(k)}
+    for key, value in before.items():
+        if (_is_count(value) and value in cut and getattr(config, key) == value
+                and _SIZE_KEY.match(key) and not _NOT_A_WIDTH.match(key)):
+            setattr(config, key, cut[value])
 
 
 def _kv_heads_in_proportion(config, before: dict, heads_before: dict) -> None:
