@@ -166,7 +166,8 @@ class Config(types.SimpleNamespace):
 
 
 def test_one_rule_shrinks_widths_depths_heads_and_vocabulary_of_any_config():
-    vision = Config(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, image_size=224)
+    vision = Config(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, image_size=224,
+                    hidden_sizes=[256, 512, 1024, 2048], rotary_dim=64)
     config = Config(hidden_size=4096, num_hidden_layers=32, num_attention_heads=32,
                     num_key_value_heads=8, intermediate_size=14336, vocab_size=128256,
                     layer_types=["full"] * 32, pad_token_id=128004, num_local_experts=8,
@@ -179,8 +180,10 @@ def test_one_rule_shrinks_widths_depths_heads_and_vocabulary_of_any_config():
         "num_key_value_heads": 1, "intermediate_size": 192, "vocab_size": 1000,
         "layer_types": ["full", "full"], "pad_token_id": 4, "num_local_experts": 4,
         "num_experts_per_tok": 2, "rope_theta": 500000.0, "vision_config": None}
+    # stage widths in proportion, the first 96: 512 · 96 / 256 = 192, ...; rotary dims are head dims
     assert vars(vision) == {"hidden_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
-                            "image_size": 224}
+                            "image_size": 224, "hidden_sizes": [96, 192, 384, 768],
+                            "rotary_dim": 24}
 
 
 def test_a_size_equal_to_a_width_that_was_cut_follows_it():

@@ -1,6 +1,6 @@
 """One generic rule that makes any transformers config small: never a rule keyed on a model.
 
-Every width becomes WIDTH, every depth DEPTH, every head count at most HEADS (key/value heads in
+Every width becomes WIDTH (lists of stage widths in proportion, the first WIDTH), every depth DEPTH, every head count at most HEADS (key/value heads in
 the same proportion), every feed-forward width FFN, every expert count at most EXPERTS, and the
 vocabulary at most VOCAB (token ids beyond it wrap into it). Sub-configs (text, vision, audio,
 encoder, decoder) are shrunk by the same rule, and every list as long as a depth that was cut is
@@ -25,7 +25,7 @@ _RULES = (  # (key pattern, new value from the old one); the first that matches 
     (re.compile(r".*(layers|n_layer|depth)$"), lambda v: min(v, DEPTH)),
     (re.compile(r".*(intermediate_size|ffn_dim|d_ff|n_inner|mlp_dim|ffn_hidden_size|"
                 r"intermediate_dim|feed_forward_size)$"), lambda v: FFN),
-    (re.compile(r".*(head_dim|d_kv|kv_channels|head_size)$"), lambda v: HEAD_DIM),
+    (re.compile(r".*(head_dim|d_kv|kv_channels|head_size|rotary_dim)$"), lambda v: HEAD_DIM),
     (re.compile(r".*lora_rank$"), lambda v: RANK),
     (re.compile(r".*(hidden_size|d_model|n_embd|n_embed|embed_dim|embedding_size|hidden_dim|"
                 r"embedding_dim|d_embed|model_dim|word_embed_proj_dim)$"), lambda v: WIDTH),
@@ -36,7 +36,7 @@ _SIZE_KEY = re.compile(r".*_(size|dim)$")
 _NOT_A_WIDTH = re.compile(r".*(image|patch|position|vocab|window|chunk|bucket|kernel|stride|"
                           r"sampling|frame|mel|length|batch)")
 _TOKEN_ID = re.compile(r".*(token_id|token_index|token_ids)$")
-_LIST_WIDTHS = re.compile(r".*(hidden_sizes|embed_dims|dims|channels)$")
+_LIST_WIDTHS = re.compile(r".*(hidden_sizes|embed_dims|dims|channels|conv_dim)$")
 _LIST_DEPTHS = re.compile(r".*(depths|layers)$")
 
 
@@ -68,8 +68,9 @@ def shrink(config, seen: set | None = None):
             lowered = key.lower()
             if _LIST_DEPTHS.match(lowered):
                 setattr(config, key, [min(v, 1) for v in value])
-            elif _LIST_WIDTHS.match(lowered):
-                setattr(config, key, [min(v, WIDTH * 2 ** i) for i, v in enumerate(value)])
+            elif _LIST_WIDTHS.match(lowered) and value[0] > WIDTH:
+                # stage widths keep their ratios, the first becoming WIDTH
+                setattr(config, key, [max(1, v * WIDTH // value[0]) for v in value])
             elif lowered.endswith("heads"):
                 setattr(config, key, [min(v, HEADS) for v in value])
     _kv_heads_in_proportion(config, values, heads_before)
