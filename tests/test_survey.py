@@ -235,3 +235,12 @@ def test_models_past_their_caps_are_rows_and_the_survey_goes_on(tmp_path, monkey
         "survey_factories:hoards": "not built: out of memory (survey_factories:hoards: the facto",
         "survey_factories:exits": "not built: the process died (exit code 7) in its build stage"}
     assert "survey_factories" not in sys.modules
+
+
+def test_the_command_refuses_bad_input_in_one_line(tmp_path, capsys):
+    assert main(["survey"]) == 2
+    assert main(["survey", "timm", "-o", str(tmp_path / "no" / "s.csv")]) == 2
+    assert main(["survey", "timm", "--jobs", "0"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split(":")[2].strip() for line in err] == [
+        "survey", "-o " + str(tmp_path / "no" / "s.csv"), "survey"]

@@ -7,6 +7,7 @@ only then.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import resource
@@ -74,9 +75,37 @@ def build(task: Task, memory_gb: float) -> tuple[Subject, bool]:
     gc.collect()
     import torch
 
-    with torch.device("meta"):
-        subject = source.build(task)
+    try:
+        with torch.device("meta"):
+            subject = source.build(task)
+    except Exception:  # noqa: BLE001 - a builder that computes with tensors (.tolist() of widths)
+        with _parameters_on_meta():
+            subject = source.build(task)
+        subject.model.to("meta")  # its buffers too
     return subject, True
+
+
+@contextlib.contextmanager
+def _parameters_on_meta():
+    """Each parameter moves to the meta device as its module registers it, as accelerate's
+    `init_empty_weights` does: a builder's own tensor arithmetic still runs on the CPU, and no
+    more than one parameter's bytes are ever held."""
+    import torch
+
+    register = torch.nn.Module.register_parameter
+
+    def register_on_meta(module, name, param):
+        register(module, name, param)
+        if param is not None:
+            kind, fields = type(module._parameters[name]), module._parameters[name].__dict__
+            module._parameters[name] = kind(module._parameters[name].to("meta"),
+                                            requires_grad=param.requires_grad, **fields)
+
+    torch.nn.Module.register_parameter = register_on_meta
+    try:
+        yield
+    finally:
+        torch.nn.Module.register_parameter = register
 
 
 def oracle(subject: Subject, on_meta: bool) -> tuple[int | None, int]:
