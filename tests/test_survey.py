@@ -52,6 +52,12 @@ def test_uncosted_nodes_keep_a_row_from_being_exact_even_where_the_totals_agree(
     assert (row["verdict"], row["reason"]) == ("differs", "2 nodes uncosted (Tanh): Tanh: shape unknown")
 
 
+def test_a_row_counted_at_an_upper_bound_says_so_where_it_differs():
+    bound = "95 nodes counted at a data-dependent upper bound"
+    assert judge(counted_row(macs=130), bound=bound)["reason"] == f"MACs +30 (+30.00%); {bound}"
+    assert judge(counted_row(), bound=bound)["reason"] == ""
+
+
 def test_each_failed_stage_gives_its_verdict():
     assert judge(blank_row("m"), failures={"build": "URLError: no network"})["verdict"] == "not built"
     row = judge(blank_row("m"), failures={"count": "OnnxFlopsError: no export"})

@@ -29,7 +29,7 @@ def measure(task: Task, memory_gb: float, stage: Callable[[str], None] = lambda 
     """The row of `task`; `stage(name)` is told each stage (build, oracle, count) as it starts."""
     row = blank_row(task.label)
     failures: dict[str, str] = {}
-    uncosted = ""
+    uncosted = bound = ""
     stage("build")
     try:
         subject, on_meta = build(task, memory_gb)
@@ -49,11 +49,12 @@ def measure(task: Task, memory_gb: float, stage: Callable[[str], None] = lambda 
         failures["count"] = failure(e)
     else:
         row.update(_counted(report))
+        bound = bound_note(report)
         row["input"] = row["input"] or " ".join(f"{k}={'x'.join(map(str, v))}"
                                                 for k, v in report.inputs.items())
         uncosted = uncosted_reason(report)
     row["seconds"] = round(time.perf_counter() - start, 2)
-    return _finished(judge(row, uncosted, failures))
+    return _finished(judge(row, uncosted, failures, bound))
 
 
 def build(task: Task, memory_gb: float) -> tuple[Subject, bool]:
@@ -132,23 +133,20 @@ def count(subject: Subject):
 def _counted(report) -> dict:
     total = report.total
     return {"macs": total.macs, "flops": total.flops, "params": total.params,
-            "unused_params": _amount(getattr(report, "unused_params", 0)),
-            "foldable_macs": _amount(getattr(report, "foldable_macs", None)
-                                     or getattr(total, "foldable_macs", 0)),
+            # Read where the count has them (unused params, foldable work), 0 where it has not.
+            "unused_params": _amount(getattr(total, "unused_params", 0)),
+            "foldable_macs": _amount(getattr(getattr(report, "foldable", None), "macs", 0)),
             "buffers": total.buffers, "bytes": total.bytes_read + total.bytes_written}
 
 
 def _amount(value) -> int:
-    """A number the report gives as a number, a mapping of name → number, or Totals-like."""
-    if value is None:
-        return 0
-    if isinstance(value, dict):
-        return sum(_amount(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return sum(_amount(v) for v in value)
-    if hasattr(value, "macs"):
-        return int(value.macs)
-    return int(value)
+    return int(value or 0)
+
+
+def bound_note(report) -> str:
+    """How many nodes were counted at an upper bound (their sizes depend on data), if any."""
+    bound = sum(1 for n in report.nodes if getattr(n, "bound", False))
+    return f"{bound} nodes counted at a data-dependent upper bound" if bound else ""
 
 
 def uncosted_reason(report) -> str:

@@ -24,11 +24,13 @@ def blank_row(model: str) -> dict:
     return {**dict.fromkeys(COLUMNS), "model": model, "input": "", "reason": ""}
 
 
-def judge(row: dict, uncosted: str = "", failures: dict[str, str] | None = None) -> dict:
+def judge(row: dict, uncosted: str = "", failures: dict[str, str] | None = None,
+          bound: str = "") -> dict:
     """`row` with its verdict and reason set.
 
     `uncosted`: a summary of the nodes the count left uncosted ('' when none); `failures`: the
-    error message of each stage (build, count, oracle) that failed.
+    error message of each stage (build, count, oracle) that failed; `bound`: a note that some
+    nodes were counted at an upper bound, added to the reason of a row that is not exact.
     """
     failures = failures or {}
     row = dict(row)
@@ -54,6 +56,8 @@ def judge(row: dict, uncosted: str = "", failures: dict[str, str] | None = None)
     if uncosted:
         problems.append(uncosted)
     verdict = "oracle failed" if "oracle" in failures else "differs" if problems else "exact"
+    if problems and bound:
+        problems.append(bound)
     row.update(verdict=verdict, reason="; ".join(problems))
     return row
 
