@@ -46,3 +46,24 @@ def test_the_sample_stays_exact_where_the_committed_tables_say_it_was():
     assert len(was_exact) >= 20, "the sample checks too little: pick rows the tables hold exact"
     rows = survey(was_exact, jobs=2, timeout=120, progress=False)
     assert {r["model"]: r["reason"] for r in rows if r["verdict"] != "exact"} == {}
+
+
+def test_a_builder_that_computes_with_tensors_builds_on_meta_one_parameter_at_a_time():
+    import torch
+
+    from onnxflops.survey.measure import _parameters_on_meta
+    from onnxflops.survey.oracle import torch_oracle
+
+    def build():  # widths computed with tensors, as torchvision's RegNet does: fails under meta
+        widths = (torch.tensor([2.0, 3.0]) * 4).int().tolist()
+        return torch.nn.Sequential(torch.nn.Linear(widths[0], widths[1]), torch.nn.BatchNorm1d(12))
+
+    with pytest.raises(NotImplementedError), torch.device("meta"):
+        build()
+    with _parameters_on_meta():
+        model = build()
+    model.to("meta")
+    assert {t.device.type for t in [*model.parameters(), *model.buffers()]} == {"meta"}
+    # Linear 8 → 12 on two rows: 2 · 8 · 12 = 192 MACs (BatchNorm: none);
+    # params 8 · 12 + 12 + 2 · 12 = 132
+    assert torch_oracle(model, (torch.randn(2, 8, device="meta"),)) == (192, 132)
