@@ -63,7 +63,7 @@ def shrink(config, seen: set | None = None):
                 if _LIST_DEPTHS.match(key.lower()) or key.lower().endswith(("n_layer", "depth")):
                     depths_cut.add(value)
             if key.lower().endswith("vocab_size"):
-                vocab = min(vocab, getattr(config, key))
+                vocab = min(vocab, vars(config).get(key))
         elif _is_counts(value):
             lowered = key.lower()
             if _LIST_DEPTHS.match(lowered):
@@ -95,10 +95,10 @@ def _shrunk(key: str, value: int) -> int:
 def _tied_sizes_follow(config, before: dict) -> None:
     """A size the rule does not name that equals a width it cut (a bottleneck as wide as the
     embedding) is cut with it: equal sizes are most often one size used twice."""
-    cut = {before[k]: getattr(config, k) for k in before
-           if _is_count(before[k]) and getattr(config, k) != before[k] and _WIDTH_KEY.match(k)}
+    cut = {before[k]: vars(config).get(k) for k in before
+           if _is_count(before[k]) and vars(config).get(k) != before[k] and _WIDTH_KEY.match(k)}
     for key, value in before.items():
-        if (_is_count(value) and value in cut and getattr(config, key) == value
+        if (_is_count(value) and value in cut and vars(config).get(key) == value
                 and _SIZE_KEY.match(key) and not _NOT_A_WIDTH.match(key)):
             setattr(config, key, cut[value])
 
@@ -108,7 +108,7 @@ def _kv_heads_in_proportion(config, before: dict, heads_before: dict) -> None:
                   if k in heads_before), None)
     for key, value in before.items():
         if _is_count(value) and re.match(_RULES[0][0], key.lower()) and heads:
-            old_heads, new_heads = heads_before[heads], getattr(config, heads)
+            old_heads, new_heads = heads_before[heads], vars(config).get(heads)
             setattr(config, key, max(1, value * new_heads // old_heads))
 
 
