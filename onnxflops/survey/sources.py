@@ -202,13 +202,16 @@ def _transformers_inputs(model, config) -> dict:
         inputs[main] = _image(1, bins, 2 * getattr(config, "max_source_positions", 50))
     elif main == "input_values":
         inputs[main] = _image(1, 16000)
-    elif main != "pixel_values":
+    elif not main.startswith("pixel_values"):
         inputs[main] = _ids(1, TOKENS, high=vocab)
-    if main == "pixel_values" or ("pixel_values" in takes and hasattr(config, "vision_config")):
+    pixels = main if main.startswith("pixel_values") else "pixel_values"
+    if pixels == main or ("pixel_values" in takes and hasattr(config, "vision_config")):
         vision = getattr(config, "vision_config", None) or config
         side = getattr(vision, "image_size", IMAGE)
         side = side if isinstance(side, (list, tuple)) else (side, side)
-        inputs["pixel_values"] = _image(1, getattr(vision, "num_channels", 3), *side)
+        frames = getattr(vision, "num_frames", None)  # a video model: frames before channels
+        inputs[pixels] = _image(1, *([frames] if frames else []),
+                                        getattr(vision, "num_channels", 3), *side)
     if getattr(config, "is_encoder_decoder", False) and "decoder_input_ids" in takes:
         inputs["decoder_input_ids"] = _ids(1, TOKENS, high=vocab)
     return inputs
