@@ -201,7 +201,8 @@ def _transformers_inputs(model, config) -> dict:
         bins = getattr(config, "num_mel_bins", None) or getattr(config, "feature_size", 80)
         inputs[main] = _image(1, bins, 2 * getattr(config, "max_source_positions", 50))
     elif main == "input_values":
-        inputs[main] = _image(1, 16000)
+        channels = getattr(config, "audio_channels", None)  # a codec's waveform has channels
+        inputs[main] = _image(1, *([channels] if channels else []), 16000)
     elif not main.startswith("pixel_values"):
         inputs[main] = _ids(1, TOKENS, high=vocab)
     pixels = main if main.startswith("pixel_values") else "pixel_values"
