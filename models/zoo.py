@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from onnxflops.converters.common import torchvision_importable
-from onnxflops.survey.oracle import keras_params, torch_oracle
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -40,6 +39,8 @@ def oracle(model: ZooModel, built=None, inputs=None) -> tuple[int | None, int]:
 
     Keras params are its trainable weights: its non-trainable ones (BatchNorm statistics, a
     Normalization layer's mean and variance) are what torch calls buffers."""
+    from onnxflops.survey.oracle import keras_params, torch_oracle
+
     built = model.build() if built is None else built
     inputs = model.inputs() if inputs is None else inputs
     if model.framework == "keras":

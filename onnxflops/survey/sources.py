@@ -88,13 +88,19 @@ def parse(spec: str) -> tuple[str, str, str | None]:
 
 # torchvision ---------------------------------------------------------------------------------
 
+def _torchvision_importable() -> None:
+    """The converters' workaround for a torchvision built for another torch, where this version of
+    them has one (timm and transformers import torchvision too)."""
+    from onnxflops.converters import common
+
+    getattr(common, "torchvision_importable", lambda: None)()
+
+
 _TORCHVISION_KINDS = ("", "detection", "segmentation", "video", "optical_flow")
 
 
 def _torchvision():
-    from onnxflops.converters.common import torchvision_importable
-
-    torchvision_importable()
+    _torchvision_importable()
     import torchvision
 
     return torchvision
@@ -143,9 +149,7 @@ def _torchvision_crop(name: str) -> int | None:
 # timm ----------------------------------------------------------------------------------------
 
 def _timm():
-    from onnxflops.converters.common import torchvision_importable
-
-    torchvision_importable()
+    _torchvision_importable()
     import timm
 
     return timm
