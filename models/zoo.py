@@ -10,7 +10,6 @@ Importing this module imports no framework.
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field
 from typing import Callable
@@ -38,21 +37,13 @@ def oracle(model: ZooModel, built=None, inputs=None) -> tuple[int | None, int]:
 
     Keras params are its trainable weights: its non-trainable ones (BatchNorm statistics, a
     Normalization layer's mean and variance) are what torch calls buffers."""
+    from onnxflops.survey.oracle import keras_params, torch_oracle
+
     built = model.build() if built is None else built
     inputs = model.inputs() if inputs is None else inputs
     if model.framework == "keras":
-        return None, sum(math.prod(w.shape) for w in built.trainable_weights
-                         if not any(part in w.path for part in model.unread))
-    import torch
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    from torch.utils.flop_counter import FlopCounterMode
-
-    built.eval()
-    # Grad on: torch's fused inference fast paths would hide matmuls from the counter.
-    with torch.enable_grad(), sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as c:
-        built(**inputs)
-    return c.get_total_flops() // 2, sum(p.numel() for name, p in built.named_parameters()
-                                         if not any(part in name for part in model.unread))
+        return None, keras_params(built, model.unread)
+    return torch_oracle(built, kwargs=inputs, unread=model.unread)
 
 
 def _ids(*shape, high: int = VOCAB):

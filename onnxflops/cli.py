@@ -12,7 +12,7 @@ import warnings
 
 from onnxflops.errors import OnnxFlopsError, UncostedWarning, first_line
 
-COMMANDS = ("count", "convert", "compare", "ops", "profile", "report", "llm")
+COMMANDS = ("count", "convert", "compare", "ops", "profile", "report", "llm", "survey")
 # Exit codes: 0 counted; 1 counted, some nodes uncosted (or compare: the counts differ); 2 bad
 # input, said in one line; 3 a bug in onnxflops, said in one line (the traceback with --debug).
 EXIT_BAD_INPUT, EXIT_BUG = 2, 3

@@ -6,21 +6,13 @@ import sympy
 
 import onnxflops
 from onnxflops.report.tables import BACKWARD, SUMMED
+from onnxflops.survey import oracle as survey_oracle
 
 
 def flop_counter_flops(module, *inputs) -> int:
-    """What torch.utils.flop_counter.FlopCounterMode counts for one forward pass.
-
-    Grad is enabled so torch's fused inference fast paths do not hide matmuls, and attention runs
-    on the math backend: FlopCounterMode has no formula for the CPU flash-attention kernel.
-    """
-    import torch
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    from torch.utils.flop_counter import FlopCounterMode
-
-    with torch.enable_grad(), sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as c:
-        module(*inputs)
-    return c.get_total_flops()
+    """What torch.utils.flop_counter.FlopCounterMode counts for one forward pass (the survey's
+    oracle: grad on, attention on the math backend)."""
+    return survey_oracle.flop_counter_flops(module, inputs)
 
 
 def substituted(report: onnxflops.Report, values: dict) -> dict:

@@ -1,0 +1,96 @@
+"""A survey row: its columns, and the verdict that holds our count against the oracle's.
+
+Verdicts: `exact` (MACs equal the oracle's, params + unused_params equal its params, nothing left
+uncosted); `differs` (counted, but one of those fails: the reason says which and by how much);
+`not counted` (our conversion or count failed); `oracle failed` (the framework's own check failed
+or there is none, as for an .onnx file); `not built` (the registry's builder or config fails, or
+the model's own forward pass fails on its inputs, so that neither the oracle nor the count runs).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+COLUMNS = ("model", "input", "macs", "flops", "params", "unused_params", "foldable_macs",
+           "buffers", "bytes", "oracle_macs", "oracle_params", "verdict", "reason", "seconds",
+           "peak_mb")
+NUMERIC = ("macs", "flops", "params", "unused_params", "foldable_macs", "buffers", "bytes",
+           "oracle_macs", "oracle_params")
+VERDICTS = ("exact", "differs", "not counted", "oracle failed", "not built")
+
+
+def blank_row(model: str) -> dict:
+    return {**dict.fromkeys(COLUMNS), "model": model, "input": "", "reason": ""}
+
+
+def judge(row: dict, uncosted: str = "", failures: dict[str, str] | None = None,
+          bound: str = "") -> dict:
+    """`row` with its verdict and reason set.
+
+    `uncosted`: a summary of the nodes the count left uncosted ('' when none); `failures`: the
+    error message of each stage (build, count, oracle) that failed; `bound`: a note that some
+    nodes were counted at an upper bound, added to the reason of a row that is not exact.
+    """
+    failures = failures or {}
+    row = dict(row)
+    if "build" in failures:
+        row.update(verdict="not built", reason=failures["build"])
+        return row
+    if "count" in failures:
+        if "oracle" in failures:  # the framework cannot run it either: the model, not the count
+            row.update(verdict="not built", reason=f"its forward fails: {failures['oracle']}; "
+                                                   f"count: {failures['count']}")
+        else:
+            row.update(verdict="not counted", reason=failures["count"])
+        return row
+    problems = []
+    if "oracle" in failures:
+        problems.append(f"oracle: {failures['oracle']}")
+    else:
+        if row["macs"] != row["oracle_macs"]:
+            problems.append(f"MACs {_difference(row['macs'], row['oracle_macs'])}")
+        ours = (row["params"] or 0) + (row["unused_params"] or 0)
+        if ours != row["oracle_params"]:
+            problems.append(f"params {_difference(ours, row['oracle_params'])}")
+    if uncosted:
+        problems.append(uncosted)
+    verdict = "oracle failed" if "oracle" in failures else "differs" if problems else "exact"
+    if problems and bound:
+        problems.append(bound)
+    row.update(verdict=verdict, reason="; ".join(problems))
+    return row
+
+
+def _difference(ours: int, theirs: int) -> str:
+    if not theirs:
+        return f"{ours - theirs:+,} (oracle {theirs:,})"
+    return f"{ours - theirs:+,} ({(ours - theirs) / theirs:+.2%})"
+
+
+def totals(rows: list[dict]) -> dict[str, int]:
+    """How many rows have each verdict, every verdict listed."""
+    counts = Counter(r["verdict"] for r in rows)
+    return {v: counts.get(v, 0) for v in VERDICTS}
+
+
+_NUMBER = re.compile(r"(?<![\w.])([-+]?)\d[\d,._]*(%?)")
+# The names of a row's own model, nodes and values; an op's name stays (it is the failure's class).
+_QUOTED = re.compile(r"\b(model|of|node|input|output|value|tensor) '[^']*'")
+
+
+def reason_class(reason: str) -> str:
+    """A reason with its numbers and quoted names taken out, so that rows failing alike share one
+    class: its uncosted nodes where it has some (what to fix first), else its first problem.
+    Signs stay: MACs short (-N) and over (+N) are different failures."""
+    parts = reason.split("; ")
+    first = next((p for p in parts if "uncosted" in p), parts[0]).split(": ")
+    first = ": ".join(first[:3]) if "uncosted" in first[0] else ": ".join(first)
+    return _NUMBER.sub(r"\1N\2", _QUOTED.sub(r"\1 '…'", first))[:140]
+
+
+def top_reasons(rows: list[dict], n: int = 15) -> list[tuple[str, str, int]]:
+    """(verdict, reason class, rows) for the most common failures, most rows first."""
+    counts = Counter((r["verdict"], reason_class(r["reason"] or "")) for r in rows
+                     if r["verdict"] != "exact")
+    return [(v, reason, k) for (v, reason), k in counts.most_common(n)]

@@ -1,0 +1,131 @@
+"""Each survey row in a process of its own, under a memory and a time cap, so that no model can
+end the survey; rows run on a local pool of such processes, or as Ray tasks on a cluster.
+
+The pool is concurrent.futures' (threads, each waiting on its row's process); Ray schedules its
+own tasks. A process started with `spawn` imports only what the row needs.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from onnxflops.errors import OnnxFlopsError
+from onnxflops.survey.rows import blank_row, judge
+from onnxflops.survey.sources import Task
+
+
+@dataclass(frozen=True)
+class Caps:
+    memory_gb: float = 6.0  # the address space a row's process may take (RLIMIT_AS)
+    timeout: float = 600.0  # seconds a row's process may run
+    threads: int = 1  # torch's intra-op threads in a row's process
+
+
+def run_isolated(task: Task, caps: Caps) -> dict:
+    """The row of `task`, made in a new process; a row saying why where the process failed."""
+    context = multiprocessing.get_context("spawn")
+    receive, send = context.Pipe(duplex=False)
+    process = context.Process(target=_child, args=(task, caps, send), name=f"survey {task.label}")
+    process.start()
+    send.close()
+    stage, row = "build", None
+    deadline = time.monotonic() + caps.timeout
+    try:
+        while row is None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not receive.poll(left):
+                break
+            try:
+                kind, value = receive.recv()
+            except EOFError:  # the process died
+                break
+            if kind == "stage":
+                stage = value
+            else:
+                row = value
+    finally:
+        if row is None and process.is_alive():
+            process.kill()
+        process.join()
+        receive.close()
+    if row is None:
+        if process.exitcode in (None, -9) and time.monotonic() >= deadline:
+            why = f"timed out after {caps.timeout:g} s"
+        elif process.exitcode == -9:
+            why = f"killed (out of memory beyond {caps.memory_gb:g} GB?)"
+        else:
+            why = f"the process died (exit code {process.exitcode})"
+        row = judge(blank_row(task.label), "", {stage: f"{why} in its {stage} stage"})
+    return row
+
+
+def _child(task: Task, caps: Caps, send) -> None:
+    """A row's process: caps set before anything large is imported, the row sent back."""
+    import resource
+
+    limit = int(caps.memory_gb * 1024 ** 3)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = str(caps.threads)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    _quiet()
+    from onnxflops.survey.measure import failure, measure, peak_mb
+
+    stage = ["build"]
+
+    def told(name: str) -> None:
+        stage[0] = name
+        send.send(("stage", name))
+
+    try:
+        row = measure(task, caps.memory_gb, told)
+    except BaseException as e:  # noqa: BLE001 - anything at all becomes the row's reason
+        row = judge(blank_row(task.label), "", {stage[0]: failure(e)})
+        row["peak_mb"] = peak_mb()
+    send.send(("row", row))
+    send.close()
+
+
+def _quiet() -> None:
+    """What models and exporters print goes nowhere: the survey's output is its rows."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        os.dup2(devnull, fd)
+
+
+def run_local(tasks: Iterable[Task], caps: Caps, jobs: int, finished: Callable[[dict], None]):
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(run_isolated, task, caps) for task in tasks]
+        for future in as_completed(futures):
+            finished(future.result())
+
+
+def run_ray(tasks: Iterable[Task], caps: Caps, address: str, jobs: int,
+            finished: Callable[[dict], None]):
+    """The same rows as Ray tasks: `address` 'auto' starts a local Ray instance of `jobs` CPUs,
+    any other is a cluster's address."""
+    try:
+        import ray
+    except ImportError:
+        raise OnnxFlopsError("--ray needs Ray: pip install 'onnxflops[cluster]'") from None
+    local = address == "auto"
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    options = dict(num_cpus=max(1, jobs), include_dashboard=False) if local else {}
+    ray.init(address=None if local else address, log_to_driver=False, ignore_reinit_error=True,
+             runtime_env={"env_vars": {"PYTHONPATH": here}} if local else None, **options)
+    try:
+        remote = ray.remote(num_cpus=1, max_retries=0)(run_isolated)
+        pending = [remote.remote(task, caps) for task in tasks]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            finished(ray.get(done[0]))
+    finally:
+        if local:
+            ray.shutdown()

@@ -1,0 +1,120 @@
+"""One generic rule that makes any transformers config small: never a rule keyed on a model.
+
+Every width becomes WIDTH (lists of stage widths in proportion, the first WIDTH), every depth DEPTH, every head count at most HEADS (key/value heads in
+the same proportion), every feed-forward width FFN, every expert count at most EXPERTS, and the
+vocabulary at most VOCAB (token ids beyond it wrap into it). Sub-configs (text, vision, audio,
+encoder, decoder) are shrunk by the same rule, and every list as long as a depth that was cut is
+cut with it (per-layer types and sizes), and every other size equal to a width that was cut
+follows it (a bottleneck as wide as the embedding).
+"""
+
+from __future__ import annotations
+
+import re
+
+# 96 is divisible by every head count the rule leaves (1 to 4) and by 3 (vision heads of 3).
+WIDTH, DEPTH, HEADS, HEAD_DIM, FFN, VOCAB, EXPERTS, ROUTED, RANK = 96, 2, 4, 24, 192, 1000, 4, 2, 32
+
+_RULES = (  # (key pattern, new value from the old one); the first that matches applies
+    (re.compile(r".*(key_value_heads|kv_heads|num_kv_groups)$"), None),  # in proportion: below
+    (re.compile(r".*heads?$"), lambda v: min(v, HEADS)),
+    (re.compile(r"^(n_|num_)?(shared_experts|n_shared_experts)$"), lambda v: min(v, 1)),
+    (re.compile(r".*(experts_per_tok|top_?k|moe_topk|topk_group|n_group)$"),
+     lambda v: min(v, ROUTED)),
+    (re.compile(r".*experts$"), lambda v: min(v, EXPERTS)),
+    (re.compile(r".*(layers|n_layer|depth)$"), lambda v: min(v, DEPTH)),
+    (re.compile(r".*(intermediate_size|ffn_dim|d_ff|n_inner|mlp_dim|ffn_hidden_size|"
+                r"intermediate_dim|feed_forward_size)$"), lambda v: FFN),
+    (re.compile(r".*(head_dim|d_kv|kv_channels|head_size|rotary_dim)$"), lambda v: HEAD_DIM),
+    (re.compile(r".*lora_rank$"), lambda v: RANK),
+    (re.compile(r".*(hidden_size|d_model|n_embd|n_embed|embed_dim|embedding_size|hidden_dim|"
+                r"embedding_dim|d_embed|model_dim|word_embed_proj_dim)$"), lambda v: WIDTH),
+    (re.compile(r".*vocab_size$"), lambda v: min(v, VOCAB)),
+)
+_WIDTH_KEY = re.compile(r".*(size|dim|d_model|n_embd|n_embed)$")
+_SIZE_KEY = re.compile(r".*_(size|dim)$")
+_NOT_A_WIDTH = re.compile(r".*(image|patch|position|vocab|window|chunk|bucket|kernel|stride|"
+                          r"sampling|frame|mel|length|batch)")
+_TOKEN_ID = re.compile(r".*(token_id|token_index|token_ids)$")
+_LIST_WIDTHS = re.compile(r".*(hidden_sizes|embed_dims|dims|channels|conv_dim)$")
+_LIST_DEPTHS = re.compile(r".*(depths|layers)$")
+
+
+def shrink(config, seen: set | None = None):
+    """`config` (a transformers PretrainedConfig), shrunk in place and returned."""
+    seen = set() if seen is None else seen
+    if id(config) in seen:
+        return config
+    seen.add(id(config))
+    values = {k: v for k, v in vars(config).items() if not k.startswith("_")}
+    depths_cut: set[int] = set()
+    heads_before = {k: v for k, v in values.items() if k.endswith("heads") and _is_count(v)}
+    vocab = VOCAB
+    for key, value in values.items():
+        if hasattr(value, "to_dict") and hasattr(value, "model_type"):
+            shrink(value, seen)
+        elif isinstance(value, dict) and value and all(hasattr(v, "to_dict") for v in value.values()):
+            for sub in value.values():
+                shrink(sub, seen)
+        elif _is_count(value):
+            new = _shrunk(key.lower(), value)
+            if new != value:
+                setattr(config, key, new)
+                if _LIST_DEPTHS.match(key.lower()) or key.lower().endswith(("n_layer", "depth")):
+                    depths_cut.add(value)
+            if key.lower().endswith("vocab_size"):
+                vocab = min(vocab, vars(config).get(key))
+        elif _is_counts(value):
+            lowered = key.lower()
+            if _LIST_DEPTHS.match(lowered):
+                setattr(config, key, [min(v, 1) for v in value])
+            elif _LIST_WIDTHS.match(lowered) and value[0] > WIDTH:
+                # stage widths keep their ratios, the first becoming WIDTH
+                setattr(config, key, [max(1, v * WIDTH // value[0]) for v in value])
+            elif lowered.endswith("heads"):
+                setattr(config, key, [min(v, HEADS) for v in value])
+    _kv_heads_in_proportion(config, values, heads_before)
+    _tied_sizes_follow(config, values)
+    for key, value in vars(config).items():
+        if isinstance(value, list) and len(value) in depths_cut and not _TOKEN_ID.match(key):
+            setattr(config, key, value[:DEPTH])
+        elif _TOKEN_ID.match(key.lower()) and _is_count(value) and value >= vocab:
+            setattr(config, key, value % vocab)
+        elif _TOKEN_ID.match(key.lower()) and _is_counts(value):
+            setattr(config, key, [v % vocab for v in value])
+    return config
+
+
+def _shrunk(key: str, value: int) -> int:
+    for pattern, rule in _RULES:
+        if pattern.match(key):
+            return value if rule is None else rule(value)
+    return value
+
+
+def _tied_sizes_follow(config, before: dict) -> None:
+    """A size the rule does not name that equals a width it cut (a bottleneck as wide as the
+    embedding) is cut with it: equal sizes are most often one size used twice."""
+    cut = {before[k]: vars(config).get(k) for k in before
+           if _is_count(before[k]) and vars(config).get(k) != before[k] and _WIDTH_KEY.match(k)}
+    for key, value in before.items():
+        if (_is_count(value) and value in cut and vars(config).get(key) == value
+                and _SIZE_KEY.match(key) and not _NOT_A_WIDTH.match(key)):
+            setattr(config, key, cut[value])
+
+
+def _kv_heads_in_proportion(config, before: dict, heads_before: dict) -> None:
+    heads = next((k for k in ("num_attention_heads", "n_head", "num_heads", "encoder_attention_heads")
+                  if k in heads_before), None)
+    for key, value in before.items():
+        if _is_count(value) and re.match(_RULES[0][0], key.lower()) and heads:
+            old_heads, new_heads = heads_before[heads], vars(config).get(heads)
+            setattr(config, key, max(1, value * new_heads // old_heads))
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _is_counts(value) -> bool:
+    return isinstance(value, (list, tuple)) and bool(value) and all(_is_count(v) for v in value)

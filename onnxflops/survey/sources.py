@@ -1,0 +1,264 @@
+"""What a survey can run over: registries of models (torchvision, timm, transformers), a user's own
+factory specs, and folders of .onnx files.
+
+A `Source` names its models without building any, and builds one by name, in the process that
+counts it; frameworks are imported only then. Adding a registry is one entry in `SOURCES`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from onnxflops.errors import OnnxFlopsError
+
+TOKENS = 16  # the sequence length text models are surveyed at
+IMAGE = 224
+FRAMES = 16
+
+
+@dataclass
+class Subject:
+    """A built model and how it is called: `model(*args, **kwargs)`."""
+
+    model: object  # a torch nn.Module, a keras.Model, or an .onnx path
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    unread: tuple[str, ...] = ()  # parts of parameter names the forward never reads
+
+
+@dataclass(frozen=True)
+class Source:
+    """`names(argument)`: every model's name; `build(task)`: one built on the CPU.
+
+    `argument` is what follows the source in a SOURCE spec that is not a pattern: a folder, a
+    factory spec (empty for a registry).
+    """
+
+    names: Callable[[str], list[str]]
+    build: Callable[["Task"], Subject]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One row to make: the model `name` of source `source` (`argument` as Source says)."""
+
+    source: str
+    argument: str
+    name: str
+    shapes: tuple = ()  # (input name, dims) pairs, for sources that do not know their inputs
+
+    @property
+    def label(self) -> str:
+        return self.name if self.source in ("onnx", "factory") else f"{self.source}:{self.name}"
+
+
+def tasks(specs: list[str], shapes: dict | None = None) -> list[Task]:
+    """The rows SOURCE[:PATTERN] specs ask for, in order, each once; `shapes` (input name →
+    dims) for the models of sources that do not know their inputs (factories)."""
+    given = tuple((k, tuple(v)) for k, v in (shapes or {}).items())
+    found: dict[str, Task] = {}
+    for spec in specs:
+        source, argument, pattern = parse(spec)
+        for name in SOURCES[source].names(argument):
+            if pattern is None or fnmatch.fnmatchcase(name, pattern):
+                task = Task(source, argument, name, given)
+                found.setdefault(task.label, task)
+    return list(found.values())
+
+
+def parse(spec: str) -> tuple[str, str, str | None]:
+    """(source, argument, pattern) of a SOURCE[:PATTERN] spec."""
+    head, _, pattern = spec.partition(":")
+    if head in REGISTRIES:
+        return head, "", pattern or None
+    if Path(spec).is_dir():
+        return "onnx", spec, None
+    if Path(head).is_dir():
+        return "onnx", head, pattern or None
+    from onnxflops.converters import needs_conversion  # imports no framework by itself
+
+    if needs_conversion(spec) and not Path(spec).exists():
+        return "factory", spec, None
+    raise OnnxFlopsError(f"survey source '{spec}': name a registry ({', '.join(REGISTRIES)}), a "
+                         "folder of .onnx files, or a package.module:factory spec")
+
+
+# torchvision ---------------------------------------------------------------------------------
+
+def _torchvision_importable() -> None:
+    """The converters' workaround for a torchvision built for another torch, where this version of
+    them has one (timm and transformers import torchvision too)."""
+    from onnxflops.converters import common
+
+    getattr(common, "torchvision_importable", lambda: None)()
+
+
+_TORCHVISION_KINDS = ("", "detection", "segmentation", "video", "optical_flow")
+
+
+def _torchvision():
+    _torchvision_importable()
+    import torchvision
+
+    return torchvision
+
+
+def _torchvision_kind(name: str) -> str:
+    tv = _torchvision()
+    for kind in _TORCHVISION_KINDS:
+        module = getattr(tv.models, kind) if kind else tv.models
+        if name in tv.models.list_models(module=module):
+            return kind
+    raise OnnxFlopsError(f"torchvision has no model '{name}'")
+
+
+def _torchvision_names(_argument: str) -> list[str]:
+    tv = _torchvision()
+    return [name for kind in _TORCHVISION_KINDS
+            for name in tv.models.list_models(module=getattr(tv.models, kind) if kind else tv.models)]
+
+
+def _torchvision_build(task: Task) -> Subject:
+    name = task.name
+    kind = _torchvision_kind(name)
+    # Nothing downloaded: a detector's or segmenter's backbone is random too.
+    backbone = {"weights_backbone": None} if kind in ("detection", "segmentation") else {}
+    model = _torchvision().models.get_model(name, weights=None, **backbone)
+    if kind == "detection":  # a list of images, each at its own size
+        return Subject(model, ([_image(3, IMAGE, IMAGE)],))
+    if kind == "optical_flow":  # two frames, sides divisible by 8
+        return Subject(model, (_image(1, 3, 128, 128), _image(1, 3, 128, 128)))
+    if kind == "video":  # the crop its weights were trained at (MViT takes no other)
+        side = _torchvision_crop(name) or 112
+        return Subject(model, (_image(1, 3, FRAMES, side, side),))
+    return Subject(model, (_image(1, 3, IMAGE, IMAGE),))
+
+
+def _torchvision_crop(name: str) -> int | None:
+    try:
+        weights = _torchvision().models.get_model_weights(name)
+        crop = list(weights)[0].transforms().crop_size
+    except Exception:  # noqa: BLE001 - a builder without weights: the default size
+        return None
+    return int(crop[0] if isinstance(crop, (list, tuple)) else crop)
+
+
+# timm ----------------------------------------------------------------------------------------
+
+def _timm():
+    _torchvision_importable()
+    import timm
+
+    return timm
+
+
+def _timm_names(_argument: str) -> list[str]:
+    return list(_timm().list_models())
+
+
+def _timm_build(task: Task) -> Subject:
+    model = _timm().create_model(task.name, pretrained=False)
+    config = getattr(model, "pretrained_cfg", None) or getattr(model, "default_cfg", {}) or {}
+    return Subject(model, (_image(1, *config.get("input_size", (3, IMAGE, IMAGE))),))
+
+
+# transformers ---------------------------------------------------------------------------------
+
+def _transformers():
+    from onnxflops.converters.common import import_transformers
+
+    transformers = import_transformers()
+    transformers.logging.set_verbosity_error()
+    return transformers
+
+
+def _transformers_names(_argument: str) -> list[str]:
+    _transformers()
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    return sorted(MODEL_MAPPING_NAMES)
+
+
+def _transformers_build(task: Task) -> Subject:
+    from onnxflops.survey.shrink import shrink
+
+    t = _transformers()
+    config = shrink(t.AutoConfig.for_model(task.name))
+    model = t.AutoModel.from_config(config)
+    return Subject(model, kwargs=_transformers_inputs(model, config))
+
+
+def _transformers_inputs(model, config) -> dict:
+    """Inputs by the model's main input (token ids, pixels, audio features or a waveform), with
+    decoder tokens for an encoder-decoder and pixels for a model that also takes an image."""
+    import inspect
+
+    main = getattr(model, "main_input_name", "input_ids")
+    takes = inspect.signature(model.forward).parameters
+    text = getattr(config, "get_text_config", lambda: config)()
+    vocab = getattr(text, "vocab_size", None) or 100
+    inputs = {}
+    if main == "input_features":
+        bins = getattr(config, "num_mel_bins", None) or getattr(config, "feature_size", 80)
+        inputs[main] = _image(1, bins, 2 * getattr(config, "max_source_positions", 50))
+    elif main == "input_values":
+        channels = getattr(config, "audio_channels", None)  # a codec's waveform has channels
+        inputs[main] = _image(1, *([channels] if channels else []), 16000)
+    elif not main.startswith("pixel_values"):
+        inputs[main] = _ids(1, TOKENS, high=vocab)
+    pixels = main if main.startswith("pixel_values") else "pixel_values"
+    if pixels == main or ("pixel_values" in takes and hasattr(config, "vision_config")):
+        vision = getattr(config, "vision_config", None) or config
+        side = getattr(vision, "image_size", IMAGE)
+        side = side if isinstance(side, (list, tuple)) else (side, side)
+        frames = getattr(vision, "num_frames", None)  # a video model: frames before channels
+        inputs[pixels] = _image(1, *([frames] if frames else []),
+                                        getattr(vision, "num_channels", 3), *side)
+    if getattr(config, "is_encoder_decoder", False) and "decoder_input_ids" in takes:
+        inputs["decoder_input_ids"] = _ids(1, TOKENS, high=vocab)
+    return inputs
+
+
+# a user's factory specs, and folders of .onnx files ----------------------------------------
+
+def _factory_build(task: Task) -> Subject:
+    from onnxflops.converters import load
+
+    if not task.shapes:
+        raise OnnxFlopsError(f"{task.argument}: give its inputs with --input NAME=DIMS")
+    return Subject(load(task.argument), kwargs={k: _image(*v) for k, v in task.shapes})
+
+
+def _onnx_names(folder: str) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in Path(folder).rglob("*.onnx"))
+
+
+def _onnx_build(task: Task) -> Subject:
+    return Subject(str(Path(task.argument) / task.name))
+
+
+REGISTRIES = ("torchvision", "timm", "transformers")
+SOURCES: dict[str, Source] = {
+    "torchvision": Source(_torchvision_names, _torchvision_build),
+    "timm": Source(_timm_names, _timm_build),
+    "transformers": Source(_transformers_names, _transformers_build),
+    "factory": Source(lambda spec: [spec], _factory_build),
+    "onnx": Source(_onnx_names, _onnx_build),
+}
+
+
+# example inputs: seeded, so that every run of a row is the same ------------------------------
+
+def _image(*shape):
+    import torch
+
+    return torch.randn(shape, generator=torch.Generator().manual_seed(0), device="cpu")
+
+
+def _ids(*shape, high: int):
+    import torch
+
+    return torch.randint(0, high, shape, generator=torch.Generator().manual_seed(0), device="cpu")

@@ -1,0 +1,117 @@
+"""Where a survey's rows are kept: appended as each model finishes, read back to resume.
+
+The durable store is a CSV file (`-o x.csv`) or JSON lines (`-o x.jsonl`); asked for JSON,
+Markdown or HTML (`-o x.json|.md|.html`), the rows are kept in JSON lines beside it (x.jsonl) and
+the file asked for is rendered from them after each row.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from html import escape
+from pathlib import Path
+
+from onnxflops.errors import OnnxFlopsError
+from onnxflops.report.render import markdown_table
+from onnxflops.survey.rows import COLUMNS, NUMERIC, top_reasons, totals
+
+STORES = (".csv", ".jsonl")
+RENDERED = (".json", ".md", ".html")
+
+
+class RowStore:
+    """The rows of one `-o` file: those already there (a rerun skips them) and those appended."""
+
+    def __init__(self, target: str | Path):
+        self.target = Path(target)
+        suffix = self.target.suffix.lower()
+        if suffix not in STORES + RENDERED:
+            raise OnnxFlopsError(f"-o {target}: write .csv, .jsonl, .json, .md or .html")
+        self.store = self.target if suffix in STORES else self.target.with_suffix(".jsonl")
+        self.rows = read_rows(self.store) if self.store.exists() else []
+
+    @property
+    def done(self) -> set[str]:
+        return {r["model"] for r in self.rows}
+
+    def append(self, row: dict) -> None:
+        self.rows.append(row)
+        if self.store.suffix.lower() == ".csv":
+            fresh = not self.store.exists() or self.store.stat().st_size == 0
+            with open(self.store, "a", newline="") as f:
+                writer = csv.DictWriter(f, COLUMNS, extrasaction="ignore", lineterminator="\n")
+                if fresh:
+                    writer.writeheader()
+                writer.writerow({k: "" if row.get(k) is None else row[k] for k in COLUMNS})
+        else:
+            with open(self.store, "a") as f:
+                f.write(json.dumps({k: row.get(k) for k in COLUMNS}) + "\n")
+        if self.target != self.store:
+            self.target.write_text(render(self.rows, self.target.suffix.lower()))
+
+
+def read_rows(path: str | Path) -> list[dict]:
+    """The rows of a store (.csv or .jsonl), numbers as numbers, missing values None."""
+    path = Path(path)
+    if path.suffix.lower() == ".jsonl":
+        lines = path.read_text().splitlines()
+        return [{**dict.fromkeys(COLUMNS), **json.loads(line)} for line in lines if line.strip()]
+    with open(path, newline="") as f:
+        return [_typed(r) for r in csv.DictReader(f)]
+
+
+def read_any(path: str | Path) -> list[dict]:
+    """Rows from a store or from a rendered file's store beside it."""
+    path = Path(path)
+    if path.suffix.lower() in RENDERED:
+        path = path.with_suffix(".jsonl")
+    if not path.exists():
+        raise OnnxFlopsError(f"{path}: no such survey file")
+    return read_rows(path)
+
+
+def _typed(raw: dict) -> dict:
+    row = {k: raw.get(k) or "" for k in COLUMNS}
+    for k in NUMERIC:
+        row[k] = int(row[k]) if row[k] != "" else None
+    for k in ("seconds", "peak_mb"):
+        row[k] = float(row[k]) if row[k] != "" else None
+    return row
+
+
+def render(rows: list[dict], suffix: str) -> str:
+    """The rows as a JSON document, a Markdown table or an HTML page."""
+    if suffix == ".json":
+        return json.dumps({"totals": totals(rows), "rows": rows}, indent=1) + "\n"
+    cells = [[_cell(r.get(k)) for k in COLUMNS] for r in rows]
+    if suffix == ".md":
+        lines = [summary_text(rows), "", *markdown_table(list(COLUMNS), cells, left=2)]
+        return "\n".join(lines) + "\n"
+    head = "".join(f"<th>{escape(c)}</th>" for c in COLUMNS)
+    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>"
+                   for row in cells)
+    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>onnxflops "
+            "survey</title><style>table{border-collapse:collapse;font:13px sans-serif}"
+            "td,th{border:1px solid #ddd;padding:2px 6px}</style></head><body>"
+            f"<pre>{escape(summary_text(rows))}</pre><table><tr>{head}</tr>{body}</table>"
+            "</body></html>\n")
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.1f}"
+    return str(value)
+
+
+def summary_text(rows: list[dict], reasons: int = 15) -> str:
+    """Totals per verdict, then the most common failure reasons (numbers and names taken out)."""
+    counts = totals(rows)
+    lines = [f"{len(rows)} models: " + ", ".join(f"{k} {v}" for k, v in counts.items())]
+    common = top_reasons(rows, reasons)
+    if common:
+        lines.append("most common reasons:")
+        lines += [f"  {n:4d}  {verdict}: {reason}" for verdict, reason, n in common]
+    return "\n".join(lines)

@@ -1,0 +1,252 @@
+"""`onnxflops survey`: verdicts, the row store (formats, resuming), sources, the config shrink
+rule, and the per-row process with its caps. Rows here are made by hand or from .onnx files and
+factories that import no framework; tests/frameworks/test_survey_models.py runs real registries."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+import types
+
+import onnx
+import pytest
+
+from helpers import model, node, weight
+from onnxflops.cli import main
+from onnxflops.errors import OnnxFlopsError
+from onnxflops.survey import RowStore, judge, read_any, survey, tasks, top_reasons, totals
+from onnxflops.survey.rows import COLUMNS, blank_row, reason_class
+from onnxflops.survey.shrink import shrink
+from onnxflops.survey.sources import parse
+
+
+def counted_row(name="timm:a", macs=100, params=10, unused=0, oracle_macs=100,
+                oracle_params=10) -> dict:
+    return {**blank_row(name), "input": "1x3x8x8", "macs": macs, "flops": 2 * macs,
+            "params": params, "unused_params": unused, "foldable_macs": 0, "buffers": 0,
+            "bytes": 40, "oracle_macs": oracle_macs, "oracle_params": oracle_params,
+            "seconds": 1.5, "peak_mb": 300.0}
+
+
+# verdicts ----------------------------------------------------------------------------------------
+
+def test_equal_macs_and_params_are_exact():
+    row = judge(counted_row())
+    assert (row["verdict"], row["reason"]) == ("exact", "")
+
+
+def test_params_the_forward_never_reads_make_up_the_difference():
+    # 10 read + 2 unread = the 12 parameters() holds
+    assert judge(counted_row(params=10, unused=2, oracle_params=12))["verdict"] == "exact"
+
+
+def test_macs_short_of_the_oracle_differ_by_the_amount_and_share():
+    row = judge(counted_row(macs=90, oracle_macs=120))
+    # 90 - 120 = -30, -30 / 120 = -25%
+    assert (row["verdict"], row["reason"]) == ("differs", "MACs -30 (-25.00%)")
+
+
+def test_uncosted_nodes_keep_a_row_from_being_exact_even_where_the_totals_agree():
+    row = judge(counted_row(), uncosted="2 nodes uncosted (Tanh): Tanh: shape unknown")
+    assert (row["verdict"], row["reason"]) == ("differs", "2 nodes uncosted (Tanh): Tanh: shape unknown")
+
+
+def test_a_row_counted_at_an_upper_bound_says_so_where_it_differs():
+    bound = "95 nodes counted at a data-dependent upper bound"
+    assert judge(counted_row(macs=130), bound=bound)["reason"] == f"MACs +30 (+30.00%); {bound}"
+    assert judge(counted_row(), bound=bound)["reason"] == ""
+
+
+def test_each_failed_stage_gives_its_verdict():
+    assert judge(blank_row("m"), failures={"build": "URLError: no network"})["verdict"] == "not built"
+    row = judge(blank_row("m"), failures={"count": "OnnxFlopsError: no export"})
+    assert (row["verdict"], row["reason"]) == ("not counted", "OnnxFlopsError: no export")
+    # the framework's own forward fails too: the model does not run on its inputs
+    row = judge(blank_row("m"), failures={"count": "OnnxFlopsError: no export",
+                                          "oracle": "ValueError: bad input"})
+    assert (row["verdict"], row["reason"]) == (
+        "not built", "its forward fails: ValueError: bad input; count: OnnxFlopsError: no export")
+    row = judge(counted_row(oracle_macs=None, oracle_params=None),
+                failures={"oracle": "LookupError: none"})
+    assert (row["verdict"], row["reason"]) == ("oracle failed", "oracle: LookupError: none")
+
+
+def test_totals_list_every_verdict_and_reasons_group_alike_failures():
+    rows = [judge(counted_row()), judge(counted_row(macs=90)), judge(counted_row(macs=7)),
+            judge(counted_row(macs=101))]
+    assert totals(rows) == {"exact": 1, "differs": 3, "not counted": 0, "oracle failed": 0,
+                            "not built": 0}
+    # the two rows short of their MACs are one class, the one over another
+    assert top_reasons(rows) == [("differs", "MACs -N (-N%)", 2), ("differs", "MACs +N (+N%)", 1)]
+
+
+def test_a_reason_class_keeps_the_op_and_drops_the_model_and_node_names():
+    assert reason_class("MACs -6,324 (-0.22%); 2 nodes uncosted (Tanh): Tanh: shape of 'tanh_3' "
+                        "is unknown (1x?x16x16)") == \
+        "N nodes uncosted (Tanh): Tanh: shape of '…' is unknown (Nx?x16x16)"
+    assert reason_class("OnnxFlopsError: PyTorch model 'Mixtral': no ONNX function for "
+                        "'transformers.grouped_mm'") == \
+        "OnnxFlopsError: PyTorch model '…': no ONNX function for 'transformers.grouped_mm'"
+
+
+# the store: formats and resuming -----------------------------------------------------------------
+
+def test_csv_rows_read_back_as_written_and_a_rerun_skips_them(tmp_path):
+    out = tmp_path / "s.csv"
+    store = RowStore(out)
+    store.append(judge(counted_row("timm:a")))
+    store.append(judge(blank_row("timm:b"), failures={"build": "URLError: x, y"}))
+    again = RowStore(out)
+    assert again.done == {"timm:a", "timm:b"}
+    assert again.rows[0] == judge(counted_row("timm:a"))
+    assert again.rows[1]["verdict"] == "not built" and again.rows[1]["macs"] is None
+    assert out.read_text().splitlines()[0] == ",".join(COLUMNS)
+
+
+@pytest.mark.parametrize("suffix", [".json", ".md", ".html"])
+def test_rendered_formats_are_rewritten_from_json_lines_beside_them(tmp_path, suffix):
+    out = tmp_path / f"s{suffix}"
+    store = RowStore(out)
+    store.append(judge(counted_row("timm:a")))
+    store.append(judge(counted_row("timm:<b>", macs=1)))
+    assert [r["model"] for r in read_any(out)] == ["timm:a", "timm:<b>"]
+    assert RowStore(out).done == {"timm:a", "timm:<b>"}
+    text = out.read_text()
+    if suffix == ".json":
+        document = json.loads(text)
+        assert document["totals"]["exact"] == 1 and len(document["rows"]) == 2
+    elif suffix == ".md":
+        assert "2 models: exact 1, differs 1" in text and "| timm:a | 1x3x8x8 | 100 |" in text
+    else:
+        assert "timm:&lt;b&gt;" in text and "<th>oracle_macs</th>" in text
+
+
+def test_an_unknown_output_suffix_is_refused(tmp_path):
+    with pytest.raises(OnnxFlopsError, match="write .csv"):
+        RowStore(tmp_path / "s.xlsx")
+
+
+def test_summary_prints_the_totals_of_a_file(tmp_path, capsys):
+    out = tmp_path / "s.csv"
+    RowStore(out).append(judge(counted_row()))
+    RowStore(out).append(judge(counted_row("timm:b", macs=1)))
+    assert main(["survey", "--summary", str(out)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "| table | models | exact | differs | not counted | oracle failed | not built |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+        f"| {out} | 2 | 1 | 1 | 0 | 0 | 0 |",
+        "", f"{out}, most common reasons:", "- 1 differs: MACs -N (-N%)"]
+
+
+# sources -----------------------------------------------------------------------------------------
+
+def _matmul_file(path, k: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model([node("MatMul", ["x", "w"], ["y"])], {"x": [1, k]}, [weight("w", [k, 4])]),
+              path)
+
+
+def test_a_folder_source_lists_its_onnx_files_and_a_pattern_filters_them(tmp_path):
+    _matmul_file(tmp_path / "a.onnx", 3)
+    _matmul_file(tmp_path / "sub" / "b.onnx", 3)
+    assert [t.name for t in tasks([str(tmp_path)])] == ["a.onnx", "sub/b.onnx"]
+    assert [t.name for t in tasks([f"{tmp_path}:sub/*"])] == ["sub/b.onnx"]
+
+
+def test_sources_are_registries_folders_or_factories():
+    assert parse("timm:resnet*") == ("timm", "", "resnet*")
+    assert parse("torchvision") == ("torchvision", "", None)
+    assert parse("mypackage.models:build") == ("factory", "mypackage.models:build", None)
+    with pytest.raises(OnnxFlopsError, match="name a registry"):
+        parse("no-such-thing")
+
+
+# the generic config shrink rule ------------------------------------------------------------------
+
+class Config(types.SimpleNamespace):
+    model_type = "fake"
+
+    def to_dict(self):
+        return dict(vars(self))
+
+
+def test_one_rule_shrinks_widths_depths_heads_and_vocabulary_of_any_config():
+    vision = Config(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, image_size=224,
+                    hidden_sizes=[256, 512, 1024, 2048], rotary_dim=64)
+    config = Config(hidden_size=4096, num_hidden_layers=32, num_attention_heads=32,
+                    num_key_value_heads=8, intermediate_size=14336, vocab_size=128256,
+                    layer_types=["full"] * 32, pad_token_id=128004, num_local_experts=8,
+                    num_experts_per_tok=2, rope_theta=500000.0, vision_config=vision)
+    shrink(config)
+    # heads 32 → 4, key/value heads in proportion: 8 · 4 / 32 = 1; the per-layer list is cut with
+    # the depth; token id 128004 wraps into the 1000 tokens left: 128004 % 1000 = 4
+    assert vars(config) | {"vision_config": None} == {
+        "hidden_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 1, "intermediate_size": 192, "vocab_size": 1000,
+        "layer_types": ["full", "full"], "pad_token_id": 4, "num_local_experts": 4,
+        "num_experts_per_tok": 2, "rope_theta": 500000.0, "vision_config": None}
+    # stage widths in proportion, the first 96: 512 · 96 / 256 = 192, ...; rotary dims are head dims
+    assert vars(vision) == {"hidden_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
+                            "image_size": 224, "hidden_sizes": [96, 192, 384, 768],
+                            "rotary_dim": 24}
+
+
+def test_a_size_equal_to_a_width_that_was_cut_follows_it():
+    # MobileBERT's bottleneck is as wide as its embedding (128): both become 96; a patch of 16
+    # and a position table of 512 (the old hidden width) are not widths and stay
+    config = shrink(Config(hidden_size=512, embedding_size=128, intra_bottleneck_size=128,
+                           patch_size=16, max_position_embeddings=512, classifier_proj_size=77))
+    assert vars(config) == {"hidden_size": 96, "embedding_size": 96, "intra_bottleneck_size": 96,
+                            "patch_size": 16, "max_position_embeddings": 512,
+                            "classifier_proj_size": 77}
+
+
+# one process per row, under its caps -------------------------------------------------------------
+
+def test_a_folder_of_onnx_files_is_counted_each_in_its_own_process(tmp_path):
+    _matmul_file(tmp_path / "m" / "a.onnx", 3)
+    rows = survey([str(tmp_path / "m")], tmp_path / "s.csv", progress=False)
+    # [1,3] @ [3,4]: 1·3·4 = 12 MACs; the weight's 12 params
+    assert (rows[0]["macs"], rows[0]["params"]) == (12, 12)
+    assert rows[0]["verdict"] == "oracle failed"
+    assert "no framework oracle" in rows[0]["reason"] and rows[0]["peak_mb"] > 0
+    # a rerun with the same file counts nothing again
+    assert survey([str(tmp_path / "m")], tmp_path / "s.csv", progress=False) == rows
+    assert len((tmp_path / "s.csv").read_text().splitlines()) == 2
+
+
+FACTORIES = """
+import time
+
+def sleeps():
+    time.sleep(60)
+
+def hoards():
+    return bytearray(8 * 1024 ** 3)
+
+def exits():
+    import os
+    os._exit(7)
+"""
+
+
+def test_models_past_their_caps_are_rows_and_the_survey_goes_on(tmp_path, monkeypatch):
+    (tmp_path / "survey_factories.py").write_text(textwrap.dedent(FACTORIES))
+    monkeypatch.chdir(tmp_path)
+    specs = ["survey_factories:sleeps", "survey_factories:hoards", "survey_factories:exits"]
+    rows = survey(specs, memory_gb=2, timeout=5, inputs={"x": (1, 3)}, jobs=3, progress=False)
+    assert {r["model"]: f"{r['verdict']}: {r['reason']}"[:60] for r in rows} == {
+        "survey_factories:sleeps": "not built: timed out after 5 s in its build stage",
+        "survey_factories:hoards": "not built: out of memory (survey_factories:hoards: the facto",
+        "survey_factories:exits": "not built: the process died (exit code 7) in its build stage"}
+    assert "survey_factories" not in sys.modules
+
+
+def test_the_command_refuses_bad_input_in_one_line(tmp_path, capsys):
+    assert main(["survey"]) == 2
+    assert main(["survey", "timm", "-o", str(tmp_path / "no" / "s.csv")]) == 2
+    assert main(["survey", "timm", "--jobs", "0"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split(":")[2].strip() for line in err] == [
+        "survey", "-o " + str(tmp_path / "no" / "s.csv"), "survey"]
