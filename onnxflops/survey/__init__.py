@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from onnxflops.errors import OnnxFlopsError
-from onnxflops.report.render import markdown_table
+from onnxflops.formats import markdown_table
 
 from onnxflops.survey.rows import COLUMNS, VERDICTS, judge, top_reasons, totals
 from onnxflops.survey.run import Caps, run_local, run_ray

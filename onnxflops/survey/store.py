@@ -13,7 +13,7 @@ from html import escape
 from pathlib import Path
 
 from onnxflops.errors import OnnxFlopsError
-from onnxflops.report.render import markdown_table
+from onnxflops.formats import markdown_table
 from onnxflops.survey.rows import COLUMNS, NUMERIC, top_reasons, totals
 
 STORES = (".csv", ".jsonl")
