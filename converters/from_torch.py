@@ -186,7 +186,7 @@ def load_exported_program(path, *, unsafe: bool = False):
     if not unsafe:
         os.environ[_WEIGHTS_ONLY] = "1"
     try:
-        with _torch_logs_silenced():  # it logs the error it raises: said here once, in one line
+        with framework_logging_silenced():  # it logs the error it raises: said here once, in one line
             return torch.export.load(str(path))
     except Exception as e:  # a corrupt or unsafe archive raises zipfile, pickle or runtime errors
         # --unsafe helps only where the weights-only unpickler refused something.
