@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from onnxflops.errors import OnnxFlopsError
 from onnxflops.formats import markdown_table
 
 from onnxflops.survey.rows import COLUMNS, VERDICTS, judge, top_reasons, totals
@@ -39,12 +38,7 @@ def survey(sources: list[str] | str, output: str | Path | None = None, *, jobs: 
             {t.label for t in todo}]
     todo = [t for t in todo if t.label not in done]
     caps = Caps(memory_gb, timeout, threads=1 if jobs > 1 else 2)
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        raise OnnxFlopsError("a survey needs tqdm: pip install 'onnxflops[survey]'") from None
-
-    with tqdm(total=len(todo), unit="model", disable=not progress, desc="survey") as bar:
+    with _bar(len(todo), progress) as bar:
         def finished(row: dict) -> None:
             rows.append(row)
             if store is not None:
@@ -57,6 +51,33 @@ def survey(sources: list[str] | str, output: str | Path | None = None, *, jobs: 
         else:
             run_local(todo, caps, jobs, finished)
     return rows
+
+
+class _NoBar:
+    """What the survey calls on a bar, doing nothing: without tqdm (it comes with the framework
+    extras), or with progress off, rows are counted all the same."""
+
+    def __enter__(self) -> "_NoBar":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def set_postfix_str(self, *args, **kwargs) -> None:
+        return None
+
+    def update(self, *args) -> None:
+        return None
+
+
+def _bar(total: int, progress: bool):
+    if not progress:
+        return _NoBar()
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return _NoBar()
+    return tqdm(total=total, unit="model", desc="survey")
 
 
 def summary(path: str | Path) -> str:
