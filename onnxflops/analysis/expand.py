@@ -109,14 +109,7 @@ def expansion_model(node: onnx.NodeProto, opset: int, inputs: list[TensorInfo | 
     call.CopyFrom(node)
     call.domain = domain
     call.ClearField("name")
-    graph_inputs = [onnx.helper.make_value_info(name, _type_proto(info))
-                    for name, info, value in zip(node.input, inputs, values)
-                    if name and info is not None and value is None]
-    constants = [numpy_helper.from_array(value, name)
-                 for name, value in zip(node.input, values) if name and value is not None]
-    graph_outputs = [onnx.helper.make_value_info(name, onnx.TypeProto())
-                     for name in node.output if name]
-    graph = onnx.helper.make_graph([call], "expansion", graph_inputs, graph_outputs, constants)
+    graph = _one_node_graph(call, "expansion", inputs, values)
     model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid(domain, opset)])
     schema = _schema_or_none(node.op_type, domain, opset)
     if schema is None or not _has_body(schema):
@@ -141,15 +134,7 @@ def local_function_model(node: onnx.NodeProto, inputs: list[TensorInfo | None],
     # make one body model, which analysis then meets once (analyzed_function_body).
     call.input[:] = [f"input{i}" if name else "" for i, name in enumerate(node.input)]
     call.output[:] = [f"output{i}" if name else "" for i, name in enumerate(node.output)]
-    graph_inputs = [onnx.helper.make_value_info(name, _type_proto(info))
-                    for name, info, value in zip(call.input, inputs, values)
-                    if name and info is not None and value is None]
-    constants = [numpy_helper.from_array(value, name)
-                 for name, value in zip(call.input, values) if name and value is not None]
-    graph_outputs = [onnx.helper.make_value_info(name, onnx.TypeProto())
-                     for name in call.output if name]
-    graph = onnx.helper.make_graph([call], f"function '{node.op_type}'", graph_inputs,
-                                   graph_outputs, constants)
+    graph = _one_node_graph(call, f"function '{node.op_type}'", inputs, values)
     callee = (node.domain, node.op_type)
     reachable = _reachable_functions(model, callee)
     body = onnx.helper.make_model(graph, opset_imports=model.opset_import,
@@ -165,6 +150,20 @@ def local_function_model(node: onnx.NodeProto, inputs: list[TensorInfo | None],
     del inlined.functions[:]
     inlined.functions.extend(f for f in reachable if (f.domain, f.name) != callee)
     return inlined
+
+
+def _one_node_graph(call: onnx.NodeProto, name: str, inputs: list[TensorInfo | None],
+                    values: list[np.ndarray | None]) -> onnx.GraphProto:
+    """A graph of the one node `call`: its inputs typed as given, those with a known value
+    constants, its outputs untyped (inference types them)."""
+    graph_inputs = [onnx.helper.make_value_info(i, _type_proto(info))
+                    for i, info, value in zip(call.input, inputs, values)
+                    if i and info is not None and value is None]
+    constants = [numpy_helper.from_array(value, i)
+                 for i, value in zip(call.input, values) if i and value is not None]
+    graph_outputs = [onnx.helper.make_value_info(o, onnx.TypeProto())
+                     for o in call.output if o]
+    return onnx.helper.make_graph([call], name, graph_inputs, graph_outputs, constants)
 
 
 def _reachable_functions(model: onnx.ModelProto, start: tuple[str, str]) -> list[onnx.FunctionProto]:
