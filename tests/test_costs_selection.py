@@ -87,10 +87,12 @@ def test_tf_idf_vectorizer():
 @pytest.mark.parametrize("dtype, expected", [(INT64, (0, 3, 5 + 1)), (FLOAT, (0, 3 + 5 + 1, 0))])
 def test_range_costs_its_body(dtype, expected):
     # Range(0, 5, 1) feeding a run-time Add: its count (Sub, Div, Ceil, Relu), then 5 Adds
-    value = np.array(0, dtype=np.int64 if dtype == INT64 else np.float32)
+    kind = np.int64 if dtype == INT64 else np.float32
     nodes = [helper.make_node("Range", ["start", "limit", "delta"], ["r"]),
              helper.make_node("Add", ["x", "r"], ["y"])]
-    report = costed(typed_model(nodes, {"x": (dtype, [5])},
-                                {"start": value, "limit": value + 5, "delta": value + 1}))
+    # One dtype for all three, as Range requires (older numpy widens a float32 0-d array + 5).
+    bounds = {name: np.array(v, dtype=kind) for name, v in (("start", 0), ("limit", 5),
+                                                            ("delta", 1))}
+    report = costed(typed_model(nodes, {"x": (dtype, [5])}, bounds))
     constant = report.constant_work
     assert (constant.macs, constant.flops, constant.int_ops) == expected
