@@ -7,6 +7,7 @@ serving dtypes and its roofline time are evaluated from them at any prompt or co
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import math
 import re
@@ -27,6 +28,19 @@ _LAYOUT = frozenset({"Transpose", "Reshape", "Identity", "Squeeze", "Unsqueeze",
 # A transformer layer in a module path: model.layers.3.self_attn → layers.3 (h.3 in GPT-2).
 _LAYER = re.compile(r"(?:^|\.)((?:layers|h|blocks|layer)\.\d+)(?:\.|$)")
 
+
+
+def _vectorized(symbols, expr):
+    """`expr` as a numpy function of `symbols`, Min and Max (a sliding window's keys) taken
+    elementwise: older sympy writes them as numpy.amin of a tuple, which a mix of an array of
+    contexts and a number cannot make."""
+    import sympy
+
+    expr = sympy.sympify(expr).replace(sympy.Min, sympy.Function("elementwise_min")) \
+        .replace(sympy.Max, sympy.Function("elementwise_max"))
+    return sympy.lambdify(symbols, expr, [{
+        "elementwise_min": lambda *a: functools.reduce(np.minimum, a),
+        "elementwise_max": lambda *a: functools.reduce(np.maximum, a)}, "numpy"])
 
 @dataclass
 class PhaseCost:
@@ -147,8 +161,6 @@ class Phase:
     def seconds(self, hardware, compute_dtype: str, **values: Any) -> "Timing":
         """The roofline time of each node, max(flops / peak, bytes / bandwidth), summed; one
         of `values` may be an array (a time per element)."""
-        import sympy
-
         peak, bandwidth = hardware.peak(compute_dtype), hardware.bandwidth_bytes_per_s
         names = [s.name for s in self.symbols]
         args = [np.asarray(values[n], dtype=np.float64) for n in names]
@@ -160,8 +172,8 @@ class Phase:
             key = (op, flops, read + written)
             groups[key] = groups.get(key, 0) + 1
         for (op, flops, moved), count in groups.items():
-            f = sympy.lambdify(self.symbols, flops, "numpy")(*args) if flops != 0 else 0.0
-            b = sympy.lambdify(self.symbols, moved, "numpy")(*args) if moved != 0 else 0.0
+            f = _vectorized(self.symbols, flops)(*args) if flops != 0 else 0.0
+            b = _vectorized(self.symbols, moved)(*args) if moved != 0 else 0.0
             t_compute, t_memory = np.asarray(f) / peak, np.asarray(b) / bandwidth
             t = np.maximum(t_compute, t_memory) * count
             total = total + t
