@@ -315,18 +315,24 @@ def test_the_roofs_are_raised_just_enough_for_what_ran_above_them():
     assert up.attainable(10e6, 10e6) == pytest.approx(20e9)
 
 
+def _ceilings_returning(ceilings_given, monkeypatch) -> list[bool]:
+    """Profiling's ceilings are `ceilings_given`; the list records each call's `refresh`."""
+    refreshed = []
+
+    def fake(config, dtype="float32", quick=False, refresh=False):
+        refreshed.append(refresh)
+        return ceilings_given
+
+    monkeypatch.setattr(measuring, "machine_ceilings", fake)
+    return refreshed
+
+
 def test_a_profile_above_a_poisoned_cached_roof_is_probed_again(fusable, monkeypatch):
     """A cached peak probed while other work held the cores is below what the model reaches:
     the profile probes again (here: still too low, as a fake) and raises the roofs, saying so;
     no node and not the model is reported above its roof."""
     poisoned = fake_ceilings(1e3, 1e3, load=4.0, share=0.2)  # 1 kFLOP/s: every node beats it
-    refreshed = []
-
-    def fake(config, dtype="float32", quick=False, refresh=False):
-        refreshed.append(refresh)
-        return poisoned
-
-    monkeypatch.setattr(measuring, "machine_ceilings", fake)
+    refreshed = _ceilings_returning(poisoned, monkeypatch)
     prof = onnxflops.profile(fusable, runs=3, warmup=1, profile_runs=2, threads=1, quick=True)
     assert refreshed == [False, True]
     assert any("(probed again now, under load (load average 4.0 per core, 20% of the CPU)): "
@@ -343,13 +349,7 @@ def test_a_roof_probed_minutes_ago_is_raised_without_probing_again(fusable, monk
 
     fresh = ceilings.Ceilings(1e3, 1e3, "float32", True, time.strftime("%Y-%m-%dT%H:%M:%S"),
                               4.0, 0.2)
-    refreshed = []
-
-    def fake(config, dtype="float32", quick=False, refresh=False):
-        refreshed.append(refresh)
-        return fresh
-
-    monkeypatch.setattr(measuring, "machine_ceilings", fake)
+    refreshed = _ceilings_returning(fresh, monkeypatch)
     prof = onnxflops.profile(fusable, runs=3, warmup=1, profile_runs=2, threads=1, quick=True)
     assert refreshed == [False]
     assert measuring.above_roof(prof) == [] and prof.ceilings.peak_flops_per_s > 1e3
