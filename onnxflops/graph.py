@@ -22,6 +22,7 @@ from onnxflops.dims import (  # noqa: F401  (re-exported)
     to_expr,
 )
 from onnxflops.errors import Uncostable
+from onnxflops.ops import DEFAULT_DOMAIN, SHAPE_READERS, TYPE_ONLY_INPUTS, WEIGHT_CARRYING_INPUTS
 
 # Values larger than this are never materialised: they are weights, not shape arithmetic. The
 # loader keeps the bytes of initializers up to this size and drops the rest.
@@ -53,13 +54,6 @@ def dtype_bits(dtype: int) -> int:
 def is_float(dtype: int) -> bool:
     return dtype in _FLOAT_TYPES
 
-
-# Inputs read only for their type or shape: they never make a node's result vary at run time.
-_TYPE_ONLY_INPUTS = {"CastLike": (1,), "RandomNormalLike": (0,), "RandomUniformLike": (0,),
-                     "EyeLike": (0,)}
-
-# (De)quantizing a weight carries the weight; its scale and zero point are not parameters.
-_WEIGHT_CARRYING_INPUTS = {"DequantizeLinear": (0,), "QuantizeLinear": (0,)}
 
 
 class TensorInfo:
@@ -177,17 +171,14 @@ class NodeRow(NamedTuple):
 
 _new_tuple = tuple.__new__
 
-STANDARD_DOMAINS = ("", "ai.onnx")
-
-
 def is_standard_domain(domain: str) -> bool:
     """The default ONNX domain, however it is spelled ("" or "ai.onnx")."""
-    return domain in STANDARD_DOMAINS
+    return domain in DEFAULT_DOMAIN
 
 
 def domain_key(domain: str) -> str:
     """One spelling of a domain for lookups: "" for the default ONNX domain."""
-    return "" if domain in STANDARD_DOMAINS else domain
+    return "" if domain in DEFAULT_DOMAIN else domain
 _SUBGRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 
 
@@ -379,7 +370,7 @@ class GraphView:
         node, op_type, domain, inputs, outputs = row
         if op_type == "Constant":
             return False
-        if op_type in ("Shape", "Size") and not domain:
+        if op_type in SHAPE_READERS and not domain:
             info = self.info(inputs[0])
             if info is None or not info.known:
                 return False
@@ -389,13 +380,13 @@ class GraphView:
                 self.values[outputs[0]] = value
             return value is None
         is_constant = self.constant.__contains__ if self.parent is None else self.is_constant
-        type_only = () if domain else _TYPE_ONLY_INPUTS.get(op_type, ())
+        type_only = () if domain else TYPE_ONLY_INPUTS.get(op_type, ())
         for slot, i in enumerate(inputs):
             if i and not is_constant(i) and slot not in type_only:
                 return False
         if holds_subgraph(node):
             return False
-        carried = None if domain else _WEIGHT_CARRYING_INPUTS.get(op_type)
+        carried = None if domain else WEIGHT_CARRYING_INPUTS.get(op_type)
         sources = frozenset().union(*(self.weight_sources(i) for slot, i in enumerate(inputs)
                                       if i and (carried is None or slot in carried)))
         for o in outputs:

@@ -17,9 +17,20 @@ from onnxflops.analysis.constant_work import ConstantWork, is_foldable_cost
 from onnxflops.analysis.evaluate import evaluate, reference_evaluate
 from onnxflops.analysis.expand import coefficients_shape_body, expansion_model, local_function_model
 from onnxflops.analysis.kinds import attribute_key, coefficient_values
-from onnxflops.analysis.sequences import SEQUENCE_OPS, sequence_bytes
+from onnxflops.analysis.sequences import sequence_bytes
+from onnxflops.analysis.values import (
+    PROBE,
+    VALUES,
+    Operands,
+    Probe,
+    erf,
+    followed_by,
+    interpret,
+    mean_axes,
+)
 
-__all__ = ["SEQUENCE_OPS", "AnalyzedModel", "ConstantWork", "analyze", "analyzed_function_body",
+__all__ = ["PROBE", "VALUES", "AnalyzedModel", "Operands", "Probe", "erf", "followed_by",
+           "interpret", "mean_axes", "ConstantWork", "analyze", "analyzed_function_body",
            "attribute_key", "coefficient_values", "coefficients_shape_body", "evaluate",
            "expansion_model", "has_unknown_outputs", "is_foldable_cost", "local_function_model",
            "mark_constants", "reference_evaluate", "refine_subgraph", "sequence_bytes"]

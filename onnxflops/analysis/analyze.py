@@ -18,7 +18,6 @@ from onnx import helper, numpy_helper
 from onnxflops.analysis.contrib_shapes import infer_contrib_shapes
 from onnxflops.analysis.evaluate import evaluate, reference_evaluate
 from onnxflops.analysis.inference import (
-    CHECKED_DOMAINS,
     NodeTyper,
     check_kind,
     checker_context,
@@ -42,6 +41,7 @@ from onnxflops.graph import (
     info_from_value_info,
     is_known,
 )
+from onnxflops.ops import CHECKED_DOMAINS
 from onnxflops.load import opset_warnings
 
 

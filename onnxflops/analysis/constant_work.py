@@ -32,14 +32,7 @@ result (GraphView.weight_sources). Subgraph bodies keep every constant node free
 from __future__ import annotations
 
 from onnxflops.graph import GraphView, NodeRow
-
-# Ops that draw a weight's initial values: never part of a forward pass (seed 000).
-INITIALISERS = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike",
-                          "RandomUniformLike", "Multinomial", "Bernoulli"})
-
-# (De)quantizing a weight is its storage format, not work: fused kernels (MatMulNBits, QLinearConv)
-# read the quantized weight as it is stored. In the standard and onnxruntime's domains alike.
-STORAGE_FORMATS = frozenset({"DequantizeLinear", "QuantizeLinear"})
+from onnxflops.ops import INITIALISERS, STORAGE_FORMATS
 
 # What a constant tensor was computed from.
 _WEIGHT, _INITIALISED = 1, 2

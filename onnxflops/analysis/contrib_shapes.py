@@ -18,11 +18,9 @@ import onnx
 from onnx import TensorProto, helper
 
 from onnxflops.graph import TensorInfo, info_from_value_info, is_standard_domain
+from onnxflops.ops import ONNX_DOMAINS
 
 MS = "com.microsoft"
-# Domains ONNX's own inference knows; every other one is typed here.
-_ONNX_DOMAINS = frozenset(("", "ai.onnx", "ai.onnx.ml", "ai.onnx.training",
-                           "ai.onnx.preview.training"))
 SHAPES_KEY = "onnxflops.shapes"
 _MAX_RECORDED_DIM = 2 ** 40  # a recorded dim beyond this is corrupt, and not believed
 _TWIN_OPSET = 17  # attributes as the twins below spell them (axes on ReduceMean, ...)
@@ -59,16 +57,16 @@ def _contrib_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
     opsets = {o.domain or "ai.onnx": o.version for o in model.opset_import}
     opset = opsets.get("ai.onnx", 0)
     # Field reads cost per node: ask for the domain only where it can matter.
-    with_other = any(d not in _ONNX_DOMAINS for d in opsets)
+    with_other = any(d not in ONNX_DOMAINS for d in opsets)
     return [node for node in model.graph.node
             if node.op_type in CONTRIB_DEFAULT_DOMAIN and is_standard_domain(node.domain)
             and is_contrib(node.op_type, "", opset)
-            or with_other and node.domain not in _ONNX_DOMAINS]
+            or with_other and node.domain not in ONNX_DOMAINS]
 
 
 def is_contrib(op_type: str, domain: str, opset: int) -> bool:
     """Whether ONNX inference leaves this op's outputs untyped, for the rules here to type."""
-    return domain not in _ONNX_DOMAINS or not domain \
+    return domain not in ONNX_DOMAINS or not domain \
         and opset < CONTRIB_DEFAULT_DOMAIN.get(op_type, 0)
 
 

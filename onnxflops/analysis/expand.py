@@ -18,6 +18,7 @@ from onnx import numpy_helper
 from onnxflops.caches import memoized
 from onnxflops.errors import Uncostable
 from onnxflops.graph import TensorInfo, domain_key
+from onnxflops.ops import ELEMENTWISE
 
 _LOCAL_DOMAIN = "onnxflops.expansion"
 
@@ -42,14 +43,6 @@ def _fixed_body(schema: onnx.defs.OpSchema, opset: int) -> onnx.FunctionProto:
     return body if isinstance(body, onnx.FunctionProto) else onnx.FunctionProto.FromString(body)
 
 
-# Ops a value made from a coefficient may flow through without shaping any cost: each output's
-# shape is its inputs' broadcast, never their values, and their rules read no values.
-_ELEMENTWISE = frozenset((
-    "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Neg", "Abs", "Reciprocal",
-    "Sqrt", "Exp", "Log", "Erf", "Tanh", "Sigmoid", "Less", "Greater", "Equal", "LessOrEqual",
-    "GreaterOrEqual", "Not", "And", "Or", "Where", "Cast", "CastLike", "Floor", "Ceil", "Round",
-    "Sign", "Sin", "Cos", "Relu", "LeakyRelu", "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish",
-    "ThresholdedRelu", "Shrink", "Softplus", "Softsign", "Gelu", "Mish", "Swish"))
 _GRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 
 
@@ -90,7 +83,7 @@ def coefficients_shape_body(op_type: str, domain: str, opset: int) -> bool:
                 any(a.type != onnx.AttributeProto.FLOAT for a in refs)
                 or coefficients_shape_body(node.op_type, "", body_opset)):
             return True
-        if not tainted.isdisjoint(node.input) and node.op_type not in _ELEMENTWISE:
+        if not tainted.isdisjoint(node.input) and node.op_type not in ELEMENTWISE:
             return True
         tainted.update(node.output)
     return False

@@ -30,7 +30,7 @@ from onnxflops.analysis.contrib_shapes import (
 from onnxflops.analysis.evaluate import evaluate
 from onnxflops.analysis.expand import local_function_model
 from onnxflops.analysis.kinds import attribute_key
-from onnxflops.analysis.sequences import SEQUENCE_OPS, type_sequence_op
+from onnxflops.analysis.sequences import type_sequence_op
 from onnxflops.errors import OnnxFlopsError, Uncostable, first_line
 from onnxflops.graph import (
     MAX_VALUE_ELEMENTS,
@@ -47,12 +47,17 @@ from onnxflops.graph import (
     is_known,
     is_symbolic,
 )
+from onnxflops.ops import (
+    CHECKED_DOMAINS,
+    HOLDS_SUBGRAPHS,
+    SEQUENCE_OPS,
+    SHAPE_FROM_VALUES,
+    SHAPE_READERS,
+)
 
 # Inference reads the values of integer inputs (shapes, axes, pads, sizes), and of inputs of any
-# type for these ops (scales, bounds, a depth).
-_READS_ANY_VALUES = {"Resize", "Upsample", "Range", "OneHot"}
+# type for the ops whose shapes follow from values (scales, bounds, a depth).
 _SHAPE_DATA_TYPES = {onnx.TensorProto.INT64, onnx.TensorProto.INT32}
-_CONTROL_FLOW = {"If", "Loop", "Scan", "SequenceMap"}  # the standard ops that hold subgraphs
 
 Outputs = list[TensorInfo | None]  # one per output name; None where the type stays unknown
 # How the nodes of a signature are typed, where not from it alone (see NodeTyper._how).
@@ -89,8 +94,6 @@ def _unknown_op(message: str) -> bool:
 
 
 _GRAPH_ATTRIBUTES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
-# The domains whose schemas onnx holds: their nodes are checked as onnxruntime checks them.
-CHECKED_DOMAINS = frozenset(("", "ai.onnx.ml", "ai.onnx.preview.training"))
 
 
 class NodeTyper:
@@ -197,9 +200,9 @@ class NodeTyper:
             return _UNTYPED_INPUT
         if (domain or op_type in CONTRIB_DEFAULT_DOMAIN) \
                 and is_contrib(op_type, domain, self.opsets.get("", 0)) \
-                or (op_type in _CONTROL_FLOW if not domain else holds_subgraph(proto)):
+                or (op_type in HOLDS_SUBGRAPHS if not domain else holds_subgraph(proto)):
             return _EACH_NODE
-        if op_type in _READS_ANY_VALUES or any(info is not None and info.dtype in _SHAPE_DATA_TYPES
+        if op_type in SHAPE_FROM_VALUES or any(info is not None and info.dtype in _SHAPE_DATA_TYPES
                                                for info in infos):
             return {}
         return self._inferred(row, lookup)
@@ -228,7 +231,7 @@ class NodeTyper:
               lookup: Callable[[str], TensorInfo | None]) -> list[np.ndarray | None]:
         """The values of the inputs inference reads, where known."""
         op_type, inputs = row.op_type, row.inputs
-        reads_any = op_type in _READS_ANY_VALUES
+        reads_any = op_type in SHAPE_FROM_VALUES
         return [self.view.value(name) if (info := lookup(name) if name else None) is not None
                 and (reads_any or info.dtype in _SHAPE_DATA_TYPES) else None for name in inputs]
 
@@ -357,7 +360,7 @@ class NodeTyper:
         """The value of a small constant node (shape arithmetic), typed from it where unknown."""
         proto, op_type, domain, inputs, outputs = row
         view = self.view
-        if len(outputs) != 1 or op_type in ("Constant", "Shape", "Size") \
+        if len(outputs) != 1 or op_type == "Constant" or op_type in SHAPE_READERS \
                 or outputs[0] in view.values or not small(view, outputs[0]):
             return
         feeds = {name: view.value(name) for name in inputs if name}
@@ -471,7 +474,7 @@ def check_schema(row: NodeRow, context: onnx.checker.C.CheckerContext) -> None:
     scope around them."""
     proto, stripped = row.proto, ()
     # Only control flow takes graphs: another op's graph attribute is the checker's to refuse.
-    if row.op_type in _CONTROL_FLOW and proto.attribute and holds_subgraph(proto):
+    if row.op_type in HOLDS_SUBGRAPHS and proto.attribute and holds_subgraph(proto):
         stripped = [a.name for a in proto.attribute if a.type in _GRAPH_ATTRIBUTES]
         proto = onnx.NodeProto()
         proto.CopyFrom(row.proto)

@@ -15,12 +15,9 @@ import onnx.defs
 
 from onnxflops.caches import memoized
 from onnxflops.graph import domain_key
+from onnxflops.ops import ONNX_DOMAINS
 
 _FLOAT = onnx.AttributeProto.FLOAT
-# The domains whose float attributes are coefficients (their schemas are ONNX's own). Constant's
-# value_float is a value, read as one.
-_ONNX_DOMAINS = frozenset(("", "ai.onnx.ml", "ai.onnx.preview", "ai.onnx.preview.training"))
-_VALUE_OPS = frozenset(("Constant",))
 
 
 @memoized(4096)
@@ -28,7 +25,7 @@ def coefficients(op_type: str, domain: str, opset: int) -> frozenset[str]:
     """Names of the op's FLOAT attributes in its ONNX schema at `opset` (none outside ONNX's
     domains, for Constant, or where ONNX has no schema)."""
     domain = domain_key(domain)
-    if domain not in _ONNX_DOMAINS or op_type in _VALUE_OPS:
+    if domain not in ONNX_DOMAINS or op_type == "Constant":  # its value_float is a value
         return frozenset()
     try:
         schema = onnx.defs.get_schema(op_type, opset, domain)

@@ -13,9 +13,6 @@ import onnx
 
 from onnxflops.graph import MAX_VALUE_ELEMENTS, GraphView, NodeRow, TensorInfo
 
-SEQUENCE_OPS = frozenset({"SplitToSequence", "SequenceConstruct", "SequenceEmpty",
-                          "SequenceInsert", "SequenceErase", "SequenceAt", "SequenceLength",
-                          "ConcatFromSequence"})
 
 Elements = tuple[TensorInfo, ...]
 # A split into more parts stays untyped: what is held never grows with a number read from a file.

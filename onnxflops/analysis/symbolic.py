@@ -18,8 +18,9 @@ import numpy as np
 import onnx
 import onnx.numpy_helper
 
+from onnxflops.analysis.values import SYMBOLIC, VALUES, Operands, Symbolic, Unknown, interpret
 from onnxflops.dims import INT64_MAX, SYMBOL_MARK, is_symbolic, to_dim, to_expr
-from onnxflops.graph import GraphView, is_float, is_standard_domain
+from onnxflops.graph import GraphView, is_standard_domain
 
 # Each round runs ONNX inference once; a transformer needs about two (one per level of shape
 # arithmetic that depends on an earlier computed shape).
@@ -168,15 +169,22 @@ class _ShapeValues:
                      for d in info.shape)
 
     def evaluate(self, node: onnx.NodeProto) -> None:
-        op = _VALUE_OF.get(node.op_type)
-        if op is None or not node.output or self.view.value(node.output[0]) is not None:
+        op = VALUES.get(node.op_type)
+        if op is None or not op.backends & SYMBOLIC or not node.output \
+                or self.view.value(node.output[0]) is not None:
             return
-        result = op(node, self)
-        if result is not None:
-            value = np.asarray(result, dtype=object)
-            flat = [self.bounded(node.output[0], x) for x in value.flat]
-            self.values[node.output[0]] = np.array(flat + [None], dtype=object)[:-1].reshape(
-                value.shape)
+        info = self.view.info(node.output[0])
+        backend = Symbolic(self.shape, None if info is None else info.dtype)
+        value = np.asarray(interpret(op, backend, Operands(node.input, self.operand), _attrs(node)),
+                           dtype=object)
+        flat = [self.bounded(node.output[0], x) for x in value.flat]
+        self.values[node.output[0]] = np.array(flat + [None], dtype=object)[:-1].reshape(value.shape)
+
+    def operand(self, name: str) -> np.ndarray:
+        value = self.get(name)
+        if value is None:
+            raise Unknown(name)
+        return value
 
     def bounded(self, name: str, x: Any) -> Any:
         """`x`, or None (unknown) where it is too large to be a dim (MAX_EXPRESSION_CHARS)."""
@@ -227,136 +235,6 @@ def _axes(node: onnx.NodeProto, values: _ShapeValues) -> list[int] | None:
     if len(node.input) > 1 and node.input[1]:
         return _ints(values, node.input[1])
     return _attrs(node).get("axes")
-
-
-def _elementwise(fn: Callable[[Any, Any], Any]) -> Callable:
-    """An elementwise op over all inputs (left to right), None where an operand is unknown."""
-    lifted = np.frompyfunc(lambda a, b: None if a is None or b is None else fn(a, b), 2, 1)
-
-    def op(node: onnx.NodeProto, values: _ShapeValues):
-        operands = [values.get(i) for i in node.input]
-        if not operands or any(v is None for v in operands):
-            return None
-        return functools.reduce(lifted, operands)
-    return op
-
-
-def _divide(node: onnx.NodeProto, values: _ShapeValues):
-    info = values.view.info(node.output[0])
-    integer = info is None or not is_float(info.dtype)
-    return _elementwise((lambda a, b: a // b) if integer else (lambda a, b: a / b))(node, values)
-
-
-def _shape_value(node: onnx.NodeProto, values: _ShapeValues):
-    dims = values.shape(node.input[0])
-    if dims is None:
-        return None
-    attrs = _attrs(node)
-    return list(dims[slice(attrs.get("start", 0), attrs.get("end"))])
-
-
-def _size_value(node: onnx.NodeProto, values: _ShapeValues):
-    dims = values.shape(node.input[0])
-    return None if dims is None or None in dims else math.prod(dims)
-
-
-def _gather_value(node: onnx.NodeProto, values: _ShapeValues):
-    data, indices = values.get(node.input[0]), _ints(values, node.input[1])
-    if data is None or indices is None:
-        return None
-    index = np.asarray(indices).reshape(np.shape(values.get(node.input[1])))
-    return np.take(data, index, axis=_attrs(node).get("axis", 0))
-
-
-def _unsqueeze_value(node: onnx.NodeProto, values: _ShapeValues):
-    data, axes = values.get(node.input[0]), _axes(node, values)
-    if data is None or axes is None:
-        return None
-    rank = data.ndim + len(axes)
-    return np.expand_dims(data, tuple(sorted(a % rank for a in axes)))
-
-
-def _squeeze_value(node: onnx.NodeProto, values: _ShapeValues):
-    data, axes = values.get(node.input[0]), _axes(node, values)
-    if data is None:
-        return None
-    return np.squeeze(data, axis=None if axes is None else tuple(a % data.ndim for a in axes))
-
-
-def _concat_value(node: onnx.NodeProto, values: _ShapeValues):
-    parts = [values.get(i) for i in node.input]
-    if any(p is None for p in parts):
-        return None
-    return np.concatenate([np.atleast_1d(p) for p in parts], axis=_attrs(node).get("axis", 0))
-
-
-def _slice_value(node: onnx.NodeProto, values: _ShapeValues):
-    data = values.get(node.input[0])
-    starts, ends = _ints(values, node.input[1]), _ints(values, node.input[2])
-    if data is None or data.ndim != 1 or starts is None or ends is None:
-        return None
-    steps = _ints(values, node.input[4]) if len(node.input) > 4 and node.input[4] else [1]
-    return data[starts[0]:ends[0]:steps[0]]
-
-
-def _reshape_value(node: onnx.NodeProto, values: _ShapeValues):
-    data, target = values.get(node.input[0]), _ints(values, node.input[1])
-    if data is None or target is None:
-        return None
-    return data.reshape([d if d else data.shape[i] for i, d in enumerate(target)])
-
-
-def _constant_value(node: onnx.NodeProto, values: _ShapeValues):
-    """An integer Constant (the view knows constants only once they are marked, after this)."""
-    attrs = _attrs(node)
-    if "value" in attrs:
-        value = onnx.numpy_helper.to_array(attrs["value"])
-        return value.astype(object) if value.dtype.kind in "iu" else None
-    for key in ("value_ints", "value_int"):
-        if key in attrs:
-            return np.asarray(attrs[key], dtype=object)
-    return None
-
-
-def _identity_value(node: onnx.NodeProto, values: _ShapeValues):
-    return values.get(node.input[0])
-
-
-def _cast_value(node: onnx.NodeProto, values: _ShapeValues):
-    data, info = values.get(node.input[0]), values.view.info(node.output[0])
-    if data is None or info is None or is_float(info.dtype):
-        return data
-    return np.frompyfunc(lambda x: int(x) if isinstance(x, float) else x, 1, 1)(data)
-
-
-def _where_value(node: onnx.NodeProto, values: _ShapeValues):
-    cond, a, b = (values.get(i) for i in node.input)
-    if cond is None or a is None or b is None or any(c is None for c in cond.flat):
-        return None
-    return np.where(cond.astype(bool), a, b)
-
-
-def _max(a, b):
-    import sympy
-    return sympy.Max(a, b)
-
-
-def _min(a, b):
-    import sympy
-    return sympy.Min(a, b)
-
-
-_VALUE_OF: dict[str, Callable] = {
-    "Shape": _shape_value, "Size": _size_value, "Gather": _gather_value,
-    "Unsqueeze": _unsqueeze_value, "Squeeze": _squeeze_value, "Concat": _concat_value,
-    "Slice": _slice_value, "Reshape": _reshape_value, "Identity": _identity_value,
-    "Constant": _constant_value,
-    "Cast": _cast_value, "CastLike": _cast_value, "Where": _where_value,
-    "Add": _elementwise(lambda a, b: a + b), "Sub": _elementwise(lambda a, b: a - b),
-    "Mul": _elementwise(lambda a, b: a * b), "Div": _divide,
-    "Equal": _elementwise(lambda a, b: int(a == b)),
-    "Max": _elementwise(_max), "Min": _elementwise(_min),
-}
 
 
 # --- output shapes -------------------------------------------------------------------------------

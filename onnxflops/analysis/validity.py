@@ -21,6 +21,7 @@ import onnx
 
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.graph import NodeRow, bodies, domain_key, free_names, holds_subgraph
+from onnxflops.ops import HOLDS_SUBGRAPHS
 
 
 def check_structure(graph: onnx.GraphProto, rows: Sequence[NodeRow] | None = None,
@@ -45,7 +46,7 @@ def check_structure(graph: onnx.GraphProto, rows: Sequence[NodeRow] | None = Non
         holders = [position for position, row in enumerate(rows)
                    # Of the standard ops only control flow holds graphs (the schema check refuses
                    # a graph attribute on another): the others' attributes are not read here.
-                   if (row.op_type in _CONTROL_FLOW or row.domain) and holds_subgraph(row.proto)]
+                   if (row.op_type in HOLDS_SUBGRAPHS or row.domain) and holds_subgraph(row.proto)]
         if holders:  # what a body reads of the scopes around it is an input of its node
             rows = list(rows)
             for position in holders:
@@ -62,8 +63,6 @@ def check_structure(graph: onnx.GraphProto, rows: Sequence[NodeRow] | None = Non
             stack.extend((body, None, scope, f"the body of {_label(row)}")
                          for body in bodies(row.proto))
 
-
-_CONTROL_FLOW = frozenset(("Loop", "If", "Scan", "SequenceMap"))
 
 
 def _check_graph(graph: onnx.GraphProto, rows: Sequence[NodeRow], outer: frozenset[str],

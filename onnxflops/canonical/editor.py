@@ -24,10 +24,8 @@ from onnxflops.graph import (
     bodies,
     free_names,
 )
+from onnxflops.ops import HOLDS_SUBGRAPHS
 
-CONTROL_FLOW = {"Loop", "If", "Scan"}
-# The standard ops with graph attributes; nodes of other domains are asked one by one.
-_MAY_HOLD_SUBGRAPHS = CONTROL_FLOW | {"SequenceMap"}
 
 
 class Editor:
@@ -270,7 +268,7 @@ class Editor:
     def _add_reads(self, row: NodeRow) -> None:
         node, op_type, _, inputs, _ = row
         read = list(inputs)
-        if op_type in CONTROL_FLOW:
+        if op_type in HOLDS_SUBGRAPHS:
             outer = self._body_reads[id(node)] = set().union(*map(free_names, bodies(node)))
             read += outer
         for i in read:
@@ -283,7 +281,7 @@ class Editor:
                 del self.producer[o]
         if self._consumers is not None:
             read = list(inputs)
-            if op_type in CONTROL_FLOW:
+            if op_type in HOLDS_SUBGRAPHS:
                 read += self._body_reads.pop(id(node))
             for i in read:
                 users = self._consumers[i]
@@ -295,7 +293,7 @@ class Editor:
 
 
 def _holds_subgraphs(row: NodeRow) -> bool:
-    return (row[1] in _MAY_HOLD_SUBGRAPHS or bool(row[2])) and bool(bodies(row[0]))
+    return (row[1] in HOLDS_SUBGRAPHS or bool(row[2])) and bool(bodies(row[0]))
 
 
 def _run_cone(cone: list[onnx.NodeProto], feeds: dict[str, np.ndarray], name: str,

@@ -10,38 +10,31 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 import onnx
 from onnx import helper
 
-from onnxflops.analysis import expansion_model
+from onnxflops.analysis import (
+    PROBE,
+    VALUES,
+    Operands,
+    Probe,
+    erf,
+    expansion_model,
+    followed_by,
+    interpret,
+    mean_axes,
+)
 from onnxflops.caches import memoized
 from onnxflops.canonical.editor import Editor
 from onnxflops.graph import GraphView, TensorInfo, is_standard_domain
+from onnxflops.ops import MEANS
 
 
-def _erf(x: np.ndarray) -> np.ndarray:
-    return np.vectorize(math.erf)(x)
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-x))
-
-
-_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "Neg": np.negative, "Sqrt": np.sqrt, "Reciprocal": np.reciprocal, "Exp": np.exp, "Log": np.log,
-    "Tanh": np.tanh, "Erf": _erf, "Sigmoid": _sigmoid, "Abs": np.abs, "Identity": lambda x: x,
-    "Relu": lambda x: np.maximum(x, 0.0), "Softplus": lambda x: np.log1p(np.exp(x)),
-}
-_BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide, "Pow": np.power,
-    "Max": np.maximum, "Min": np.minimum, "Sum": np.add,
-}
-REDUCTIONS = {"GlobalAveragePool", "ReduceMean"}
-_EVALUATED = set(_UNARY) | set(_BINARY) | {"Cast", "CastLike", "Clip"}
+_EVALUATED = followed_by(PROBE) - MEANS  # arithmetic a region of probed nodes may hold
 
 
 @dataclass
@@ -60,55 +53,35 @@ def _evaluate(g: Editor, region: _Region, x: np.ndarray, constants: dict[str, np
     """What `region` computes from `x`, its weights given by `constants`, in float64."""
     values = {region.source: x, **constants}
 
-    def arg(name: str) -> np.ndarray:
-        return values[name] if name in values else _scalar_array(g, name)
+    def operand(name: str) -> np.ndarray:
+        if name in values:
+            return values[name]
+        scalar = g.scalar(name)
+        if scalar is not None:
+            return np.array(scalar)
+        axes = g.view.value(name)  # a ReduceMean's axes
+        if axes is None:
+            raise KeyError(name)
+        return axes
 
     with np.errstate(all="ignore"):  # a log of a negative probe is a mismatch, not a warning
         for node in region.nodes:
-            values[node.output[0]] = _evaluated(g, node, arg)
+            attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+            values[node.output[0]] = interpret(VALUES[node.op_type], _PROBE_BACKEND,
+                                               Operands(node.input, operand), attrs)
     return values[region.output]
-
-
-def _evaluated(g: Editor, node: onnx.NodeProto, arg: Callable[[str], np.ndarray]) -> np.ndarray:
-    op = node.op_type
-    if op in REDUCTIONS:
-        data = arg(node.input[0])
-        return np.mean(data, axis=_reduced_axes(g, node, data.ndim), keepdims=True)
-    if op in ("Cast", "CastLike"):
-        return arg(node.input[0])
-    if op == "Clip":
-        bounds = [arg(i) if i else None for i in list(node.input[1:3]) + ["", ""]][:2]
-        return np.clip(arg(node.input[0]), *bounds)
-    if op in _UNARY:
-        return _UNARY[op](arg(node.input[0]))
-    args = [arg(i) for i in node.input if i]
-    result = args[0]
-    for other in args[1:]:
-        result = _BINARY[op](result, other)
-    return result
-
-
-def _scalar_array(g: Editor, name: str) -> np.ndarray:
-    value = g.scalar(name)
-    if value is None:
-        raise KeyError(name)
-    return np.array(value)
 
 
 def _reduced_axes(g: Editor, node: onnx.NodeProto, rank: int) -> tuple[int, ...] | None:
     """Axes a GlobalAveragePool/ReduceMean (keepdims=1) averages over, or None if not static."""
-    if node.op_type == "GlobalAveragePool":
-        return tuple(range(2, rank))
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     if attrs.get("keepdims", 1) != 1:
         return None
-    axes = attrs.get("axes")
-    if axes is None and len(node.input) > 1 and node.input[1]:
+    axes = None
+    if "axes" not in attrs and len(node.input) > 1 and node.input[1]:
         value = g.view.value(node.input[1])
         axes = None if value is None else value.reshape(-1).tolist()
-    if axes is None:
-        return None if attrs.get("noop_with_empty_axes", 0) else tuple(range(rank))
-    return tuple(sorted(int(a) % rank for a in axes))
+    return mean_axes(node.op_type, attrs, axes, rank)
 
 
 def _grow(g: Editor, source: str, weights_allowed: bool, limit: int = 24) -> list[onnx.NodeProto]:
@@ -135,9 +108,9 @@ def _grow(g: Editor, source: str, weights_allowed: bool, limit: int = 24) -> lis
 def _joins_region(g: Editor, node: onnx.NodeProto, inside: set[str], weights_allowed: bool) -> bool:
     if not is_standard_domain(node.domain) or len(node.output) != 1:
         return False
-    if node.op_type not in _EVALUATED and node.op_type not in REDUCTIONS:
+    if node.op_type not in _EVALUATED and node.op_type not in MEANS:
         return False
-    if node.op_type in REDUCTIONS and not weights_allowed:
+    if node.op_type in MEANS and not weights_allowed:
         return False
     info = g.info(node.output[0])
     if info is None or not info.is_float:
@@ -196,7 +169,7 @@ def _sources_above(g: Editor, name: str, depth: int = 6) -> list[str]:
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
-    return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+    return 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
 
 
 def _gelu_tanh(x: np.ndarray) -> np.ndarray:
@@ -206,6 +179,7 @@ def _gelu_tanh(x: np.ndarray) -> np.ndarray:
 _ACTIVATIONS = (("Gelu", {"approximate": "none"}, _gelu, 20),
                 ("Gelu", {"approximate": "tanh"}, _gelu_tanh, 20))
 _PROBE = np.linspace(-4.0, 4.0, 33)
+_PROBE_BACKEND = Probe()
 
 
 def fuse_activations(g: Editor) -> bool:
@@ -256,7 +230,7 @@ def _match_activation(g: Editor, region: _Region):
 def fuse_layer_norms(g: Editor) -> bool:
     """(x − mean)/√(var + ε)·γ + β in any arrangement (tf2onnx writes 13 ops) → LayerNormalization."""
     changed = False
-    for variance in g.of_type(REDUCTIONS):
+    for variance in g.of_type(MEANS):
         if g.removed(variance):
             continue
         mean = _mean_of_deviation(g, variance.input[0])
@@ -285,7 +259,7 @@ def _mean_of_deviation(g: Editor, squared: str) -> onnx.NodeProto | None:
     if deviation is None or deviation.op_type != "Sub":
         return None
     mean = g.producer.get(deviation.input[1])
-    if mean is None or mean.op_type not in REDUCTIONS or mean.input[0] != deviation.input[0]:
+    if mean is None or mean.op_type not in MEANS or mean.input[0] != deviation.input[0]:
         return None
     return mean
 
@@ -295,7 +269,7 @@ def _match_layer_norm(g: Editor, region: _Region):
     if x_info is None or not x_info.known or not x_info.is_float:
         return None
     rank = x_info.rank
-    reduced = {_reduced_axes(g, n, rank) for n in region.nodes if n.op_type in REDUCTIONS}
+    reduced = {_reduced_axes(g, n, rank) for n in region.nodes if n.op_type in MEANS}
     if len(reduced) != 1 or None in reduced:
         return None
     axes = reduced.pop()

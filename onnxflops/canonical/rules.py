@@ -20,18 +20,18 @@ from typing import NamedTuple
 import onnx
 
 from onnxflops.analysis import AnalyzedModel, mark_constants
-from onnxflops.canonical.editor import CONTROL_FLOW, Editor
+from onnxflops.canonical.editor import Editor
 from onnxflops.canonical.masking import select_as_masked_add
-from onnxflops.canonical.probes import REDUCTIONS, fuse_activations, fuse_layer_norms
+from onnxflops.canonical.probes import fuse_activations, fuse_layer_norms
 from onnxflops.canonical.structural import (
     BIAS_SLOT,
-    COMPARISONS,
     compare_integers_as_integers,
     drop_broadcast_zero_bias,
     read_loop_invariants_from_outer_scope,
     scale_products_not_operands,
 )
 from onnxflops.graph import GraphView, bodies
+from onnxflops.ops import COMPARISONS, HOLDS_SUBGRAPHS, MEANS
 
 
 class Rule(NamedTuple):
@@ -43,9 +43,9 @@ RULES: tuple[Rule, ...] = (
     Rule(frozenset({"Not"}), select_as_masked_add),
     Rule(frozenset({"Loop"}), read_loop_invariants_from_outer_scope),
     Rule(frozenset(BIAS_SLOT), drop_broadcast_zero_bias),
-    Rule(frozenset(COMPARISONS), compare_integers_as_integers),
+    Rule(COMPARISONS, compare_integers_as_integers),
     Rule(frozenset({"Erf", "Tanh"}), fuse_activations),
-    Rule(frozenset(REDUCTIONS), fuse_layer_norms),
+    Rule(MEANS, fuse_layer_norms),
     Rule(frozenset({"MatMul"}), scale_products_not_operands),
 )
 
@@ -60,8 +60,8 @@ def canonicalize(analyzed: AnalyzedModel) -> AnalyzedModel:
 def _rewrite_graph(graph: onnx.GraphProto, view: GraphView, opset: int) -> bool:
     changed = False
     present = {row[1] for row in view.rows()}
-    for node, op_type, _, _, _ in view.rows() if present & CONTROL_FLOW else ():
-        if op_type in CONTROL_FLOW:
+    for node, op_type, _, _, _ in view.rows() if present & HOLDS_SUBGRAPHS else ():
+        if op_type in HOLDS_SUBGRAPHS:
             for body in bodies(node):
                 inner = GraphView(body, view)
                 mark_constants(inner)

@@ -18,11 +18,11 @@ from onnx import helper, numpy_helper
 
 from onnxflops.canonical.editor import Editor, rename_in_graph
 from onnxflops.graph import is_float
+from onnxflops.ops import BROADCASTS, COMPARISONS, VIEWS
 
 # --- zero biases that are not parameters -------------------------------------------------------
 
 BIAS_SLOT = {"Conv": 2, "ConvTranspose": 2, "Gemm": 2}
-_BROADCASTS = {"Expand", "Cast", "CastLike", "Reshape", "Unsqueeze", "Identity", "Tile"}
 
 
 def drop_broadcast_zero_bias(g: Editor) -> bool:
@@ -39,7 +39,7 @@ def drop_broadcast_zero_bias(g: Editor) -> bool:
 
 def _is_broadcast_zero(g: Editor, name: str) -> bool:
     node = g.producer.get(name)
-    while node is not None and node.op_type in _BROADCASTS:
+    while node is not None and node.op_type in BROADCASTS:
         node = g.producer.get(node.input[0])
     if node is None or node.op_type not in ("Constant", "ConstantOfShape"):
         return False
@@ -52,7 +52,6 @@ def _is_broadcast_zero(g: Editor, name: str) -> bool:
 
 # --- integer comparisons written in float ------------------------------------------------------
 
-COMPARISONS = {"Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Equal"}
 _INTEGER_TYPES = {onnx.TensorProto.INT32, onnx.TensorProto.INT64, onnx.TensorProto.INT16,
                   onnx.TensorProto.INT8, onnx.TensorProto.UINT8, onnx.TensorProto.UINT16,
                   onnx.TensorProto.UINT32, onnx.TensorProto.UINT64}
@@ -143,9 +142,6 @@ def _set_repeated(field, items: list) -> None:
 
 # --- scalar factors of a matrix product ---------------------------------------------------------
 
-_VIEWS = {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Identity"}
-
-
 def scale_products_not_operands(g: Editor) -> bool:
     """MatMul(q·a, k·b) → MatMul(q, k)·(a·b): a scalar factor counts once, on the product."""
     changed = False
@@ -177,7 +173,7 @@ def scale_products_not_operands(g: Editor) -> bool:
 def _scalar_factor_feeding(g: Editor, name: str) -> tuple[float, onnx.NodeProto] | None:
     """(factor, the Mul/Div node) when `name` is a view of x·c or x/c with c a scalar constant."""
     node = g.producer.get(name)
-    while node is not None and node.op_type in _VIEWS and g.sole_consumer(node.input[0]) is node:
+    while node is not None and node.op_type in VIEWS and g.sole_consumer(node.input[0]) is node:
         node = g.producer.get(node.input[0])
     if node is None or node.op_type not in ("Mul", "Div") or len(node.input) != 2 \
             or g.sole_consumer(node.output[0]) is None:

@@ -22,6 +22,7 @@ from onnxflops.api import count
 from onnxflops.dims import format_shape
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.formats import Rows, Table
+from onnxflops.ops import RECURRENCES
 from onnxflops.report import Report, Totals, human, layer_in_model
 
 COMPARED = ("macs", "flops", "params", "buffers")
@@ -302,9 +303,8 @@ def _row(ga: list[Layer], gb: list[Layer], tolerance: float) -> LayerRow:
 
 def _explain(ga: list[Layer], gb: list[Layer], ta: Totals, tb: Totals) -> list[str]:
     """Name the known framework differences behind a gap, so that it reads as real, not a bug."""
-    recurrent = {"LSTM", "GRU", "RNN", "Loop", "Scan"}
     ops = {op for x in ga + gb for op in x.op_types}
-    if ops & recurrent and ta.macs == tb.macs and ta.params != tb.params:
+    if ops & RECURRENCES and ta.macs == tb.macs and ta.params != tb.params:
         return ["same matrix products; the gap is bias vectors: PyTorch's RNN/GRU/LSTM keep two "
                 "per gate (b_ih and b_hh) where Keras LSTM, SimpleRNN and GRU(reset_after=False) "
                 "keep one. It is a real difference in params and in bias-add FLOPs."]

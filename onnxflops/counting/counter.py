@@ -8,7 +8,6 @@ import numpy as np
 import onnx
 
 from onnxflops.analysis import (
-    SEQUENCE_OPS,
     AnalyzedModel,
     ConstantWork,
     analyze,
@@ -45,6 +44,7 @@ from onnxflops.load.weight_roles import CONSTANT, PARAMETER
 from onnxflops.dims import SYMBOL_MARK, is_symbolic
 from onnxflops.errors import Uncostable, first_line
 from onnxflops.graph import GraphView, NodeRow, TensorInfo, domain_key, holds_subgraph
+from onnxflops.ops import SEQUENCE_OPS
 from onnxflops.report import NodeReport, Report, Totals, Uncosted
 
 _NOT_PARAM_DTYPES = {onnx.TensorProto.INT64, onnx.TensorProto.BOOL, onnx.TensorProto.STRING,

@@ -21,17 +21,11 @@ import onnx
 
 from onnxflops.costs import ALL_INPUTS, CONTRACTION, RECURRENT, Registry, Rule
 from onnxflops.graph import GraphView, TensorInfo, is_float, is_standard_domain
+from onnxflops.ops import (COMPARISONS, GATHERS, MOVES, SINUSOIDS, SOFTMAXES, TENSOR_PRODUCTS,
+                           VIEWS)
 
-# Ops that only move or retype elements: a value keeps its meaning through them.
-_MOVES = frozenset({"Reshape", "Transpose", "Unsqueeze", "Squeeze", "Flatten", "Identity", "Cast",
-                    "Expand", "Concat", "Slice", "Tile"})
-_SINUSOIDS = frozenset({"Cos", "Sin"})
-_RESHAPES = frozenset({"Reshape", "Transpose", "Unsqueeze", "Squeeze", "Flatten", "Identity"})
-_LOOKUPS = frozenset({"Gather", "GatherND", "GatherElements"})
 # Elementwise steps between query·key scores and their Softmax (a scale, a bias, a mask).
-_SCORE_STEPS = _MOVES | {"Mul", "Div", "Add", "Sub", "Where"}
-_SOFTMAXES = frozenset({"Softmax", "LogSoftmax"})
-_COMPARISONS = frozenset({"Greater", "Less", "Equal", "GreaterOrEqual", "LessOrEqual"})
+_SCORE_STEPS = MOVES | {"Mul", "Div", "Add", "Sub", "Where"}
 _SEARCH_DEPTH = 12  # steps walked from a node; attention and rotary patterns are a few steps long
 
 
@@ -65,12 +59,12 @@ def reads_routed_weights(view: GraphView, proto: onnx.NodeProto) -> bool:
         source = name
         for _ in range(_SEARCH_DEPTH):  # through reshapes to the gather
             producer = view.producer(source) if source else None
-            if producer is None or producer.op_type not in _RESHAPES:
+            if producer is None or producer.op_type not in VIEWS:
                 break
             source = producer.input[0]
         if view.holds_value(name):
             return False  # a whole weight: a plain product
-        if producer is not None and producer.op_type in _LOOKUPS \
+        if producer is not None and producer.op_type in GATHERS \
                 and view.weight_sources(producer.input[0]) \
                 and not view.holds_value(producer.input[1]):
             gathered = True
@@ -108,10 +102,10 @@ class _GraphFacts:
         # or a product of weights computed it (a learned value).
         self._origins: dict[str, tuple[frozenset[str], bool]] = {}
         op_types = {row.op_type for row in view.rows()}
-        self.has_softmax = not op_types.isdisjoint(_SOFTMAXES)
-        self.has_sinusoids = not op_types.isdisjoint(_SINUSOIDS)
+        self.has_softmax = not op_types.isdisjoint(SOFTMAXES)
+        self.has_sinusoids = not op_types.isdisjoint(SINUSOIDS)
         self.has_negation = "Neg" in op_types
-        self.has_comparisons = not op_types.isdisjoint(_COMPARISONS)
+        self.has_comparisons = not op_types.isdisjoint(COMPARISONS)
         # Most graphs (a CNN) hold none of the ops that masks and position tables meet.
         self.may_hold_tables = self.has_softmax or self.has_sinusoids or self.has_negation or \
             self.has_comparisons
@@ -149,12 +143,12 @@ class _GraphFacts:
 
     def _follow(self, producer: onnx.NodeProto, inputs: list[str]) -> tuple[frozenset[str], bool]:
         op_type, standard = producer.op_type, is_standard_domain(producer.domain)
-        if op_type in _SINUSOIDS and standard:
+        if op_type in SINUSOIDS and standard:
             tabulated = frozenset().union(*map(self.view.weight_sources, inputs))
         else:
             tabulated = frozenset().union(*(self._origins[i][0] for i in inputs))
         rule = self.table.lookup(producer.domain, op_type)
-        computed = (op_type in _LOOKUPS and standard) or (
+        computed = (op_type in GATHERS and standard) or (
             rule is not None and rule.category in (CONTRACTION, RECURRENT)) or any(
             self._origins[i][1] for i in inputs)
         return tabulated, computed
@@ -175,7 +169,7 @@ class _GraphFacts:
     def _are_scores(self, name: str) -> bool:
         """Computed from a product of two activations (query·key) by elementwise steps."""
         def is_product_of_activations(producer: onnx.NodeProto) -> bool:
-            return producer.op_type in ("MatMul", "Einsum") and sum(
+            return producer.op_type in TENSOR_PRODUCTS and sum(
                 1 for i in producer.input if i and not self.view.is_constant(i)) == 2
 
         return self._computed_from(name, is_product_of_activations, _SCORE_STEPS)
@@ -188,7 +182,7 @@ class _GraphFacts:
                 for consumer in self.consumers.get(tensor, ()):
                     if not is_standard_domain(consumer.domain):
                         continue
-                    if consumer.op_type in _SOFTMAXES:
+                    if consumer.op_type in SOFTMAXES:
                         return True
                     if consumer.op_type in _SCORE_STEPS:
                         following.extend(o for o in consumer.output if o)
@@ -205,7 +199,7 @@ class _GraphFacts:
             return False
         others = [i for i in proto.input if i and i != name]
         return (len(others) == 1 and self._are_positions(others[0])
-                and self._only_read_by(proto.output[0], _SINUSOIDS))
+                and self._only_read_by(proto.output[0], SINUSOIDS))
 
     def _are_positions(self, name: str) -> bool:
         """Counted positions: a Range, or integers made float, through moves and offsets."""
@@ -215,7 +209,7 @@ class _GraphFacts:
                 return source is not None and bool(source.dtype) and not is_float(source.dtype)
             return producer.op_type == "Range"
 
-        return self._computed_from(name, counts, _MOVES | {"Add", "Sub"})
+        return self._computed_from(name, counts, MOVES | {"Add", "Sub"})
 
     def _computed_from(self, name: str, is_origin, steps: frozenset[str]) -> bool:
         """Whether `name` was computed by a node `is_origin` accepts, through `steps` only, each
@@ -275,7 +269,7 @@ class _GraphFacts:
         for _ in range(_SEARCH_DEPTH):
             producer = view.producer(name)
             if producer is None or not is_standard_domain(producer.domain) or \
-                    producer.op_type not in _RESHAPES:
+                    producer.op_type not in VIEWS:
                 return producer
             name = producer.input[0]
         return None
@@ -284,7 +278,7 @@ class _GraphFacts:
         """Whatever `proto` computes is only ever compared (through moves): a condition."""
         if not self.has_comparisons or not is_standard_domain(proto.domain):
             return False
-        return self._only_read_by(proto.output[0], _COMPARISONS)
+        return self._only_read_by(proto.output[0], COMPARISONS)
 
     def _only_read_by(self, name: str, readers: frozenset[str]) -> bool:
         """Every use of `name`, past moves, is by one of `readers` (and there is one)."""
@@ -296,7 +290,7 @@ class _GraphFacts:
                     standard = is_standard_domain(consumer.domain)
                     if consumer.op_type in readers and standard:
                         read = True
-                    elif consumer.op_type in _MOVES and standard:
+                    elif consumer.op_type in MOVES and standard:
                         following.extend(o for o in consumer.output if o)
                     else:
                         return False

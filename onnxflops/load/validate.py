@@ -15,9 +15,9 @@ from onnx import AttributeProto, TensorProto
 
 from onnxflops.caches import memoized
 from onnxflops.errors import OnnxFlopsError
-from onnxflops.graph import STANDARD_DOMAINS, domain_key
+from onnxflops.graph import domain_key
+from onnxflops.ops import DEFAULT_DOMAIN, HOLDS_SUBGRAPHS
 
-_CONTROL_FLOW = frozenset(("Loop", "If", "Scan"))
 _KNOWN_DTYPES = frozenset(v for k, v in TensorProto.DataType.items() if k != "UNDEFINED")
 # Packed below a byte (two or four to a byte, and so in int32_data too): their data is not
 # checked against dims here.
@@ -60,7 +60,7 @@ def check_model(model: onnx.ModelProto, where: str, *, names_text: bool = False)
                         graphs.append(a.g)
                     elif kind == AttributeProto.GRAPHS:
                         graphs.extend(a.graphs)
-            if node.op_type in _CONTROL_FLOW and node.domain in STANDARD_DOMAINS:
+            if node.op_type in HOLDS_SUBGRAPHS and node.domain in DEFAULT_DOMAIN:
                 _check_control_flow(node, opsets, where)
 
 
@@ -83,7 +83,7 @@ def _check_opsets(model: onnx.ModelProto, where: str) -> None:
                                  "opset versions start at 1" if opset.version < 1 else
                                  f"{where}: imports opset {opset.version} of {domain}, which no "
                                  "opset can be")
-    if not any(o.domain in STANDARD_DOMAINS for o in model.opset_import) and _uses_standard_ops(model):
+    if not any(o.domain in DEFAULT_DOMAIN for o in model.opset_import) and _uses_standard_ops(model):
         raise OnnxFlopsError(f"{where}: imports no opset of ai.onnx, yet its nodes use its ops")
 
 
@@ -102,13 +102,13 @@ def opset_warnings(model: onnx.ModelProto) -> list[str]:
 def _no_newer_than_onnx_knows(opset: onnx.OperatorSetIdProto) -> bool:
     """Surely no newer than the installed onnx knows: a standard opset up to onnx's own, or a
     domain onnx holds no schema of. (`newest_opsets` is the answer for the others.)"""
-    if opset.domain in STANDARD_DOMAINS:
+    if opset.domain in DEFAULT_DOMAIN:
         return opset.version <= onnx.defs.onnx_opset_version()
     return opset.domain not in onnx.defs.C.schema_version_map()
 
 
 def _uses_standard_ops(model: onnx.ModelProto) -> bool:
-    return any(n.domain in STANDARD_DOMAINS for g in _graphs(model.graph) for n in g.node)
+    return any(n.domain in DEFAULT_DOMAIN for g in _graphs(model.graph) for n in g.node)
 
 
 def _graphs(graph: onnx.GraphProto):

@@ -22,6 +22,7 @@ from onnxflops.api import count_with_model
 from onnxflops.errors import OnnxFlopsError, first_line
 from onnxflops.load import load_model
 from onnxflops.graph import GraphView
+from onnxflops.ops import HOLDS_SUBGRAPHS
 from onnxflops.profiling import budget, fusion
 from onnxflops.profiling.ceilings import (
     Ceilings,
@@ -47,7 +48,6 @@ from onnxflops.report import Report, human, modules_at_depth
 
 Progress = Callable[[str, float], None]
 
-_SUBGRAPH_OPS = {"Loop", "Scan", "If"}
 
 # A run above a roof probed longer ago than this probes the ceilings again (sooner, it raises
 # the roofs for its own report only).
@@ -482,7 +482,7 @@ def _join(counted: _Counted, executed: onnx.GraphProto, times: NodeTimes, latenc
             time_ms = sum(times.median_us.get(name, 0.0) for name in done_names) / 1e3 * scale
         main = max(entries, key=lambda e: e.flops, default=None)
         # A Loop's bytes are its inputs and outputs, not what its body moves at each step.
-        bound = "-" if machine is None or any(e.op_type in _SUBGRAPH_OPS for e in entries) \
+        bound = "-" if machine is None or any(e.op_type in HOLDS_SUBGRAPHS for e in entries) \
             else machine.bound(flops, moved)
         nodes.append(MeasuredNode(
             _joined(done_names), _op_label(done, entries),

@@ -18,13 +18,10 @@ from typing import Any
 import numpy as np
 
 from onnxflops.dims import SYMBOL_MARK, to_expr
+from onnxflops.ops import GATHERS, VIEWS
 
 # Bits per element of each serving dtype; the graph itself is exported in float32.
 DTYPE_BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "int8": 8, "int4": 4}
-# Gathers whose bytes read are the rows they take of a weight, not the whole table.
-_GATHERS = frozenset({"Gather", "GatherND", "GatherElements"})
-# Ops that lay a tensor out anew without computing: a gathered weight passes them in place.
-_LAYOUT = frozenset({"Transpose", "Reshape", "Identity", "Squeeze", "Unsqueeze", "Flatten"})
 # A transformer layer in a module path: model.layers.3.self_attn → layers.3 (h.3 in GPT-2).
 _LAYER = re.compile(r"(?:^|\.)((?:layers|h|blocks|layer)\.\d+)(?:\.|$)")
 
@@ -231,7 +228,7 @@ def _weight_bytes(node, proto, view) -> tuple[Any, int]:
         return 0, 0
     weights = [view.info(name) for name in proto.input if _is_weight(view, name)]
     counted = sum(w.nbytes for w in weights)
-    if weights and node.op_type in _GATHERS and proto.input[0] == weights[0].name:
+    if weights and node.op_type in GATHERS and proto.input[0] == weights[0].name:
         import sympy
 
         return sympy.Min(node.bytes_written, counted), counted
@@ -280,7 +277,7 @@ def _gathered_weights(nodes, protos: dict, weights: dict) -> dict[str, Any]:
         for proto in consumers[name]:
             if proto.op_type == "MatMul":
                 continue
-            below = to_products(proto.output[0]) if proto.op_type in _LAYOUT else None
+            below = to_products(proto.output[0]) if proto.op_type in VIEWS else None
             if below is None:
                 return None
             found += below
@@ -289,7 +286,7 @@ def _gathered_weights(nodes, protos: dict, weights: dict) -> dict[str, Any]:
     fused = {}
     for n in nodes:
         proto = protos.get(n.name)
-        if n.op_type in _GATHERS and weights[n.name][1] and proto is not None:
+        if n.op_type in GATHERS and weights[n.name][1] and proto is not None:
             for name in to_products(proto.output[0]) or []:
                 fused[name] = n.bytes_written
     return fused
@@ -313,7 +310,7 @@ def _expert_weight_bytes(nodes, protos: dict, view, weights: dict, fused: dict,
     for node in nodes:
         proto = protos.get(node.name)
         counted = weights[node.name][1]
-        if node.op_type not in _GATHERS or not counted or proto is None or _gather_axis(proto):
+        if node.op_type not in GATHERS or not counted or proto is None or _gather_axis(proto):
             continue
         table = view.info(proto.input[0])
         if table is not None and table.shape and isinstance(table.shape[0], int) \

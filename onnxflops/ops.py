@@ -1,0 +1,81 @@
+"""What an ONNX op is, beyond its cost: the domains and op families every stage asks about.
+
+Each family is written here once and imported by the stages that need it (validation, analysis,
+canonical forms, counting, profiling, comparison, serving). An op's cost rule lives in costs/;
+its value, where shape arithmetic needs one, in analysis/values.py. A leaf: imports nothing.
+"""
+
+from __future__ import annotations
+
+# --- domains -------------------------------------------------------------------------------------
+
+# The default ONNX domain, however a model spells it.
+DEFAULT_DOMAIN = ("", "ai.onnx")
+# Every domain ONNX itself defines, in either spelling of the default one: its shape inference
+# types their nodes, and their float attributes are coefficients by ONNX's schemas.
+ONNX_DOMAINS = frozenset(DEFAULT_DOMAIN + ("ai.onnx.ml", "ai.onnx.preview", "ai.onnx.training",
+                                           "ai.onnx.preview.training"))
+# The domains (as domain keys) whose nodes are checked as onnxruntime checks them.
+CHECKED_DOMAINS = frozenset(("", "ai.onnx.ml", "ai.onnx.preview.training"))
+
+# --- structure -----------------------------------------------------------------------------------
+
+# The standard ops whose attributes hold graphs (Loop's body, If's branches, ...); a node of any
+# other domain may hold one too, and is asked.
+HOLDS_SUBGRAPHS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
+# Ops that build, read or change a sequence of tensors.
+SEQUENCE_OPS = frozenset({"SplitToSequence", "SequenceConstruct", "SequenceEmpty",
+                          "SequenceInsert", "SequenceErase", "SequenceAt", "SequenceLength",
+                          "ConcatFromSequence"})
+# Ops that run a recurrence over time: the RNN cells and the loops exporters unroll them into.
+RECURRENCES = frozenset({"LSTM", "GRU", "RNN", "Loop", "Scan"})
+
+# --- what a node reads ---------------------------------------------------------------------------
+
+# Inputs read only for their type or shape: they never make a node's result vary at run time.
+TYPE_ONLY_INPUTS = {"CastLike": (1,), "RandomNormalLike": (0,), "RandomUniformLike": (0,),
+                    "EyeLike": (0,)}
+# (De)quantizing a weight carries the weight; its scale and zero point are not parameters.
+WEIGHT_CARRYING_INPUTS = {"DequantizeLinear": (0,), "QuantizeLinear": (0,)}
+# (De)quantizing a weight is its storage format, not work: fused kernels (MatMulNBits,
+# QLinearConv) read the quantized weight as it is stored. In the standard and onnxruntime's
+# domains alike.
+STORAGE_FORMATS = frozenset(WEIGHT_CARRYING_INPUTS)
+# Ops that draw a weight's initial values: never part of a forward pass.
+INITIALISERS = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike",
+                          "RandomUniformLike", "Multinomial", "Bernoulli"})
+# Ops whose output is a shape's numbers: its value follows from the input's shape alone.
+SHAPE_READERS = frozenset({"Shape", "Size"})
+# Ops whose output shape follows from the values of their inputs, any of them.
+SHAPE_FROM_VALUES = frozenset({"Resize", "Upsample", "Range", "OneHot"})
+
+# --- data movement -------------------------------------------------------------------------------
+
+# The same elements in another shape or order: no arithmetic, and in most runtimes no copy.
+VIEWS = frozenset({"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"})
+# A tensor's values moved, copied or repeated, none computed (a weight's values stay its own).
+MOVES = VIEWS | {"Cast", "Expand", "Concat", "Slice", "Tile"}
+# A constant's value carried unchanged up to its broadcast (a bias spelled Expand(0)).
+BROADCASTS = frozenset({"Expand", "Cast", "CastLike", "Reshape", "Unsqueeze", "Identity", "Tile"})
+# Lookups of elements by index: a table's rows (embeddings) are read, not multiplied.
+GATHERS = frozenset({"Gather", "GatherND", "GatherElements"})
+
+# --- arithmetic ----------------------------------------------------------------------------------
+
+# Elementwise ops: one output element from the same position of each (broadcast) input.
+ELEMENTWISE = frozenset((
+    "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Neg", "Abs", "Reciprocal",
+    "Sqrt", "Exp", "Log", "Erf", "Tanh", "Sigmoid", "Less", "Greater", "Equal", "LessOrEqual",
+    "GreaterOrEqual", "Not", "And", "Or", "Where", "Cast", "CastLike", "Floor", "Ceil", "Round",
+    "Sign", "Sin", "Cos", "Relu", "LeakyRelu", "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish",
+    "ThresholdedRelu", "Shrink", "Softplus", "Softsign", "Gelu", "Mish", "Swish"))
+# Comparisons: a boolean per element, no gradient.
+COMPARISONS = frozenset({"Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Equal"})
+# The periodic functions a sinusoidal position table is computed with.
+SINUSOIDS = frozenset({"Sin", "Cos"})
+# Normalised exponentials along an axis.
+SOFTMAXES = frozenset({"Softmax", "LogSoftmax"})
+# Means over axes: a global average pool is a ReduceMean over the spatial axes.
+MEANS = frozenset({"GlobalAveragePool", "ReduceMean"})
+# Products of two tensors summed over shared indices.
+TENSOR_PRODUCTS = frozenset({"MatMul", "Einsum"})
