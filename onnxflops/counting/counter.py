@@ -37,19 +37,12 @@ from onnxflops.costs import (
     check_node,
 )
 from onnxflops.counting.training import GradientFlow
-from onnxflops.counting.weights import (ROUTED, LearnedWeights, is_hyperparameter,
-                                        reads_routed_weights)
-from onnxflops.load import weight_roles
-from onnxflops.load.weight_roles import CONSTANT, PARAMETER
+from onnxflops.counting.weights import ROUTED, WeightCredit, reads_routed_weights
 from onnxflops.dims import SYMBOL_MARK, is_symbolic
 from onnxflops.errors import Uncostable, first_line
 from onnxflops.graph import GraphView, NodeRow, TensorInfo, domain_key, holds_subgraph
 from onnxflops.ops import SEQUENCE_OPS
 from onnxflops.report import NodeReport, Report, Totals, Uncosted
-
-_NOT_PARAM_DTYPES = {onnx.TensorProto.INT64, onnx.TensorProto.BOOL, onnx.TensorProto.STRING,
-                     onnx.TensorProto.UNDEFINED}
-
 
 def count_model(analyzed: AnalyzedModel, convention: str = "default", name: str = "model",
                 inputs: dict[str, list] | None = None, training: bool = False,
@@ -87,16 +80,10 @@ class _Counter:
         # Expansion keys whose bodies' costs were found to read the node's coefficients.
         self.coefficient_keys: set[tuple] = set()
         self.opsets = analyzed.opsets
-        self.seen_weights: set[str] = set()
-        self.learned = LearnedWeights(table)
-        # Parameters and buffers as the framework named them, where a converter recorded them.
-        self.roles = weight_roles(analyzed.model)
+        self.weights = WeightCredit(table, analyzed.model)  # each node's params and buffers
         self.outcomes: dict[tuple, _Outcome | object] = {}  # by node signature
         self.uncosted: list[Uncosted] = []
         self.warnings: list[str] = list(analyzed.warnings)
-        # Weights met inside subgraphs are credited to the node that owns the subgraph.
-        self.sub_params = 0
-        self.sub_buffers = 0
 
     def run(self, name: str, inputs: dict[str, list]) -> Report:
         graph = self.analyzed.graph
@@ -120,7 +107,7 @@ class _Counter:
                     foldable_nodes += 1
                     foldable.add(entry)
                     nodes.append(entry)
-                    if self.roles is not None:
+                    if self.weights.recorded:
                         reads.append([])
                 else:
                     constant_nodes += 1
@@ -130,19 +117,17 @@ class _Counter:
             if entry.category == CONTRACTION and reads_routed_weights(graph, row.proto):
                 entry.detail = {**(entry.detail or {}), ROUTED: True}  # details may be shared
             nodes.append(entry)
-            if self.roles is not None:
+            if self.weights.recorded:
                 reads.append(row[3])
             if bounded and _reads_bound(row, bounded, graph.bounds):
                 nodes[-1].bound = True
         if bounded:
             self._warn_bounds(nodes, graph.bounds)
-        if self.roles is not None:
-            self._credit_unread_weights(nodes, reads, graph)
-            if nodes:  # state the graph holds no copy of: the model's, credited to its first node
-                nodes[0].buffers += sum(self.roles.unread_buffers.values())
+        if self.weights.recorded:
+            self.weights.credit_unread(nodes, reads, graph)
         for entry in nodes:
             total.add(entry)
-        unused = dict(self.roles.unused) if self.roles is not None else {}
+        unused = self.weights.unused
         total.unused_params = sum(unused.values())
         missing = sorted({u.op_type for u in self.uncosted if u.reason.startswith("no cost rule")})
         if missing:
@@ -217,10 +202,7 @@ class _Counter:
             entry.backward_macs = backward.macs
             entry.backward_flops = backward.flops_under(self.convention)
         if outcome.costed and count_params:
-            entry.params, entry.buffers = self._weights(outcome.rule, row, scope)
-            entry.params += self.sub_params
-            entry.buffers += self.sub_buffers
-            self.sub_params = self.sub_buffers = 0
+            entry.params, entry.buffers = self.weights.of_node(outcome.rule, row, scope)
         return entry
 
     @staticmethod
@@ -281,72 +263,6 @@ class _Counter:
         except Uncostable as e:
             self.uncosted.append(Uncosted(label, node.op_type, f"backward: {e}"))
             return None
-
-    def _credit_unread_weights(self, nodes: list[NodeReport], reads: list[list[str]],
-                               graph: GraphView) -> None:
-        """Recorded parameters and buffers that no costed node read as a weight (a class token
-        reaching a Concat through an Expand, a table a Gather reads in part): each is credited
-        whole to the first node that reads something computed from it."""
-        for entry, names in zip(nodes, reads):
-            params, buffers = self._recorded_weights(names, graph)
-            entry.params += params
-            entry.buffers += buffers
-
-    def _recorded_weights(self, names: list[str], scope: GraphView) -> tuple[int, int]:
-        """Params and buffers read through `names`, by the converter's record, each framework
-        weight once and whole. Initializers the record does not name count by the graph rules."""
-        params = buffers = 0
-        for name in names:
-            for source in scope.weight_sources(name) if name else ():
-                role = self.roles.role(source)
-                if role is None or role[0] == CONSTANT or role[1] in self.seen_weights:
-                    continue
-                info = scope.info(source)
-                count = self.roles.sizes.get(role[1])
-                if count is None:
-                    if info is None or not info.known:
-                        continue
-                    count = info.numel
-                self.seen_weights.add(role[1])
-                if role[0] == PARAMETER:
-                    params += count
-                else:
-                    buffers += count
-        return params, buffers
-
-    def _weights(self, rule: Rule, row: NodeRow, scope: GraphView) -> tuple[int, int]:
-        params = buffers = 0
-        if self.roles is not None:
-            params, buffers = self._recorded_weights(row[3], scope)
-        if not rule.weights and not rule.buffers:
-            return params, buffers
-        proto = row.proto
-        packed = rule.packed(_attributes(proto)) if rule.packed else {}
-        for slot, name in enumerate(row.inputs):
-            if not name or not scope.holds_value(name):
-                continue
-            is_buffer = slot in rule.buffers
-            if not (is_buffer or rule.is_weight_slot(slot)):
-                continue
-            unlearned = None
-            for source in scope.weight_sources(name):
-                info = scope.info(source)
-                if self.roles is not None and self.roles.role(source) is not None:
-                    continue  # counted by the record
-                if source in self.seen_weights or info is None or not _is_weight(info):
-                    continue
-                if is_hyperparameter(self.table, scope, proto, rule, info):
-                    continue
-                self.seen_weights.add(source)
-                # A packed slot's count holds where the slot reads the packed tensor itself.
-                count = packed[slot] if slot in packed and source == name else info.numel
-                if unlearned is None and not is_buffer:
-                    unlearned = self.learned.unlearned(scope, proto, name)
-                if is_buffer or source in unlearned:
-                    buffers += count
-                else:
-                    params += count
-        return params, buffers
 
     def op_cost(self, node: Node) -> Cost:
         rule = self.table.lookup(node.domain, node.op_type)
@@ -451,9 +367,7 @@ class _Counter:
             except Uncostable as e:
                 raise Uncostable(f"in {where}, node '{proto.name}' ({proto.op_type}): {e}") from None
             read = read or inner.read_values or inner.read_floats
-            params, buffers = self._weights(rule, row, view)
-            self.sub_params += params
-            self.sub_buffers += buffers
+            self.weights.of_inner_node(rule, row, view)
         return total, read
 
     def _sum_backward(self, view: GraphView, opsets: dict[str, int], flow: GradientFlow,
@@ -617,14 +531,6 @@ class _Outcome(NamedTuple):
                         input_shapes, output_shapes, detail)
         return cls(rule, category, costed, macs, flops, int_ops, detail, bytes_read,
                    bytes_written, input_shapes, output_shapes, entry_fields)
-
-
-def _attributes(proto: onnx.NodeProto) -> dict[str, Any]:
-    return {a.name: onnx.helper.get_attribute_value(a) for a in proto.attribute}
-
-
-def _is_weight(info: TensorInfo) -> bool:
-    return info.dtype not in _NOT_PARAM_DTYPES and info.shape is not None and len(info.shape) > 0
 
 
 def _bytes(infos: list[TensorInfo | None]) -> int:

@@ -1,7 +1,10 @@
-"""Which initializers a node reads as learned weights: what `params` counts and training updates.
+"""Params and buffers: which weights each node is credited with (`WeightCredit`, the one place the
+count attributes them), and which initializers a node reads as learned weights: what `params`
+counts and training updates.
 
-Where no converter recorded the framework's own roles (`onnxflops.load.weight_roles`), the graph
-decides. A cost rule names the input slots that hold weights; of the constants read there, these
+Where a converter recorded the framework's own roles (`onnxflops.load.weight_roles`), the record
+decides, each framework weight credited once and whole to the first node that reads it. Where no
+converter recorded them, the graph decides. A cost rule names the input slots that hold weights; of the constants read there, these
 hold no learned value and count as buffers:
 - a table of sinusoids: a constant computed through Cos or Sin (rotary and sinusoidal position
   tables), a constant multiplied with positions (a Range, or integers) into angles that only
@@ -17,16 +20,137 @@ hold no learned value and count as buffers:
 from __future__ import annotations
 
 
+from typing import Any
+
 import onnx
 
 from onnxflops.costs import ALL_INPUTS, CONTRACTION, RECURRENT, Registry, Rule
-from onnxflops.graph import GraphView, TensorInfo, is_float, is_standard_domain
+from onnxflops.graph import GraphView, NodeRow, TensorInfo, is_float, is_standard_domain
+from onnxflops.load import weight_roles
+from onnxflops.load.weight_roles import CONSTANT, PARAMETER
 from onnxflops.ops import (COMPARISONS, GATHERS, MOVES, SINUSOIDS, SOFTMAXES, TENSOR_PRODUCTS,
                            VIEWS)
 
 # Elementwise steps between query·key scores and their Softmax (a scale, a bias, a mask).
 _SCORE_STEPS = MOVES | {"Mul", "Div", "Add", "Sub", "Where"}
 _SEARCH_DEPTH = 12  # steps walked from a node; attention and rotary patterns are a few steps long
+_NOT_PARAM_DTYPES = {onnx.TensorProto.INT64, onnx.TensorProto.BOOL, onnx.TensorProto.STRING,
+                     onnx.TensorProto.UNDEFINED}
+
+
+class WeightCredit:
+    """The params and buffers each node of one count is credited with, each weight once: by the
+    converter's record where `model` holds one, else by the weight slots of the node's rule."""
+
+    def __init__(self, table: Registry, model: onnx.ModelProto):
+        self.table = table
+        self.roles = weight_roles(model)
+        self.seen: set[str] = set()
+        self.learned = LearnedWeights(table)
+        # Weights met inside subgraphs, credited to the node that owns the subgraph.
+        self.inner_params = self.inner_buffers = 0
+
+    @property
+    def recorded(self) -> bool:
+        """Whether a converter recorded the framework's roles (then reads are credited too)."""
+        return self.roles is not None
+
+    @property
+    def unused(self) -> dict[str, int]:
+        """The framework's parameters that no node reads, by name (params + these = its own)."""
+        return dict(self.roles.unused) if self.roles is not None else {}
+
+    def of_node(self, rule: Rule, row: NodeRow, scope: GraphView) -> tuple[int, int]:
+        """(params, buffers) a costed node reads, with what the subgraphs costed before it held."""
+        params, buffers = self.read(rule, row, scope)
+        params, buffers = params + self.inner_params, buffers + self.inner_buffers
+        self.inner_params = self.inner_buffers = 0
+        return params, buffers
+
+    def of_inner_node(self, rule: Rule, row: NodeRow, scope: GraphView) -> None:
+        """A node of a subgraph or function body: its weights go to the node that owns it."""
+        params, buffers = self.read(rule, row, scope)
+        self.inner_params += params
+        self.inner_buffers += buffers
+
+    def credit_unread(self, nodes: list, reads: list[list[str]], graph: GraphView) -> None:
+        """Recorded parameters and buffers that no costed node read as a weight (a class token
+        reaching a Concat through an Expand, a table a Gather reads in part): each is credited
+        whole to the first node that reads something computed from it; state the graph holds no
+        copy of (`unread_buffers`) to the first node."""
+        for entry, names in zip(nodes, reads):
+            params, buffers = self._recorded(names, graph)
+            entry.params += params
+            entry.buffers += buffers
+        if nodes:
+            nodes[0].buffers += sum(self.roles.unread_buffers.values())
+
+    def read(self, rule: Rule, row: NodeRow, scope: GraphView) -> tuple[int, int]:
+        """(params, buffers) read by a node not credited before: recorded weights read through
+        any input; other initializers read at the rule's weight or buffer slots, as the graph
+        rules judge them (a scalar hyperparameter is neither; a table no learned value)."""
+        params = buffers = 0
+        if self.roles is not None:
+            params, buffers = self._recorded(row[3], scope)
+        if not rule.weights and not rule.buffers:
+            return params, buffers
+        proto = row.proto
+        packed = rule.packed(_attributes(proto)) if rule.packed else {}
+        for slot, name in enumerate(row.inputs):
+            if not name or not scope.holds_value(name):
+                continue
+            is_buffer = slot in rule.buffers
+            if not (is_buffer or rule.is_weight_slot(slot)):
+                continue
+            unlearned = None
+            for source in scope.weight_sources(name):
+                info = scope.info(source)
+                if self.roles is not None and self.roles.role(source) is not None:
+                    continue  # counted by the record
+                if source in self.seen or info is None or not _is_weight(info):
+                    continue
+                if is_hyperparameter(self.table, scope, proto, rule, info):
+                    continue
+                self.seen.add(source)
+                # A packed slot's count holds where the slot reads the packed tensor itself.
+                count = packed[slot] if slot in packed and source == name else info.numel
+                if unlearned is None and not is_buffer:
+                    unlearned = self.learned.unlearned(scope, proto, name)
+                if is_buffer or source in unlearned:
+                    buffers += count
+                else:
+                    params += count
+        return params, buffers
+
+    def _recorded(self, names: list[str], scope: GraphView) -> tuple[int, int]:
+        """Params and buffers read through `names`, by the converter's record, each framework
+        weight once and whole. Initializers the record does not name count by the graph rules."""
+        params = buffers = 0
+        for name in names:
+            for source in scope.weight_sources(name) if name else ():
+                role = self.roles.role(source)
+                if role is None or role[0] == CONSTANT or role[1] in self.seen:
+                    continue
+                info = scope.info(source)
+                count = self.roles.sizes.get(role[1])
+                if count is None:
+                    if info is None or not info.known:
+                        continue
+                    count = info.numel
+                self.seen.add(role[1])
+                if role[0] == PARAMETER:
+                    params += count
+                else:
+                    buffers += count
+        return params, buffers
+
+
+def _attributes(proto: onnx.NodeProto) -> dict[str, Any]:
+    return {a.name: onnx.helper.get_attribute_value(a) for a in proto.attribute}
+
+
+def _is_weight(info: TensorInfo) -> bool:
+    return info.dtype not in _NOT_PARAM_DTYPES and info.shape is not None and len(info.shape) > 0
 
 
 def is_hyperparameter(table: Registry, view: GraphView, proto: onnx.NodeProto, rule: Rule,
