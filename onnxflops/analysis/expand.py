@@ -83,6 +83,8 @@ def coefficients_shape_body(op_type: str, domain: str, opset: int) -> bool:
                 any(a.type != onnx.AttributeProto.FLOAT for a in refs)
                 or coefficients_shape_body(node.op_type, "", body_opset)):
             return True
+        # Elementwise ops shape their outputs by broadcast, never by values: a coefficient's
+        # value flows through them without shaping any cost.
         if not tainted.isdisjoint(node.input) and node.op_type not in ELEMENTWISE:
             return True
         tainted.update(node.output)
