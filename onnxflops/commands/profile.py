@@ -79,19 +79,14 @@ def measure_kwargs(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from onnxflops.profiling import profile
-    from onnxflops.profiling.progress import ProgressBar
-    from onnxflops.progress import shown_elsewhere
+    from onnxflops.profiling import STAGES, profile
+    from onnxflops.progress import stages
 
     if args.html:
         check_output_path(args.html, "--html")
-    bar = ProgressBar(1)
-    bar.start(str(args.model))
-    try:
-        with shown_elsewhere():
-            result = profile(args.model, progress=bar.update, **measure_kwargs(args))
-    finally:
-        bar.close()
+    with stages(1, STAGES) as bar:
+        bar.start(str(args.model))
+        result = profile(args.model, progress=bar.update, **measure_kwargs(args))
     print_result(result, args, view={"top": args.top or None}, page=_page)
     return 0
 

@@ -34,31 +34,26 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from onnxflops.html import page as htmlreport
-    from onnxflops.profiling import profile
-    from onnxflops.profiling.progress import ProgressBar
-    from onnxflops.progress import shown_elsewhere
+    from onnxflops.profiling import STAGES, profile
+    from onnxflops.progress import stages
 
     check_output_path(args.output, "--output")
     for fmt in ("markdown", "json", "csv"):
         if getattr(args, fmt):
             check_output_path(getattr(args, fmt), f"--{fmt}")
     kwargs = measure_kwargs(args)
-    bar = ProgressBar(len(args.models))
     profiles = []
     failed = None
-    try:
+    with stages(len(args.models), STAGES) as bar:
         for model in args.models:
             bar.start(str(model))
             try:
-                with shown_elsewhere():
-                    profiles.append(profile(model, progress=bar.update, **{
-                        **kwargs, "inputs": _inputs_for(model, kwargs["inputs"])}))
+                profiles.append(profile(model, progress=bar.update, **{
+                    **kwargs, "inputs": _inputs_for(model, kwargs["inputs"])}))
             except OnnxFlopsError as e:
                 failed = e
                 break
             bar.finish_one()
-    finally:
-        bar.close()
     if failed is not None and not profiles:
         raise failed
     write_text(args.output, htmlreport.to_html(profiles, args.title))
