@@ -260,7 +260,7 @@ def accepts(declared: tuple | None, shape) -> bool:
 class Prepared:
     """A source as the counting pipeline reads it, and as onnxruntime runs it."""
 
-    counted: onnx.ModelProto | str  # what counting loads: a path loads without the weights
+    counted: onnx.ModelProto | str | Any  # what counting loads: a path loads without the weights
     name: str  # as the source names it: a file's name, else the graph's
     converted: bool  # conversion bound the input shapes already
     _weighted: onnx.ModelProto | None = None
@@ -290,6 +290,8 @@ def to_onnx(source, inputs=None, *, batch: int | None = None, exporter: str = "d
     if kind is ONNX:
         if isinstance(source, onnx.ModelProto):
             return Prepared(source, source.graph.name or "model", False, source)
+        if not _is_path(source):  # no model at all: the ONNX reader says so in one line
+            return Prepared(source, type(source).__name__, False)
         return Prepared(str(source), Path(source).name, False)
     with step("converting"), _framework_needed(source):
         model = kind.load(source, unsafe)

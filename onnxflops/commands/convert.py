@@ -7,27 +7,19 @@ import sys
 
 import onnx
 
-from onnxflops.commands.common import (
-    add_conversion_options,
-    add_input_options,
-    check_output_path,
-    input_shapes,
-)
+from onnxflops.commands.common import add_command, check_output_path, input_shapes
 from onnxflops.errors import OnnxFlopsError
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "convert", help="convert a Keras or PyTorch model to ONNX",
-        description="Convert a .keras/.h5 file, a SavedModel directory, a torch.export .pt2 "
-                    "file or a package.module:factory spec to ONNX. Files load without running "
-                    "stored code (Keras safe_mode, weights-only unpickling; pickled .pt files are "
-                    "refused).")
-    p.add_argument("model", help="a .keras/.h5/.pt2 file, a SavedModel directory, or "
-                                 "package.module:factory")
+    p = add_command(
+        sub, "convert", "convert a Keras or PyTorch model to ONNX",
+        "Convert a .keras/.h5 file, a SavedModel directory, a torch.export .pt2 file or a "
+        "package.module:factory spec to ONNX. Files load without running stored code (Keras "
+        "safe_mode, weights-only unpickling; pickled .pt files are refused).",
+        model="a .keras/.h5/.pt2 file, a SavedModel directory, or package.module:factory",
+        inputs=True, conversion=True)
     p.add_argument("--output", "-o", required=True, help="the .onnx file to write")
-    add_input_options(p)
-    add_conversion_options(p)
     p.add_argument("--stand-in-weights", action="store_true",
                    help="write the graph onnxflops counts: weights replaced by distinct stand-in "
                         "values, so that no exporter simplification depends on them")

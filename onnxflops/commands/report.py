@@ -5,22 +5,20 @@ from __future__ import annotations
 import argparse
 import sys
 
-from onnxflops.commands.common import add_input_options, check_output_path, write_text
+from onnxflops.commands.common import MODEL_SOURCES, add_command, check_output_path, write_text
 from onnxflops.commands.profile import add_measure_options, measure_kwargs
 from onnxflops.errors import OnnxFlopsError
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "report", help="measure models and write an HTML report with plots",
-        description="Count and measure each model under onnxruntime, then write one "
-                    "self-contained HTML file: a summary per model, latency share against FLOPs "
-                    "share per op type, per-node FLOPs against latency, the roofline under the "
-                    "measured ceilings and, for several models, latency against GFLOPs.")
+    p = add_command(
+        sub, "report", "measure models and write an HTML report with plots",
+        "Count and measure each model under onnxruntime, then write one self-contained HTML "
+        "file: a summary per model, latency share against FLOPs share per op type, per-node "
+        "FLOPs against latency, the roofline under the measured ceilings and, for several "
+        "models, latency against GFLOPs.", model=None, inputs=True, convention=True)
     p.add_argument("models", nargs="+", metavar="MODEL",
-                   help="an .onnx file, .keras/.h5/.pt2 file, SavedModel dir or "
-                        "package.module:factory (inputs that a model lacks are ignored for it)")
-    add_input_options(p)
+                   help=f"{MODEL_SOURCES} (inputs that a model lacks are ignored for it)")
     add_measure_options(p)
     p.add_argument("--output", "-o", default="onnxflops-report.html", metavar="FILE",
                    help="the HTML file to write (default onnxflops-report.html)")
