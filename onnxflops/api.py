@@ -21,7 +21,7 @@ from onnxflops.errors import OnnxFlopsError, Uncostable, UncostedWarning
 from onnxflops.load import load_model
 from onnxflops.normalize import normalize
 from onnxflops.progress import step, steps
-from onnxflops.report import Report
+from onnxflops.results import Report
 from onnxflops.sources import to_onnx
 
 ModelSource = str | os.PathLike | onnx.ModelProto

@@ -99,9 +99,9 @@ def test_telling_every_kind_imports_no_framework(tmp_path):
     converters' modules stay unloaded."""
     for name in ("a.pt2", "b.keras", "c.pt"):
         (tmp_path / name).write_bytes(b"")
+    paths = [str(tmp_path / n) for n in ("a.pt2", "b.keras", "c.pt")]
     code = ("import sys; from onnxflops import sources\n"
-            f"kinds = [sources.kind_of(p).name for p in {[str(tmp_path / n) for n in ('a.pt2', 'b.keras', 'c.pt')]!r}]\n"
-            "kinds.append(sources.kind_of('pkg.mod:f').name)\n"
+            f"kinds = [sources.kind_of(p).name for p in {paths!r} + ['pkg.mod:f']]\n"
             "heavy = [m for m in ('torch', 'tensorflow', 'keras', 'onnxflops.converters.from_torch',"
             " 'onnxflops.converters.from_keras') if m in sys.modules]\n"
             "print(len(kinds), heavy)")

@@ -27,7 +27,13 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from onnxflops.sources import absent_weights_file, is_graph_only, load, needs_conversion, to_onnx
+    from onnxflops.sources import (
+        absent_weights_file,
+        is_graph_only,
+        load,
+        needs_conversion,
+        to_onnx,
+    )
 
     if not needs_conversion(args.model):
         raise OnnxFlopsError(f"{args.model}: already ONNX (or not a model onnxflops converts)")

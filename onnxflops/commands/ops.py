@@ -9,7 +9,7 @@ import sys
 from onnxflops.commands.common import add_command
 from onnxflops.costs import CONVENTIONS, PER_OP_CONVENTIONS, REGISTRY
 from onnxflops.graph import domain_key
-from onnxflops.report import text_table
+from onnxflops.results import text_table
 
 
 def register(sub) -> None:

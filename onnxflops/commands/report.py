@@ -31,7 +31,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from onnxflops.html import page as htmlreport
+    from onnxflops.html import page
     from onnxflops.profiling import STAGES, profile
     from onnxflops.progress import stages
 
@@ -54,9 +54,9 @@ def run(args: argparse.Namespace) -> int:
             bar.finish_one()
     if failed is not None and not profiles:
         raise failed
-    write_text(args.output, htmlreport.to_html(profiles, args.title))
-    for fmt, render in (("markdown", htmlreport.to_markdown), ("json", htmlreport.to_json),
-                        ("csv", htmlreport.to_csv)):
+    write_text(args.output, page.to_html(profiles, args.title))
+    for fmt, render in (("markdown", page.to_markdown), ("json", page.to_json),
+                        ("csv", page.to_csv)):
         target = getattr(args, fmt)
         if target:
             write_text(target, render(profiles))

@@ -21,7 +21,7 @@ from onnxflops.api import count
 from onnxflops.dims import format_shape
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.formats import Rows, Table
-from onnxflops.report import Report, Totals, human, layer_in_model
+from onnxflops.results import Report, Totals, human, layer_in_model
 from onnxflops.sources import accepts, declared_inputs, load, to_onnx
 
 COMPARED = ("macs", "flops", "params", "buffers")

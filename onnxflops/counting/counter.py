@@ -45,7 +45,7 @@ from onnxflops.load.weight_roles import CONSTANT, PARAMETER
 from onnxflops.dims import SYMBOL_MARK, is_symbolic
 from onnxflops.errors import Uncostable, first_line
 from onnxflops.graph import GraphView, NodeRow, TensorInfo, domain_key, holds_subgraph
-from onnxflops.report import NodeReport, Report, Totals, Uncosted
+from onnxflops.results import NodeReport, Report, Totals, Uncosted
 
 _NOT_PARAM_DTYPES = {onnx.TensorProto.INT64, onnx.TensorProto.BOOL, onnx.TensorProto.STRING,
                      onnx.TensorProto.UNDEFINED}

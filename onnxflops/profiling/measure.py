@@ -42,7 +42,7 @@ from onnxflops.profiling.runtime import (
 )
 from onnxflops.profiling.trace import END_TO_END_ONLY, NodeTimes, read_trace
 from onnxflops.formats import Rows, Table, Text
-from onnxflops.report import Report, human, modules_at_depth
+from onnxflops.results import Report, human, modules_at_depth
 from onnxflops.sources import Prepared, to_onnx
 
 Progress = Callable[[str, float], None]

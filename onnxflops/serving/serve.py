@@ -17,7 +17,7 @@ from onnxflops.progress import step, steps
 from onnxflops.serving.hardware import Hardware, hardware as find_hardware
 from onnxflops.serving.phases import (DTYPE_BITS, LayersNotAlike, Phase, PhaseCost, Timing,
                                       Traffic)
-from onnxflops.report import human
+from onnxflops.results import human
 from onnxflops.sources import causal_lm, is_causal_lm
 
 # What the tensor cores compute in when weights are stored so: int4 weights are dequantised to
