@@ -10,7 +10,7 @@ by the source table, onnxflops.sources. TensorFlow and torch are imported only w
 theirs is converted; each name here loads its module on first use.
 """
 
-import importlib
+from onnxflops import loaded_on_first_use
 
 _PUBLIC = {
     "ABSENT_WEIGHTS": "onnxflops.converters.common",
@@ -23,14 +23,4 @@ _PUBLIC = {
 }
 
 __all__ = sorted(_PUBLIC)
-
-
-def __getattr__(name: str):
-    if name not in _PUBLIC:
-        raise AttributeError(f"module 'onnxflops.converters' has no attribute '{name}'")
-    value = globals()[name] = getattr(importlib.import_module(_PUBLIC[name]), name)
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PUBLIC))
+__getattr__, __dir__ = loaded_on_first_use(__name__, _PUBLIC)
