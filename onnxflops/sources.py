@@ -223,8 +223,9 @@ CAUSAL_LM = Kind("transformers causal LM (model, config, config.json or its fold
 
 
 def kind_of(source) -> Kind:
-    """The kind of `source`, told from its type, suffix or spelling alone (nothing is read or
-    imported). What no kind claims is ONNX, whose reader says in one line what it is not."""
+    """The kind of `source`, told from its type, suffix or spelling alone (no file is read, no
+    framework imported). What no kind claims is ONNX, whose reader says in one line what it is
+    not."""
     if _is_proto(source) or _is_path(source) and Path(source).suffix.lower() == ".onnx":
         return ONNX
     return next((kind for kind in KINDS if kind.detect(source)), ONNX)
