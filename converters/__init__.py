@@ -5,15 +5,22 @@ based exporter by default, the TorchScript one with exporter="legacy"). Unless k
 tf2onnx and the legacy exporter convert with stand-in weights, so that exporter optimisations cannot
 key on weight values, and the dynamo exporter writes weights as headers without bytes; weights on
 the meta device are headers always (`is_graph_only`).
-`convert` turns anything else a user can name (a file, a factory spec, a model object) into ONNX.
-TensorFlow and torch are imported only when a model of theirs is converted.
+Which converter a model a user names goes to (a file, a factory spec, a model object) is decided
+by the source table, onnxflops.sources. TensorFlow and torch are imported only when a model of
+theirs is converted; each name here loads its module on first use.
 """
 
-from onnxflops.converters.causal_lm import CausalLM, causal_lm_to_onnx
-from onnxflops.converters.from_keras import keras_to_onnx
-from onnxflops.converters.from_torch import ABSENT_WEIGHTS, is_graph_only, torch_to_onnx
-from onnxflops.converters.sources import accepts, convert, declared_inputs, load, needs_conversion
+from onnxflops import loaded_on_first_use
 
-__all__ = ["ABSENT_WEIGHTS", "CausalLM", "accepts", "causal_lm_to_onnx", "convert",
-           "declared_inputs", "is_graph_only", "keras_to_onnx", "load", "needs_conversion",
-           "torch_to_onnx"]
+_PUBLIC = {
+    "ABSENT_WEIGHTS": "onnxflops.converters.common",
+    "CausalLM": "onnxflops.converters.causal_lm",
+    "causal_lm_to_onnx": "onnxflops.converters.causal_lm",
+    "keras_to_onnx": "onnxflops.converters.from_keras",
+    "saved_model_to_onnx": "onnxflops.converters.from_keras",
+    "is_graph_only": "onnxflops.converters.from_torch",
+    "torch_to_onnx": "onnxflops.converters.from_torch",
+}
+
+__all__ = sorted(_PUBLIC)
+__getattr__, __dir__ = loaded_on_first_use(__name__, _PUBLIC)

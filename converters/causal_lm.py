@@ -32,6 +32,7 @@ import onnx
 
 from onnxflops.converters.common import (framework_logging_silenced, framework_needed,
                                          import_transformers, root_cause)
+from onnxflops.converters.factory import is_factory_spec, load_factory
 from onnxflops.converters.torch_ops import experts_exported_as
 from onnxflops.converters.from_torch import (OPSET, eval_mode, export_dynamo,
                                              record_torch_weight_roles)
@@ -73,10 +74,10 @@ def load_causal_lm(source):
     import torch
 
     transformers = import_transformers()
-    if isinstance(source, (str, Path)) and not Path(source).exists() and ":" in str(source):
-        from onnxflops.converters.sources import load
-
-        source = load(source)
+    if isinstance(source, (str, Path)) and not Path(source).exists() and \
+            is_factory_spec(str(source)):
+        with framework_needed(str(source)):
+            source = load_factory(str(source))
     if isinstance(source, (str, Path)):
         source = _read_config(Path(source), transformers)
     if isinstance(source, transformers.PretrainedConfig):

@@ -29,6 +29,18 @@ def is_single_input(value) -> bool:
     return isinstance(value, Sequence) and all(isinstance(d, (int, np.integer)) for d in value)
 
 
+def is_keras_model(model) -> bool:
+    """A keras.Model, told without importing Keras (a model of it means Keras is loaded)."""
+    keras = sys.modules.get("keras")
+    return keras is not None and isinstance(model, keras.Model)
+
+
+def is_torch_model(model) -> bool:
+    """A torch nn.Module or ExportedProgram, told without importing torch."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(model, (torch.nn.Module, torch.export.ExportedProgram))
+
+
 def root_cause(e: BaseException) -> BaseException:
     """The innermost exception of a chain: exporters wrap the one that names the op."""
     while e.__cause__ is not None:

@@ -5,6 +5,8 @@ import `onnxflops.errors`, say) loads neither the pipeline nor the cost table.
 """
 
 import importlib
+import sys
+from typing import Callable
 
 _PUBLIC = {
     "count": "onnxflops.api",
@@ -13,7 +15,8 @@ _PUBLIC = {
     "Cost": "onnxflops.costs", "register_rule": "onnxflops.costs",
     "register_torch_op": "onnxflops.converters.torch_ops",
     "OnnxFlopsError": "onnxflops.errors", "UncostedWarning": "onnxflops.errors",
-    "NodeReport": "onnxflops.report", "Report": "onnxflops.report", "Totals": "onnxflops.report",
+    "NodeReport": "onnxflops.results", "Report": "onnxflops.results",
+    "Totals": "onnxflops.results",
     "Comparison": "onnxflops.comparison", "assert_same_cost": "onnxflops.comparison",
     "compare": "onnxflops.comparison",
     "llm": "onnxflops.serving", "LlmReport": "onnxflops.serving",
@@ -24,12 +27,21 @@ __all__ = sorted(_PUBLIC)
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str):
-    if name not in _PUBLIC:
-        raise AttributeError(f"module 'onnxflops' has no attribute '{name}'")
-    value = globals()[name] = getattr(importlib.import_module(_PUBLIC[name]), name)
-    return value
+def loaded_on_first_use(package: str, public: dict[str, str]) -> tuple[Callable, Callable]:
+    """A package's `__getattr__` and `__dir__` for names, each loaded from its module (`public`:
+    name → module) on first use and kept."""
+    namespace = sys.modules[package].__dict__
+
+    def getattr_(name: str):
+        if name not in public:
+            raise AttributeError(f"module '{package}' has no attribute '{name}'")
+        value = namespace[name] = getattr(importlib.import_module(public[name]), name)
+        return value
+
+    def dir_() -> list[str]:
+        return sorted(set(namespace) | set(public))
+
+    return getattr_, dir_
 
 
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PUBLIC))
+__getattr__, __dir__ = loaded_on_first_use(__name__, _PUBLIC)

@@ -21,7 +21,8 @@ from onnxflops.errors import OnnxFlopsError, Uncostable, UncostedWarning
 from onnxflops.load import load_model
 from onnxflops.normalize import normalize
 from onnxflops.progress import step, steps
-from onnxflops.report import Report
+from onnxflops.results import Report
+from onnxflops.sources import to_onnx
 
 ModelSource = str | os.PathLike | onnx.ModelProto
 
@@ -44,7 +45,7 @@ def count(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
     `model` is an .onnx path or an onnx.ModelProto, or a framework model converted first (a
     keras.Model, a torch nn.Module, a .keras/.h5/.pt2 file, a SavedModel directory or a
     `package.module:factory` spec); for those, `inputs` are shapes or tensors, by input name or
-    in order, and `exporter` / `unsafe` are passed on (see converters.convert).
+    in order, and `exporter` / `unsafe` are passed on (see onnxflops.sources.to_onnx).
 
     `training`: also count the backward pass of a training step (`total.backward_flops`, ...).
     `symbolic`: dims left unbound stay symbols, and the counts are sympy formulas in them.
@@ -82,16 +83,10 @@ def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | N
                              f"{convention} does: count --training under another convention")
     table = with_rules(rules)
     with steps("counting"):
-        if not is_onnx_source(model):
-            from onnxflops.converters import (  # imports no framework by itself
-                convert,
-                needs_conversion,
-            )
-
-            if needs_conversion(model):
-                with step("converting"):
-                    model = convert(model, inputs, batch=batch, exporter=exporter, unsafe=unsafe)
-                inputs, batch = None, None
+        prepared = to_onnx(model, inputs, batch=batch, exporter=exporter, unsafe=unsafe)
+        model = prepared.counted
+        if prepared.converted:
+            inputs, batch = None, None
         with collector_paused():
             with step("loading"):
                 proto = load_model(model)
@@ -107,13 +102,6 @@ def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | N
             except Uncostable as e:  # a rule's complaint met outside a rule: the model's
                 raise OnnxFlopsError(f"{name}: cannot be counted: {e}") from None
     return Counted(report, bound if keep_bound else None, analyzed)
-
-
-def is_onnx_source(model: object) -> bool:
-    """An ONNX model or an .onnx path: what the pipeline reads without asking the converters."""
-    if isinstance(model, onnx.ModelProto):
-        return True
-    return isinstance(model, (str, os.PathLike)) and Path(model).suffix.lower() == ".onnx"
 
 
 def _declared(vi: onnx.ValueInfoProto) -> list[int | str]:

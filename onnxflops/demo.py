@@ -14,7 +14,7 @@ import sys
 
 from onnxflops.comparison import compare
 from onnxflops.dims import format_shape
-from onnxflops.report import Report, human, text_table
+from onnxflops.results import Report, human, text_table
 
 PAIR = "seed003_conv_gru_dense"
 INPUT = (1, 1, 100, 256)

@@ -30,3 +30,24 @@ def test_rows_leave_flops_out_where_the_totals_agree():
     assert "layers in execution order (MACs, params)" in text
     row = next(line for line in text.splitlines() if line.startswith("fc "))
     assert row.split() == ["fc", "fc", "64", "64", "32", "32", "same"]
+
+
+def test_compares_random_inputs_get_the_memory_check_profiles_have(monkeypatch):
+    """--check-outputs draws its inputs through the profiling's one feed maker: 2**28 × 2 float32
+    (2 GiB) on a machine with 1 GiB free is refused in one line before anything is allocated."""
+    import pytest
+
+    from onnxflops.errors import OnnxFlopsError
+    from onnxflops.profiling import runtime
+
+    monkeypatch.setattr(runtime, "_available_memory", lambda: 2**30)
+    big = model([node("Relu", ["x"], ["y"])], {"x": [2**28, 2]})
+    with pytest.raises(OnnxFlopsError, match=r"the model's inputs would take 2.0 GiB \(input 'x' "
+                                             r"2.0 GiB\), more than this machine can hold"):
+        onnxflops.compare(big, big, check_outputs=True)
+
+
+def test_checked_outputs_of_one_model_against_itself_agree_exactly():
+    same = fc(False)
+    result = onnxflops.compare(same, same, check_outputs=True)
+    assert (result.outputs.max_abs, result.outputs.outputs) == (0.0, 1)

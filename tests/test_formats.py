@@ -16,7 +16,7 @@ from helpers import model, node, weight
 from onnxflops import formats
 from onnxflops.cli import main
 from onnxflops.formats import Rows, elide, html_table, text_table
-from onnxflops.report import framework_names
+from onnxflops.results import framework_names
 
 
 def run(capsys, *argv):
@@ -147,7 +147,7 @@ class TestRows:
 
     def test_a_field_a_node_gains_reaches_csv_and_json_with_no_edit_to_the_formats(self,
                                                                                   monkeypatch):
-        from onnxflops.report import NodeReport
+        from onnxflops.results import NodeReport
 
         plain = NodeReport.to_dict
         monkeypatch.setattr(NodeReport, "to_dict", lambda n: {**plain(n), "foldable": 0})

@@ -49,3 +49,11 @@ def test_converters_may_not_import_the_counting_stages():
     assert forbidden["source_modules"] == ["onnxflops.converters"]
     assert set(forbidden["forbidden_modules"]) >= {
         "onnxflops.costs", "onnxflops.counting", "onnxflops.canonical", "onnxflops.analysis"}
+
+
+def test_only_the_source_seam_imports_the_converters():
+    seam = contracts()["one-source-seam"]
+    assert seam["forbidden_modules"] == ["onnxflops.converters"]
+    assert set(seam["source_modules"]) >= {
+        "onnxflops.api", "onnxflops.commands", "onnxflops.comparison", "onnxflops.profiling",
+        "onnxflops.serving"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import onnx
 import pytest
 
-from onnxflops.report.layers import layer_in_model, layer_of
+from onnxflops.results.layers import layer_in_model, layer_of
 
 
 def named(name: str, scopes: str | None = None) -> onnx.NodeProto:

@@ -65,3 +65,31 @@ def test_under_another_bar_a_count_shows_none(monkeypatch):
     with progress.shown_elsewhere():  # profile's and report's stage bar has the line
         onnxflops.count(mlp())
     assert terminal.getvalue() == ""
+
+
+def test_the_stages_bar_advances_through_models_and_stages(monkeypatch):
+    """profile's and report's bar: the share done is (models done + (stage + fraction) / 4) / 2
+    for two models through the five stages."""
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setattr(progress, "REDRAW_S", 0)
+    names = ("counting", "timing", "profiling", "ceilings", "done")
+    with progress.stages(2, names) as bar:
+        bar.start("a.onnx")
+        bar.update("timing", 0.5)  # stage 1 of 4, half done: 1.5/4 of the first of two models
+        first = terminal.getvalue()
+        onnxflops.count(mlp())  # the work inside shows no bar of its own
+        bar.finish_one()
+        bar.start("b.onnx")
+        bar.update("done", 1.0)
+    shown = terminal.getvalue()
+    assert " 19% |" in first and "1/2 a.onnx: timing" in first
+    assert "100% |" in shown and "2/2 b.onnx: done" in shown
+    assert "counting:" not in shown
+
+
+def test_the_stages_bar_on_a_pipe_shows_nothing(capsys):
+    with progress.stages(1, ("counting", "done")) as bar:
+        bar.start("a.onnx")
+        bar.update("done", 1.0)
+    assert capsys.readouterr().err == ""

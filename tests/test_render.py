@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import onnxflops
 from helpers import model, node, weight
-from onnxflops.report import markdown_table, text_table
+from onnxflops.results import markdown_table, text_table
 
 
 def test_text_columns_are_left_numbers_right_and_rules_frame_the_rows():

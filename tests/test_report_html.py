@@ -220,21 +220,3 @@ def test_chromium_screenshot_is_the_full_page(tmp_path, page):
     width, height = struct.unpack(">II", data[16:24])
     assert (width, height) == (1400, 3000)
     assert len(data) > 50_000  # a blank page of that size compresses to a few KB
-
-
-def test_progress_bar_advances_through_models_and_stages():
-    from onnxflops.profiling.progress import ProgressBar
-
-    out = io.StringIO()
-    bar = ProgressBar(2, out, width=10, force=True)
-    bar.start("a.onnx")
-    bar.update("timing", 0.5)  # stage 1 of 4, half done: 1.5/4 of the first of two models
-    bar.finish_one()
-    bar.start("b.onnx")
-    bar.update("done", 1.0)
-    bar.close()
-    frames = out.getvalue().split("\r")
-    assert "[#.........]  19%  1/2 a.onnx: timing" in frames[2]
-    assert "[##########] 100%  2/2 b.onnx: done" in frames[4]
-    assert frames[-1] == "\033[K"
-    assert ProgressBar(1, io.StringIO()).enabled is False  # not a terminal: silent

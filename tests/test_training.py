@@ -15,7 +15,7 @@ from onnx import TensorProto, helper
 import onnxflops
 from helpers import model, node, weight
 from onnxflops.cli import main
-from onnxflops.report.tables import SUMMED
+from onnxflops.results.tables import SUMMED
 
 
 def dense(m: int, p: int, n: int, *, x_is_variable: bool = False) -> onnx.ModelProto:

@@ -5,34 +5,29 @@ from __future__ import annotations
 import argparse
 
 from onnxflops.commands.common import (
-    add_conversion_options,
-    add_format_options,
-    add_input_options,
-    check_output_path,
+    MODEL_SOURCES,
+    add_command,
+    check_page_path,
     input_shapes,
     print_result,
     shapes_of,
 )
-from onnxflops.costs import CONVENTIONS
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "compare", help="compare the cost of two models (a port, two exporters)",
-        description="Compare two models: totals, per op type, and per layer aligned in execution "
-                    "order, flagging missing or extra layers, shape mismatches and param "
-                    "differences. Exit status 1 when they differ beyond --tolerance.")
-    p.add_argument("a", help="first model: .onnx, .keras/.h5/.pt2, SavedModel dir or "
-                             "package.module:factory")
+    p = add_command(
+        sub, "compare", "compare the cost of two models (a port, two exporters)",
+        "Compare two models: totals, per op type, and per layer aligned in execution order, "
+        "flagging missing or extra layers, shape mismatches and param differences. Exit status 1 "
+        "when they differ beyond --tolerance.", model=None, inputs=True, conversion=True,
+        convention=True, rows="pair of aligned layers")
+    p.add_argument("a", help=f"first model: {MODEL_SOURCES}")
     p.add_argument("b", help="second model, likewise")
-    add_input_options(p)
     for side in ("a", "b"):
         p.add_argument(f"--input-{side}", action="append", default=[], metavar="NAME=DIMS",
                        help=f"bind an input of model {side} only (repeatable)")
     p.add_argument("--tolerance", type=float, default=0.0,
                    help="relative difference allowed in MACs, FLOPs, params, buffers (default 0)")
-    p.add_argument("--convention", "-c", choices=list(CONVENTIONS), default="default")
-    add_conversion_options(p)
     p.add_argument("--check-outputs", action="store_true",
                    help="run both under onnxruntime on the same random inputs and report the "
                         "largest output error (for ports whose weights were copied)")
@@ -41,15 +36,13 @@ def register(sub) -> None:
     p.add_argument("--layout", choices=["auto", "none"], default="auto",
                    help="auto: feed and compare NHWC against NCHW by transposing where the two "
                         "models' shapes differ just so")
-    add_format_options(p, "pair of aligned layers")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from onnxflops.comparison import compare
 
-    if args.html:
-        check_output_path(args.html, "--html")
+    check_page_path(args)
     result = compare(
         args.a, args.b, input_shapes(args) or None, args.tolerance,
         inputs_a=_bindings(args.input_a, "--input-a"),

@@ -5,27 +5,14 @@ from __future__ import annotations
 import argparse
 
 from onnxflops.api import count
-from onnxflops.commands.common import (
-    add_conversion_options,
-    add_format_options,
-    add_input_options,
-    check_output_path,
-    input_shapes,
-    print_result,
-)
-from onnxflops.costs import CONVENTIONS
+from onnxflops.commands.common import add_command, check_page_path, input_shapes, print_result
 from onnxflops.errors import OnnxFlopsError
 
 
 def register(sub) -> None:
-    p = sub.add_parser("count", help="count MACs, FLOPs, params and bytes of a model",
-                       description="Count MACs, FLOPs, params and memory traffic of a model.")
-    p.add_argument("model", help="an .onnx file; or a .keras/.h5/.pt2 file, a SavedModel directory or "
-                                 "a package.module:factory spec, converted first")
-    add_input_options(p)
-    add_conversion_options(p)
-    p.add_argument("--convention", "-c", choices=list(CONVENTIONS), default="default",
-                   help="what FLOPs means: " + "; ".join(f"{k}: {v}" for k, v in CONVENTIONS.items()))
+    p = add_command(sub, "count", "count MACs, FLOPs, params and bytes of a model",
+                    "Count MACs, FLOPs, params and memory traffic of a model.", inputs=True,
+                    conversion=True, convention=True, rows="node (or --by group)")
     p.add_argument("--by", choices=["node", "op", "layer", "category"],
                    help="rows of the table (default: op) or of the CSV (default: node)")
     p.add_argument("--depth", type=_depth, metavar="N",
@@ -36,15 +23,13 @@ def register(sub) -> None:
                         "training (forward + backward) FLOPs")
     p.add_argument("--symbolic", action="store_true",
                    help="keep dims left unbound as symbols: the counts are formulas in them")
-    add_format_options(p, "node (or --by group)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.depth is not None and args.by not in (None, "layer"):
         raise OnnxFlopsError(f"--depth sums layers: it goes with --by layer, not --by {args.by}")
-    if args.html:
-        check_output_path(args.html, "--html")
+    check_page_path(args)
     report = count(args.model, inputs=input_shapes(args), batch=args.batch,
                    convention=args.convention, training=args.training, symbolic=args.symbolic,
                    exporter=args.exporter, unsafe=args.unsafe)

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import argparse
 
-from onnxflops.commands.common import add_format_options, check_output_path, print_result
+from onnxflops.commands.common import add_command, check_page_path, print_result
 from onnxflops.serving.hardware import HARDWARE
 from onnxflops.serving.phases import DTYPE_BITS
 
 
 def register(sub) -> None:
-    p = sub.add_parser("llm", help="prefill, decode, KV cache and latency of a causal LM",
-                       description="Serving costs of a causal language model from its own graphs: "
-                                   "the prompt pass, each decode step with its KV cache, params "
-                                   "active per token, and a roofline estimate on named hardware.")
-    p.add_argument("model", help="a transformers config.json (or a folder holding one), or a "
-                                 "package.module:factory spec returning a transformers model")
+    p = add_command(
+        sub, "llm", "prefill, decode, KV cache and latency of a causal LM",
+        "Serving costs of a causal language model from its own graphs: the prompt pass, each "
+        "decode step with its KV cache, params active per token, and a roofline estimate on "
+        "named hardware.",
+        model="a transformers config.json (or a folder holding one), or a "
+              "package.module:factory spec returning a transformers model",
+        rows="phase", page="the decode cost and time against the context and the time per op "
+                           "type")
     p.add_argument("--prompt", type=int, required=True, metavar="TOKENS", help="prompt length")
     p.add_argument("--generate", type=int, required=True, metavar="TOKENS",
                    help="tokens generated")
@@ -28,16 +31,13 @@ def register(sub) -> None:
     p.add_argument("--kv-dtype", choices=list(DTYPE_BITS), default=None,
                    help="activations' and KV cache's dtype (default bf16; fp32/fp16 with such "
                         "weights)")
-    add_format_options(p, "phase", page="the decode cost and time against the context and "
-                                         "the time per op type")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from onnxflops.serving import llm
 
-    if args.html:
-        check_output_path(args.html, "--html")
+    check_page_path(args)
     report = llm(args.model, prompt=args.prompt, generate=args.generate, batch=args.batch,
                  hardware=args.hardware, dtype=args.dtype, kv_dtype=args.kv_dtype)
     print_result(report, args, page=_page)

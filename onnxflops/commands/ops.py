@@ -6,16 +6,16 @@ import argparse
 import json
 import sys
 
+from onnxflops.commands.common import add_command
 from onnxflops.costs import CONVENTIONS, PER_OP_CONVENTIONS, REGISTRY
 from onnxflops.graph import domain_key
-from onnxflops.report import text_table
+from onnxflops.results import text_table
 
 
 def register(sub) -> None:
-    p = sub.add_parser("ops", help="list every costed op with its category and formula",
-                       description="List every op the cost table prices: its domain, category "
-                                   "and the formula it applies. This is the reference of the "
-                                   "counting conventions.")
+    p = add_command(sub, "ops", "list every costed op with its category and formula",
+                    "List every op the cost table prices: its domain, category and the formula "
+                    "it applies. This is the reference of the counting conventions.", model=None)
     p.add_argument("--domain", metavar="DOMAIN",
                    help="only this domain ('' or ai.onnx for the default one, com.microsoft, "
                         "ai.onnx.ml, ...)")

@@ -4,35 +4,27 @@ from __future__ import annotations
 
 import argparse
 
-from onnxflops.commands.common import (
-    add_format_options,
-    add_input_options,
-    check_output_path,
-    input_shapes,
-    print_result,
-)
-from onnxflops.costs import CONVENTIONS
+from onnxflops.commands.common import add_command, check_page_path, input_shapes, print_result
 from onnxflops.profiling import OPT_LEVELS, PROVIDERS
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "profile", help="measure latency and achieved FLOP/s under onnxruntime",
-        description="Run a model under onnxruntime: end-to-end latency over timed runs with the "
-                    "profiler off, then per-node times from a profiled session joined to the "
-                    "counted FLOPs (through onnxruntime's fusions), against the machine's "
-                    "measured peak FLOP/s and memory bandwidth.")
-    p.add_argument("model", help="an .onnx file, .keras/.h5/.pt2 file, SavedModel dir or "
-                                 "package.module:factory")
-    add_input_options(p)
+    p = add_command(
+        sub, "profile", "measure latency and achieved FLOP/s under onnxruntime",
+        "Run a model under onnxruntime: end-to-end latency over timed runs with the profiler off, "
+        "then per-node times from a profiled session joined to the counted FLOPs (through "
+        "onnxruntime's fusions), against the machine's measured peak FLOP/s and memory "
+        "bandwidth.", inputs=True, convention=True, rows="executed node",
+        page="the report command's page, with its plots")
     add_measure_options(p)
     p.add_argument("--top", type=int, default=20, metavar="N",
                    help="rows of the node table, slowest first (default 20; 0: all)")
-    add_format_options(p, "executed node", page="the report command's page, with its plots")
     p.set_defaults(func=run)
 
 
 def add_measure_options(p: argparse.ArgumentParser) -> None:
+    """How `profile` and `report` run a model under onnxruntime (--convention comes with
+    add_command)."""
     p.add_argument("--provider", choices=list(PROVIDERS), default="cpu",
                    help="onnxruntime execution provider (cuda needs onnxruntime-gpu and a GPU)")
     p.add_argument("--threads", type=int, metavar="N",
@@ -44,8 +36,6 @@ def add_measure_options(p: argparse.ArgumentParser) -> None:
                    help="runs of the profiled session whose per-node median is kept (default 10)")
     p.add_argument("--opt-level", choices=list(OPT_LEVELS), default="all",
                    help="onnxruntime graph optimization level (default: all, as deployed)")
-    p.add_argument("--convention", "-c", choices=list(CONVENTIONS), default="default",
-                   help="what FLOPs means (see onnxflops count --help)")
     p.add_argument("--no-ceilings", dest="ceilings", action="store_false",
                    help="do not measure peak FLOP/s and bandwidth (no efficiency, no bound)")
     p.add_argument("--quick", action="store_true",
@@ -79,19 +69,13 @@ def measure_kwargs(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from onnxflops.profiling import profile
-    from onnxflops.profiling.progress import ProgressBar
-    from onnxflops.progress import shown_elsewhere
+    from onnxflops.profiling import STAGES, profile
+    from onnxflops.progress import stages
 
-    if args.html:
-        check_output_path(args.html, "--html")
-    bar = ProgressBar(1)
-    bar.start(str(args.model))
-    try:
-        with shown_elsewhere():
-            result = profile(args.model, progress=bar.update, **measure_kwargs(args))
-    finally:
-        bar.close()
+    check_page_path(args)
+    with stages(1, STAGES) as bar:
+        bar.start(str(args.model))
+        result = profile(args.model, progress=bar.update, **measure_kwargs(args))
     print_result(result, args, view={"top": args.top or None}, page=_page)
     return 0
 

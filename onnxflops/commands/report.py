@@ -5,22 +5,20 @@ from __future__ import annotations
 import argparse
 import sys
 
-from onnxflops.commands.common import add_input_options, check_output_path, write_text
+from onnxflops.commands.common import MODEL_SOURCES, add_command, check_output_path, write_text
 from onnxflops.commands.profile import add_measure_options, measure_kwargs
 from onnxflops.errors import OnnxFlopsError
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "report", help="measure models and write an HTML report with plots",
-        description="Count and measure each model under onnxruntime, then write one "
-                    "self-contained HTML file: a summary per model, latency share against FLOPs "
-                    "share per op type, per-node FLOPs against latency, the roofline under the "
-                    "measured ceilings and, for several models, latency against GFLOPs.")
+    p = add_command(
+        sub, "report", "measure models and write an HTML report with plots",
+        "Count and measure each model under onnxruntime, then write one self-contained HTML "
+        "file: a summary per model, latency share against FLOPs share per op type, per-node "
+        "FLOPs against latency, the roofline under the measured ceilings and, for several "
+        "models, latency against GFLOPs.", model=None, inputs=True, convention=True)
     p.add_argument("models", nargs="+", metavar="MODEL",
-                   help="an .onnx file, .keras/.h5/.pt2 file, SavedModel dir or "
-                        "package.module:factory (inputs that a model lacks are ignored for it)")
-    add_input_options(p)
+                   help=f"{MODEL_SOURCES} (inputs that a model lacks are ignored for it)")
     add_measure_options(p)
     p.add_argument("--output", "-o", default="onnxflops-report.html", metavar="FILE",
                    help="the HTML file to write (default onnxflops-report.html)")
@@ -33,37 +31,32 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from onnxflops.html import page as htmlreport
-    from onnxflops.profiling import profile
-    from onnxflops.profiling.progress import ProgressBar
-    from onnxflops.progress import shown_elsewhere
+    from onnxflops.html import page
+    from onnxflops.profiling import STAGES, profile
+    from onnxflops.progress import stages
 
     check_output_path(args.output, "--output")
     for fmt in ("markdown", "json", "csv"):
         if getattr(args, fmt):
             check_output_path(getattr(args, fmt), f"--{fmt}")
     kwargs = measure_kwargs(args)
-    bar = ProgressBar(len(args.models))
     profiles = []
     failed = None
-    try:
+    with stages(len(args.models), STAGES) as bar:
         for model in args.models:
             bar.start(str(model))
             try:
-                with shown_elsewhere():
-                    profiles.append(profile(model, progress=bar.update, **{
-                        **kwargs, "inputs": _inputs_for(model, kwargs["inputs"])}))
+                profiles.append(profile(model, progress=bar.update, **{
+                    **kwargs, "inputs": _inputs_for(model, kwargs["inputs"])}))
             except OnnxFlopsError as e:
                 failed = e
                 break
             bar.finish_one()
-    finally:
-        bar.close()
     if failed is not None and not profiles:
         raise failed
-    write_text(args.output, htmlreport.to_html(profiles, args.title))
-    for fmt, render in (("markdown", htmlreport.to_markdown), ("json", htmlreport.to_json),
-                        ("csv", htmlreport.to_csv)):
+    write_text(args.output, page.to_html(profiles, args.title))
+    for fmt, render in (("markdown", page.to_markdown), ("json", page.to_json),
+                        ("csv", page.to_csv)):
         target = getattr(args, fmt)
         if target:
             write_text(target, render(profiles))

@@ -5,18 +5,18 @@ from __future__ import annotations
 import argparse
 import sys
 
-from onnxflops.commands.common import check_output_path, shapes_of
+from onnxflops.commands.common import add_command, check_output_path, shapes_of
 from onnxflops.errors import OnnxFlopsError
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "survey", help="count every model of registries, each against its framework's own count",
-        description="Count every model SOURCE names (torchvision, timm, transformers, a folder "
-                    "of .onnx files, or package.module:factory specs; SOURCE:PATTERN keeps the "
-                    "names matching a shell pattern), one process per model, and hold each count "
-                    "against FlopCounterMode and parameters(). One row per model, with a verdict: "
-                    "exact, differs, not counted, oracle failed or not built.")
+    p = add_command(
+        sub, "survey", "count every model of registries, each against its framework's own count",
+        "Count every model SOURCE names (torchvision, timm, transformers, a folder of .onnx "
+        "files, or package.module:factory specs; SOURCE:PATTERN keeps the names matching a shell "
+        "pattern), one process per model, and hold each count against FlopCounterMode and "
+        "parameters(). One row per model, with a verdict: exact, differs, not counted, oracle "
+        "failed or not built.", model=None)
     p.add_argument("sources", nargs="*", metavar="SOURCE[:PATTERN]")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write the rows to FILE (.csv, .jsonl, .json, .md or .html) as they "

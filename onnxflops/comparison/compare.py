@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
-import onnx
 
 from onnxflops import formats
 from onnxflops.api import count
@@ -23,7 +22,8 @@ from onnxflops.dims import format_shape
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.formats import Rows, Table
 from onnxflops.ops import RECURRENCES
-from onnxflops.report import Report, Totals, human, layer_in_model
+from onnxflops.results import Report, Totals, human, layer_in_model
+from onnxflops.sources import accepts, declared_inputs, load, to_onnx
 
 COMPARED = ("macs", "flops", "params", "buffers")
 _PER_LAYER = ("macs", "params", "buffers")
@@ -213,8 +213,6 @@ class _Side:
     """
 
     def __init__(self, source, shared: Mapping[str, Any] | None, own, unsafe: bool):
-        from onnxflops.converters import accepts, declared_inputs, load
-
         self.model = load(source, unsafe=unsafe)
         declared = declared_inputs(self.model) if shared else {}
         picked = {k: v for k, v in (shared or {}).items()
@@ -384,17 +382,12 @@ def _layer_cells(row: LayerRow, flops: bool = False) -> list[str]:
 def _check_outputs(sides: list[_Side], reports: tuple[Report, Report], batch: int | None,
                    exporter: str, tolerance: float, layout: str, seed: int) -> OutputCheck:
     """Run both models with their real weights on the same random inputs under onnxruntime."""
-    from onnxflops.converters import convert, needs_conversion
     from onnxflops.profiling.runtime import SessionConfig, make_session, runnable
 
     sessions = []
     for side in sides:
-        model = side.model
-        if needs_conversion(model):
-            model = convert(model, side.bindings, batch=batch, exporter=exporter,
-                            keep_weights=True)
-        elif not isinstance(model, onnx.ModelProto):
-            model = onnx.load(str(model))
+        model = to_onnx(side.model, side.bindings, batch=batch, exporter=exporter,
+                        keep_weights=True).weighted()
         sessions.append(make_session(runnable(model), SessionConfig("cpu")))
     notes: list[str] = []
     feeds_a = _random_feeds(sessions[0], reports[0], seed)
@@ -413,13 +406,12 @@ def _check_outputs(sides: list[_Side], reports: tuple[Report, Report], batch: in
 
 
 def _random_feeds(session, report: Report, seed: int) -> dict[str, np.ndarray]:
-    from onnxflops.profiling.runtime import random_input
+    from onnxflops.profiling.runtime import random_arrays
 
-    rng = np.random.default_rng(seed)
-    return {arg.name: random_input(rng, report.inputs.get(arg.name)
-                                   or [d if isinstance(d, int) else 1 for d in arg.shape],
-                                   _numpy_type(arg.type))
-            for arg in session.get_inputs()}
+    return random_arrays({arg.name: (report.inputs.get(arg.name)
+                                     or [d if isinstance(d, int) else 1 for d in arg.shape],
+                                     _numpy_type(arg.type))
+                          for arg in session.get_inputs()}, seed)
 
 
 def _matching_feeds(session, report: Report, values: list[np.ndarray], layout: str,

@@ -42,7 +42,7 @@ from onnxflops.dims import SYMBOL_MARK, is_symbolic
 from onnxflops.errors import Uncostable, first_line
 from onnxflops.graph import GraphView, NodeRow, TensorInfo, domain_key, holds_subgraph
 from onnxflops.ops import SEQUENCE_OPS
-from onnxflops.report import NodeReport, Report, Totals, Uncosted
+from onnxflops.results import NodeReport, Report, Totals, Uncosted
 
 def count_model(analyzed: AnalyzedModel, convention: str = "default", name: str = "model",
                 inputs: dict[str, list] | None = None, training: bool = False,

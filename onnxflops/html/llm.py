@@ -17,7 +17,7 @@ from onnxflops.html.page import _CSS, COMPUTE_BOUND, FLOPS, LATENCY, MEMORY_BOUN
 from onnxflops.html.svg import Line, paired_bars, scatter
 from onnxflops.serving.cache import layer_runs
 from onnxflops.serving.serve import LlmReport, compute_dtype
-from onnxflops.report import human
+from onnxflops.results import human
 
 def llm_html(r: LlmReport) -> str:
     parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -17,7 +17,7 @@ from onnxflops.dims import format_shape
 from onnxflops.formats import TABLE_CSS, Rows, html_table
 from onnxflops.html.svg import Line, Point, paired_bars, scatter
 from onnxflops.profiling.measure import Profile
-from onnxflops.report import human
+from onnxflops.results import human
 
 COMPUTE_BOUND, MEMORY_BOUND, NO_FLOPS = "#1f77b4", "#d62728", "#8c8c8c"
 LATENCY, FLOPS = "#ff7f0e", "#2ca02c"

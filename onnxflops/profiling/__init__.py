@@ -9,6 +9,8 @@ PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
 OPT_LEVELS = {"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC",
               "extended": "ORT_ENABLE_EXTENDED", "layout": "ORT_ENABLE_LAYOUT",
               "all": "ORT_ENABLE_ALL"}
+# The stages `profile` reports its progress through, in order (its `progress` callback's names).
+STAGES = ("counting", "timing", "profiling", "ceilings", "done")
 
 
 def __getattr__(name: str):

@@ -26,7 +26,7 @@ from onnxflops.analysis import mark_constants
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.graph import GraphView, bodies
 from onnxflops.profiling import runtime
-from onnxflops.report import Report, human
+from onnxflops.results import Report, human
 
 DEFAULT_MAX_SECONDS = 600.0
 

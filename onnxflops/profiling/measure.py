@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -19,7 +18,7 @@ import onnx
 
 from onnxflops import formats
 from onnxflops.api import count_with_model
-from onnxflops.errors import OnnxFlopsError, first_line
+from onnxflops.errors import OnnxFlopsError
 from onnxflops.load import load_model
 from onnxflops.graph import GraphView
 from onnxflops.ops import HOLDS_SUBGRAPHS
@@ -44,7 +43,8 @@ from onnxflops.profiling.runtime import (
 )
 from onnxflops.profiling.trace import END_TO_END_ONLY, NodeTimes, read_trace
 from onnxflops.formats import Rows, Table, Text
-from onnxflops.report import Report, human, modules_at_depth
+from onnxflops.results import Report, human, modules_at_depth
+from onnxflops.sources import Prepared, to_onnx
 
 Progress = Callable[[str, float], None]
 
@@ -394,40 +394,16 @@ class _Counted:
     graph_outputs: set[str]
 
 
-@dataclass
-class _Source:
-    run: onnx.ModelProto | None  # with its weights; None: read from `count`, a path, when run
-    count: str | onnx.ModelProto  # what counting loads: a path loads without the weights
-    name: str
-    converted: bool  # conversion bound the input shapes already
-
-    def weighted(self) -> onnx.ModelProto:
-        """The model with its weights, read only now for a path: after the budget check."""
-        if self.run is None:
-            try:
-                self.run = onnx.load(str(self.count))
-            except Exception as e:  # onnx raises several types for a missing or short data file
-                raise OnnxFlopsError(f"{self.count}: cannot read its weights to run it "
-                                     f"({first_line(e)})") from None
-        return self.run
+def _source(model, shapes: dict, batch: int | None) -> Prepared:
+    prepared = to_onnx(model, shapes or None, batch=batch, keep_weights=True)
+    if isinstance(prepared.counted, str):
+        load_model(prepared.counted)  # one clear line for a missing or unreadable file
+    return prepared
 
 
-def _source(model, shapes: dict, batch: int | None) -> _Source:
-    if isinstance(model, onnx.ModelProto):
-        return _Source(model, model, model.graph.name or "model", False)
-    from onnxflops.converters import convert, needs_conversion  # imports no framework by itself
-
-    if needs_conversion(model):
-        converted = convert(model, shapes or None, batch=batch, keep_weights=True)
-        return _Source(converted, converted, Path(str(model)).name, True)
-    path = Path(model)
-    load_model(path)  # one clear line for a missing or unreadable file
-    return _Source(None, str(path), path.name, False)
-
-
-def _count(source: _Source, shapes: dict, batch: int | None, convention: str) -> _Counted:
+def _count(source: Prepared, shapes: dict, batch: int | None, convention: str) -> _Counted:
     """The count as onnxflops.count makes it, keeping the counted graph's tensors."""
-    counted = count_with_model(source.count, None if source.converted else shapes,
+    counted = count_with_model(source.counted, None if source.converted else shapes,
                                None if source.converted else batch, convention)
     report, view = counted.report, counted.analyzed.graph
     report.model = source.name

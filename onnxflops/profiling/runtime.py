@@ -170,49 +170,43 @@ def random_input(rng: np.random.Generator, shape: list[int], dtype) -> np.ndarra
 def random_feeds(model: onnx.ModelProto, given: dict[str, np.ndarray] | None = None,
                  seed: int = 0) -> dict[str, np.ndarray]:
     """One array per real input of a bound model: `random_input`, or the arrays the caller gave."""
+    specs = _input_specs(model)
+    made = random_arrays({k: v for k, v in specs.items() if not (given and k in given)}, seed)
+    return {name: given[name] if given and name in given else made[name] for name in specs}
+
+
+def random_arrays(specs: dict[str, tuple[list[int], Any]], seed: int = 0) -> dict[str, np.ndarray]:
+    """`random_input` for each name → (shape, dtype), in order, from one generator seeded `seed`;
+    refused in one line, before anything is allocated, where together they would not fit."""
+    _check_feeds_fit({name: np.dtype(dtype).itemsize * math.prod(shape)
+                      for name, (shape, dtype) in specs.items()})
     rng = np.random.default_rng(seed)
-    weights = {t.name for t in model.graph.initializer}
-    made = [vi for vi in model.graph.input if vi.name not in weights
-            and not (given and vi.name in given)]
-    _check_feeds_fit(made)
-    feeds = {}
-    for vi in model.graph.input:
-        if vi.name in weights:
-            continue
-        if given and vi.name in given:
-            feeds[vi.name] = given[vi.name]
-            continue
-        tensor = vi.type.tensor_type
-        dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type)
-        feeds[vi.name] = random_input(rng, [d.dim_value for d in tensor.shape.dim], dtype)
-    return feeds
+    return {name: random_input(rng, shape, dtype) for name, (shape, dtype) in specs.items()}
 
 
 def input_sizes(model: onnx.ModelProto) -> dict[str, int]:
     """Bytes of each real input of a bound model (initializers that are inputs left out)."""
+    return {name: np.dtype(dtype).itemsize * math.prod(shape)
+            for name, (shape, dtype) in _input_specs(model).items()}
+
+
+def _input_specs(model: onnx.ModelProto) -> dict[str, tuple[list[int], Any]]:
+    """Each real input's (shape, numpy dtype), initializers that are inputs left out."""
     weights = {t.name for t in model.graph.initializer}
-    return _sizes([vi for vi in model.graph.input if vi.name not in weights])
+    return {vi.name: ([d.dim_value for d in vi.type.tensor_type.shape.dim],
+                      onnx.helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type))
+            for vi in model.graph.input if vi.name not in weights}
 
 
-def _sizes(inputs: list[onnx.ValueInfoProto]) -> dict[str, int]:
-    sizes = {}
-    for vi in inputs:
-        tensor = vi.type.tensor_type
-        itemsize = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type).itemsize
-        sizes[vi.name] = itemsize * math.prod(d.dim_value for d in tensor.shape.dim)
-    return sizes
-
-
-def _check_feeds_fit(inputs: list[onnx.ValueInfoProto]) -> None:
+def _check_feeds_fit(sizes: dict[str, int]) -> None:
     """Refuse, before allocating, inputs that together would not fit in memory."""
-    sizes = _sizes(inputs)
     available = _available_memory()
     if available and sum(sizes.values()) > FEEDS_SHARE_OF_MEMORY * available:
         largest = max(sizes, key=sizes.get)
         raise OnnxFlopsError(f"the model's inputs would take {_gib(sum(sizes.values()))} (input "
                              f"'{largest}' {_gib(sizes[largest])}), more than this machine can "
-                             f"hold ({_gib(available)} available): profile with a smaller batch "
-                             "or shape")
+                             f"hold ({_gib(available)} available): use a smaller batch or "
+                             "shape")
 
 
 def _available_memory() -> int | None:

@@ -17,7 +17,8 @@ from onnxflops.progress import step, steps
 from onnxflops.serving.hardware import Hardware, hardware as find_hardware
 from onnxflops.serving.phases import (DTYPE_BITS, LayersNotAlike, Phase, PhaseCost, Timing,
                                       Traffic)
-from onnxflops.report import human
+from onnxflops.results import human
+from onnxflops.sources import causal_lm, is_causal_lm
 
 # What the tensor cores compute in when weights are stored so: int4 weights are dequantised to
 # bf16 (weight-only quantisation); int8 ones run int8 GEMMs (W8A8).
@@ -217,17 +218,15 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
 
 def _counted(model, traffic: Traffic):
     """The causal LM exported (cut to fewer layers where they are alike) and its phases."""
-    from onnxflops.converters.causal_lm import CausalLM, causal_lm_to_onnx
-
-    lm = model if isinstance(model, CausalLM) else causal_lm_to_onnx(model, extend_layers=True)
+    lm = causal_lm(model, extend_layers=True)
     try:
         return (lm, *_phases(lm, traffic))
     except LayersNotAlike as e:
-        if isinstance(model, CausalLM):
+        if is_causal_lm(model):
             raise OnnxFlopsError(f"{lm.name}: its counts cut to one and two layers do not extend "
                                  f"to {lm.layers} ({e}); export it with causal_lm_to_onnx("
                                  "model) instead") from None
-        lm = causal_lm_to_onnx(model)  # all layers, as the model has them
+        lm = causal_lm(model)  # all layers, as the model has them
         return (lm, *_phases(lm, traffic))
 
 

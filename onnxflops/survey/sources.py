@@ -78,7 +78,7 @@ def parse(spec: str) -> tuple[str, str, str | None]:
         return "onnx", spec, None
     if Path(head).is_dir():
         return "onnx", head, pattern or None
-    from onnxflops.converters import needs_conversion  # imports no framework by itself
+    from onnxflops.sources import needs_conversion  # imports no framework by itself
 
     if needs_conversion(spec) and not Path(spec).exists():
         return "factory", spec, None
@@ -225,7 +225,7 @@ def _transformers_inputs(model, config) -> dict:
 # a user's factory specs, and folders of .onnx files ----------------------------------------
 
 def _factory_build(task: Task) -> Subject:
-    from onnxflops.converters import load
+    from onnxflops.sources import load
 
     if not task.shapes:
         raise OnnxFlopsError(f"{task.argument}: give its inputs with --input NAME=DIMS")

@@ -334,14 +334,14 @@ class TestFiles:
         assert totals(onnxflops.count(tmp_path / "cnn.keras")) == KERAS_CNN
 
     def test_a_lambda_layer_in_a_file_is_refused_unless_trusted(self, tmp_path):
-        from onnxflops.converters import convert
+        from onnxflops.sources import to_onnx
 
         x = keras.Input((4,))
         model = keras.Model(x, keras.layers.Lambda(lambda t: t * 2.0)(x))
         model.save(tmp_path / "lambda.keras")
         with pytest.raises(onnxflops.OnnxFlopsError, match="Lambda layer"):
             onnxflops.count(tmp_path / "lambda.keras")
-        assert onnxflops.count(convert(tmp_path / "lambda.keras", unsafe=True)).total.flops == 4
+        assert onnxflops.count(to_onnx(tmp_path / "lambda.keras", unsafe=True).counted).total.flops == 4
 
     def test_a_saved_model_directory(self, tmp_path):
         x = keras.Input((16,))

@@ -85,12 +85,13 @@ def test_a_saved_model_freezes_its_variables_as_headers(tmp_path):
     """A SavedModel's variables are frozen as stand-ins, never read: the large kernel is a header,
     and it is still told apart as the param it is."""
     keras = pytest.importorskip("keras")
-    from onnxflops.converters import convert, is_graph_only
+    from onnxflops.converters import is_graph_only
+    from onnxflops.sources import to_onnx
 
     x = keras.Input((256,))
     keras.Model(x, keras.layers.Dense(64)(x)).export(str(tmp_path / "saved"),
                                                      format="tf_saved_model", verbose=False)
-    proto = convert(tmp_path / "saved")
+    proto = to_onnx(tmp_path / "saved").counted
     assert is_graph_only(proto)
     assert [tuple(t.dims) for t in proto.graph.initializer if not t.raw_data] == [(256, 64)]
     total = onnxflops.count(proto).total

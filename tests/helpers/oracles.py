@@ -5,7 +5,7 @@ from __future__ import annotations
 import sympy
 
 import onnxflops
-from onnxflops.report.tables import BACKWARD, SUMMED
+from onnxflops.results.tables import BACKWARD, SUMMED
 from onnxflops.survey import oracle as survey_oracle
 
 

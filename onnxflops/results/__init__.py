@@ -1,7 +1,7 @@
 """What a count returns: totals, one record per node, sums by op type, layer or category; its
 formats are written by onnxflops.formats."""
 
-from onnxflops.report.tables import (
+from onnxflops.results.tables import (
     BACKWARD,
     SUMMED,
     NodeReport,
@@ -11,7 +11,7 @@ from onnxflops.report.tables import (
     human,
     summary,
 )
-from onnxflops.report.layers import framework_names, layer_in_model, modules_at_depth
+from onnxflops.results.layers import framework_names, layer_in_model, modules_at_depth
 from onnxflops.formats import markdown_table, text_table
 
 __all__ = ["BACKWARD", "SUMMED", "NodeReport", "Report", "Totals", "Uncosted", "human",

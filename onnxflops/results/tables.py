@@ -10,7 +10,7 @@ import onnx
 from onnxflops import formats
 from onnxflops.dims import format_shape
 from onnxflops.formats import Rows, Table
-from onnxflops.report.layers import layer_of, modules_at_depth
+from onnxflops.results.layers import layer_of, modules_at_depth
 
 # The one-screen summary: its width and how many op types it lists.
 SUMMARY_WIDTH, SUMMARY_OP_TYPES = 78, 10
