@@ -51,3 +51,22 @@ def test_checked_outputs_of_one_model_against_itself_agree_exactly():
     same = fc(False)
     result = onnxflops.compare(same, same, check_outputs=True)
     assert (result.outputs.max_abs, result.outputs.outputs) == (0.0, 1)
+
+
+def test_both_sides_are_counted_with_the_exporter_named(monkeypatch):
+    """`compare --exporter legacy` converts both models with that exporter for the count, not only
+    for --check-outputs (it counted with the default one)."""
+    import importlib
+
+    compare_module = importlib.import_module("onnxflops.comparison.compare")
+
+    seen = []
+    real = compare_module.count
+
+    def count(model, **options):
+        seen.append((options["exporter"], options["unsafe"]))
+        return real(model, **options)
+
+    monkeypatch.setattr(compare_module, "count", count)
+    onnxflops.compare(fc(False), fc(False), exporter="legacy", unsafe=True)
+    assert seen == [("legacy", True), ("legacy", True)]

@@ -184,7 +184,8 @@ def compare(a, b, inputs: Mapping[str, Any] | None = None, tolerance: float = 0.
     outputs where the two models' shapes differ just so, "none" never does.
     """
     sides = [_Side(a, inputs, inputs_a, unsafe), _Side(b, inputs, inputs_b, unsafe)]
-    ra, rb = (count(s.model, inputs=s.bindings, batch=batch, convention=convention) for s in sides)
+    ra, rb = (count(s.model, inputs=s.bindings, batch=batch, convention=convention,
+                    exporter=exporter, unsafe=unsafe) for s in sides)
     ops = sorted(set(ra.by_op_type()) | set(rb.by_op_type()))
     by_op = {op: (ra.by_op_type().get(op, Totals()), rb.by_op_type().get(op, Totals()))
              for op in ops}
