@@ -189,3 +189,26 @@ def test_an_impossible_unused_size_exits_2_without_a_traceback(tmp_path, capsys)
     assert main(["count", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "'head' has -7 elements" in err
+
+
+def test_a_weight_read_twice_is_credited_once_to_its_first_reader():
+    # x(2x4) @ w(4x3) twice: 12 params, all on the first MatMul.
+    m = model([node("MatMul", ["x", "w"], ["a"], name="first"),
+               node("MatMul", ["x", "w"], ["b"], name="second")],
+              {"x": [2, 4]}, [weight("w", (4, 3))], outputs=["a", "b"])
+    report = onnxflops.count(m)
+    assert [(n.name, n.params) for n in report.nodes] == [("first", 12), ("second", 0)]
+    assert report.total.params == 12
+
+
+def test_a_recorded_weight_split_in_two_counts_whole_once():
+    # The record says both halves hold framework weight 'w' of 4·6 = 24 elements: 24 params on
+    # the first node that reads either half, none on the second, whatever the halves' sizes.
+    m = model([node("MatMul", ["x", "w_left"], ["a"], name="left"),
+               node("MatMul", ["x", "w_right"], ["b"], name="right")],
+              {"x": [2, 4]}, [weight("w_left", (4, 3)), weight("w_right", (4, 3))],
+              outputs=["a", "b"])
+    onnxflops.load.record_weight_roles(m, {"w_left": "w", "w_right": "w"}, [], sizes={"w": 24},
+                                       exhaustive=True)
+    report = onnxflops.count(m)
+    assert [(n.name, n.params) for n in report.nodes] == [("left", 24), ("right", 0)]
