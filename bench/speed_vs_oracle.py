@@ -1,6 +1,6 @@
 """Converting and counting a torch model against FlopCounterMode running it: the survey's two sides.
 
-    python bench/speed_vs_oracle.py [--reps 3] [--only NAME] [--before CHECKOUT]
+    python bench/speed_vs_oracle.py [--reps 3] [--only NAME] [--before CHECKOUT] [--skip-survey]
 
 For torchvision ResNet-50, HF BERT-base (random init, 128 tokens) and timm ViT-B/16:
 
@@ -12,6 +12,9 @@ For torchvision ResNet-50, HF BERT-base (random init, 128 tokens) and timm ViT-B
 - in process: one child builds the model once, then alternates `onnxflops.count(model,
   inputs=...)`, FlopCounterMode and fvcore's FlopCountAnalysis, each after one warm-up call
   (the first call of each pays one-time imports and registrations), medians over reps.
+
+- survey: `onnxflops.survey` of five small timm, torchvision and HF rows, one at a time (each
+  row builds its model, runs the oracle and counts, in a process of its own).
 
 `--before CHECKOUT` runs onnxflops from another checkout (e.g. /work/main) beside this one, in the
 same rotation, so the before and after columns are measured side by side. Every child has one
@@ -79,6 +82,21 @@ args = b.tensors(inputs)
 with torch.enable_grad(), sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as c:
     model(**args)
 print(c.get_total_flops() // 2)
+"""
+
+# A survey of a few small rows, one at a time; its forkserver (the template every torch row forks
+# from) is stopped and reaped before the end, so that its CPU time and its rows' reach ours.
+SURVEY_ROWS = ["timm:test_resnet", "timm:test_vit", "torchvision:squeezenet1_1",
+               "torchvision:mobilenet_v3_small", "transformers:bert"]
+_SURVEY = """
+import multiprocessing, sys
+from onnxflops.survey import survey
+if __name__ == "__main__":
+    rows = survey(sys.argv[1:], jobs=1, timeout=600, progress=False)
+    server = getattr(getattr(multiprocessing, "forkserver", None), "_forkserver", None)
+    if getattr(server, "_forkserver_pid", None):
+        server._stop()
+    print({r["model"]: (r["verdict"], r["macs"]) for r in rows})
 """
 
 # One process: the model built once, each tool timed in turn, alternating; JSON on stdout.
@@ -191,6 +209,15 @@ def in_process(name: str, sides: dict[str, Path], reps: int) -> dict:
             for side, path in sides.items()}
 
 
+def surveyed(sides: dict[str, Path]) -> dict:
+    """Each side's CPU and wall seconds for SURVEY_ROWS, one row at a time, and its rows."""
+    results = {}
+    for side, path in sides.items():
+        cpu, wall, out = timed_child([sys.executable, "-c", _SURVEY, *SURVEY_ROWS], env_for(path))
+        results[side] = {"cpu": cpu, "wall": wall, "rows": out.splitlines()[-1]}
+    return results
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=3)
@@ -198,6 +225,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--before", type=Path, help="another checkout, run beside this one")
     parser.add_argument("--skip-whole", action="store_true")
     parser.add_argument("--skip-in-process", action="store_true")
+    parser.add_argument("--skip-survey", action="store_true")
     args = parser.parse_args(argv)
     sides = {"after": REPO} if args.before is None else {"before": args.before, "after": REPO}
     names = [args.only] if args.only else list(MODELS)
@@ -227,6 +255,11 @@ def main(argv: list[str] | None = None) -> None:
                       f"{oracle['cpu']:.2f} ({oracle['wall']:.2f}) | "
                       f"{ours['cpu'] / oracle['cpu']:.1f}× | {r['fvcore']['cpu']:.2f} | "
                       f"{ours['macs']:,} / {oracle['macs']:,} |", flush=True)
+
+    if not args.skip_survey:
+        print(f"\nsurvey of {len(SURVEY_ROWS)} rows, one at a time: CPU s (wall s)")
+        for side, r in surveyed(sides).items():
+            print(f"| {side} | {r['cpu']:.1f} ({r['wall']:.1f}) | {r['rows']} |", flush=True)
 
 
 if __name__ == "__main__":
