@@ -26,6 +26,7 @@ import functools
 import inspect
 import io
 import os
+import sys
 import warnings
 import zipfile
 from collections.abc import Mapping, Sequence
@@ -225,7 +226,8 @@ def export_dynamo(module, args: tuple, names: list[str], opset: int, dynamic_sha
     import torch
 
     translations = custom_translations()
-    with collector_paused():  # tracing makes a graph of long-lived objects, no garbage cycles
+    # tracing makes a graph of long-lived objects, no garbage cycles
+    with collector_paused(), torchlib_registry_reused():
         program = torch.onnx.export(module, _positional(args), dynamo=True, optimize=False,
                                     opset_version=opset, input_names=_input_names(names, args),
                                     verbose=False, dynamic_shapes=dynamic_shapes,
@@ -233,6 +235,60 @@ def export_dynamo(module, args: tuple, names: list[str], opset: int, dynamic_sha
     record_custom_shapes(program.model.graph, emitted_domains(translations))
     _drop_weight_bytes(program.model.graph, keep_weights)
     return program.model_proto
+
+
+@contextlib.contextmanager
+def torchlib_registry_reused():
+    """torch.onnx.export's registry of torchlib translations, built once per process and copied
+    for each export, for the duration.
+
+    The exporter builds it anew on every call, inferring each of ~2,000 functions' signatures
+    (about a second, more than tracing a ResNet-50); the copy is what it would build, since only
+    the exporter's own call adds to it (the custom translations). Where torch lays its registry
+    out otherwise, the exporter builds its own as before."""
+    try:
+        from torch.onnx._internal.exporter._registration import ONNXRegistry
+    except ImportError:
+        ONNXRegistry = None  # noqa: N806 - a class, under its own name
+    built = getattr(ONNXRegistry, "__dict__", {}).get("from_torchlib")
+    if not isinstance(built, classmethod):
+        yield
+        return
+
+    def from_torchlib(cls, opset_version=None):
+        pristine = _torchlib_registry(cls, built.__func__, opset_version, _torchvision_ops_loaded())
+        registry = cls.__new__(cls)
+        registry.__dict__.update(pristine.__dict__)
+        registry.functions = {target: list(metas) for target, metas in pristine.functions.items()}
+        return registry
+
+    ONNXRegistry.from_torchlib = classmethod(from_torchlib)
+    try:
+        yield
+    finally:
+        ONNXRegistry.from_torchlib = built
+
+
+def warm_torchlib_registry(opset: int = OPSET) -> None:
+    """Build the registry that `torchlib_registry_reused` hands out, now: a process whose children
+    fork from it (the survey's) builds it once for all of them."""
+    from torch.onnx._internal.exporter._registration import ONNXRegistry
+
+    with torchlib_registry_reused():
+        ONNXRegistry.from_torchlib(opset)
+
+
+@functools.cache
+def _torchlib_registry(cls, build, opset_version: int | None, torchvision_ops: bool):
+    """The registry `build` makes, once per opset; torchvision's ops enter it only once
+    torchvision has loaded them, so whether it has is part of the key."""
+    return build(cls) if opset_version is None else build(cls, opset_version)
+
+
+def _torchvision_ops_loaded() -> bool:
+    import torch
+
+    return hasattr(torch.ops.torchvision, "nms") if "torchvision" in sys.modules else False
 
 
 def _drop_weight_bytes(graph, keep_weights: bool) -> None:

@@ -2,13 +2,17 @@
 end the survey; rows run on a local pool of such processes, or as Ray tasks on a cluster.
 
 The pool is concurrent.futures' (threads, each waiting on its row's process); Ray schedules its
-own tasks. A process started with `spawn` imports only what the row needs.
+own tasks. A row of a torch registry forks from a template process that has imported torch and the
+exporter once (`onnxflops.survey.template`, multiprocessing's forkserver): each row is still a
+process of its own, under its own caps, without paying those imports again. Other rows (factories,
+ONNX files) start with `spawn` and import only what they need.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -16,7 +20,9 @@ from typing import Callable, Iterable
 
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.survey.rows import blank_row, judge
-from onnxflops.survey.sources import Task
+from onnxflops.survey.sources import REGISTRIES, Task
+
+TEMPLATE = "onnxflops.survey.template"
 
 
 @dataclass(frozen=True)
@@ -28,7 +34,7 @@ class Caps:
 
 def run_isolated(task: Task, caps: Caps) -> dict:
     """The row of `task`, made in a new process; a row saying why where the process failed."""
-    context = multiprocessing.get_context("spawn")
+    context = _context_for(task)
     receive, send = context.Pipe(duplex=False)
     process = context.Process(target=_child, args=(task, caps, send), name=f"survey {task.label}")
     process.start()
@@ -64,6 +70,16 @@ def run_isolated(task: Task, caps: Caps) -> dict:
     return row
 
 
+def _context_for(task: Task):
+    """The forkserver, with torch imported once, for a torch registry's rows; spawn for the rest
+    and where a platform lacks the forkserver."""
+    if task.source not in REGISTRIES or "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([TEMPLATE])  # read when the server starts, at the first row
+    return context
+
+
 def _child(task: Task, caps: Caps, send) -> None:
     """A row's process: caps set before anything large is imported, the row sent back."""
     import resource
@@ -72,6 +88,8 @@ def _child(task: Task, caps: Caps, send) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[name] = str(caps.threads)
+    if "torch" in sys.modules:  # forked from the template: its thread pool was sized before
+        sys.modules["torch"].set_num_threads(caps.threads)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")

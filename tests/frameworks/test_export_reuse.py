@@ -1,0 +1,70 @@
+"""What a process reuses between torch exports changes no export: the torchlib registry built once
+gives the graph byte for byte that the exporter's own registry gives, custom translations too."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch.onnx._internal.exporter._registration import ONNXRegistry  # noqa: E402
+
+from onnxflops.converters import from_torch  # noqa: E402
+
+
+@torch.library.custom_op("onnxflops_reuse_test::triple", mutates_args=())
+def triple(x: torch.Tensor) -> torch.Tensor:
+    return 3 * x
+
+
+@triple.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+        self.norm = torch.nn.BatchNorm2d(4)
+        self.head = torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        y = torch.relu(self.norm(self.conv(x))).mean((2, 3))
+        return self.head(triple(y))
+
+
+def _exported(reuse: bool) -> bytes:
+    reused = from_torch.torchlib_registry_reused() if reuse else contextlib.nullcontext()
+    original = from_torch.torchlib_registry_reused
+    from_torch.torchlib_registry_reused = lambda: reused  # export_dynamo enters it
+    try:
+        proto = from_torch.export_dynamo(Net().eval(), (torch.randn(1, 3, 8, 8),), ["x"], 18,
+                                         keep_weights=True)
+    finally:
+        from_torch.torchlib_registry_reused = original
+    return proto.SerializeToString()
+
+
+def test_a_reused_registry_exports_what_a_fresh_one_does(monkeypatch):
+    torch.manual_seed(0)
+    fresh = _exported(reuse=False)
+    builds = []
+    built = ONNXRegistry.__dict__["from_torchlib"].__func__
+
+    def counted(cls, build, opset, torchvision_ops):
+        builds.append(opset)
+        return built(cls, opset)
+
+    cached = functools.cache(counted)
+    monkeypatch.setattr(from_torch, "_torchlib_registry", cached)
+    for _ in range(2):
+        torch.manual_seed(0)
+        assert _exported(reuse=True) == fresh
+    assert builds == [18]  # the second export copied the first's registry
+    # the custom translation the first export added is not left in the registry it copied
+    pristine = cached(ONNXRegistry, built, 18, from_torch._torchvision_ops_loaded())
+    assert not [k for k in pristine.functions if "onnxflops_reuse_test" in str(k)]
+    assert ONNXRegistry.__dict__["from_torchlib"].__func__ is built  # put back after each export
