@@ -233,6 +233,8 @@ def refine_subgraph(view: GraphView, opsets: dict[str, int]) -> None:
             view.tensors[name] = info
         if name in refined.values:
             view.values[name] = refined.values[name]
+        if name in refined.bounds and name not in view.bounds and not view.is_constant(name):
+            view.bounds[name] = refined.bounds[name]
 
 
 def has_unknown_outputs(view: GraphView) -> bool:

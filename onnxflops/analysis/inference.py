@@ -21,7 +21,12 @@ import onnx
 import onnx.checker
 from onnx import defs, helper, numpy_helper
 
-from onnxflops.analysis.bounds import BOUNDED_OPS, bound_outputs
+from onnxflops.analysis.bounds import (
+    BOUNDED_OPS,
+    bound_branches,
+    bound_outputs,
+    reaches_bound,
+)
 from onnxflops.analysis.contrib_shapes import (
     CONTRIB_DEFAULT_DOMAIN,
     contrib_outputs,
@@ -149,7 +154,20 @@ class NodeTyper:
         typed = self._type_inferred(position, row, lookup)
         if not typed and op_type in BOUNDED_OPS and not domain and bound_outputs(self.view, row):
             return True  # a size that depends on data, at its upper bound
+        if not typed and op_type == "If" and not domain \
+                and bound_branches(self.view, row, self._branch_types):
+            return all(is_known(lookup(name)) for name in outputs if name)
         return typed
+
+    def _branch_types(self, body: onnx.GraphProto) -> list[tuple[TensorInfo | None, str | None]]:
+        """The output types of an If's branch, analysed in this graph's scope (ONNX's inference
+        does not see the sizes bounds give inside it), each with why it is a bound, if it is."""
+        from onnxflops.analysis.analyze import refine_subgraph  # which types with this module
+
+        branch = GraphView(body, parent=self.view)
+        refine_subgraph(branch, self.opsets)
+        return [(branch.info(o.name), branch.bounds.get(o.name) or self.view.bounds.get(o.name))
+                for o in body.output]
 
     def _type_inferred(self, position: int, row: NodeRow,
                        lookup: Callable[[str], TensorInfo | None]) -> bool:
@@ -241,7 +259,10 @@ class NodeTyper:
         infos = [lookup(name) if name else None for name in inputs]
         found = self._infer_node(row, infos, self._data(row, lookup))
         if row.op_type == "Reshape" and not row.domain:
-            _check_reshape(row, infos, found)
+            try:
+                _check_reshape(row, infos, found)
+            except OnnxFlopsError as e:
+                found = self._refused_at_bound(row, e)
         known = all(info is not None and info.known for name, info in zip(outputs, found) if name)
         alike = known and all(info is None or info.known for info in infos)
         return found, known, next(self.kind_numbers) if alike else None
@@ -267,8 +288,9 @@ class NodeTyper:
         except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as e:
             if _unknown_op(str(e)):
                 return unknown
-            raise OnnxFlopsError(f"node {_label(row)}: ONNX's shape inference refuses it, as "
-                                 f"onnxruntime would: {first_line(e)}") from None
+            return self._refused_at_bound(row, OnnxFlopsError(
+                f"node {_label(row)}: ONNX's shape inference refuses it, as onnxruntime would: "
+                f"{first_line(e)}"))
         except Exception as e:  # noqa: BLE001 - inference raises several kinds; the node stays untyped
             label = proto.name or f"{op_type} node"
             self.warnings.append(f"shape inference: {label} ({op_type}): "
@@ -276,6 +298,16 @@ class NodeTyper:
             return unknown
         return [_unnamed(info_from_type(name, found[name])) if name in found else None
                 for name in outputs]
+
+    def _refused_at_bound(self, row: NodeRow, refusal: OnnxFlopsError) -> Outputs:
+        """A node whose input sizes were taken at an upper bound, which its shapes refuse, is
+        left untyped (so uncosted, with why): a graph traced at some sizes may hold only those.
+        Any other refusal is the model's: onnxruntime would refuse it too."""
+        if not reaches_bound(self.view, row.inputs):
+            raise refusal from None
+        self.warnings.append(f"{refusal} (its inputs' sizes are upper bounds, which the graph may "
+                             "never meet)")
+        return [None] * len(row.outputs)
 
     def _function_outputs(self, row: NodeRow, infos: list[TensorInfo | None],
                           data: list[np.ndarray | None]) -> Outputs:
