@@ -161,3 +161,28 @@ def test_a_shape_refused_at_a_bound_leaves_its_nodes_uncosted_not_the_count():
     assert any("upper bounds, which the graph may never meet" in w for w in report.warnings)
     with pytest.raises(onnxflops.OnnxFlopsError, match=r"node 'r' \(Reshape\)"):
         onnxflops.count(typed_model(reshaped, {"f": (FLOAT, [2, 6])}, shape))
+
+
+def test_an_if_reading_millions_of_box_indices_is_typed_without_holding_them_as_a_shape(
+        monkeypatch):
+    # ONNX's data propagation holds an integer vector as a shape of one dim per element: on a
+    # detector's 10.9 M candidate boxes that exhausted memory. Past shape arithmetic's sizes
+    # (4,096 values) an If's one-node model is inferred without it.
+    import onnx.shape_inference as inference
+
+    calls, infer = [], inference.infer_shapes
+
+    def spy(model, *args, **kwargs):
+        if model.graph.node and model.graph.node[0].op_type == "If":
+            idx = next(i for i in model.graph.input if i.name == "idx")
+            calls.append((idx.type.tensor_type.shape.dim[0].dim_value, kwargs.get("data_prop")))
+        return infer(model, *args, **kwargs)
+
+    monkeypatch.setattr(inference, "infer_shapes", spy)
+    for length in (4096, 4097):
+        then = _branch("then", [node("Identity", ["idx"], ["t"])], "t", INT64)
+        other = _branch("else", [node("Neg", ["idx"], ["e"])], "e", INT64)
+        report = onnxflops.count(_if_on_data(then, other, {"idx": (INT64, [length])},
+                                             [node("Cast", ["kept"], ["y"], to=FLOAT)]))
+        assert report.nodes[0].output_shapes == [[length]]
+    assert sorted(set(calls)) == [(4096, True), (4097, False)]
