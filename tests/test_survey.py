@@ -68,6 +68,10 @@ def test_an_oracle_that_missed_work_found_by_hand_is_wrong_where_the_count_equal
     row = judge(counted_row(macs=120), missed=missed)
     assert row["verdict"] == "differs"
     assert row["reason"].startswith("MACs +20 (+20.00%); FlopCounterMode missed 30 of LSTM MACs")
+    # a count of 100 missed the LSTM as the oracle did: not exact either
+    row = judge(counted_row(macs=100), missed=missed)
+    assert row["verdict"] == "differs"
+    assert row["reason"].startswith("MACs equal the oracle's, but FlopCounterMode missed 30")
 
 
 def test_recurrent_work_by_hand():

@@ -59,6 +59,8 @@ def judge(row: dict, uncosted: str = "", failures: dict[str, str] | None = None,
             problems.append(f"MACs {_difference(row['macs'], row['oracle_macs'])}")
             if missed:
                 problems.append(_missed_note(missed))
+        elif missed:  # equal to an oracle that missed work: the count missed it too
+            problems.append(f"MACs equal the oracle's, but {_missed_note(missed)}")
         ours = (row["params"] or 0) + (row["unused_params"] or 0)
         if ours != row["oracle_params"]:
             problems.append(f"params {_difference(ours, row['oracle_params'])}")
