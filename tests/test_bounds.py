@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from onnx import TensorProto
+from onnx import TensorProto, helper
 
 import onnxflops
 from helpers import model, node, typed_model, weight
@@ -104,3 +104,85 @@ def test_a_top_k_on_an_axis_out_of_range_is_an_error_not_a_traceback():
     with pytest.raises(onnxflops.OnnxFlopsError, match=r"node 'v' \(TopK\): .*Invalid value "
                                                        r"for attribute axis"):
         onnxflops.count(typed_model(nodes, {"x": (FLOAT, [2, 3]), "k": (INT64, [1])}))
+
+
+def _branch(name: str, nodes, output: str, dtype=FLOAT):
+    return helper.make_graph(nodes, name, [], [helper.make_tensor_value_info(output, dtype, None)])
+
+
+def _if_on_data(then, other, outer: dict, after, constants=None):
+    """An If whose condition is a model input (data), its output read by the nodes `after`."""
+    nodes = [node("If", ["c"], ["kept"], then_branch=then, else_branch=other), *after]
+    return typed_model(nodes, {"c": (TensorProto.BOOL, []), **outer}, constants)
+
+
+def test_an_if_on_data_takes_each_dim_at_its_larger_branch():
+    # "nothing left" gives an empty (0,) tensor, else Relu(v) gives (6,): the If gives at most
+    # (6,), so the MatMul after it (6,)·(6, 2) = 12 MACs, a bound
+    empty = helper.make_tensor("none", FLOAT, [0], [])
+    then = _branch("then", [node("Constant", [], ["t"], value=empty)], "t")
+    other = _branch("else", [node("Relu", ["v"], ["e"])], "e")
+    report = onnxflops.count(_if_on_data(then, other, {"v": (FLOAT, [6])},
+                                         [node("MatMul", ["kept", "w"], ["y"])],
+                                         {"w": np.ones((6, 2), np.float32)}))
+    assert not report.uncosted
+    assert report.nodes[0].output_shapes == [[6]]
+    assert report.total.macs == 6 * 2
+    assert bound_rows(report) == ["If", "MatMul"]
+    assert "the larger of the If's branches (0 or 6)" in report.to_table()
+
+
+def test_an_if_branch_holding_a_bound_passes_it_on():
+    # else: NonZero of a (2, 3) input, at most (2, 6); then: no index, (2, 0). Cast to float and
+    # multiplied by a (6, 4) weight: 2·6·4 = 48 MACs, at the NonZero's bound
+    empty = helper.make_tensor("none", INT64, [2, 0], [])
+    then = _branch("then", [node("Constant", [], ["t"], value=empty)], "t", INT64)
+    other = _branch("else", [node("NonZero", ["m"], ["e"])], "e", INT64)
+    report = onnxflops.count(_if_on_data(then, other, {"m": (FLOAT, [2, 3])},
+                                         [node("Cast", ["kept"], ["f"], to=FLOAT),
+                                          node("MatMul", ["f", "w"], ["y"])],
+                                         {"w": np.ones((6, 4), np.float32)}))
+    assert report.nodes[0].output_shapes == [[2, 6]]
+    assert report.total.macs == 2 * 6 * 4
+    assert bound_rows(report) == ["If", "Cast", "MatMul"]
+    assert "every one of the 6 elements nonzero" in report.to_table()
+
+
+def test_a_shape_refused_at_a_bound_leaves_its_nodes_uncosted_not_the_count():
+    # NonZero of (2, 3) is at most (2, 6): 12 elements, which a Reshape to (5, -1) refuses. A
+    # graph traced at other sizes may hold such a Reshape: the nodes it feeds are uncosted, said
+    # in a warning; the same Reshape of a (2, 6) input is the model's error.
+    reshaped = [node("Reshape", ["f", "shape"], ["r"]), node("Relu", ["r"], ["y"])]
+    shape = {"shape": np.array([5, -1], np.int64)}
+    report = onnxflops.count(typed_model(
+        [node("NonZero", ["m"], ["nz"]), node("Cast", ["nz"], ["f"], to=FLOAT), *reshaped],
+        {"m": (FLOAT, [2, 3])}, shape))
+    assert [u.op_type for u in report.uncosted] == ["Relu"]
+    assert any("upper bounds, which the graph may never meet" in w for w in report.warnings)
+    with pytest.raises(onnxflops.OnnxFlopsError, match=r"node 'r' \(Reshape\)"):
+        onnxflops.count(typed_model(reshaped, {"f": (FLOAT, [2, 6])}, shape))
+
+
+def test_an_if_reading_millions_of_box_indices_is_typed_without_holding_them_as_a_shape(
+        monkeypatch):
+    # ONNX's data propagation holds an integer vector as a shape of one dim per element: on a
+    # detector's 10.9 M candidate boxes that exhausted memory. Past shape arithmetic's sizes
+    # (4,096 values) an If's one-node model is inferred without it.
+    import onnx.shape_inference as inference
+
+    calls, infer = [], inference.infer_shapes
+
+    def spy(model, *args, **kwargs):
+        if model.graph.node and model.graph.node[0].op_type == "If":
+            idx = next(i for i in model.graph.input if i.name == "idx")
+            calls.append((idx.type.tensor_type.shape.dim[0].dim_value, kwargs.get("data_prop")))
+        return infer(model, *args, **kwargs)
+
+    monkeypatch.setattr(inference, "infer_shapes", spy)
+    for length in (4096, 4097):
+        then = _branch("then", [node("Identity", ["idx"], ["t"])], "t", INT64)
+        other = _branch("else", [node("Neg", ["idx"], ["e"])], "e", INT64)
+        report = onnxflops.count(_if_on_data(then, other, {"idx": (INT64, [length])},
+                                             [node("Cast", ["kept"], ["y"], to=FLOAT)]))
+        assert report.nodes[0].output_shapes == [[length]]
+    assert sorted(set(calls)) == [(4096, True), (4097, False)]

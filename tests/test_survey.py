@@ -58,6 +58,35 @@ def test_a_row_counted_at_an_upper_bound_says_so_where_it_differs():
     assert judge(counted_row(), bound=bound)["reason"] == ""
 
 
+def test_an_oracle_that_missed_work_found_by_hand_is_wrong_where_the_count_equals_it_with_it():
+    # FlopCounterMode counted 100 MACs, and missed 30 of an LSTM: a count of 130 is exact
+    missed = {"LSTM": 30}
+    row = judge(counted_row(macs=130), missed=missed)
+    assert row["verdict"] == "oracle failed"
+    assert row["reason"].startswith("oracle wrong: FlopCounterMode missed 30 of LSTM MACs")
+    # a count of 120 is neither the oracle's 100 nor 100 + 30: it differs, and the row says both
+    row = judge(counted_row(macs=120), missed=missed)
+    assert row["verdict"] == "differs"
+    assert row["reason"].startswith("MACs +20 (+20.00%); FlopCounterMode missed 30 of LSTM MACs")
+    # a count of 100 missed the LSTM as the oracle did: not exact either
+    row = judge(counted_row(macs=100), missed=missed)
+    assert row["verdict"] == "differs"
+    assert row["reason"].startswith("MACs equal the oracle's, but FlopCounterMode missed 30")
+
+
+def test_recurrent_work_by_hand():
+    from onnxflops.survey.oracle import recurrent_macs
+
+    # LSTM 8 → 16, 2 layers, 5 steps: 4·16·(8+16)·5 + 4·16·(16+16)·5 = 7,680 + 10,240
+    assert recurrent_macs("LSTM", 8, 16, 2, 1, 5) == 17_920
+    # GRU 8 → 16, 5 steps: 3·16·24·5; RNN: 16·24·5
+    assert recurrent_macs("GRU", 8, 16, 1, 1, 5) == 5_760
+    assert recurrent_macs("RNN", 8, 16, 1, 1, 5) == 1_920
+    # bidirectional LSTM projected to 4, 2 layers, 10 steps: each layer 2·10·(4·16·(I+4) + 4·16),
+    # I = 8 then 2·4 = 8: 2 · 16,640
+    assert recurrent_macs("LSTM", 8, 16, 2, 2, 10, proj_size=4) == 33_280
+
+
 def test_each_failed_stage_gives_its_verdict():
     assert judge(blank_row("m"), failures={"build": "URLError: no network"})["verdict"] == "not built"
     row = judge(blank_row("m"), failures={"count": "OnnxFlopsError: no export"})

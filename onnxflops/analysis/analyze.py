@@ -85,7 +85,7 @@ def analyze(model: onnx.ModelProto, *, owned: bool = False,
     if validate:  # the top graph's nodes are checked against their schemas as they are typed
         check_structure(analyzed.graph, view.rows(), imported=_imported(model),
                         check_node=_schema_checker(model))
-    typer = NodeTyper(view, analyzed, opsets, warnings, _function_outputs)
+    typer = NodeTyper(view, analyzed, opsets, warnings, _function_outputs, _branch_types)
     unknown_left = typer.type_graph()
     # Shape arithmetic the numpy evaluator does not cover: onnx's reference evaluator, as
     # long as it finds values that type more nodes.
@@ -108,6 +108,16 @@ def _function_outputs(body: onnx.ModelProto) -> list[TensorInfo | None]:
     """The output types of a local function's body model (local_function_model)."""
     graph = analyzed_function_body(body).graph
     return [graph.info(vi.name) for vi in body.graph.output]
+
+
+def _branch_types(scope: GraphView, body: onnx.GraphProto,
+                  opsets: dict[str, int]) -> list[tuple[TensorInfo | None, str | None]]:
+    """The output types of an If's branch analysed in `scope` (ONNX's inference does not see the
+    sizes bounds give inside it), each with why it is an upper bound, if it is."""
+    branch = GraphView(body, parent=scope)
+    refine_subgraph(branch, opsets)
+    return [(branch.info(o.name), branch.bounds.get(o.name) or scope.bounds.get(o.name))
+            for o in body.output]
 
 
 def analyzed_function_body(body: onnx.ModelProto) -> AnalyzedModel:
@@ -233,6 +243,8 @@ def refine_subgraph(view: GraphView, opsets: dict[str, int]) -> None:
             view.tensors[name] = info
         if name in refined.values:
             view.values[name] = refined.values[name]
+        if name in refined.bounds and name not in view.bounds and not view.is_constant(name):
+            view.bounds[name] = refined.bounds[name]
 
 
 def has_unknown_outputs(view: GraphView) -> bool:

@@ -4,12 +4,15 @@ How many elements NonZero finds, which boxes NonMaxSuppression keeps, how many v
 Compress gives, a TopK whose k is computed from data: none is known before a run. Where ONNX's
 inference leaves such a dim unknown, it takes the largest size the op can give (every candidate,
 or k's largest value), and the tensor is recorded in GraphView.bounds with why, so that every
-count read from it is reported as an upper bound, never silently.
+count read from it is reported as an upper bound, never silently. Which branch of an If runs is
+data too (a detector's "no boxes left" test): its outputs take each dim's larger size over the
+branches.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 import onnx
@@ -44,6 +47,69 @@ def bound_outputs(view: GraphView, row: NodeRow) -> bool:
                                             (declared.dtype if declared else 0), shape)
             view.bounds[name] = why
     return True
+
+
+# An If branch's output types, each with why its size is a bound (None where it is not one).
+BranchTypes = Callable[[onnx.GraphProto], list[tuple[TensorInfo | None, str | None]]]
+
+
+def bound_branches(view: GraphView, row: NodeRow, branch_types: BranchTypes) -> bool:
+    """Type an If's unknown outputs as the larger of its branches' (the condition is data); True
+    where it typed some. `branch_types(body)`: the branch's output types, analysed in scope."""
+    branches = {a.name: a.g for a in row.proto.attribute if a.type == onnx.AttributeProto.GRAPH}
+    then, other = branches.get("then_branch"), branches.get("else_branch")
+    if then is None or other is None or len(then.output) != len(other.output):
+        return False
+    typed = False
+    for name, a, b in zip(row.outputs, branch_types(then), branch_types(other)):
+        info = view.info(name) if name else None
+        if not name or info is not None and info.known or a[0] is None or b[0] is None:
+            continue
+        shape = larger_shape(a[0].shape, b[0].shape)
+        if shape is None:
+            continue
+        view.tensors[name] = TensorInfo(name, a[0].dtype or b[0].dtype, shape)
+        why = a[1] or b[1] or (None if a[0].shape == b[0].shape else
+                               f"the larger of the If's branches ({_dims(a[0].shape)} or "
+                               f"{_dims(b[0].shape)})")
+        if why:
+            view.bounds[name] = why
+        typed = True
+    return typed
+
+
+def reaches_bound(view: GraphView, names: list[str]) -> bool:
+    """Whether any of `names` is computed from a size taken at its upper bound: there, a shape
+    the graph refuses may be one it never meets (a trace holds the sizes it was traced at)."""
+    seen: set[str] = set()
+    todo = [name for name in names if name]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        scope: GraphView | None = view
+        while scope is not None:
+            if name in scope.bounds:
+                return True
+            scope = scope.parent
+        node = view.producer(name)
+        if node is not None:
+            todo.extend(i for i in node.input if i)
+    return False
+
+
+def larger_shape(a: tuple | None, b: tuple | None) -> tuple | None:
+    """max(a_i, b_i) per dim: the shape holding either of two same-rank shapes; None where the
+    ranks differ or a dim is not a number."""
+    if a is None or b is None or len(a) != len(b) \
+            or not all(isinstance(d, int) for d in (*a, *b)):
+        return None
+    return tuple(max(x, y) for x, y in zip(a, b))
+
+
+def _dims(shape: tuple) -> str:
+    return "x".join(map(str, shape)) if shape else "scalar"
 
 
 def _non_zero(view, row, infos, attrs):

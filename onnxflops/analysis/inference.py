@@ -21,7 +21,12 @@ import onnx
 import onnx.checker
 from onnx import defs, helper, numpy_helper
 
-from onnxflops.analysis.bounds import BOUNDED_OPS, bound_outputs
+from onnxflops.analysis.bounds import (
+    BOUNDED_OPS,
+    bound_branches,
+    bound_outputs,
+    reaches_bound,
+)
 from onnxflops.analysis.contrib_shapes import (
     CONTRIB_DEFAULT_DOMAIN,
     contrib_outputs,
@@ -64,13 +69,14 @@ Outputs = list[TensorInfo | None]  # one per output name; None where the type st
 _UNTYPED_INPUT, _EACH_NODE = object(), object()
 
 
-def infer_model(model: onnx.ModelProto, warnings: list[str], refuse: str | None = None
-                ) -> onnx.ModelProto:
-    """`infer_shapes` with data propagation, strict first; what strict mode rejects is a warning,
-    or with `refuse` (what to name) an OnnxFlopsError, as onnxruntime refuses such a model:
-    but for ops of domains ONNX holds no schemas of (accepted on purpose: a rule may cost them)."""
+def infer_model(model: onnx.ModelProto, warnings: list[str], refuse: str | None = None,
+                data_prop: bool = True) -> onnx.ModelProto:
+    """`infer_shapes` with data propagation (unless `data_prop` is False), strict first; what
+    strict mode rejects is a warning, or with `refuse` (what to name) an OnnxFlopsError, as
+    onnxruntime refuses such a model: but for ops of domains ONNX holds no schemas of (accepted
+    on purpose: a rule may cost them)."""
     try:
-        return onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+        return onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=data_prop)
     except onnx.shape_inference.InferenceError as e:
         if refuse and not _unknown_op(str(e)):
             raise OnnxFlopsError(f"{refuse}: ONNX's shape inference refuses it, as onnxruntime "
@@ -79,7 +85,7 @@ def infer_model(model: onnx.ModelProto, warnings: list[str], refuse: str | None 
     except (RuntimeError, ValueError) as e:
         warnings.append("shape inference failed: " + first_line(e))
     try:
-        return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+        return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=data_prop)
     except Exception as e:  # noqa: BLE001 - left to node-by-node inference, said in a warning
         warnings.append("shape inference gave up: " + first_line(e))
         return model
@@ -100,15 +106,20 @@ class NodeTyper:
     """Types the tensors of one graph (`view`, whose inputs and initializers are typed)."""
 
     def __init__(self, view: GraphView, model: onnx.ModelProto, opsets: dict[str, int],
-                 warnings: list[str], body_outputs: Callable[[onnx.ModelProto], Outputs] | None = None):
+                 warnings: list[str], body_outputs: Callable[[onnx.ModelProto], Outputs] | None = None,
+                 branch_types: Callable[[GraphView, onnx.GraphProto, dict[str, int]],
+                                        list[tuple[TensorInfo | None, str | None]]] | None = None):
         """`body_outputs`: the output types of a model (analysed), for calls of the model's
-        local functions, typed from their bodies once per signature."""
+        local functions, typed from their bodies once per signature. `branch_types(scope, body,
+        opsets)`: the output types of an If's branch analysed in scope, each with why its size
+        is an upper bound (or None), for Ifs whose branches ONNX's inference cannot reconcile."""
         self.view = view
         self.model = model
         self.checker = checker_context(model)
         self.checked: set[tuple] = set()  # kinds of nodes typed as declared, checked
         self.functions = {(f.domain, f.name) for f in model.functions}
         self.body_outputs = body_outputs
+        self.branch_types = branch_types
         self.opset_imports = list(model.opset_import)
         self.ir_version = model.ir_version
         self.opsets = opsets
@@ -152,6 +163,10 @@ class NodeTyper:
         typed = self._type_inferred(position, row, lookup)
         if not typed and op_type in BOUNDED_OPS and not domain and bound_outputs(self.view, row):
             return True  # a size that depends on data, at its upper bound
+        if not typed and op_type == "If" and not domain and self.branch_types is not None \
+                and bound_branches(self.view, row,
+                                   lambda body: self.branch_types(self.view, body, self.opsets)):
+            return all(is_known(lookup(name)) for name in outputs if name)
         return typed
 
     def _type_inferred(self, position: int, row: NodeRow,
@@ -244,7 +259,10 @@ class NodeTyper:
         infos = [lookup(name) if name else None for name in inputs]
         found = self._infer_node(row, infos, self._data(row, lookup))
         if row.op_type == "Reshape" and not row.domain:
-            _check_reshape(row, infos, found)
+            try:
+                _check_reshape(row, infos, found)
+            except OnnxFlopsError as e:
+                found = self._refused_at_bound(row, e)
         known = all(info is not None and info.known for name, info in zip(outputs, found) if name)
         alike = known and all(info is None or info.known for info in infos)
         return found, known, next(self.kind_numbers) if alike else None
@@ -270,8 +288,9 @@ class NodeTyper:
         except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as e:
             if _unknown_op(str(e)):
                 return unknown
-            raise OnnxFlopsError(f"node {_label(row)}: ONNX's shape inference refuses it, as "
-                                 f"onnxruntime would: {first_line(e)}") from None
+            return self._refused_at_bound(row, OnnxFlopsError(
+                f"node {_label(row)}: ONNX's shape inference refuses it, as onnxruntime would: "
+                f"{first_line(e)}"))
         except Exception as e:  # noqa: BLE001 - inference raises several kinds; the node stays untyped
             label = proto.name or f"{op_type} node"
             self.warnings.append(f"shape inference: {label} ({op_type}): "
@@ -279,6 +298,16 @@ class NodeTyper:
             return unknown
         return [_unnamed(info_from_type(name, found[name])) if name in found else None
                 for name in outputs]
+
+    def _refused_at_bound(self, row: NodeRow, refusal: OnnxFlopsError) -> Outputs:
+        """A node whose input sizes were taken at an upper bound, which its shapes refuse, is
+        left untyped (so uncosted, with why): a graph traced at some sizes may hold only those.
+        Any other refusal is the model's: onnxruntime would refuse it too."""
+        if not reaches_bound(self.view, row.inputs):
+            raise refusal from None
+        self.warnings.append(f"{refusal} (its inputs' sizes are upper bounds, which the graph may "
+                             "never meet)")
+        return [None] * len(row.outputs)
 
     def _function_outputs(self, row: NodeRow, infos: list[TensorInfo | None],
                           data: list[np.ndarray | None]) -> Outputs:
@@ -325,7 +354,8 @@ class NodeTyper:
         if op_type == "Loop" and not domain:
             _type_loop_body(model.graph.node[0], [view.info(name) if name else None
                                                   for name in inputs])
-        inferred = infer_model(model, self.warnings, refuse=f"node {_label(row)}")
+        inferred = infer_model(model, self.warnings, refuse=f"node {_label(row)}",
+                               data_prop=not any(_long_integer_vector(vi) for vi in given))
         proto.CopyFrom(inferred.graph.node[0])  # its bodies now carry their inferred types
         found = {vi.name: vi.type for vi in inferred.graph.output}
         types = [_unnamed(info_from_type(name, found[name])) if name in found else None
@@ -374,6 +404,16 @@ class NodeTyper:
         if not is_known(view.info(outputs[0])):
             view.tensors[outputs[0]] = TensorInfo(
                 outputs[0], helper.np_dtype_to_tensor_dtype(value.dtype), value.shape)
+
+
+def _long_integer_vector(vi: onnx.ValueInfoProto) -> bool:
+    """An integer vector longer than shape arithmetic's values (box indices, say): ONNX's data
+    propagation would hold it as a shape of one dim per element, memory without end (millions of
+    candidate boxes exhaust it)."""
+    tensor = vi.type.tensor_type
+    dims = tensor.shape.dim
+    return tensor.elem_type in _SHAPE_DATA_TYPES and len(dims) == 1 \
+        and dims[0].dim_value > MAX_VALUE_ELEMENTS
 
 
 def _type_loop_body(loop: onnx.NodeProto, inputs: list[TensorInfo | None]) -> None:

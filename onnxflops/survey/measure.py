@@ -16,7 +16,7 @@ import warnings
 from typing import Callable
 
 from onnxflops.errors import first_line
-from onnxflops.survey.oracle import keras_params, torch_oracle
+from onnxflops.survey.oracle import checked_torch_oracle, keras_params
 from onnxflops.survey.rows import blank_row, judge
 from onnxflops.survey.sources import SOURCES, Subject, Task
 
@@ -37,8 +37,9 @@ def measure(task: Task, memory_gb: float, stage: Callable[[str], None] = lambda 
         return _finished(judge(row, "", {"build": failure(e)}))
     row["input"] = describe(subject) + (" on meta" if on_meta else "")
     stage("oracle")
+    missed: dict[str, int] = {}
     try:
-        row["oracle_macs"], row["oracle_params"] = oracle(subject, on_meta)
+        row["oracle_macs"], row["oracle_params"], missed = oracle(subject, on_meta)
     except Exception as e:  # noqa: BLE001 - the framework's own forward pass failed
         failures["oracle"] = failure(e)
     stage("count")
@@ -54,7 +55,7 @@ def measure(task: Task, memory_gb: float, stage: Callable[[str], None] = lambda 
                                                 for k, v in report.inputs.items())
         uncosted = uncosted_reason(report)
     row["seconds"] = round(time.perf_counter() - start, 2)
-    return _finished(judge(row, uncosted, failures, bound))
+    return _finished(judge(row, uncosted, failures, bound, missed))
 
 
 def build(task: Task, memory_gb: float) -> tuple[Subject, bool]:
@@ -109,7 +110,8 @@ def _parameters_on_meta():
         torch.nn.Module.register_parameter = register
 
 
-def oracle(subject: Subject, on_meta: bool) -> tuple[int | None, int]:
+def oracle(subject: Subject, on_meta: bool) -> tuple[int | None, int, dict[str, int]]:
+    """(MACs, params, the MACs FlopCounterMode missed by kind of module) of a torch model."""
     if isinstance(subject.model, (str, os.PathLike)):
         raise LookupError("an .onnx file has no framework oracle")
     if not _is_torch(subject.model):
@@ -118,7 +120,7 @@ def oracle(subject: Subject, on_meta: bool) -> tuple[int | None, int]:
     args, kwargs = subject.args, subject.kwargs
     if on_meta:
         args, kwargs = _to_meta(args), _to_meta(kwargs)
-    return torch_oracle(subject.model, args, kwargs, subject.unread)
+    return checked_torch_oracle(subject.model, args, kwargs, subject.unread)
 
 
 def count(subject: Subject):

@@ -3,7 +3,8 @@
 Verdicts: `exact` (MACs equal the oracle's, params + unused_params equal its params, nothing left
 uncosted); `differs` (counted, but one of those fails: the reason says which and by how much);
 `not counted` (our conversion or count failed); `oracle failed` (the framework's own check failed
-or there is none, as for an .onnx file); `not built` (the registry's builder or config fails, or
+or there is none, as for an .onnx file, or it is wrong: it missed work that a hand formula finds,
+and with that work the count is exact); `not built` (the registry's builder or config fails, or
 the model's own forward pass fails on its inputs, so that neither the oracle nor the count runs).
 """
 
@@ -25,14 +26,20 @@ def blank_row(model: str) -> dict:
 
 
 def judge(row: dict, uncosted: str = "", failures: dict[str, str] | None = None,
-          bound: str = "") -> dict:
+          bound: str = "", missed: dict[str, int] | None = None) -> dict:
     """`row` with its verdict and reason set.
 
     `uncosted`: a summary of the nodes the count left uncosted ('' when none); `failures`: the
     error message of each stage (build, count, oracle) that failed; `bound`: a note that some
-    nodes were counted at an upper bound, added to the reason of a row that is not exact.
+    nodes were counted at an upper bound, added to the reason of a row that is not exact;
+    `missed`: the MACs the oracle did not count, by kind of module, derived by hand. A count equal
+    to the oracle's with them is `oracle failed`, the reason saying why: the oracle was wrong.
     """
     failures = failures or {}
+    if missed and not failures and not uncosted:
+        wrong = oracle_wrong(row, missed)
+        if wrong:
+            return {**row, "verdict": "oracle failed", "reason": wrong}
     row = dict(row)
     if "build" in failures:
         row.update(verdict="not built", reason=failures["build"])
@@ -50,6 +57,10 @@ def judge(row: dict, uncosted: str = "", failures: dict[str, str] | None = None,
     else:
         if row["macs"] != row["oracle_macs"]:
             problems.append(f"MACs {_difference(row['macs'], row['oracle_macs'])}")
+            if missed:
+                problems.append(_missed_note(missed))
+        elif missed:  # equal to an oracle that missed work: the count missed it too
+            problems.append(f"MACs equal the oracle's, but {_missed_note(missed)}")
         ours = (row["params"] or 0) + (row["unused_params"] or 0)
         if ours != row["oracle_params"]:
             problems.append(f"params {_difference(ours, row['oracle_params'])}")
@@ -60,6 +71,22 @@ def judge(row: dict, uncosted: str = "", failures: dict[str, str] | None = None,
         problems.append(bound)
     row.update(verdict=verdict, reason="; ".join(problems))
     return row
+
+
+def oracle_wrong(row: dict, missed: dict[str, int]) -> str:
+    """Why the oracle is wrong where the count equals it plus the work it missed (checked by the
+    hand formula) and params agree; '' where they do not."""
+    ours = (row["params"] or 0) + (row["unused_params"] or 0)
+    if row["macs"] != (row["oracle_macs"] or 0) + sum(missed.values()) \
+            or ours != row["oracle_params"]:
+        return ""
+    return f"oracle wrong: {_missed_note(missed)}; with them the count is exact"
+
+
+def _missed_note(missed: dict[str, int]) -> str:
+    kinds = ", ".join(f"{macs:,} of {kind}" for kind, macs in sorted(missed.items()))
+    return (f"FlopCounterMode missed {kinds} MACs (by hand: gates·H·(I+P) per step, layer and "
+            f"direction)")
 
 
 def _difference(ours: int, theirs: int) -> str:

@@ -67,3 +67,17 @@ def test_a_builder_that_computes_with_tensors_builds_on_meta_one_parameter_at_a_
     # Linear 8 → 12 on two rows: 2 · 8 · 12 = 192 MACs (BatchNorm: none);
     # params 8 · 12 + 12 + 2 · 12 = 132
     assert torch_oracle(model, (torch.randn(2, 8, device="meta"),)) == (192, 132)
+
+
+def test_the_oracle_reports_the_lstm_work_flop_counter_mode_misses():
+    import torch
+
+    from onnxflops.survey.oracle import checked_flop_counter
+
+    torch.manual_seed(0)
+    # nn.LSTM on the CPU runs oneDNN's kernel, which FlopCounterMode counts as 0; the hand formula
+    # gives 4·16·(8+16)·5 + 4·16·(16+16)·5 = 17,920 MACs. A GRU it counts: 3·16·24·5 = 5,760 MACs.
+    lstm = torch.nn.LSTM(8, 16, num_layers=2)
+    assert checked_flop_counter(lstm, (torch.randn(5, 1, 8),)) == (0, {"LSTM": 17_920})
+    gru = torch.nn.GRU(8, 16)
+    assert checked_flop_counter(gru, (torch.randn(5, 1, 8),)) == (2 * 5_760, {})
