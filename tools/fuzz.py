@@ -202,6 +202,9 @@ def _runtime_outcome(path: Path, timeout: int) -> tuple[str, str]:
 def _child(seeds: dict[str, bytes], name: str, case: int, workdir: Path, write_fd: int,
            memory_mb: int, timeout: int) -> None:
     limit = int(_vm_size() + memory_mb * 2**20)
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    if hard != resource.RLIM_INFINITY:  # under a cap of its own (ulimit -v): never raised
+        limit = min(limit, hard)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     signal.alarm(timeout)
     devnull = os.open(os.devnull, os.O_WRONLY)
