@@ -332,7 +332,8 @@ def _read_config(path: Path, transformers):
         raise OnnxFlopsError(f"{file}: a transformers config.json needs a 'model_type'")
     try:
         return transformers.AutoConfig.for_model(data.pop("model_type"), **data)
-    except (ValueError, TypeError, KeyError) as e:
+    except Exception as e:  # noqa: BLE001 - untrusted JSON: transformers' validation raises its
+        # own kinds (a StrictDataclassFieldValidationError for a field of the wrong type)
         raise OnnxFlopsError(f"{file}: {first_line(e)}") from None
 
 
