@@ -9,7 +9,8 @@ per command.
 Outcomes: ok; clean error (OnnxFlopsError, or the CLI exits 2 with one line); traceback (any other
 exception, or a CLI exit that is neither); negative count; counted invalid (counted, though
 onnxruntime refuses to load the model, oracle.check_runtime); blow-up (MemoryError, or more memory
-than --memory-mb above the parent); hang (over --timeout seconds); crash (killed by a signal).
+than --memory-mb above the parent); hang (over --timeout CPU seconds, or ten times that on the
+wall clock); crash (killed by a signal).
 The mutations and the property are those of the property tests: tests/fuzz/mutator.py, oracle.py;
 the generators (function bombs, symbolic chains, trip-count products, large external data,
 invalid graphs, framework files, llm configs, factory specs) are tests/fuzz/generators.py.
@@ -131,6 +132,8 @@ def run_case(data: bytes | None, case: int, folder: Path, options: tuple | dict 
     return {"outcome": outcome, "where": where, "command": label}
 
 
+# A case may take this many times --timeout on the wall clock (its CPU seconds are --timeout).
+WALL_PER_CPU = 10
 # One ONNX case in FAULT_EVERY runs under a fault of its environment, by its number.
 FAULT_EVERY = 7
 _FAULTS = ("cache unwritable", "cache is a file", "output folder missing", "output unwritable",
@@ -182,7 +185,7 @@ def _runtime_outcome(path: Path, timeout: int) -> tuple[str, str]:
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
-        signal.alarm(timeout)
+        signal.alarm(timeout * WALL_PER_CPU)
         try:
             result = oracle.check_runtime(path)
         except BaseException:  # noqa: BLE001 - the oracle's own trouble is no verdict
@@ -206,7 +209,10 @@ def _child(seeds: dict[str, bytes], name: str, case: int, workdir: Path, write_f
     if hard != resource.RLIM_INFINITY:  # under a cap of its own (ulimit -v): never raised
         limit = min(limit, hard)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    signal.alarm(timeout)
+    # A hang is time spent computing: CPU seconds, which a loaded machine does not inflate (a
+    # shared machine may give a case a tenth of a core); the wall clock only catches one asleep.
+    resource.setrlimit(resource.RLIMIT_CPU, (timeout, timeout + 5))
+    signal.alarm(timeout * WALL_PER_CPU)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
@@ -271,8 +277,11 @@ def fuzz(first: int, cases: int, jobs: int, memory_mb: int, timeout: int,
             rss_growth = usage.ru_maxrss / 1024 - base_rss
             if raw:
                 result = json.loads(raw)
+            elif os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
+                result = {"outcome": oracle.HANG, "where": f"over {timeout} CPU s"}
             elif os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGALRM:
-                result = {"outcome": oracle.HANG, "where": f"over {timeout} s"}
+                result = {"outcome": oracle.HANG,
+                          "where": f"over {timeout * WALL_PER_CPU} s, asleep or starved"}
             elif os.WIFSIGNALED(status):
                 result = {"outcome": oracle.CRASH,
                           "where": f"signal {signal.Signals(os.WTERMSIG(status)).name}"}
@@ -306,7 +315,8 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--memory-mb", type=int, default=1024,
                         help="address space a case may add to the parent's (default 1024)")
-    parser.add_argument("--timeout", type=int, default=20, help="seconds per case (default 20)")
+    parser.add_argument("--timeout", type=int, default=20,
+                        help="CPU seconds per case (default 20; ten times that on the wall clock)")
     parser.add_argument("--replay", metavar="SEED:CASE", help="run one case in this process")
     parser.add_argument("-o", "--output", help="with --replay: where to write the case's file")
     parser.add_argument("--json", help="write counts and failures to this file")
