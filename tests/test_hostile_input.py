@@ -415,6 +415,16 @@ def test_profile_refuses_a_loop_that_would_run_for_hours():
         profile(m, inputs={"x": (2, 4)}, ceilings=False)
 
 
+def test_profile_counts_the_nodes_a_call_becomes_once_onnxruntime_inlines_it():
+    # onnxruntime inlines local functions: 2^24 Relus run a run, each a trace event of 50 µs
+    # profiled (budget.TRACE_EVENT_SECONDS): over 800 s, past the 600 s budget, refused.
+    pytest.importorskip("onnxruntime")
+    from onnxflops import profile
+
+    with pytest.raises(OnnxFlopsError, match=r"16,777,216 node runs a run"):
+        profile(_function_bomb(24), runs=1, warmup=0, profile_runs=1, ceilings=False)
+
+
 def test_profile_refuses_inputs_that_cannot_fit_before_allocating_them(monkeypatch):
     from onnxflops.profiling import runtime
 
