@@ -763,6 +763,10 @@ def test_an_initializer_whose_data_does_not_fill_its_dims_is_an_error_in_a_file(
 @pytest.mark.parametrize("field, value, message", [
     ("hidden_size", -4096, "hidden_size is -4096; sizes are positive"),
     ("num_hidden_layers", 10**9, "num_hidden_layers is 1,000,000,000, over the 4,096"),
+    ("hidden_size", 10**9, "hidden_size is 1,000,000,000, over the 16,777,216"),
+    ("intermediate_size", "32", "intermediate_size"),  # transformers' validation or ours
+    ("vocab_size", {"a": 1}, "vocab_size"),
+    ("intermediate_size", None, "intermediate_size"),  # transformers' own validation, one line
 ])
 def test_a_config_claiming_sizes_no_model_has_is_one_line(tmp_path, capsys, field, value, message):
     import json
