@@ -333,7 +333,8 @@ def _read_config(path: Path, transformers):
         raise OnnxFlopsError(f"{file}: a transformers config.json needs a 'model_type'")
     try:
         return transformers.AutoConfig.for_model(data.pop("model_type"), **data)
-    except (ValueError, TypeError, KeyError) as e:
+    except Exception as e:  # noqa: BLE001 - untrusted JSON: transformers' validation raises its
+        # own kinds (a StrictDataclassFieldValidationError for a field of the wrong type)
         raise OnnxFlopsError(f"{file}: {first_line(e)}") from None
 
 
@@ -344,15 +345,28 @@ _SIZES = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attentio
           "num_key_value_heads", "vocab_size", "head_dim", "max_position_embeddings")
 
 
+# No released model has a width, head count or vocabulary near this (the widest have some
+# 30,000 and the largest vocabularies some 260,000): a larger size is corrupt or hostile, and
+# building its layers would take hours.
+MAX_SIZE = 2 ** 24
+
+
 def _check_sizes(config) -> None:
-    """Sizes that no model has are one line, before a model is built from them."""
+    """Sizes that no model has are one line, before a model is built from them: each is a whole
+    number, 1 ≤ size ≤ MAX_SIZE (None: the model's default)."""
     for name in _SIZES:
         value = getattr(config, name, None)
-        if isinstance(value, bool) or not isinstance(value, int):
+        if value is None:
             continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise OnnxFlopsError(f"{type(config).__name__}: {name} is {value!r}; sizes are "
+                                 "whole numbers")
         if value <= 0:
             raise OnnxFlopsError(f"{type(config).__name__}: {name} is {value}; sizes are "
                                  "positive")
+        if value > MAX_SIZE and name not in ("max_position_embeddings", "num_hidden_layers"):
+            raise OnnxFlopsError(f"{type(config).__name__}: {name} is {value:,}, over the "
+                                 f"{MAX_SIZE:,} of any model onnxflops builds")
     layers = getattr(config, "num_hidden_layers", None)
     if isinstance(layers, int) and layers > MAX_LAYERS:
         raise OnnxFlopsError(f"{type(config).__name__}: num_hidden_layers is {layers:,}, over "

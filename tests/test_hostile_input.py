@@ -415,6 +415,16 @@ def test_profile_refuses_a_loop_that_would_run_for_hours():
         profile(m, inputs={"x": (2, 4)}, ceilings=False)
 
 
+def test_profile_counts_the_nodes_a_call_becomes_once_onnxruntime_inlines_it():
+    # onnxruntime inlines local functions: 2^24 Relus run a run, each a trace event of 50 µs
+    # profiled (budget.TRACE_EVENT_SECONDS): over 800 s, past the 600 s budget, refused.
+    pytest.importorskip("onnxruntime")
+    from onnxflops import profile
+
+    with pytest.raises(OnnxFlopsError, match=r"16,777,216 node runs a run"):
+        profile(_function_bomb(24), runs=1, warmup=0, profile_runs=1, ceilings=False)
+
+
 def test_profile_refuses_inputs_that_cannot_fit_before_allocating_them(monkeypatch):
     from onnxflops.profiling import runtime
 
@@ -552,6 +562,50 @@ def test_a_refused_model_exits_2_with_one_line(tmp_path, capsys):
     assert len(err) == 1 and "writes 'y', which node 'y' (Relu) defines already" in err[0]
 
 
+def _declaring(where: str, elem_type: int, shape) -> onnx.ModelProto:
+    """x (2x3 float) -> Relu 'r1' -> t -> Relu 'r2' -> y, with t declared (`where`: in value_info
+    or as a graph output) of `elem_type` and `shape`."""
+    declared = helper.make_tensor_value_info("t", elem_type, shape)
+    m = _graph([node("Relu", ["x"], ["t"], name="r1"), node("Relu", ["t"], ["y"], name="r2")],
+               outputs=("y",) if where == "value_info" else ("y", "t"))
+    if where == "value_info":
+        m.graph.value_info.append(declared)
+    else:
+        m.graph.output[1].CopyFrom(declared)
+    return m
+
+
+@pytest.mark.parametrize("where", ["value_info", "output"])
+@pytest.mark.parametrize("symbolic", [False, True])
+@pytest.mark.parametrize("elem_type", [TensorProto.INT64, TensorProto.DOUBLE])
+def test_a_declared_element_type_that_inference_contradicts_is_refused(where, symbolic, elem_type):
+    # onnxruntime: "Type Error: Type (tensor(int64)) of output arg (t) of node (r1) does not
+    # match expected type (tensor(float))".
+    name = TensorProto.DataType.Name(elem_type).lower()
+    with pytest.raises(OnnxFlopsError, match=rf"node 'r1' \(Relu\): writes 't' of element type "
+                                             rf"float, but the model declares it {name}"):
+        count(_declaring(where, elem_type, [2, 3]), symbolic=symbolic)
+
+
+@pytest.mark.parametrize("where", ["value_info", "output"])
+@pytest.mark.parametrize("shape", [[3, 5], [6], [2, 3, 1]])
+def test_a_declared_shape_that_inference_contradicts_is_counted_as_inferred(where, shape):
+    # onnxruntime loads these (it merges the shapes leniently, with a warning): the count
+    # follows the input, 2x3 through two Relus, 6 FLOPs each, never the declared shape.
+    report = count(_declaring(where, TensorProto.FLOAT, shape))
+    assert report.total.flops == 12
+    assert report.total.bytes_written == 2 * 6 * 4
+
+
+def test_a_declared_element_type_contradicted_exits_2_with_one_line(tmp_path, capsys):
+    path = tmp_path / "declared.onnx"
+    onnx.save(_declaring("value_info", TensorProto.INT64, [2, 3]), path)
+    assert main(["count", str(path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "writes 't' of element type float, but the model declares it " \
+        "int64" in err[0]
+
+
 def test_what_onnxflops_accepts_on_purpose_is_counted():
     # A sparse initializer defines its name; a custom-domain op costed by a rule given for the
     # count; an initializer whose external data file is missing (only its header is read).
@@ -599,6 +653,19 @@ def test_a_million_node_function_expansion_counts_from_one_body_per_signature():
     assert [(n.op_type, n.domain) for n in report.nodes] == [("f20", "local")]
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert grown_mb < 200, grown_mb  # inlined, a million nodes took GBs
+
+
+def test_calls_left_as_calls_are_typed_from_their_bodies_never_by_whole_model_inference(monkeypatch):
+    # ONNX's whole-model inference expands every call: 2^24 Relus (16 million nodes), minutes.
+    # Each call is typed from its body analysed once per signature instead: 6 · 2^24 FLOPs.
+    infer_shapes = onnx.shape_inference.infer_shapes
+
+    def refusing_calls(model, *args, **kwargs):
+        assert not model.functions, "whole-model inference of a model with calls in it"
+        return infer_shapes(model, *args, **kwargs)
+    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", refusing_calls)
+    report = count(_function_bomb(24))
+    assert report.total.flops == 6 * 2**24 and not report.uncosted
 
 
 def test_functions_small_enough_are_inlined_into_their_nodes():
@@ -696,6 +763,10 @@ def test_an_initializer_whose_data_does_not_fill_its_dims_is_an_error_in_a_file(
 @pytest.mark.parametrize("field, value, message", [
     ("hidden_size", -4096, "hidden_size is -4096; sizes are positive"),
     ("num_hidden_layers", 10**9, "num_hidden_layers is 1,000,000,000, over the 4,096"),
+    ("hidden_size", 10**9, "hidden_size is 1,000,000,000, over the 16,777,216"),
+    ("intermediate_size", "32", "intermediate_size"),  # transformers' validation or ours
+    ("vocab_size", {"a": 1}, "vocab_size"),
+    ("intermediate_size", None, "intermediate_size"),  # transformers' own validation, one line
 ])
 def test_a_config_claiming_sizes_no_model_has_is_one_line(tmp_path, capsys, field, value, message):
     import json

@@ -4,15 +4,20 @@ per command.
 
     python tools/fuzz.py --cases 30000 --jobs 2          # counts per outcome, failure signatures
     python tools/fuzz.py --replay cnn_dynamo:1234 -o case.onnx   # one case again, its file kept
+    python tools/fuzz.py --code /path/to/other/checkout  # the same cases on other code (before)
 
 Outcomes: ok; clean error (OnnxFlopsError, or the CLI exits 2 with one line); traceback (any other
 exception, or a CLI exit that is neither); negative count; counted invalid (counted, though
 onnxruntime refuses to load the model, oracle.check_runtime); blow-up (MemoryError, or more memory
-than --memory-mb above the parent); hang (over --timeout seconds); crash (killed by a signal).
+than --memory-mb above the parent); hang (over --timeout CPU seconds, or ten times that on the
+wall clock); crash (killed by a signal).
 The mutations and the property are those of the property tests: tests/fuzz/mutator.py, oracle.py;
 the generators (function bombs, symbolic chains, trip-count products, large external data,
-invalid graphs) are tests/fuzz/generators.py. Case N runs `count` with one of several option sets,
-`compare` or `report`, by N (a generator that needs options, such as --symbolic, sets them).
+invalid graphs, framework files, llm configs, factory specs) are tests/fuzz/generators.py.
+An ONNX case N runs `count` with one of several option sets, `compare`, `report` or `profile`, by
+N (a generator that needs options, such as --symbolic, sets them); one in FAULT_EVERY runs under
+a fault of its environment (an unwritable or missing cache or output folder, a full disk, a long
+or odd path: environment_fault). The other input kinds run `count`, `convert`, `profile` or `llm`.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "fuzz")]
+if "--code" in sys.argv[:-1]:  # onnxflops from another checkout: before any module imports it
+    sys.path.insert(0, str(Path(sys.argv[sys.argv.index("--code") + 1]).resolve()))
 
 import generators  # noqa: E402
 import mutator  # noqa: E402
@@ -48,7 +55,9 @@ COMMANDS = (("count", "count", ("-b", "2")),
             ("count --symbolic", "count", ("--symbolic", "--json")),
             ("compare", "compare", ("-b", "2")),
             ("report", "report", ("-b", "2", "--runs", "1", "--warmup", "0", "--profile-runs",
-                                  "1", "--no-ceilings", "-o", REPORT)))
+                                  "1", "--no-ceilings", "-o", REPORT)),
+            ("profile", "profile", ("-b", "2", "--runs", "1", "--warmup", "0", "--profile-runs",
+                                    "1", "--no-ceilings", "--opt-level", "disable")))
 CLI_OPTIONS = tuple(options for _, command, options in COMMANDS if command == "count")
 
 
@@ -69,28 +78,104 @@ def command_of(case: int, options: tuple | None) -> tuple[str, str, tuple]:
     return COMMANDS[case % len(COMMANDS)]
 
 
+def label_of(seed: str, case: int, options: tuple | dict | None) -> str:
+    """The command a case runs, as the counts per command name it (before any fault)."""
+    if isinstance(options, dict) or seed in generators.INVOCATIONS:
+        return f"{seed} cases"
+    return command_of(case, options)[0]
+
+
 def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run_case(data: bytes, case: int, folder: Path, options: tuple | None = None,
+def run_case(data: bytes | None, case: int, folder: Path, options: tuple | dict | None = None,
              timeout: int = 20) -> dict:
     """The case's outcome (the API's, then the command's, then the runtime oracle's where it
-    counted), in `folder`, which it removes."""
-    label, command, argv = command_of(case, options)
-    path = folder / f"case{case}.onnx"
-    path.write_bytes(data)
+    counted), in `folder`, which it removes. `options`: count options, or a generator's
+    Invocation (another input kind, written in `folder`); an ONNX case whose number says so runs
+    under an environment fault (environment_fault)."""
+    if isinstance(options, dict):
+        invocation = options
+        label = f"{invocation['command']} ({invocation['kind']})"
+    else:
+        label, command, argv = command_of(case, options)
+        invocation = {"command": command, "model": f"case{case}.onnx", "argv": argv, "api": True,
+                      "env": {}, "runtime": True}
+        (folder / invocation["model"]).write_bytes(data)
+        fault = environment_fault(case, folder, invocation)
+        if fault:
+            label = f"{invocation['command']} ({fault})"
+    model = invocation["model"]
+    # Paths relative to the case's folder, as a user types them (a name may start with a dash).
+    path = model[len("spec:"):] if model.startswith("spec:") else model
+    argv = invocation["argv"]
+    os.chdir(folder)
+    os.environ.update(invocation["env"])
+    if invocation.get("file_size"):  # a full disk: writes past the size fail (EFBIG)
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (invocation["file_size"],) * 2)
+    if model.startswith("spec:"):
+        sys.path.insert(0, str(folder))
     try:
-        outcome, where = oracle.check_api(path, **({"symbolic": True, "batch": None}
-                                                   if "--symbolic" in argv else {}))
+        outcome, where = oracle.OK, ""
+        if invocation["api"]:
+            outcome, where = oracle.check_api(path, **({"symbolic": True, "batch": None}
+                                                       if "--symbolic" in argv else {}))
         if outcome in (oracle.OK, oracle.CLEAN):
-            argv = tuple(str(folder / a) if a == REPORT else a for a in argv)
-            outcome, where = oracle.check_cli(path, *argv, command=command)
-        if outcome == oracle.OK:
-            outcome, where = _runtime_outcome(path, timeout)
+            outcome, where = oracle.check_cli(path, *argv, command=invocation["command"])
+        if outcome == oracle.OK and invocation["runtime"] and Path(path).is_file():
+            outcome, where = _runtime_outcome(Path(path).resolve(), timeout)
     finally:
+        os.chdir(folder.parent)
         shutil.rmtree(folder, ignore_errors=True)
     return {"outcome": outcome, "where": where, "command": label}
+
+
+ORACLE_CPU_SECONDS = 5
+# A case may take this many times --timeout on the wall clock (its CPU seconds are --timeout).
+WALL_PER_CPU = 10
+# One ONNX case in FAULT_EVERY runs under a fault of its environment, by its number.
+FAULT_EVERY = 7
+_FAULTS = ("cache unwritable", "cache is a file", "output folder missing", "output unwritable",
+           "full disk", "long name", "long path", "odd name", "dash name")
+
+
+def environment_fault(case: int, folder: Path, invocation: dict) -> str | None:
+    """Set `invocation` (an ONNX case's, its file written in `folder`) to run under a fault of
+    its environment where the case's number says so: the fault's name, or None."""
+    if case % FAULT_EVERY != 3:
+        return None
+    fault = _FAULTS[(case // FAULT_EVERY) % len(_FAULTS)]
+    model = invocation["model"]
+    writes = ("report", ("-b", "2", "--runs", "1", "--warmup", "0", "--profile-runs", "1",
+                         "--no-ceilings", "-o"))
+    if fault.startswith("cache"):
+        cache = folder / "cache"
+        if fault == "cache is a file":
+            cache.write_text("")
+            cache = cache / "sub"
+        else:  # root writes any folder of its own: /proc takes no new folder, whoever asks
+            cache = Path("/proc/onnxflops-fuzz-cache")
+        invocation.update(command="profile", env={"ONNXFLOPS_CACHE_DIR": str(cache)},
+                          argv=("-b", "2", "--runs", "1", "--warmup", "0", "--profile-runs", "1",
+                                "--quick"))
+    elif fault == "output folder missing":
+        invocation.update(command="count", argv=("-b", "2", "--html",
+                                                 str(folder / "no" / "such" / "page.html")))
+    elif fault == "output unwritable":
+        invocation.update(command=writes[0], argv=(*writes[1], "/proc/onnxflops-fuzz.html"))
+    elif fault == "full disk":
+        invocation.update(command=writes[0], argv=(*writes[1], REPORT), file_size=2048)
+    elif fault == "long name":
+        invocation["model"] = "n" * 5000 + ".onnx"
+    elif fault == "long path":
+        invocation["model"] = "/".join(["d" * 200] * 30) + "/" + model
+    else:
+        odd = ("-model.onnx" if fault == "dash name" else "mödel \n\t%s;$(x).onnx")
+        (folder / model).rename(folder / odd)
+        invocation["model"] = odd
+    return fault
 
 
 def _runtime_outcome(path: Path, timeout: int) -> tuple[str, str]:
@@ -101,7 +186,11 @@ def _runtime_outcome(path: Path, timeout: int) -> tuple[str, str]:
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
-        signal.alarm(timeout)
+        # onnxruntime loading a model for minutes (a function bomb it inlines) gives no verdict:
+        # a few CPU seconds are the oracle's, not the run's.
+        resource.setrlimit(resource.RLIMIT_CPU, (min(timeout, ORACLE_CPU_SECONDS),
+                                                 resource.getrlimit(resource.RLIMIT_CPU)[1]))
+        signal.alarm(timeout * WALL_PER_CPU)
         try:
             result = oracle.check_runtime(path)
         except BaseException:  # noqa: BLE001 - the oracle's own trouble is no verdict
@@ -121,8 +210,14 @@ def _runtime_outcome(path: Path, timeout: int) -> tuple[str, str]:
 def _child(seeds: dict[str, bytes], name: str, case: int, workdir: Path, write_fd: int,
            memory_mb: int, timeout: int) -> None:
     limit = int(_vm_size() + memory_mb * 2**20)
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    if hard != resource.RLIM_INFINITY:  # under a cap of its own (ulimit -v): never raised
+        limit = min(limit, hard)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    signal.alarm(timeout)
+    # A hang is time spent computing: CPU seconds, which a loaded machine does not inflate (a
+    # shared machine may give a case a tenth of a core); the wall clock only catches one asleep.
+    resource.setrlimit(resource.RLIMIT_CPU, (timeout, timeout + 5))
+    signal.alarm(timeout * WALL_PER_CPU)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
@@ -131,7 +226,7 @@ def _child(seeds: dict[str, bytes], name: str, case: int, workdir: Path, write_f
     label = "?"
     try:
         data, _, options = make_case(seeds, name, case, folder)
-        label = command_of(case, options)[0]
+        label = label_of(name, case, options)
         result = run_case(data, case, folder, options, timeout)
     except MemoryError:
         result = {"outcome": oracle.BLOW_UP, "where": "MemoryError in the harness",
@@ -187,8 +282,11 @@ def fuzz(first: int, cases: int, jobs: int, memory_mb: int, timeout: int,
             rss_growth = usage.ru_maxrss / 1024 - base_rss
             if raw:
                 result = json.loads(raw)
+            elif os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
+                result = {"outcome": oracle.HANG, "where": f"over {timeout} CPU s"}
             elif os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGALRM:
-                result = {"outcome": oracle.HANG, "where": f"over {timeout} s"}
+                result = {"outcome": oracle.HANG,
+                          "where": f"over {timeout * WALL_PER_CPU} s, asleep or starved"}
             elif os.WIFSIGNALED(status):
                 result = {"outcome": oracle.CRASH,
                           "where": f"signal {signal.Signals(os.WTERMSIG(status)).name}"}
@@ -198,15 +296,15 @@ def fuzz(first: int, cases: int, jobs: int, memory_mb: int, timeout: int,
                 result = {"outcome": oracle.BLOW_UP, "where": f"{rss_growth:.0f} MB"}
             seed = case_id.rsplit(":", 1)[0]
             case_number = int(case_id.rsplit(":", 1)[1])
-            command = result.get("command") or command_of(
-                case_number, generators.OPTIONS.get(seed))[0]
+            command = result.get("command") or label_of(seed, case_number,
+                                                        generators.OPTIONS.get(seed))
             counts[result["outcome"]] += 1
             by_command[command][result["outcome"]] += 1
             if result["outcome"] in oracle.FAILURES:
                 key = f"{result['outcome']}: {result['where']}"
                 failures.setdefault(key, []).append(f"{case_id} ({what})")
             done = sum(counts.values())
-            if done % 1000 == 0:
+            if done % 200 == 0:
                 print(f"  {done} cases, {time.monotonic() - START:.0f} s: {dict(counts)}",
                       file=sys.stderr, flush=True)
     return counts, failures, by_command
@@ -222,12 +320,15 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--memory-mb", type=int, default=1024,
                         help="address space a case may add to the parent's (default 1024)")
-    parser.add_argument("--timeout", type=int, default=20, help="seconds per case (default 20)")
+    parser.add_argument("--timeout", type=int, default=20,
+                        help="CPU seconds per case (default 20; ten times that on the wall clock)")
     parser.add_argument("--replay", metavar="SEED:CASE", help="run one case in this process")
     parser.add_argument("-o", "--output", help="with --replay: where to write the case's file")
     parser.add_argument("--json", help="write counts and failures to this file")
     parser.add_argument("--seconds", type=float,
                         help="start no case after this many seconds (the run ends soon after)")
+    parser.add_argument("--code", metavar="DIR",
+                        help="import onnxflops from this checkout (main's code, for a before run)")
     parser.add_argument("--no-generators", action="store_true",
                         help="mutated seeds only, as before the generators")
     args = parser.parse_args()
@@ -235,19 +336,21 @@ def main() -> int:
     names = sorted(seeds) + ([] if args.no_generators else sorted(generators.GENERATORS))
     if args.replay:
         seed, case = args.replay.rsplit(":", 1)
-        folder = Path(tempfile.mkdtemp()) if not args.output else Path(args.output).parent
+        folder = Path(tempfile.mkdtemp())
         data, what, options = make_case(seeds, seed, int(case), folder)
         print("made:", "; ".join(what))
-        path = Path(args.output) if args.output else folder / "case.onnx"
-        path.write_bytes(data)
-        label, command, argv = command_of(int(case), options)
-        print("file:", path)
-        print("api:", oracle.check_api(path, **({"symbolic": True, "batch": None}
-                                                 if "--symbolic" in argv else {})))
-        argv = tuple(str(folder / a) if a == REPORT else a for a in argv)
-        print(f"cli ({label}):", oracle.check_cli(path, *argv, command=command))
-        print("onnxruntime:", oracle.check_runtime(path))
+        if args.output and data is not None:
+            Path(args.output).write_bytes(data)
+            print("file:", args.output)
+        print(run_case(data, int(case), folder, options, args.timeout))
         return 0
+    if not args.no_generators:
+        # The frameworks the other input kinds load, imported once here (a minute), not in each
+        # child under its memory cap; torch before TensorFlow (triton after it segfaults).
+        import torch  # noqa: F401
+        import tensorflow  # noqa: F401
+        import keras  # noqa: F401
+        import onnxflops.commands.llm  # noqa: F401
     import onnxflops.api  # noqa: F401 - imported once here, not in each child
     import onnxflops.commands.count  # noqa: F401
     import onnxruntime  # noqa: F401 - the oracle's
@@ -256,6 +359,8 @@ def main() -> int:
             folder = Path(tmp) / f"warm{case}"
             folder.mkdir()
             run_case(data, case, folder)
+    import onnxflops
+    print("onnxflops from", Path(onnxflops.__file__).parent, file=sys.stderr)
     counts, failures, by_command = fuzz(args.first, args.cases, args.jobs, args.memory_mb,
                                         args.timeout, seeds, names, args.seconds)
     print(f"{sum(counts.values())} cases in {time.monotonic() - START:.0f} s")

@@ -99,7 +99,9 @@ def analyze(model: onnx.ModelProto, *, owned: bool = False,
                 view.tensors[name] = TensorInfo(name, helper.np_dtype_to_tensor_dtype(value.dtype),
                                                 value.shape)
         unknown_left = typer.type_graph()
-    if unknown_left and _whole_model_types(analyzed, view):
+    # Calls left by normalize (too many nodes to inline): whole-model inference would expand
+    # every one of them, which is what leaving them avoids.
+    if unknown_left and not analyzed.functions and _whole_model_types(analyzed, view):
         typer.type_graph()
     return AnalyzedModel(analyzed, view, opsets, warnings)
 

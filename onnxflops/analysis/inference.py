@@ -36,6 +36,7 @@ from onnxflops.analysis.evaluate import evaluate
 from onnxflops.analysis.expand import local_function_model
 from onnxflops.analysis.kinds import attribute_key
 from onnxflops.analysis.sequences import type_sequence_op
+from onnxflops.analysis.validity import check_declared_type
 from onnxflops.errors import OnnxFlopsError, Uncostable, first_line
 from onnxflops.graph import (
     MAX_VALUE_ELEMENTS,
@@ -198,9 +199,12 @@ class NodeTyper:
                 self.view.kinds[position] = kind  # every type from one signature: nodes alike
         tensors = self.view.tensors
         for name, info in zip(outputs, found):
-            if name and info is not None and (info.shape is not None or tensors.get(name) is None
-                                              or tensors[name].shape is None):
-                tensors[name] = info.renamed(name)  # a shape the model declared is kept
+            if name and info is not None:
+                declared = tensors.get(name)
+                if declared is None or declared.shape is None or info.shape is not None:
+                    if declared is not None:  # the element type the model declares for it
+                        check_declared_type(row, name, declared.dtype, info.dtype)
+                    tensors[name] = info.renamed(name)  # a shape the model declared is kept
         return outputs_known
 
     def _how(self, row: NodeRow, lookup: Callable[[str], TensorInfo | None]):
@@ -213,7 +217,10 @@ class NodeTyper:
         infos = [lookup(name) if name else None for name in inputs]
         if any(info is None for name, info in zip(inputs, infos) if name):
             return _UNTYPED_INPUT
-        if (domain or op_type in CONTRIB_DEFAULT_DOMAIN) \
+        # A call of a local function is typed from its body (_infer_node), once per signature,
+        # though its domain is none onnx holds schemas of.
+        local = bool(self.functions) and (domain, op_type) in self.functions
+        if not local and (domain or op_type in CONTRIB_DEFAULT_DOMAIN) \
                 and is_contrib(op_type, domain, self.opsets.get("", 0)) \
                 or (op_type in HOLDS_SUBGRAPHS if not domain else holds_subgraph(proto)):
             return _EACH_NODE

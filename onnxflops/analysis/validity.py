@@ -4,7 +4,9 @@ onnxruntime resolves a graph before it runs it, and refuses one where a tensor i
 (two nodes writing one name, a node writing an initializer's or an input's name), where a node
 reads a tensor that nothing defines, where a graph output is defined nowhere, or where the nodes
 form a cycle; nested graphs (Loop, Scan and If bodies) are resolved the same way, seeing the
-tensors of the scopes around them. Each problem is one OnnxFlopsError naming the node and the
+tensors of the scopes around them. It also refuses a node whose output the model declares of
+another element type than the node's inference finds (check_declared_type); a declared shape
+that differs is only a warning to it, and a shape onnxflops infers again. Each problem is one OnnxFlopsError naming the node and the
 tensor at fault. One pass over the rows the analysis reads anyway; a graph that is out of order
 (which onnxruntime sorts) costs a topological sort on top, and only then.
 
@@ -162,6 +164,20 @@ def _check_reads(rows: Sequence[NodeRow], defined: set[str], outer: frozenset[st
         row = rows[next(p for p, count in enumerate(waiting) if count)]
         raise OnnxFlopsError(f"{where}: node {_label(row)} is on a cycle: it reads what it "
                              "writes, through other nodes")
+
+
+def check_declared_type(row: NodeRow, name: str, declared: int, inferred: int) -> None:
+    """declared element type == inferred one, where both are known (onnxruntime's graph resolve:
+    "Type Error: Type (X) of output arg (name) of node (n) does not match expected type (Y)")."""
+    if declared and inferred and declared != inferred:
+        raise OnnxFlopsError(f"node {_label(row)}: writes '{name}' of element type "
+                             f"{_type_name(inferred)}, but the model declares it "
+                             f"{_type_name(declared)}, which onnxruntime refuses")
+
+
+def _type_name(elem_type: int) -> str:
+    return onnx.TensorProto.DataType.Name(elem_type).lower() \
+        if elem_type in onnx.TensorProto.DataType.values() else str(elem_type)
 
 
 def _label(row: NodeRow) -> str:

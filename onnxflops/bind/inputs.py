@@ -110,13 +110,23 @@ def bind_inputs(model: onnx.ModelProto, inputs: Mapping[str, Shape] | None = Non
     # Shapes the exporter recorded for intermediate tensors may still carry the old symbols, and
     # inference finds them again from the bound inputs; but not those of custom ops, which only
     # the model declares: they are kept, their named dims bound as the inputs' are.
+    # Their element types stay: onnxruntime refuses a node that writes another (validity.py).
     custom = _declared_custom_outputs(bound, _bound_names(declared, shapes))
+    written = {o for n in bound.graph.node for o in n.output}
+    element_types = [_element_type_only(vi) for vi in bound.graph.value_info
+                     if vi.type.tensor_type.elem_type and vi.name in written
+                     and vi.name not in custom]
     del bound.graph.value_info[:]
-    bound.graph.value_info.extend(custom)
+    bound.graph.value_info.extend(element_types)
+    bound.graph.value_info.extend(custom.values())
     for out in bound.graph.output:
         if out.type.HasField("tensor_type"):
             out.type.tensor_type.ClearField("shape")
     return bound
+
+
+def _element_type_only(vi: onnx.ValueInfoProto) -> onnx.ValueInfoProto:
+    return onnx.helper.make_tensor_value_info(vi.name, vi.type.tensor_type.elem_type, None)
 
 
 def _given(name: str, declared: tuple | None, given: Shape) -> tuple:
@@ -188,14 +198,15 @@ def _bound_names(declared: Mapping[str, tuple | None], shapes: Mapping[str, tupl
             isinstance(b, int)}
 
 
-def _declared_custom_outputs(model: onnx.ModelProto, named: Mapping[str, int]) -> list:
+def _declared_custom_outputs(model: onnx.ModelProto, named: Mapping[str, int]
+                             ) -> dict[str, onnx.ValueInfoProto]:
     """The value_info the model declares for outputs of ops onnx knows no schema of (custom
     domains, whose shapes no inference can find), each named dim bound by `named` and any other
     left unknown."""
     produced = {o for n in model.graph.node for o in n.output
                 if not is_standard_domain(n.domain) and n.domain != "com.microsoft"
                 and not onnx.defs.has(n.op_type, n.domain)}
-    kept = []
+    kept = {}
     for vi in model.graph.value_info:
         if vi.name not in produced or not vi.type.tensor_type.HasField("shape"):
             continue
@@ -207,7 +218,7 @@ def _declared_custom_outputs(model: onnx.ModelProto, named: Mapping[str, int]) -
                     dim.dim_value = named[dim.dim_param]
                 else:
                     dim.Clear()
-        kept.append(copy)
+        kept[vi.name] = copy
     return kept
 
 

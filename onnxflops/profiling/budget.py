@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 import resource
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,9 +71,11 @@ class Estimate:
 
 
 def estimate(report: Report, view: GraphView, provider: str, *, runs: int, warmup: int,
-             profile_runs: int, feeds_bytes: int) -> Estimate:
-    """What profiling `report`'s model (its analyzed graph `view`) will take: see the module."""
-    node_runs, unknown = count_node_runs(view)
+             profile_runs: int, feeds_bytes: int,
+             functions: Sequence[onnx.FunctionProto] = ()) -> Estimate:
+    """What profiling `report`'s model (its analyzed graph `view`; `functions`: the model's
+    local functions, which onnxruntime inlines) will take: see the module."""
+    node_runs, unknown = count_node_runs(view, inlined_sizes(functions))
     peak, bandwidth = _FASTEST[provider]
     if provider == "cpu":
         peak *= os.cpu_count() or 1
@@ -129,16 +132,38 @@ def check_memory(need_bytes: float, what: str, otherwise: str,
                              f"({why}): {remedy}, {otherwise}")
 
 
-def count_node_runs(view: GraphView) -> tuple[int, int]:
-    """Nodes onnxruntime runs in one run of the graph: each node once, a Loop's body its trip
-    count times, a Scan's body once per scanned slice, the larger If branch; and how many trip
-    counts were unknown (their body counted once). Iterative: nesting depth is the file's."""
+def inlined_sizes(functions: Sequence[onnx.FunctionProto]) -> dict[tuple[str, str], int]:
+    """size(f) = Σ over f's nodes of (size(g) where the node calls local function g, else 1):
+    the nodes a call of each local function becomes once onnxruntime inlines it (2^24 for a
+    function calling the one below twice, 24 levels deep). Recursion is refused before this."""
+    by_key = {(f.domain, f.name): f for f in functions}
+    sizes: dict[tuple[str, str], int] = {}
+
+    def size(key: tuple[str, str]) -> int:
+        if key not in sizes:
+            sizes[key] = 1  # a call back into itself (refused elsewhere) ends here
+            sizes[key] = sum(size((n.domain, n.op_type)) if (n.domain, n.op_type) in by_key
+                             else 1 for n in by_key[key].node)
+        return sizes[key]
+    for key in by_key:
+        size(key)
+    return sizes
+
+
+def count_node_runs(view: GraphView, call_sizes: Mapping[tuple[str, str], int] | None = None
+                    ) -> tuple[int, int]:
+    """Nodes onnxruntime runs in one run of the graph: each node once (a call of a local
+    function: its body's nodes, `call_sizes`), a Loop's body its trip count times, a Scan's body
+    once per scanned slice, the larger If branch; and how many trip counts were unknown (their
+    body counted once). Iterative: nesting depth is the file's."""
     total, unknown = 0, 0
+    call_sizes = call_sizes or {}
     stack: list[tuple[GraphView, int]] = [(view, 1)]
     while stack:
         scope, times = stack.pop()
         for node in scope.graph.node:
-            total += times
+            total += times * call_sizes.get((node.domain, node.op_type), 1) if call_sizes \
+                else times
             subgraphs = bodies(node)
             if not subgraphs:
                 continue

@@ -298,7 +298,8 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
     warmup = min(warmup, 2) if quick else warmup
     need = budget.estimate(counted.report, counted.view, provider, runs=runs, warmup=warmup,
                            profile_runs=max(1, profile_runs),
-                           feeds_bytes=sum(input_sizes(counted.bound).values()))
+                           feeds_bytes=sum(input_sizes(counted.bound).values()),
+                           functions=counted.bound.functions)
     budget.check(need, max_seconds, None if max_memory_gb is None else int(max_memory_gb * 2**30))
     feeds = random_feeds(counted.bound, arrays)
     model_bytes = runnable(source.weighted())

@@ -10,11 +10,16 @@ made, the count options the class needs); `large_external_data` also writes a sp
 - large_external_data: an initializer whose external data file is up to 2.2 GB (sparse);
 - invalid_graph: well-formed protobuf that onnxruntime refuses to load (a Reshape to another
   element count or to an empty shape, a node writing an initializer, two nodes writing one name,
-  a cycle at the top or in a Loop body, a read of what nothing defines, an undefined output).
+  a cycle at the top or in a Loop body, a read of what nothing defines, an undefined output, an
+  output declared of another element type than its node writes);
+- framework_file, llm_config, factory_spec: the other input kinds (.pt2, .keras, .h5, SavedModel
+  folders that are not what they say; config.json files claiming impossible sizes; factory specs
+  naming nothing or factories that misbehave), run by `count`, `convert`, `profile` or `llm`.
 """
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -120,7 +125,8 @@ def large_external_data(rng: random.Random, workdir: Path) -> tuple[bytes, str, 
 
 
 _INVALID = ("reshape count", "reshape empty", "writes initializer", "two writers", "cycle",
-            "loop body cycle", "undefined read", "undefined output")
+            "loop body cycle", "undefined read", "undefined output", "declared type value_info",
+            "declared type output")
 
 
 def invalid_graph(rng: random.Random, workdir: Path) -> tuple[bytes, str, tuple]:
@@ -151,14 +157,143 @@ def invalid_graph(rng: random.Random, workdir: Path) -> tuple[bytes, str, tuple]
                        [numpy_helper.from_array(np.array(3, np.int64), "trip")])
     elif kind == "undefined read":
         model = _model([helper.make_node("Add", ["x", "nowhere"], ["y"])], [x], [y])
+    elif kind.startswith("declared type"):  # onnxruntime: "Type Error: Type (...) of output arg"
+        declared = _vi("t", rng.choice((TensorProto.INT64, TensorProto.DOUBLE, TensorProto.FLOAT16)),
+                       rng.choice(([2, 3], None, [7])))
+        model = _model([helper.make_node("Relu", ["x"], ["t"]), helper.make_node("Relu", ["t"], ["y"])],
+                       [x], [y] if kind.endswith("value_info") else [y, declared])
+        if kind.endswith("value_info"):
+            model.graph.value_info.append(declared)
     else:
         model = _model([relu], [x], [y, _vi("nowhere", TensorProto.FLOAT, [2])])
     return model.SerializeToString(), f"invalid graph: {kind}", ()
 
 
+# --- other input kinds: each generator writes its input under `workdir` and returns an Invocation
+# (what to run on it) in place of count options. -------------------------------------------------
+
+def Invocation(command: str, model: str, *argv: str, kind: str, api: bool = True) -> dict:
+    """`onnxflops COMMAND MODEL ARGV...` (MODEL relative to the case's folder, or "spec:" and a
+    factory spec) on an input of `kind`; `api`: count(MODEL) too."""
+    return {"command": command, "model": model, "argv": argv, "api": api, "env": {},
+            "runtime": False, "kind": kind}
+
+
+def _zip(path: Path, members: dict[str, bytes]) -> None:
+    import zipfile
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+
+
+def _junk(rng: random.Random) -> bytes:
+    return bytes(rng.randrange(256) for _ in range(rng.choice((0, 7, 512))))
+
+
+def framework_file(rng: random.Random, workdir: Path) -> tuple[None, str, dict]:
+    """A .pt2, .keras, .h5 or SavedModel folder that is not what its name says: random bytes, a
+    zip of the wrong archive, a plain torch.save archive, a Keras zip whose config lies."""
+    kind = rng.choice(("pt2 junk", "pt2 zip", "pt2 torch.save", "keras junk", "keras zip",
+                       "h5 junk", "h5 signature", "savedmodel junk", "savedmodel empty"))
+    if kind.startswith("pt2"):
+        path = workdir / "model.pt2"
+        if kind == "pt2 junk":
+            path.write_bytes(_junk(rng))
+        elif kind == "pt2 zip":
+            _zip(path, {"archive/data.pkl": _junk(rng), "archive/version": b"3\n"})
+        else:
+            import torch
+            torch.save({"w": torch.zeros(2)}, path)
+    elif kind.startswith("keras"):
+        path = workdir / "model.keras"
+        if kind == "keras junk":
+            path.write_bytes(_junk(rng))
+        else:
+            config = rng.choice((b"{", b"[]", b'{"class_name": "Sequential", "config": 7}',
+                                 b'{"class_name": "Lambda", "config": {"function": "os.system"}}',
+                                 b'{"class_name": "Dense", "config": {"units": -5}}'))
+            _zip(path, {"config.json": config, "metadata.json": b"{}",
+                        "model.weights.h5": _junk(rng)})
+    elif kind.startswith("h5"):
+        path = workdir / "model.h5"
+        path.write_bytes((b"\x89HDF\r\n\x1a\n" if kind == "h5 signature" else b"") + _junk(rng))
+    else:
+        path = workdir / "saved"
+        path.mkdir()
+        if kind == "savedmodel junk":
+            (path / "saved_model.pb").write_bytes(_junk(rng))
+        (path / "variables").mkdir()
+    command = rng.choice(("count", "convert"))
+    argv = ("-b", "1") if command == "count" else ("-o", "out.onnx")
+    return None, f"framework file: {kind} ({command})", Invocation(
+        command, path.name, *argv, kind="SavedModel" if path.is_dir() else path.suffix,
+        api=command == "count")
+
+
+_LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 32,
+          "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
+          "num_key_value_heads": 2, "vocab_size": 100, "max_position_embeddings": 64}
+
+
+def llm_config(rng: random.Random, workdir: Path) -> tuple[None, str, dict]:
+    """A transformers config.json claiming what no model has (negative, zero, vast or non-numeric
+    sizes, an unknown model type), or no JSON at all; in a file or a folder."""
+    config = dict(_LLAMA)
+    field = rng.choice(sorted(config))
+    value = rng.choice((-1, 0, 10**9, 2**63, 1.5, "32", None, [], {"a": 1}, "gpt-0"))
+    config[field] = value
+    text = json.dumps(config) if rng.random() < 0.85 else rng.choice(("{", "", "[]", "null"))
+    folder = rng.random() < 0.3
+    path = workdir / ("model" if folder else "config.json")
+    if folder:
+        path.mkdir()
+        (path / "config.json").write_text(text)
+    else:
+        path.write_text(text)
+    argv = ("--prompt", rng.choice(("8", "0", "-3", "99999999")), "--generate", "4",
+            "--hardware", rng.choice(("h100", "cpu")), "--dtype", "fp32")
+    return None, f"llm config: {field}={value!r}", Invocation("llm", path.name, *argv, kind="config.json",
+                                                                 api=False)
+
+
+_FACTORIES = {
+    "returns None": "def make():\n    return None\n",
+    "returns a number": "def make():\n    return 3\n",
+    "raises": "def make():\n    raise RuntimeError('factory broke')\n",
+    "exits": "def make():\n    raise SystemExit(9)\n",
+    "takes arguments": "def make(a, b):\n    return a\n",
+    "fails at import": "raise ImportError('no')\ndef make():\n    return None\n",
+    "not callable": "make = 5\n",
+    "returns a module": "import os\ndef make():\n    return os\n",
+}
+
+
+def factory_spec(rng: random.Random, workdir: Path) -> tuple[None, str, dict]:
+    """A package.module:factory spec that names nothing, or a factory that misbehaves."""
+    kind = rng.choice(sorted(_FACTORIES) + ["no module", "no attribute", "odd spec"])
+    module = f"fuzzfactory{rng.randrange(10**9)}"
+    if kind in _FACTORIES:
+        (workdir / f"{module}.py").write_text(_FACTORIES[kind])
+        spec = f"{module}:make"
+    elif kind == "no module":
+        spec = f"{module}.missing:make"
+    elif kind == "no attribute":
+        spec = "os.path:no_such_factory"
+    else:
+        spec = rng.choice((":", "a:b:c", "os:", ":make", "os.path:join(1)"))
+    command = rng.choice(("count", "count", "convert", "profile"))
+    argv = {"count": ("-b", "1"), "convert": ("-o", "out.onnx"),
+            "profile": ("-b", "1", "--runs", "1", "--warmup", "0", "--no-ceilings")}[command]
+    return None, f"factory spec: {kind} ({command})", Invocation(
+        command, "spec:" + spec, *argv, kind="factory spec", api=command == "count")
+
+
+# The generators whose cases are other input kinds (an Invocation each).
+INVOCATIONS = frozenset(("gen_framework_file", "gen_llm_config", "gen_factory_spec"))
 # The count options a generator's cases always take.
 OPTIONS = {"gen_symbolic_chain": ("--symbolic",)}
 
 GENERATORS = {"gen_function_bomb": function_bomb, "gen_symbolic_chain": symbolic_chain,
               "gen_trip_products": trip_products, "gen_large_external_data": large_external_data,
-              "gen_invalid_graph": invalid_graph}
+              "gen_invalid_graph": invalid_graph, "gen_framework_file": framework_file,
+              "gen_llm_config": llm_config, "gen_factory_spec": factory_spec}

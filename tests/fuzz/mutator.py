@@ -14,6 +14,7 @@ and values against their data, recursive functions.
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 from typing import Callable
@@ -309,9 +310,39 @@ def add_function(model, rng):
     return "recursive function" if recursive else "function"
 
 
+def _odd_count(rng: random.Random):
+    return rng.choice((-1, -(2**40), 0, 2**50 + 1, 2**63, 1.5, "12", None, [3], float("nan")))
+
+
+def mutate_metadata(model, rng):
+    """Untrusted metadata: a weight-roles record (load/weight_roles.py) that lies or is no JSON,
+    or producer fields and metadata of odd text and size."""
+    names = [t.name for g in graphs_of(model) for t in g.initializer] or ["w"]
+    choice = rng.random()
+    if choice < 0.6:
+        name = rng.choice(names)
+        record = {"parameters": {name: "p"}, "buffers": {}, "sizes": {"p": _odd_count(rng)},
+                  "constants": [], "exhaustive": rng.choice((True, False, "yes", None))}
+        field = rng.choice(("sizes", "unused", "unread_buffers", "parameters", "constants",
+                            "buffers", "exhaustive"))
+        record[field] = rng.choice(({"p": _odd_count(rng)}, [name], name, 7, None,
+                                    {name: {"deep": [1]}}, {"": -1}))
+        text = json.dumps(record) if rng.random() < 0.8 else rng.choice(
+            ("{", "[]", "null", "1e999", '{"parameters": 3}', "\x00" * 9))
+        model.metadata_props.add(key="onnxflops.weight_roles", value=text)
+        return f"weight roles: {text[:60]}"
+    if choice < 0.8:
+        field = rng.choice(("producer_name", "producer_version", "domain", "doc_string"))
+        setattr(model, field, rng.choice(("", "x" * 100_000, "\n\r\x00", "é" * 50, "-1")))
+        return f"{field} odd"
+    model.metadata_props.add(key=rng.choice(("", "onnxflops.layers", "x" * 1000, "\n")),
+                             value=rng.choice(("", "{}", "[1,", "y" * 100_000)))
+    return "metadata property"
+
+
 STRUCTURAL: tuple[Callable, ...] = (mutate_dim, mutate_dtype, mutate_attribute, add_attribute,
                                     mutate_op, mutate_edge, delete_something, mutate_opset,
-                                    mutate_initializer, add_function)
+                                    mutate_initializer, add_function, mutate_metadata)
 
 
 # --- byte mutations ----------------------------------------------------------------------------

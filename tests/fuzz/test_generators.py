@@ -1,0 +1,61 @@
+"""The generators' hostile inputs are what they claim: each invalid graph is one onnxruntime
+refuses to load, and onnxflops refuses it too (one OnnxFlopsError line); the other input kinds
+(config.json, factory specs) end in one line and exit 2, never a traceback."""
+
+from __future__ import annotations
+
+import random
+
+import onnx
+import pytest
+
+import generators
+import oracle
+from onnxflops import OnnxFlopsError, count
+from onnxflops.cli import main
+
+
+def _invalid_case(kind: str, tmp_path):
+    """The first invalid_graph case of `kind`, written to tmp_path."""
+    for case in range(500):
+        data, what, _ = generators.invalid_graph(random.Random(f"gen_invalid_graph:{case}"),
+                                                 tmp_path)
+        if what == f"invalid graph: {kind}":
+            path = tmp_path / "case.onnx"
+            path.write_bytes(data)
+            return path
+    raise AssertionError(f"no case of {kind} in 500")
+
+
+@pytest.mark.parametrize("kind", generators._INVALID)
+def test_every_invalid_graph_is_refused_by_onnxruntime_and_by_the_count(kind, tmp_path):
+    path = _invalid_case(kind, tmp_path)
+    if not kind.startswith("reshape"):  # onnxruntime loads those, and fails on the first run
+        assert oracle.check_runtime(path)[0] == oracle.INVALID
+    with pytest.raises(OnnxFlopsError) as refused:
+        count(str(path))
+    assert len(str(refused.value).splitlines()) == 1
+
+
+@pytest.mark.slow  # transformers builds the configs
+@pytest.mark.parametrize("case", range(12))
+def test_hostile_llm_configs_are_one_line(case, tmp_path, monkeypatch, capsys):
+    _, what, invocation = generators.llm_config(random.Random(f"gen_llm_config:{case}"), tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code = main([invocation["command"], invocation["model"], *invocation["argv"]])
+    err = capsys.readouterr().err.splitlines()
+    # A config that only lies about a size no count reads may still count (exit 0).
+    assert code == 0 or (code == 2 and len(err) == 1), (what, code, err)
+
+
+@pytest.mark.slow  # a factory spec may load torch
+@pytest.mark.parametrize("case", range(12))
+def test_misbehaving_factory_specs_are_one_line(case, tmp_path, monkeypatch, capsys):
+    _, what, invocation = generators.factory_spec(random.Random(f"gen_factory_spec:{case}"),
+                                                  tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    argv = [a if a != "out.onnx" else str(tmp_path / a) for a in invocation["argv"]]
+    code = main([invocation["command"], invocation["model"][len("spec:"):], *argv])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2 and len(err) == 1, (what, code, err)
