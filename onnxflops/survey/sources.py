@@ -49,22 +49,33 @@ class Task:
     argument: str
     name: str
     shapes: tuple = ()  # (input name, dims) pairs, for sources that do not know their inputs
+    llm: bool = False  # a serving row (survey.llm), of a transformers causal-LM type
 
     @property
     def label(self) -> str:
         return self.name if self.source in ("onnx", "factory") else f"{self.source}:{self.name}"
 
 
-def tasks(specs: list[str], shapes: dict | None = None) -> list[Task]:
+def tasks(specs: list[str], shapes: dict | None = None, llm: bool = False) -> list[Task]:
     """The rows SOURCE[:PATTERN] specs ask for, in order, each once; `shapes` (input name →
-    dims) for the models of sources that do not know their inputs (factories)."""
+    dims) for the models of sources that do not know their inputs (factories); `llm`: serving
+    rows of transformers' causal-LM types (the only source it takes)."""
     given = tuple((k, tuple(v)) for k, v in (shapes or {}).items())
     found: dict[str, Task] = {}
     for spec in specs:
         source, argument, pattern = parse(spec)
-        for name in SOURCES[source].names(argument):
+        if llm and source != "transformers":
+            raise OnnxFlopsError(f"survey --llm: '{spec}' is not transformers[:PATTERN]; the "
+                                 "serving survey runs over transformers' causal LMs")
+        if llm:
+            from onnxflops.survey.llm import causal_lm_names
+
+            names = causal_lm_names()
+        else:
+            names = SOURCES[source].names(argument)
+        for name in names:
             if pattern is None or fnmatch.fnmatchcase(name, pattern):
-                task = Task(source, argument, name, given)
+                task = Task(source, argument, name, given, llm)
                 found.setdefault(task.label, task)
     return list(found.values())
 
