@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Mapping
 
-from onnxflops.survey.rows import _difference, blank_row, judge
+from onnxflops.survey.rows import LLM_COLUMNS, _difference, judge
 
 PROMPT, GENERATED = 64, 8  # the sizes every row is served at, batch 1
 KV_BYTES_PER_ELEMENT = 2  # the KV cache in bf16, onnxflops.llm's default for bf16 weights
@@ -27,16 +27,6 @@ _TOP_K = ("num_experts_per_tok", "num_experts_per_token", "moe_topk", "top_k", "
 _SHARED = ("n_shared_experts", "num_shared_experts", "shared_expert_intermediate_size",
            "moe_shared_expert_intermediate_size")
 _WINDOWS = {"sliding_attention": "sliding_window", "chunked_attention": "attention_chunk_size"}
-
-
-def causal_lm_names() -> list[str]:
-    """Every model type transformers has a causal-LM class for."""
-    from onnxflops.survey.sources import _transformers
-
-    _transformers()
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
-
-    return sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
 
 
 def build_causal_lm(name: str):
@@ -185,8 +175,7 @@ def measure_llm(task, memory_gb: float, stage: Callable[[str], None] = lambda s:
 
     from onnxflops.survey.measure import failure, peak_mb
 
-    row = {**blank_row(task.label), **dict.fromkeys(("prompt", "generated")), "oracle": ""}
-    row.update(prompt=PROMPT, generated=GENERATED)
+    row = {**blank_llm_row(task.label), "prompt": PROMPT, "generated": GENERATED}
     failures: dict[str, str] = {}
     stage("build")
     try:
@@ -223,6 +212,10 @@ def measure_llm(task, memory_gb: float, stage: Callable[[str], None] = lambda s:
                    kv_bytes=report.kv_cache_bytes)
     row["seconds"] = round(time.perf_counter() - start, 2)
     return {**judge_llm(row, failures), "peak_mb": peak_mb()}
+
+
+def blank_llm_row(model: str) -> dict:
+    return {**dict.fromkeys(LLM_COLUMNS), "model": model, "oracle": "", "reason": ""}
 
 
 _CHECKS = (("prefill_macs", "oracle_prefill_macs", "prefill MACs"),

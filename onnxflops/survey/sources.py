@@ -67,12 +67,7 @@ def tasks(specs: list[str], shapes: dict | None = None, llm: bool = False) -> li
         if llm and source != "transformers":
             raise OnnxFlopsError(f"survey --llm: '{spec}' is not transformers[:PATTERN]; the "
                                  "serving survey runs over transformers' causal LMs")
-        if llm:
-            from onnxflops.survey.llm import causal_lm_names
-
-            names = causal_lm_names()
-        else:
-            names = SOURCES[source].names(argument)
+        names = causal_lm_names() if llm else SOURCES[source].names(argument)
         for name in names:
             if pattern is None or fnmatch.fnmatchcase(name, pattern):
                 task = Task(source, argument, name, given, llm)
@@ -191,6 +186,14 @@ def _transformers_names(_argument: str) -> list[str]:
     from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
 
     return sorted(MODEL_MAPPING_NAMES)
+
+
+def causal_lm_names() -> list[str]:
+    """Every model type transformers has a causal-LM class for (the serving survey's rows)."""
+    _transformers()
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    return sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
 
 
 def _transformers_build(task: Task) -> Subject:
