@@ -84,8 +84,8 @@ def read_any(path: str | Path) -> list[dict]:
 
 def _typed(raw: dict, columns: tuple[str, ...] = COLUMNS) -> dict:
     row = {k: raw.get(k) or "" for k in columns}
-    for k in (*NUMERIC, *LLM_NUMERIC):
-        if k in row:
+    for k in columns:
+        if k in NUMERIC or k in LLM_NUMERIC:
             row[k] = int(row[k]) if row[k] != "" else None
     for k in ("seconds", "peak_mb"):
         row[k] = float(row[k]) if row[k] != "" else None
