@@ -58,9 +58,14 @@ def test_a_window_longer_than_the_tokens_holds_every_token():
     ({"num_experts": 1}, "dense", 1000),  # one expert is a dense layer
 ])
 def test_active_params_by_hand_for_each_kind_of_experts(extra, kind, active):
-    config = {**BASE, **extra}
-    assert hand_active_params(1000, 400 if kind != "dense" else 0, config) == active
-    assert expert_kind(config) == kind
+    config, routed = {**BASE, **extra}, 400 if kind != "dense" else 0
+    assert hand_active_params(1000, routed, config) == active
+    assert expert_kind(config, routed) == kind
+
+
+def test_a_config_naming_experts_that_no_layer_has_is_dense():
+    config = {**BASE, "n_routed_experts": 4, "num_experts_per_tok": 2, "first_k_dense_replace": 3}
+    assert expert_kind(config, 0) == "dense" and hand_active_params(1000, 0, config) == 1000
 
 
 def test_the_rule_shrinks_windows_so_that_the_survey_prompt_crosses_them():

@@ -112,9 +112,11 @@ def experts_of(config: Mapping[str, Any]) -> tuple[int, int]:
     return (routed, _get(config, _TOP_K)) if routed > 1 else (0, 0)
 
 
-def expert_kind(config: Mapping[str, Any]) -> str:
-    """dense, routed, or routed + shared (experts every token runs beside its routed ones)."""
-    if not experts_of(config)[0]:
+def expert_kind(config: Mapping[str, Any], routed_params: int) -> str:
+    """dense, routed, or routed + shared (experts every token runs beside its routed ones);
+    dense too where the config names experts but no layer has them (`routed_params` 0: DeepSeek's
+    first_k_dense_replace dense layers past the depth)."""
+    if not experts_of(config)[0] or not routed_params:
         return "dense"
     return "routed + shared" if _get(config, _SHARED) else "routed"
 
@@ -180,8 +182,8 @@ def measure_llm(task, memory_gb: float, stage: Callable[[str], None] = lambda s:
     stage("build")
     try:
         model = build_causal_lm(task.name)
-        config = model.config.to_dict()
-        row.update(attention=attention_kind(config), experts=expert_kind(config))
+        config, routed = model.config.to_dict(), routed_expert_params(model)
+        row.update(attention=attention_kind(config), experts=expert_kind(config, routed))
     except Exception as e:  # noqa: BLE001 - a config or builder raises anything
         return {**judge_llm(row, {"build": failure(e)}), "peak_mb": peak_mb()}
     stage("oracle")
@@ -195,7 +197,7 @@ def measure_llm(task, memory_gb: float, stage: Callable[[str], None] = lambda s:
         failures["oracle"] = failure(e)
     total = sum(p.numel() for p in model.parameters())
     row.update(oracle_params=total, hand_kv_bytes=hand_kv_bytes(config, PROMPT + GENERATED),
-               hand_params_active=hand_active_params(total, routed_expert_params(model), config))
+               hand_params_active=hand_active_params(total, routed, config))
     stage("count")
     start = time.perf_counter()
     try:
