@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from onnxflops.survey import LLM_COLUMNS, RowStore, read_any
-from onnxflops.survey.llm import (attention_kind, blank_llm_row, expert_kind, hand_active_params,
-                                  hand_kv_bytes, judge_llm, layer_windows)
+from onnxflops.survey.llm import (attention_kind, blank_llm_row, config_values, expert_kind,
+                                  hand_active_params, hand_kv_bytes, judge_llm, layer_windows)
 from onnxflops.survey.shrink import shrink
 
 # 2 layers, 4 heads of 96 / 4 = 24: a full layer's token holds 2 × heads × 24 elements.
@@ -124,3 +124,34 @@ def test_llm_rows_are_stored_with_their_own_columns_and_read_back(tmp_path, suff
         assert out.read_text().splitlines()[0] == ",".join(LLM_COLUMNS)
     if suffix == ".md":
         assert "| hand_kv_bytes |" in out.read_text()
+
+
+def test_a_hand_count_that_cannot_read_the_config_makes_the_row_differ_saying_why():
+    row = judge_llm(llm_row(hand_kv_bytes=None, hand_params_active=None),
+                    {"hand": "ZeroDivisionError: integer division or modulo by zero"})
+    assert row["verdict"] == "differs"
+    assert row["reason"] == "hand count: ZeroDivisionError: integer division or modulo by zero"
+
+
+def test_hand_counts_read_a_config_through_its_standard_names():
+    class Config:  # BART's form: the standard names are aliases of its own
+        attribute_map = {"num_attention_heads": "decoder_attention_heads",
+                         "hidden_size": "d_model", "num_hidden_layers": "decoder_layers"}
+        num_attention_heads, hidden_size, num_hidden_layers = 4, 96, 2
+
+        def to_dict(self):
+            return {"decoder_attention_heads": 4, "d_model": 96, "decoder_layers": 2}
+
+    config = config_values(Config())
+    assert hand_kv_bytes(config, TOKENS) == 2 * 72 * 192 * 2 and attention_kind(config) == "full"
+
+
+@pytest.mark.parametrize("key", ["num_experts_per_tok", "moe_topk", "experts_per_token", "top_k"])
+def test_the_count_reads_the_top_k_under_each_name_configs_give_it(key):
+    from types import SimpleNamespace
+
+    from onnxflops.converters.causal_lm import experts_per_token
+
+    assert experts_per_token(SimpleNamespace(**{key: 2})) == 2
+    assert experts_per_token(SimpleNamespace(num_experts_per_tok=None, moe_topk=3)) == 3
+    assert experts_per_token(SimpleNamespace()) == 0
