@@ -120,10 +120,25 @@ def _causal_lm_to_onnx(model, extend_layers: bool) -> CausalLM:
             prefill, decode = _named_phases(model, name)
     expert_params = sum(p.numel() for n, p in model.named_parameters() if ".experts." in n)
     return CausalLM(name, prefill, decode, experts,
-                    int(getattr(config, "num_experts_per_tok", 0) or 0) if experts else 0,
+                    experts_per_token(config) if experts else 0,
                     sum(p.numel() for p in model.parameters()), expert_params,
                     len(stack[2]) if stack is not None else 0, one_layer if cut else None,
                     config.to_dict())
+
+
+# What configs call the experts a token is routed to (Mixtral, gpt-oss, Aria, Qwen-MoE forms).
+_TOP_K_KEYS = ("num_experts_per_tok", "num_experts_per_token", "experts_per_token", "moe_topk",
+               "moe_k", "top_k")
+
+
+def experts_per_token(config) -> int:
+    """k of a top-k mixture of experts: the first of _TOP_K_KEYS the config sets to a positive
+    int (0 where none is)."""
+    for key in _TOP_K_KEYS:
+        value = getattr(config, key, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return 0
 
 
 def _experts_per_layer(model) -> int:

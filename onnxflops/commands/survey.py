@@ -33,6 +33,11 @@ def register(sub) -> None:
                         "local Ray); pip install 'onnxflops[cluster]'")
     p.add_argument("--input", "-i", action="append", default=[], metavar="NAME=DIMS",
                    help="an input shape for factory specs (repeatable)")
+    p.add_argument("--llm", action="store_true",
+                   help="serving rows of every transformers type with a causal-LM class "
+                        "(SOURCE transformers[:PATTERN]): prefill and first/last decode MACs, "
+                        "params total and active, KV bytes, against the HF model's own passes "
+                        "and hand counts")
     p.add_argument("--list", action="store_true", help="print the models it would count, and stop")
     p.add_argument("--summary", action="store_true",
                    help="the SOURCEs are survey files: print a table of their totals per "
@@ -42,7 +47,8 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from onnxflops.survey import render, summary_table, summary_text, survey, tasks
+    from onnxflops.survey import (LLM_COLUMNS, render, summary_table, summary_text, survey,
+                                  tasks)
 
     if args.summary:
         print(summary_table(args.sources))
@@ -54,16 +60,16 @@ def run(args: argparse.Namespace) -> int:
         raise OnnxFlopsError("survey: --jobs, --memory-gb and --timeout must be positive")
     shapes = shapes_of(args.input)
     if args.list:
-        for task in tasks(args.sources, shapes):
+        for task in tasks(args.sources, shapes, args.llm):
             print(task.label)
         return 0
     if args.output:
         check_output_path(args.output, "-o")
     rows = survey(args.sources, args.output, jobs=args.jobs, memory_gb=args.memory_gb,
-                  timeout=args.timeout, ray=args.ray, inputs=shapes,
+                  timeout=args.timeout, ray=args.ray, inputs=shapes, llm=args.llm,
                   progress=not args.quiet and sys.stderr.isatty())
     if args.output is None:
-        sys.stdout.write(render(rows, ".md"))
+        sys.stdout.write(render(rows, ".md", LLM_COLUMNS if args.llm else None))
     else:
         print(summary_text(rows))
     return 0

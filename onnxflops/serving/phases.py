@@ -79,6 +79,9 @@ class Phase:
         import sympy
 
         self.report = counted.report
+        # Params the graph holds, and those the framework had that no node reads.
+        total = self.report.total
+        self.params = int(total.params or 0) + int(getattr(total, "unused_params", 0) or 0)
         self.symbols = tuple(to_expr(SYMBOL_MARK + s) for s in symbols)
         protos = {n.name: n for n in counted.analyzed.model.graph.node}
         view = counted.analyzed.graph
@@ -139,6 +142,7 @@ class Phase:
         extended.inputs = {**self.inputs, **{_nth_layer(name, index, "_"): self.inputs[name]
                                              for index in range(2, layers)
                                              for name in new_inputs}}
+        extended.params = self.params + (layers - 2) * (self.params - one.params)
         extended.totals = [(t2 + (layers - 2) * (t2 - t1)).expand()
                            for t1, t2 in zip(one.totals, self.totals)]
         return extended

@@ -34,6 +34,9 @@ def compute_dtype(weights: str) -> str:
 class Params:
     total: int
     active: int  # per token: all but the experts a token is not routed to
+    # What the prefill graph holds (and the framework's params no node reads), extended to all
+    # layers as its MACs are: the count's own params, where `total` is the framework's.
+    counted: int | None = None
 
 
 @dataclass
@@ -211,7 +214,7 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
                         {"prefill": prefill_time.bound, "decode": decode_time.bound},
                         {"prefill": _floats(prefill_time), "decode": _floats(decode_time)})
     cache = kv_layers(decode.inputs, config, DTYPE_BITS[kv_dtype], batch, prompt + generate)
-    return LlmReport(lm.name, batch, prompt, generate, dtype, kv_dtype, Params(total, active),
+    return LlmReport(lm.name, batch, prompt, generate, dtype, kv_dtype, Params(total, active, prefill.params),
                      prefill.at(batch=batch, prompt=prompt), first_step, last_step, decode_total,
                      sum(layer.bytes for layer in cache), hw, estimate, decode, prefill, cache)
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 from onnxflops.formats import markdown_table
 
-from onnxflops.survey.rows import COLUMNS, VERDICTS, judge, top_reasons, totals
+from onnxflops.survey.rows import COLUMNS, LLM_COLUMNS, VERDICTS, judge, top_reasons, totals
 from onnxflops.survey.run import Caps, run_local, run_ray
 from onnxflops.survey.sources import SOURCES, Source, Subject, Task, tasks
 from onnxflops.survey.store import RowStore, read_any, render, summary_text
 
-__all__ = ["COLUMNS", "Caps", "RowStore", "SOURCES", "Source", "Subject", "Task", "VERDICTS",
+__all__ = ["COLUMNS", "Caps", "LLM_COLUMNS", "RowStore", "SOURCES", "Source", "Subject", "Task", "VERDICTS",
            "judge", "read_any", "render", "summary", "summary_table", "summary_text", "survey",
            "tasks",
            "top_reasons", "totals"]
@@ -23,16 +23,17 @@ __all__ = ["COLUMNS", "Caps", "RowStore", "SOURCES", "Source", "Subject", "Task"
 
 def survey(sources: list[str] | str, output: str | Path | None = None, *, jobs: int = 1,
            memory_gb: float = 6.0, timeout: float = 600.0, ray: str | None = None,
-           inputs: dict | None = None, progress: bool = True) -> list[dict]:
+           inputs: dict | None = None, progress: bool = True, llm: bool = False) -> list[dict]:
     """Count every model the SOURCE[:PATTERN] specs name, each against its framework's oracle.
 
     `output`: a .csv, .jsonl, .json, .md or .html file the rows are appended to as they finish; a
     rerun with the same file skips the models already in it. `jobs`: rows run at once; `ray`: run
     them as Ray tasks ('auto' starts a local Ray). `inputs`: input name → dims, for factory specs.
+    `llm`: serving rows (survey.llm: LLM_COLUMNS) of transformers' causal-LM types instead.
     Returns the rows asked for (those found in `output` first).
     """
-    todo = tasks([sources] if isinstance(sources, str) else list(sources), inputs)
-    store = RowStore(output) if output is not None else None
+    todo = tasks([sources] if isinstance(sources, str) else list(sources), inputs, llm)
+    store = RowStore(output, LLM_COLUMNS if llm else COLUMNS) if output is not None else None
     done = store.done if store is not None else set()
     rows = [r for r in (store.rows if store is not None else []) if r["model"] in
             {t.label for t in todo}]

@@ -19,6 +19,17 @@ COLUMNS = ("model", "input", "macs", "flops", "params", "unused_params", "foldab
 NUMERIC = ("macs", "flops", "params", "unused_params", "foldable_macs", "buffers", "bytes",
            "oracle_macs", "oracle_params")
 VERDICTS = ("exact", "differs", "not counted", "oracle failed", "not built")
+# A row of the serving survey (`survey transformers --llm`, survey.llm): prefill and the first and
+# last decode steps against the HF model's own passes, params total and active, KV cache bytes,
+# each beside its oracle or hand count, and the kinds of attention and experts they were met on.
+LLM_COLUMNS = ("model", "prompt", "generated", "attention", "experts", "prefill_macs",
+               "decode_first_macs", "decode_last_macs", "oracle_prefill_macs",
+               "oracle_decode_first_macs", "oracle_decode_last_macs", "params_total",
+               "params_active", "oracle_params", "hand_params_active", "kv_bytes",
+               "hand_kv_bytes", "oracle", "verdict", "reason", "seconds", "peak_mb")
+LLM_NUMERIC = tuple(c for c in LLM_COLUMNS if c.endswith(("macs", "params", "bytes", "active",
+                                                            "total"))
+                    or c in ("prompt", "generated"))
 
 
 def blank_row(model: str) -> dict:

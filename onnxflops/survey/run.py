@@ -96,6 +96,9 @@ def _child(task: Task, caps: Caps, send) -> None:
     _quiet()
     from onnxflops.survey.measure import failure, measure, peak_mb
 
+    if task.llm:
+        from onnxflops.survey.llm import measure_llm as measure
+
     stage = ["build"]
 
     def told(name: str) -> None:

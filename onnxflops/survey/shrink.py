@@ -2,7 +2,8 @@
 
 Every width becomes WIDTH (lists of stage widths in proportion, the first WIDTH), every depth DEPTH, every head count at most HEADS (key/value heads in
 the same proportion), every feed-forward width FFN, every expert count at most EXPERTS, and the
-vocabulary at most VOCAB (token ids beyond it wrap into it). Sub-configs (text, vision, audio,
+vocabulary at most VOCAB (token ids beyond it wrap into it), every attention window or chunk at
+most WINDOW (so that a short prompt crosses it; the 16 tokens of the other surveys do not). Sub-configs (text, vision, audio,
 encoder, decoder) are shrunk by the same rule, and every list as long as a depth that was cut is
 cut with it (per-layer types and sizes), and every other size equal to a width that was cut
 follows it (a bottleneck as wide as the embedding).
@@ -14,6 +15,7 @@ import re
 
 # 96 is divisible by every head count the rule leaves (1 to 4) and by 3 (vision heads of 3).
 WIDTH, DEPTH, HEADS, HEAD_DIM, FFN, VOCAB, EXPERTS, ROUTED, RANK = 96, 2, 4, 24, 192, 1000, 4, 2, 32
+WINDOW = 32
 
 _RULES = (  # (key pattern, new value from the old one); the first that matches applies
     (re.compile(r".*(key_value_heads|kv_heads|num_kv_groups)$"), None),  # in proportion: below
@@ -27,6 +29,7 @@ _RULES = (  # (key pattern, new value from the old one); the first that matches 
                 r"intermediate_dim|feed_forward_size)$"), lambda v: FFN),
     (re.compile(r".*(head_dim|d_kv|kv_channels|head_size|rotary_dim)$"), lambda v: HEAD_DIM),
     (re.compile(r".*lora_rank$"), lambda v: RANK),
+    (re.compile(r".*(sliding_window|attention_chunk_size)$"), lambda v: min(v, WINDOW)),
     (re.compile(r".*(hidden_size|d_model|n_embd|n_embed|embed_dim|embedding_size|hidden_dim|"
                 r"embedding_dim|d_embed|model_dim|word_embed_proj_dim)$"), lambda v: WIDTH),
     (re.compile(r".*vocab_size$"), lambda v: min(v, VOCAB)),

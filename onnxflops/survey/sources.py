@@ -49,22 +49,28 @@ class Task:
     argument: str
     name: str
     shapes: tuple = ()  # (input name, dims) pairs, for sources that do not know their inputs
+    llm: bool = False  # a serving row (survey.llm), of a transformers causal-LM type
 
     @property
     def label(self) -> str:
         return self.name if self.source in ("onnx", "factory") else f"{self.source}:{self.name}"
 
 
-def tasks(specs: list[str], shapes: dict | None = None) -> list[Task]:
+def tasks(specs: list[str], shapes: dict | None = None, llm: bool = False) -> list[Task]:
     """The rows SOURCE[:PATTERN] specs ask for, in order, each once; `shapes` (input name →
-    dims) for the models of sources that do not know their inputs (factories)."""
+    dims) for the models of sources that do not know their inputs (factories); `llm`: serving
+    rows of transformers' causal-LM types (the only source it takes)."""
     given = tuple((k, tuple(v)) for k, v in (shapes or {}).items())
     found: dict[str, Task] = {}
     for spec in specs:
         source, argument, pattern = parse(spec)
-        for name in SOURCES[source].names(argument):
+        if llm and source != "transformers":
+            raise OnnxFlopsError(f"survey --llm: '{spec}' is not transformers[:PATTERN]; the "
+                                 "serving survey runs over transformers' causal LMs")
+        names = causal_lm_names() if llm else SOURCES[source].names(argument)
+        for name in names:
             if pattern is None or fnmatch.fnmatchcase(name, pattern):
-                task = Task(source, argument, name, given)
+                task = Task(source, argument, name, given, llm)
                 found.setdefault(task.label, task)
     return list(found.values())
 
@@ -180,6 +186,14 @@ def _transformers_names(_argument: str) -> list[str]:
     from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
 
     return sorted(MODEL_MAPPING_NAMES)
+
+
+def causal_lm_names() -> list[str]:
+    """Every model type transformers has a causal-LM class for (the serving survey's rows)."""
+    _transformers()
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    return sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
 
 
 def _transformers_build(task: Task) -> Subject:

@@ -14,22 +14,24 @@ from pathlib import Path
 
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.formats import markdown_table
-from onnxflops.survey.rows import COLUMNS, NUMERIC, top_reasons, totals
+from onnxflops.survey.rows import COLUMNS, LLM_COLUMNS, LLM_NUMERIC, NUMERIC, top_reasons, totals
 
 STORES = (".csv", ".jsonl")
 RENDERED = (".json", ".md", ".html")
 
 
 class RowStore:
-    """The rows of one `-o` file: those already there (a rerun skips them) and those appended."""
+    """The rows of one `-o` file: those already there (a rerun skips them) and those appended;
+    `columns`: what a row holds (COLUMNS, or LLM_COLUMNS for the serving survey)."""
 
-    def __init__(self, target: str | Path):
+    def __init__(self, target: str | Path, columns: tuple[str, ...] = COLUMNS):
         self.target = Path(target)
+        self.columns = columns
         suffix = self.target.suffix.lower()
         if suffix not in STORES + RENDERED:
             raise OnnxFlopsError(f"-o {target}: write .csv, .jsonl, .json, .md or .html")
         self.store = self.target if suffix in STORES else self.target.with_suffix(".jsonl")
-        self.rows = read_rows(self.store) if self.store.exists() else []
+        self.rows = read_rows(self.store, columns) if self.store.exists() else []
 
     @property
     def done(self) -> set[str]:
@@ -40,25 +42,34 @@ class RowStore:
         if self.store.suffix.lower() == ".csv":
             fresh = not self.store.exists() or self.store.stat().st_size == 0
             with open(self.store, "a", newline="") as f:
-                writer = csv.DictWriter(f, COLUMNS, extrasaction="ignore", lineterminator="\n")
+                writer = csv.DictWriter(f, self.columns, extrasaction="ignore",
+                                        lineterminator="\n")
                 if fresh:
                     writer.writeheader()
-                writer.writerow({k: "" if row.get(k) is None else row[k] for k in COLUMNS})
+                writer.writerow({k: "" if row.get(k) is None else row[k] for k in self.columns})
         else:
             with open(self.store, "a") as f:
-                f.write(json.dumps({k: row.get(k) for k in COLUMNS}) + "\n")
+                f.write(json.dumps({k: row.get(k) for k in self.columns}) + "\n")
         if self.target != self.store:
-            self.target.write_text(render(self.rows, self.target.suffix.lower()))
+            self.target.write_text(render(self.rows, self.target.suffix.lower(), self.columns))
 
 
-def read_rows(path: str | Path) -> list[dict]:
-    """The rows of a store (.csv or .jsonl), numbers as numbers, missing values None."""
+def read_rows(path: str | Path, columns: tuple[str, ...] | None = None) -> list[dict]:
+    """The rows of a store (.csv or .jsonl), numbers as numbers, missing values None; `columns`
+    by default those of a serving survey's file where its first row has them, else COLUMNS."""
     path = Path(path)
     if path.suffix.lower() == ".jsonl":
-        lines = path.read_text().splitlines()
-        return [{**dict.fromkeys(COLUMNS), **json.loads(line)} for line in lines if line.strip()]
+        raw = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        columns = columns or _columns_of(raw[0] if raw else {})
+        return [{**dict.fromkeys(columns), **r} for r in raw]
     with open(path, newline="") as f:
-        return [_typed(r) for r in csv.DictReader(f)]
+        reader = csv.DictReader(f)
+        columns = columns or _columns_of(dict.fromkeys(reader.fieldnames or ()))
+        return [_typed(r, columns) for r in reader]
+
+
+def _columns_of(row: dict) -> tuple[str, ...]:
+    return LLM_COLUMNS if "prefill_macs" in row else COLUMNS
 
 
 def read_any(path: str | Path) -> list[dict]:
@@ -71,24 +82,27 @@ def read_any(path: str | Path) -> list[dict]:
     return read_rows(path)
 
 
-def _typed(raw: dict) -> dict:
-    row = {k: raw.get(k) or "" for k in COLUMNS}
-    for k in NUMERIC:
-        row[k] = int(row[k]) if row[k] != "" else None
+def _typed(raw: dict, columns: tuple[str, ...] = COLUMNS) -> dict:
+    row = {k: raw.get(k) or "" for k in columns}
+    for k in columns:
+        if k in NUMERIC or k in LLM_NUMERIC:
+            row[k] = int(row[k]) if row[k] != "" else None
     for k in ("seconds", "peak_mb"):
         row[k] = float(row[k]) if row[k] != "" else None
     return row
 
 
-def render(rows: list[dict], suffix: str) -> str:
-    """The rows as a JSON document, a Markdown table or an HTML page."""
+def render(rows: list[dict], suffix: str, columns: tuple[str, ...] | None = None) -> str:
+    """The rows as a JSON document, a Markdown table or an HTML page (`columns`: by default those
+    of the rows' kind of survey)."""
+    columns = columns or _columns_of(rows[0] if rows else {})
     if suffix == ".json":
         return json.dumps({"totals": totals(rows), "rows": rows}, indent=1) + "\n"
-    cells = [[_cell(r.get(k)) for k in COLUMNS] for r in rows]
+    cells = [[_cell(r.get(k)) for k in columns] for r in rows]
     if suffix == ".md":
-        lines = [summary_text(rows), "", *markdown_table(list(COLUMNS), cells, left=2)]
+        lines = [summary_text(rows), "", *markdown_table(list(columns), cells, left=2)]
         return "\n".join(lines) + "\n"
-    head = "".join(f"<th>{escape(c)}</th>" for c in COLUMNS)
+    head = "".join(f"<th>{escape(c)}</th>" for c in columns)
     body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>"
                    for row in cells)
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>onnxflops "

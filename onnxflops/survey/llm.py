@@ -1,0 +1,258 @@
+"""The serving survey (`onnxflops survey transformers --llm`): every transformers architecture with
+a causal-LM class, shrunk by the survey's one rule, through `onnxflops.llm`, held against the HF
+model's own passes and against counts made by hand from its config.
+
+- MACs: FlopCounterMode/2 of the model's own prefill pass (PROMPT tokens, its cache kept) and of
+  each of GENERATED decode steps fed its own greedy token and cache, with attention on the math
+  backend and experts eager: FlopCounterMode reads 0 for CPU flash attention and for
+  transformers' grouped-matmul experts, so the survey runs the eager form of the same model
+  instead, and the row's `oracle` column says so.
+- params: the count's (what its graphs hold, extended to all layers) against `parameters()`.
+- KV bytes and active params: against `hand_kv_bytes` and `hand_active_params`, from the config.
+
+Row columns: rows.LLM_COLUMNS. torch and transformers are imported only in a row's process.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Mapping
+
+from onnxflops.survey.rows import LLM_COLUMNS, _difference, judge
+
+PROMPT, GENERATED = 64, 8  # the sizes every row is served at, batch 1
+KV_BYTES_PER_ELEMENT = 2  # the KV cache in bf16, onnxflops.llm's default for bf16 weights
+_ROUTED = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+_TOP_K = ("num_experts_per_tok", "num_experts_per_token", "moe_topk", "top_k", "moe_k")
+_SHARED = ("n_shared_experts", "num_shared_experts", "shared_expert_intermediate_size",
+           "moe_shared_expert_intermediate_size")
+_WINDOWS = {"sliding_attention": "sliding_window", "chunked_attention": "attention_chunk_size"}
+
+
+def config_values(config) -> dict[str, Any]:
+    """A transformers config as the hand counts read it: its to_dict(), and the standard names
+    its attribute_map gives other keys (BART's num_attention_heads is encoder_attention_heads)."""
+    aliases = getattr(config, "attribute_map", {}) or {}
+    return {**config.to_dict(), **{k: getattr(config, k, None) for k in aliases}}
+
+
+def build_causal_lm(name: str):
+    """The causal LM of model type `name`, from its default config shrunk by the survey's rule."""
+    from onnxflops.survey.shrink import shrink
+    from onnxflops.survey.sources import _transformers
+
+    t = _transformers()
+    config = shrink(t.AutoConfig.for_model(name))
+    return t.AutoModelForCausalLM.from_config(config).eval()
+
+
+# hand counts, from the config alone --------------------------------------------------------
+
+def _get(config: Mapping[str, Any], keys: tuple[str, ...]) -> int:
+    """The first of `keys` the config sets to a positive int; 0 where none is."""
+    for key in keys:
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return 0
+
+
+def layer_windows(config: Mapping[str, Any]) -> list[int | None]:
+    """Each decoder layer's attention window (None: every token): `sliding_window` on a
+    "sliding_attention" layer, `attention_chunk_size` on a "chunked_attention" one; without
+    `layer_types`, `sliding_window` on every layer unless `use_sliding_window` is false."""
+    layers = _get(config, ("num_hidden_layers", "n_layer", "num_layers"))
+    types = config.get("layer_types")
+    if not isinstance(types, (list, tuple)):
+        on = config.get("use_sliding_window") is not False
+        types = ["sliding_attention" if on else "full_attention"] * layers
+    return [_get(config, (_WINDOWS[t],)) or None if t in _WINDOWS else None
+            for t in list(types)[:layers]]
+
+
+def kv_heads(config: Mapping[str, Any]) -> int:
+    """Key/value heads: `num_key_value_heads` (or its other names), 1 for a multi-query model,
+    else every attention head."""
+    heads = _get(config, ("num_attention_heads", "n_head", "num_heads"))
+    if config.get("multi_query") and not config.get("new_decoder_architecture"):
+        return 1
+    return _get(config, ("num_key_value_heads", "num_kv_heads", "n_head_kv")) or heads
+
+
+def head_dim(config: Mapping[str, Any]) -> int:
+    """`head_dim` where the config sets it, else hidden size / attention heads."""
+    heads = _get(config, ("num_attention_heads", "n_head", "num_heads"))
+    hidden = _get(config, ("hidden_size", "n_embd", "d_model"))
+    return _get(config, ("head_dim",)) or hidden // heads
+
+
+def hand_kv_bytes(config: Mapping[str, Any], tokens: int, batch: int = 1,
+                  bytes_per_element: int = KV_BYTES_PER_ELEMENT) -> int:
+    """Σ_layers batch × min(tokens, window) × elements × bytes: elements per token and layer
+    2 × kv_heads × head_dim (keys and values), or kv_lora_rank + qk_rope_head_dim for latent
+    attention (the compressed latent and the shared rotary key); window = tokens on a full layer."""
+    latent = _get(config, ("kv_lora_rank",))
+    elements = latent + _get(config, ("qk_rope_head_dim",)) if latent else \
+        2 * kv_heads(config) * head_dim(config)
+    return sum(batch * min(tokens, window or tokens) * elements * bytes_per_element
+               for window in layer_windows(config))
+
+
+def attention_kind(config: Mapping[str, Any]) -> str:
+    """latent, multi-query (1 KV head), grouped (fewer KV heads than heads) or full; then
+    "sliding" where every layer has a window, "local/global" where some have."""
+    heads = _get(config, ("num_attention_heads", "n_head", "num_heads"))
+    kv = kv_heads(config)
+    kind = "latent" if _get(config, ("kv_lora_rank",)) else \
+        "multi-query" if kv == 1 < heads else "grouped" if kv < heads else "full"
+    windows = layer_windows(config)
+    if windows and all(windows):
+        kind += " sliding"
+    elif any(windows):
+        kind += " local/global"
+    return kind
+
+
+def experts_of(config: Mapping[str, Any]) -> tuple[int, int]:
+    """(routed experts per MoE layer E, experts per token k) of the config; (0, 0) if dense."""
+    routed = _get(config, _ROUTED)
+    return (routed, _get(config, _TOP_K)) if routed > 1 else (0, 0)
+
+
+def expert_kind(config: Mapping[str, Any], routed_params: int) -> str:
+    """dense, routed, or routed + shared (experts every token runs beside its routed ones);
+    dense too where the config names experts but no layer has them (`routed_params` 0: DeepSeek's
+    first_k_dense_replace dense layers past the depth)."""
+    if not experts_of(config)[0] or not routed_params:
+        return "dense"
+    return "routed + shared" if _get(config, _SHARED) else "routed"
+
+
+def hand_active_params(total: int, routed_params: int, config: Mapping[str, Any]) -> int:
+    """total − routed × (E − k)/E: a token runs k of the E routed experts of each MoE layer and
+    every other param (attention, dense layers, shared experts). E and k from the config;
+    `routed_params`: the routed experts' params of all layers."""
+    routed, top_k = experts_of(config)
+    return total - routed_params * (routed - top_k) // routed if routed else total
+
+
+def routed_expert_params(model) -> int:
+    """Params under the modules called `experts` (each layer's routed experts), shared ones not
+    among them."""
+    found = [m for name, m in model.named_modules() if name.rsplit(".", 1)[-1] == "experts"]
+    return sum(p.numel() for m in found for p in m.parameters())
+
+
+# the oracle: the HF model's own passes -------------------------------------------------------
+
+def oracle_passes(model, ids, generated: int) -> tuple[int, list[int], str]:
+    """(prefill MACs, each decode step's MACs, what was switched to make the count fair):
+    FlopCounterMode/2 of the model on `ids`, then of `generated` steps each fed its greedy token
+    and the model's own cache, attention on the math backend, experts eager."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from onnxflops.survey.oracle import eager_experts
+
+    config = model.config
+    before = getattr(config, "_experts_implementation", None)
+    with torch.no_grad(), sdpa_kernel(SDPBackend.MATH), eager_experts(model):
+        switched = getattr(config, "_experts_implementation", None) != before
+
+        def counted(**inputs):
+            with FlopCounterMode(display=False) as counter:
+                out = model(**inputs, use_cache=True)
+            return counter.get_total_flops() // 2, out
+
+        prefill, out = counted(input_ids=ids)
+        steps = []
+        for _ in range(generated):
+            token = out.logits[:, -1:].argmax(-1)
+            macs, out = counted(input_ids=token, past_key_values=out.past_key_values)
+            steps.append(macs)
+    note = "FlopCounterMode/2, math attention"
+    return prefill, steps, note + (f"; eager experts (its default: {before})" if switched else "")
+
+
+# one row ------------------------------------------------------------------------------------
+
+def measure_llm(task, memory_gb: float, stage: Callable[[str], None] = lambda s: None) -> dict:
+    """The serving row of `task` (a transformers model type); `stage(name)` told build, oracle
+    and count as each starts."""
+    import torch
+
+    from onnxflops.survey.measure import failure, peak_mb
+
+    row = {**blank_llm_row(task.label), "prompt": PROMPT, "generated": GENERATED}
+    failures: dict[str, str] = {}
+    stage("build")
+    try:
+        model = build_causal_lm(task.name)
+        config, routed = config_values(model.config), routed_expert_params(model)
+        row.update(attention=attention_kind(config), experts=expert_kind(config, routed))
+    except Exception as e:  # noqa: BLE001 - a config or builder raises anything
+        return {**judge_llm(row, {"build": failure(e)}), "peak_mb": peak_mb()}
+    stage("oracle")
+    vocab = getattr(model.config, "vocab_size", None) or 100
+    ids = torch.randint(0, vocab, (1, PROMPT), generator=torch.Generator().manual_seed(0))
+    try:
+        prefill, steps, row["oracle"] = oracle_passes(model, ids, GENERATED)
+        row.update(oracle_prefill_macs=prefill, oracle_decode_first_macs=steps[0],
+                   oracle_decode_last_macs=steps[-1])
+    except Exception as e:  # noqa: BLE001 - the model's own forward pass failed
+        failures["oracle"] = failure(e)
+    total = sum(p.numel() for p in model.parameters())
+    row["oracle_params"] = total
+    try:
+        row.update(hand_kv_bytes=hand_kv_bytes(config, PROMPT + GENERATED),
+                   hand_params_active=hand_active_params(total, routed, config))
+    except Exception as e:  # noqa: BLE001 - a config this hand count cannot read
+        failures["hand"] = failure(e)
+    stage("count")
+    start = time.perf_counter()
+    try:
+        import onnxflops
+
+        report = onnxflops.llm(model, prompt=PROMPT, generate=GENERATED)
+    except Exception as e:  # noqa: BLE001 - a row says why, and the survey goes on
+        failures["count"] = failure(e)
+    else:
+        row.update(prefill_macs=int(report.prefill.macs),
+                   decode_first_macs=int(report.decode_first.macs),
+                   decode_last_macs=int(report.decode_last.macs),
+                   params_total=report.params.counted, params_active=report.params.active,
+                   kv_bytes=report.kv_cache_bytes)
+    row["seconds"] = round(time.perf_counter() - start, 2)
+    return {**judge_llm(row, failures), "peak_mb": peak_mb()}
+
+
+def blank_llm_row(model: str) -> dict:
+    return {**dict.fromkeys(LLM_COLUMNS), "model": model, "oracle": "", "reason": ""}
+
+
+_CHECKS = (("prefill_macs", "oracle_prefill_macs", "prefill MACs"),
+           ("decode_first_macs", "oracle_decode_first_macs", "decode first MACs"),
+           ("decode_last_macs", "oracle_decode_last_macs", "decode last MACs"),
+           ("params_total", "oracle_params", "params"),
+           ("params_active", "hand_params_active", "active params vs hand count"),
+           ("kv_bytes", "hand_kv_bytes", "KV bytes vs hand count"))
+
+
+def judge_llm(row: dict, failures: dict[str, str] | None = None) -> dict:
+    """`row` with its verdict and reason: the stages as rows.judge has them; counted, `exact`
+    where every column equals its oracle or hand count, else `differs` naming each that does
+    not and by how much."""
+    failures = failures or {}
+    if failures.keys() & {"build", "count"}:
+        return judge(row, "", failures)
+    skipped = {name for name in ("oracle", "hand") if name in failures}
+    problems = [f"{label} {_difference(row[ours], row[theirs])}" for ours, theirs, label in _CHECKS
+                if not any(theirs.startswith(name) for name in skipped)
+                if row[ours] != row[theirs]]
+    if "hand" in failures:
+        problems.append(f"hand count: {failures['hand']}")
+    if "oracle" in failures:
+        problems.insert(0, f"oracle: {failures['oracle']}")
+    verdict = "oracle failed" if "oracle" in failures else "differs" if problems else "exact"
+    return {**row, "verdict": verdict, "reason": "; ".join(problems)}

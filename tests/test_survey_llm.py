@@ -1,0 +1,157 @@
+"""The serving survey (`survey transformers --llm`): hand counts of KV bytes and active params from a
+config alone, for every kind of attention and experts, the row's verdict, and its store. Numbers
+are worked out by hand in each test; tests/frameworks/test_survey_models.py runs real models."""
+
+from __future__ import annotations
+
+import pytest
+
+from onnxflops.survey import LLM_COLUMNS, RowStore, read_any
+from onnxflops.survey.llm import (attention_kind, blank_llm_row, config_values, expert_kind,
+                                  hand_active_params, hand_kv_bytes, judge_llm, layer_windows)
+from onnxflops.survey.shrink import shrink
+
+# 2 layers, 4 heads of 96 / 4 = 24: a full layer's token holds 2 × heads × 24 elements.
+BASE = {"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 96}
+TOKENS = 72  # prompt 64 + 8 generated
+
+
+@pytest.mark.parametrize("extra, kind, expected", [
+    # 2 layers × 72 positions × (2 × 4 × 24) elements × 2 bytes
+    ({"num_key_value_heads": 4}, "full", 2 * 72 * 192 * 2),
+    ({"num_key_value_heads": 2}, "grouped", 2 * 72 * 96 * 2),
+    # falcon / gpt_bigcode name no KV heads: multi_query means one
+    ({"multi_query": True}, "multi-query", 2 * 72 * 48 * 2),
+    ({"num_key_value_heads": 1, "head_dim": 32}, "multi-query", 2 * 72 * 64 * 2),
+    # Mistral: a window on every layer, min(72, 32) positions held
+    ({"sliding_window": 32}, "full sliding", 2 * 32 * 192 * 2),
+    ({"sliding_window": 32, "use_sliding_window": False}, "full", 2 * 72 * 192 * 2),
+    # Gemma 2: local then global
+    ({"sliding_window": 32, "layer_types": ["sliding_attention", "full_attention"]},
+     "full local/global", (32 + 72) * 192 * 2),
+    # Llama 4: chunks bound what a layer holds as windows do
+    ({"attention_chunk_size": 16, "layer_types": ["chunked_attention", "full_attention"]},
+     "full local/global", (16 + 72) * 192 * 2),
+    # DeepSeek: the latent (32) and the rotary key (8) per token, keys and values alike
+    ({"kv_lora_rank": 32, "qk_rope_head_dim": 8, "num_key_value_heads": 4}, "latent",
+     2 * 72 * 40 * 2),
+])
+def test_kv_bytes_by_hand_for_each_kind_of_attention(extra, kind, expected):
+    config = {**BASE, **extra}
+    assert hand_kv_bytes(config, TOKENS) == expected
+    assert attention_kind(config) == kind
+
+
+def test_a_window_longer_than_the_tokens_holds_every_token():
+    assert hand_kv_bytes({**BASE, "sliding_window": 4096}, TOKENS) == 2 * 72 * 192 * 2
+    assert layer_windows({**BASE, "sliding_window": None}) == [None, None]
+
+
+@pytest.mark.parametrize("extra, kind, active", [
+    ({}, "dense", 1000),
+    # 4 routed experts holding 400 params, 2 per token: 1000 − 400 × (4 − 2)/4
+    ({"num_local_experts": 4, "num_experts_per_tok": 2}, "routed", 800),
+    # the top-k under another name, shared experts beside the routed ones (not among them)
+    ({"n_routed_experts": 4, "moe_topk": 1, "n_shared_experts": 1}, "routed + shared", 700),
+    ({"num_experts": 4, "top_k": 2, "shared_expert_intermediate_size": 64},
+     "routed + shared", 800),
+    ({"num_experts": 1}, "dense", 1000),  # one expert is a dense layer
+])
+def test_active_params_by_hand_for_each_kind_of_experts(extra, kind, active):
+    config, routed = {**BASE, **extra}, 400 if kind != "dense" else 0
+    assert hand_active_params(1000, routed, config) == active
+    assert expert_kind(config, routed) == kind
+
+
+def test_a_config_naming_experts_that_no_layer_has_is_dense():
+    config = {**BASE, "n_routed_experts": 4, "num_experts_per_tok": 2, "first_k_dense_replace": 3}
+    assert expert_kind(config, 0) == "dense" and hand_active_params(1000, 0, config) == 1000
+
+
+def test_the_rule_shrinks_windows_so_that_the_survey_prompt_crosses_them():
+    class Config:
+        def __init__(self):
+            self.sliding_window, self.attention_chunk_size, self.hidden_size = 4096, 8192, 4096
+
+    config = shrink(Config())
+    assert (config.sliding_window, config.attention_chunk_size) == (32, 32)
+
+
+def llm_row(name="transformers:a", **changes) -> dict:
+    row = {**blank_llm_row(name), "prompt": 64, "generated": 8, "attention": "grouped",
+           "experts": "dense", "oracle": "FlopCounterMode/2, math attention",
+           "seconds": 3.0, "peak_mb": 500.0}
+    for ours, theirs, value in (("prefill_macs", "oracle_prefill_macs", 1000),
+                                ("decode_first_macs", "oracle_decode_first_macs", 20),
+                                ("decode_last_macs", "oracle_decode_last_macs", 22),
+                                ("params_total", "oracle_params", 50),
+                                ("params_active", "hand_params_active", 50),
+                                ("kv_bytes", "hand_kv_bytes", 64)):
+        row[ours] = row[theirs] = value
+    return {**row, **changes}
+
+
+def test_a_row_is_exact_where_every_column_equals_its_oracle_or_hand_count():
+    assert judge_llm(llm_row()) == {**llm_row(), "verdict": "exact", "reason": ""}
+
+
+def test_each_column_off_its_check_is_named_with_the_amount():
+    row = judge_llm(llm_row(kv_bytes=48, decode_last_macs=11))
+    assert row["verdict"] == "differs"
+    assert row["reason"] == ("decode last MACs -11 (-50.00%); "
+                             "KV bytes vs hand count -16 (-25.00%)")
+
+
+def test_failed_stages_give_the_survey_verdicts():
+    assert judge_llm(llm_row(), {"build": "ValueError: x"})["verdict"] == "not built"
+    assert judge_llm(llm_row(), {"count": "OnnxFlopsError: y"})["verdict"] == "not counted"
+    failed = judge_llm(llm_row(oracle_prefill_macs=None), {"oracle": "RuntimeError: z"})
+    assert failed["verdict"] == "oracle failed"
+    assert failed["reason"] == "oracle: RuntimeError: z"  # the hand counts held
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".md"])
+def test_llm_rows_are_stored_with_their_own_columns_and_read_back(tmp_path, suffix):
+    out = tmp_path / f"llm{suffix}"
+    store = RowStore(out, LLM_COLUMNS)
+    store.append(judge_llm(llm_row()))
+    store.append(judge_llm(llm_row("transformers:b", kv_bytes=48)))
+    rows = read_any(out)
+    assert rows[0] == judge_llm(llm_row())
+    assert [r["verdict"] for r in rows] == ["exact", "differs"]
+    assert RowStore(out, LLM_COLUMNS).done == {"transformers:a", "transformers:b"}
+    if suffix == ".csv":
+        assert out.read_text().splitlines()[0] == ",".join(LLM_COLUMNS)
+    if suffix == ".md":
+        assert "| hand_kv_bytes |" in out.read_text()
+
+
+def test_a_hand_count_that_cannot_read_the_config_makes_the_row_differ_saying_why():
+    row = judge_llm(llm_row(hand_kv_bytes=None, hand_params_active=None),
+                    {"hand": "ZeroDivisionError: integer division or modulo by zero"})
+    assert row["verdict"] == "differs"
+    assert row["reason"] == "hand count: ZeroDivisionError: integer division or modulo by zero"
+
+
+def test_hand_counts_read_a_config_through_its_standard_names():
+    class Config:  # BART's form: the standard names are aliases of its own
+        attribute_map = {"num_attention_heads": "decoder_attention_heads",
+                         "hidden_size": "d_model", "num_hidden_layers": "decoder_layers"}
+        num_attention_heads, hidden_size, num_hidden_layers = 4, 96, 2
+
+        def to_dict(self):
+            return {"decoder_attention_heads": 4, "d_model": 96, "decoder_layers": 2}
+
+    config = config_values(Config())
+    assert hand_kv_bytes(config, TOKENS) == 2 * 72 * 192 * 2 and attention_kind(config) == "full"
+
+
+@pytest.mark.parametrize("key", ["num_experts_per_tok", "moe_topk", "experts_per_token", "top_k"])
+def test_the_count_reads_the_top_k_under_each_name_configs_give_it(key):
+    from types import SimpleNamespace
+
+    from onnxflops.converters.causal_lm import experts_per_token
+
+    assert experts_per_token(SimpleNamespace(**{key: 2})) == 2
+    assert experts_per_token(SimpleNamespace(num_experts_per_tok=None, moe_topk=3)) == 3
+    assert experts_per_token(SimpleNamespace()) == 0
