@@ -30,6 +30,8 @@ class RowStore:
             raise OnnxFlopsError(f"-o {target}: write .csv, .jsonl, .json, .md or .html")
         self.store = self.target if suffix in STORES else self.target.with_suffix(".jsonl")
         self.rows = read_rows(self.store) if self.store.exists() else []
+        if self.store.suffix.lower() == ".csv" and self.rows and _header(self.store) != COLUMNS:
+            _write_csv(self.store, self.rows)  # a table of fewer columns: rows append in these
 
     @property
     def done(self) -> set[str]:
@@ -49,6 +51,18 @@ class RowStore:
                 f.write(json.dumps({k: row.get(k) for k in COLUMNS}) + "\n")
         if self.target != self.store:
             self.target.write_text(render(self.rows, self.target.suffix.lower()))
+
+
+def _header(path: Path) -> tuple[str, ...]:
+    with open(path, newline="") as f:
+        return tuple(next(csv.reader(f), ()))
+
+
+def _write_csv(path: Path, rows: list[dict]) -> None:
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, COLUMNS, extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({k: "" if r.get(k) is None else r[k] for k in COLUMNS} for r in rows)
 
 
 def read_rows(path: str | Path) -> list[dict]:
@@ -77,6 +91,7 @@ def _typed(raw: dict) -> dict:
         row[k] = int(row[k]) if row[k] != "" else None
     for k in ("seconds", "peak_mb"):
         row[k] = float(row[k]) if row[k] != "" else None
+    row["twin_agrees"] = {"True": True, "False": False}.get(row["twin_agrees"])
     return row
 
 
