@@ -118,15 +118,70 @@ def bound_inputs(model, side: int) -> dict[str, tuple]:
 
 
 def small_config(cls) -> dict:
-    """The constructor's arguments that `SMALL` names, and only those without a default or
-    with a numeric default (a size, a count): the backbone is otherwise as its library builds it."""
+    """The constructor's arguments small: those `SMALL` names (without a default or with a
+    numeric one: a size, a count), and every other one without a default as its name says
+    (`required_value`). The backbone is otherwise as its library builds it."""
     parameters = inspect.signature(cls.__init__).parameters
     config = {}
     for name, parameter in parameters.items():
-        if name in SMALL and (parameter.default is inspect.Parameter.empty
-                              or isinstance(parameter.default, int)):
+        required = parameter.default is inspect.Parameter.empty and parameter.kind in (
+            parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY) and name != "self"
+        if name in SMALL and (required or isinstance(parameter.default, int)):
             config[name] = SMALL[name]
+        elif required and (value := required_value(name)) is not None:
+            config[name] = value
     return config
+
+
+# What an argument without a default holds, read from its name (its last words, lowercased): the
+# first pattern that matches gives the value of one item. A sub-model (an encoder, a backbone)
+# has none: such a backbone is composed by its user and is not built.
+_ITEM_VALUES = (
+    (re.compile(r".*(image|input)_shape$"), (IMAGE, IMAGE, 3)),
+    (re.compile(r".*vocab(ulary)?_size.*"), SMALL["vocabulary_size"]),
+    (re.compile(r".*(key_value_heads|kv_heads)$"), SMALL["num_key_value_heads"]),
+    (re.compile(r".*heads?$"), SMALL["num_heads"]),
+    (re.compile(r".*(head_size|head_dims?|key_dims?|value_dims?)$"), SMALL["head_dim"]),
+    (re.compile(r".*(intermediate_(dim|size)|ffn_dim|mlp_dim)$"), SMALL["intermediate_dim"]),
+    (re.compile(r".*(num_layers|layers_(enc|dec)|_layers|depths?|blocks|repeats|num_inputs)$"),
+     2),
+    (re.compile(r".*(kernel_sizes?)$"), 3),
+    (re.compile(r".*strides?$"), 2),
+    (re.compile(r".*(se_ratio|squeeze_and_excite_ratios|se_ratios)$"), 0.25),
+    (re.compile(r".*(ratios?|expansion|factors?|multiplier)$"), 1),
+    (re.compile(r".*(dim|dims|size|sizes|filter|filters|channels|_input)$"), SMALL["hidden_dim"]),
+    (re.compile(r".*rank$"), SMALL["head_dim"]),
+    (re.compile(r".*layer_types$"), "full_attention"),  # transformers' name for global attention
+    (re.compile(r".*(dropout|drop_path_rate)$"), 0.0),
+    (re.compile(r".*epsilon$"), 1e-6),
+    (re.compile(r".*theta$"), 10000.0),
+    (re.compile(r".*(max_position_embeddings|position_size|max_label_length)$"),
+     SMALL["max_sequence_length"]),
+    (re.compile(r".*(window|num_frames)$"), SMALL["window_size"]),
+    (re.compile(r".*(act|activation|act_layers)$"), "relu"),
+    (re.compile(r".*padding$"), "same"),
+    (re.compile(r".*(enabled_list)$"), True),
+    (re.compile(r".*((^|_)use_|^apply_|_bias$|_norm$|residual$|^learn_|pooling$).*"), False),
+    (re.compile(r".*(token_id|index|indices|idx)$"), 0),
+    (re.compile(r".*(num_classes|num_labels)$"), 2),
+)
+_PER_STAGE = re.compile(r"^(stackwise|layerwise)_|.*(sizes|dims|depths|strides|rates|factors|"
+                        r"indices|filters|channels|list|types|pooling)$")
+
+
+def required_value(name: str):
+    """What a required argument named `name` holds in a small backbone: one item by its name,
+    or STAGES of them where the name is per stage (`stackwise_*`, a plural of a size); None
+    where the name says nothing (a sub-model, a block type)."""
+    key = name.lower()
+    item = next((value for pattern, value in _ITEM_VALUES if pattern.match(key)), None)
+    if item is None:
+        return None
+    if _PER_STAGE.match(key) and not key.startswith("num_"):
+        if item == 2 and re.match(r".*strides?$", key):  # the first stage keeps its size
+            return [1] + [2] * (STAGES - 1)
+        return [1 if item == 2 and not re.match(r".*(kernel|size|dim).*", key) else item] * STAGES
+    return item
 
 
 # the transformers twin ------------------------------------------------------------------------
