@@ -194,8 +194,9 @@ _MEANINGS = (
     ("experts", re.compile(r"^(num_|n_|num_local_)?experts$")),
     ("heads", re.compile(r".*(heads|n_head)$")),
     ("layers", re.compile(r".*(layers|n_layer)$")),
-    ("ffn", re.compile(r".*(intermediate_dim|intermediate_size|ffn_dim|d_ff|n_inner|mlp_dim)$")),
-    ("head_dim", re.compile(r".*(head_dim|d_kv|key_value_dim)$")),
+    ("ffn", re.compile(r".*(intermediate_dim|intermediate_size|ffn_dim|d_ff|d_inner|n_inner|"
+                       r"mlp_dim)$")),
+    ("head_dim", re.compile(r".*(head_dim|d_kv|d_head|key_value_dim)$")),
     ("embedding", re.compile(r"^(embedding_dim|embedding_size)$")),
     ("width", re.compile(r"^(hidden_dim|hidden_size|d_model|n_embd|dim)$")),
     ("vocabulary", re.compile(r"^(vocabulary_size|vocab_size)$")),
@@ -214,6 +215,8 @@ def twin_config(model_type: str, config: dict):
     from onnxflops.survey.sources import _transformers
 
     values = {meaning(k): v for k, v in config.items() if meaning(k)}
+    if "head_dim" not in values and "width" in values and "heads" in values:
+        values["head_dim"] = values["width"] // values["heads"]  # keras-hub's default
     twin = _transformers().AutoConfig.for_model(model_type)
     for key in list(vars(twin)):
         what = meaning(key)
