@@ -244,11 +244,12 @@ def _onnx_build(task: Task) -> Subject:
 # Keras ----------------------------------------------------------------------------------------
 
 def _keras(function: str) -> Callable:
-    """A function of `onnxflops.survey.keras` (which imports this module), looked up when called."""
+    """A function of `onnxflops.survey.keras`, looked up when called: that module builds on this
+    one (Subject, Task, the transformers inputs of a twin), as a plug-in of the table below."""
     def call(*args):
-        from onnxflops.survey import keras
+        import importlib
 
-        return getattr(keras, function)(*args)
+        return getattr(importlib.import_module("onnxflops.survey.keras"), function)(*args)
     return call
 
 

@@ -91,6 +91,7 @@ def _typed(raw: dict) -> dict:
         row[k] = int(row[k]) if row[k] != "" else None
     for k in ("seconds", "peak_mb"):
         row[k] = float(row[k]) if row[k] != "" else None
+    row["twin"] = row["twin"] or None
     row["twin_agrees"] = {"True": True, "False": False}.get(row["twin_agrees"])
     return row
 

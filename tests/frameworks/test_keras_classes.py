@@ -94,3 +94,22 @@ def test_an_open_input_binds_by_its_layers_name_or_its_tensors():
     with pytest.raises(onnxflops.OnnxFlopsError, match=f"input '{i.name}' \\(its layer: "
                        f"'{layer_name}'\\) has unknown dim 1"):
         onnxflops.count(model)
+
+
+def test_weight_only_work_keeps_its_work_and_its_weights():
+    """A relative-position table projected by a weight depends on weights only: Grappler folded it
+    into one constant, and its MACs and both weights were lost (DeBERTa-v3, XLNet). Kept, the
+    work is counted and reported as foldable."""
+    class Positions(L.Layer):
+        def build(self, shape):
+            self.table = self.add_weight(shape=(8, 16), name="table")
+            self.kernel = self.add_weight(shape=(16, 16), name="kernel")
+
+        def call(self, x):
+            return x + keras.ops.matmul(self.table, self.kernel)  # 8 rows · 16 · 16 = 2,048
+
+    i = keras.Input((8, 16))
+    report = onnxflops.count(keras.Model(i, Positions()(i)), strict=True)
+    assert (report.total.macs, report.foldable.macs) == (2048, 2048)
+    assert report.total.params == 8 * 16 + 16 * 16
+    assert_agree(report.total, keras_oracle(keras.Model(i, Positions()(i))))
