@@ -363,12 +363,25 @@ def _record_unread_weights(proto: onnx.ModelProto, model) -> None:
     for weights, missing in ((model.trainable_weights, unused),
                              (model.non_trainable_weights, unread)):
         for weight in {id(w): w for w in weights}.values():
-            key = getattr(weight, "path", None) or weight.name
+            key = weight_keys(model.variables).get(id(weight), weight.name)
             if key not in held:
                 missing[key] = math.prod(weight.shape)
     record_weight_roles(proto, roles.parameters, roles.buffers, sizes=roles.sizes,
                         constants=roles.constants, exhaustive=roles.exhaustive, unused=unused,
                         unread_buffers=unread)
+
+
+def weight_keys(variables) -> dict[int, str]:
+    """id(variable) → the name its params are recorded by: its Keras path, or its name and
+    position; the n-th variable of a path others had before it gets `#n` (keras-hub's T5 names the
+    encoder's and the decoder's relative-position tables alike, and one would hide the other)."""
+    keys: dict[int, str] = {}
+    seen: dict[str, int] = {}
+    for position, v in enumerate({id(v): v for v in variables}.values()):
+        key = getattr(v, "path", None) or f"{v.name}#{position}"
+        seen[key] = seen.get(key, 0) + 1
+        keys[id(v)] = key if seen[key] == 1 else f"{key}#{seen[key]}"
+    return keys
 
 
 def _stand_in_fills(variables) -> list[Weight]:
@@ -385,8 +398,9 @@ def _stand_in_fills(variables) -> list[Weight]:
     # Fill values are none of the arrays' values: one found in an array would name two weights.
     fills = StandInValues(taken=drawn.values())
     stand_ins = []
+    keys = weight_keys(variables)
     for position, v in enumerate(variables):
-        key = getattr(v, "path", None) or f"{v.name}#{position}"
+        key = keys[id(v)]
         trainable = bool(getattr(v, "trainable", True))
         if position in drawn:
             stand_ins.append(Weight(key, drawn[position], trainable))
