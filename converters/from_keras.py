@@ -45,6 +45,7 @@ from onnxflops.errors import OnnxFlopsError, did_you_mean, first_line, last_line
 from onnxflops.graph import MAX_VALUE_ELEMENTS, is_standard_domain
 
 OPSET = 18
+_STAND_IN = "onnxflops_stand_in"  # the name of each traced weight's constant
 _TF_NAMESPACE = "ai.onnx.converters.tensorflow"
 
 
@@ -266,6 +267,7 @@ def _convert(fn, specs: list, stand_ins: list[Weight] | None, opset: int,
             with _freezing_stand_ins(stand_ins):
                 frozen = _frozen(concrete, input_names)
             with tf.Graph().as_default():  # Grappler runs on the GraphDef, in graph mode
+                fed = _weights_fed(frozen) if stand_ins is not None else []
                 frozen = tf_loader.tf_optimize(input_names, output_names, frozen)
 
             def convert_frozen():
@@ -273,7 +275,7 @@ def _convert(fn, specs: list, stand_ins: list[Weight] | None, opset: int,
                     return convert._convert_common(
                         frozen, name=label, continue_on_error=True, opset=opset,
                         custom_op_handlers={"Erfc": (_erfc_as_erf, [])},
-                        input_names=input_names, output_names=output_names,
+                        input_names=input_names, output_names=output_names, use_default=fed,
                         tensors_to_rename=convert.tensor_names_from_structed(
                             concrete, input_names, output_names))[0]
 
@@ -291,6 +293,30 @@ def _convert(fn, specs: list, stand_ins: list[Weight] | None, opset: int,
         record_weight_roles(proto, **weight_roles_by_value(proto, stand_ins))
         drop_fill_notes(proto.graph)
     return proto
+
+
+def _weights_fed(graph_def) -> list[str]:
+    """Each traced stand-in weight's constant, read through a PlaceholderWithDefault of it (in
+    place, same name): Grappler folds what depends on constants only, and a weight-only
+    computation (a relative-position table projected or gathered at fixed positions) would become
+    a constant, its work and its weight lost. Behind a placeholder it stays in the graph (the count
+    reports it as foldable work) and tf2onnx, told to use the default, makes the weight an
+    initializer again. Returns the placeholders' names."""
+    from tensorflow.core.framework import node_def_pb2
+
+    fed = []
+    for node in list(graph_def.node):
+        if node.op != "Const" or not node.name.split("/")[-1].startswith(_STAND_IN):
+            continue
+        name = node.name
+        node.name = f"{name}/value"
+        placeholder = node_def_pb2.NodeDef(name=name, op="PlaceholderWithDefault",
+                                           input=[node.name])
+        placeholder.attr["dtype"].type = node.attr["dtype"].type
+        placeholder.attr["shape"].shape.CopyFrom(node.attr["value"].tensor.tensor_shape)
+        graph_def.node.append(placeholder)
+        fed.append(name)
+    return fed
 
 
 def _frozen(concrete, input_names: list[str]):
@@ -337,12 +363,25 @@ def _record_unread_weights(proto: onnx.ModelProto, model) -> None:
     for weights, missing in ((model.trainable_weights, unused),
                              (model.non_trainable_weights, unread)):
         for weight in {id(w): w for w in weights}.values():
-            key = getattr(weight, "path", None) or weight.name
+            key = weight_keys(model.variables).get(id(weight), weight.name)
             if key not in held:
                 missing[key] = math.prod(weight.shape)
     record_weight_roles(proto, roles.parameters, roles.buffers, sizes=roles.sizes,
                         constants=roles.constants, exhaustive=roles.exhaustive, unused=unused,
                         unread_buffers=unread)
+
+
+def weight_keys(variables) -> dict[int, str]:
+    """id(variable) → the name its params are recorded by: its Keras path, or its name and
+    position; the n-th variable of a path others had before it gets `#n` (keras-hub's T5 names the
+    encoder's and the decoder's relative-position tables alike, and one would hide the other)."""
+    keys: dict[int, str] = {}
+    seen: dict[str, int] = {}
+    for position, v in enumerate({id(v): v for v in variables}.values()):
+        key = getattr(v, "path", None) or f"{v.name}#{position}"
+        seen[key] = seen.get(key, 0) + 1
+        keys[id(v)] = key if seen[key] == 1 else f"{key}#{seen[key]}"
+    return keys
 
 
 def _stand_in_fills(variables) -> list[Weight]:
@@ -359,8 +398,9 @@ def _stand_in_fills(variables) -> list[Weight]:
     # Fill values are none of the arrays' values: one found in an array would name two weights.
     fills = StandInValues(taken=drawn.values())
     stand_ins = []
+    keys = weight_keys(variables)
     for position, v in enumerate(variables):
-        key = getattr(v, "path", None) or f"{v.name}#{position}"
+        key = keys[id(v)]
         trainable = bool(getattr(v, "trainable", True))
         if position in drawn:
             stand_ins.append(Weight(key, drawn[position], trainable))
@@ -381,9 +421,9 @@ def _reading_stand_ins(variables, stand_ins: list[Weight]):
     import keras
     import tensorflow as tf
 
-    mapping = [(v, tf.constant(w.values[0], dtype=v.dtype, shape=tuple(v.shape))
+    mapping = [(v, tf.constant(w.values[0], dtype=v.dtype, shape=tuple(v.shape), name=_STAND_IN)
                 if w.size is not None else
-                tf.constant(w.values.reshape(tuple(v.shape)), dtype=v.dtype))
+                tf.constant(w.values.reshape(tuple(v.shape)), dtype=v.dtype, name=_STAND_IN))
                for v, w in zip(variables, stand_ins)]
     with keras.StatelessScope(state_mapping=mapping, initialize_variables=False):
         yield

@@ -133,6 +133,27 @@ def test_csv_rows_read_back_as_written_and_a_rerun_skips_them(tmp_path):
     assert out.read_text().splitlines()[0] == ",".join(COLUMNS)
 
 
+def test_where_the_oracle_has_buffers_and_unused_params_they_must_equal_ours_too():
+    row = {**counted_row(params=10, unused=2, oracle_params=12), "buffers": 5,
+           "oracle_buffers": 7, "oracle_unused_params": 0}
+    # 5 - 7 = -2, -2 / 7 = -28.57%; unused 2 where the oracle reads every weight: 2 - 0 = +2
+    assert judge(row)["reason"] == "unused params +2 (oracle 0); buffers -2 (-28.57%)"
+    row.update(buffers=7, oracle_unused_params=2)
+    assert judge(row)["verdict"] == "exact"
+
+
+def test_a_table_of_fewer_columns_is_rewritten_in_these_before_rows_append(tmp_path):
+    out = tmp_path / "s.csv"
+    old = [c for c in COLUMNS if not c.startswith(("oracle_unused", "oracle_buffers", "twin"))]
+    out.write_text(",".join(old) + "\n" + ",".join(
+        {"model": "timm:a", "macs": "100", "verdict": "exact"}.get(c, "") for c in old) + "\n")
+    store = RowStore(out)
+    store.append(judge(counted_row("timm:b")))
+    lines = out.read_text().splitlines()
+    assert lines[0] == ",".join(COLUMNS) and len(lines) == 3
+    assert [r["macs"] for r in RowStore(out).rows] == [100, 100]
+
+
 @pytest.mark.parametrize("suffix", [".json", ".md", ".html"])
 def test_rendered_formats_are_rewritten_from_json_lines_beside_them(tmp_path, suffix):
     out = tmp_path / f"s{suffix}"
@@ -279,3 +300,29 @@ def test_the_command_refuses_bad_input_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert [line.split(":")[2].strip() for line in err] == [
         "survey", "-o " + str(tmp_path / "no" / "s.csv"), "survey"]
+
+
+def test_a_keras_hub_argument_without_a_default_gets_a_small_value_by_its_name():
+    from onnxflops.survey.keras import required_value
+
+    assert required_value("image_shape") == (64, 64, 3)
+    assert required_value("vocab_size") == 1000
+    assert required_value("num_layers_enc") == 2
+    assert required_value("head_size") == 16
+    assert required_value("stackwise_num_filters") == [64, 64]  # per stage, a width each
+    assert required_value("stackwise_num_repeats") == [1, 1]  # per stage, one block each
+    assert required_value("stackwise_strides") == [1, 2]  # the first stage keeps its size
+    assert required_value("layer_types") == ["full_attention"] * 2
+    assert required_value("image_encoder") is None  # a sub-model: the user composes it
+    assert required_value("block_type") is None
+
+
+def test_config_keys_of_either_framework_are_read_by_what_they_size():
+    from onnxflops.survey.keras import meaning
+
+    assert [meaning(k) for k in ("hidden_dim", "n_embd", "d_model", "num_query_heads",
+                                 "n_head", "num_key_value_heads", "num_hidden_layers", "n_layer",
+                                 "intermediate_dim", "n_inner", "d_ff", "d_kv", "head_dim",
+                                 "vocabulary_size", "vocab_size", "dropout")] == \
+        ["width"] * 3 + ["heads"] * 2 + ["kv_heads"] + ["layers"] * 2 + ["ffn"] * 3 + \
+        ["head_dim"] * 2 + ["vocabulary"] * 2 + [None]

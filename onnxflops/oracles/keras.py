@@ -237,7 +237,7 @@ def layer_macs(layer, args: tuple, kwargs: dict, output) -> int | None:
         return conv_transpose_macs(x, layer.filters, layer.kernel_size)
     if isinstance(layer, (layers.Conv1D, layers.Conv2D, layers.Conv3D)):
         return conv_macs(out, _channels(x, layer), layer.groups, layer.kernel_size)
-    if isinstance(layer, layers.MultiHeadAttention):
+    if isinstance(layer, layers.MultiHeadAttention) and not computes_own_attention(layer):
         query = x
         value = _shape(args[1]) if len(args) > 1 else _shape(kwargs.get("value"))
         key = _shape(kwargs.get("key")) if kwargs.get("key") is not None else value
@@ -264,6 +264,18 @@ def layer_macs(layer, args: tuple, kwargs: dict, output) -> int | None:
         if macs is not None:
             return macs
     return None
+
+
+def computes_own_attention(layer) -> bool:
+    """A MultiHeadAttention subclass with a call or an attention step of its own (relative
+    positions, segments, a cache): its products are counted as it takes them (keras.ops einsum,
+    matmul, fused attention), not by the formula."""
+    import keras
+
+    base = keras.layers.MultiHeadAttention
+    return isinstance(layer, base) and any(
+        getattr(type(layer), method) is not getattr(base, method)
+        for method in ("call", "_compute_attention"))
 
 
 class _Walk:
@@ -378,4 +390,5 @@ class _RuleProbe:
                                       getattr(layers, "GroupQueryAttention", None)) if a)
         recurrent = isinstance(layer, layers.RNN) and _cell_macs(layer.cell, 1, 1, 1) is not None
         self.covers_inside = isinstance(layer, leaves) or recurrent
-        self.counts_products = int(isinstance(layer, attention))
+        self.counts_products = int(isinstance(layer, attention)
+                                   and not computes_own_attention(layer))

@@ -16,7 +16,7 @@ import warnings
 from typing import Callable
 
 from onnxflops.errors import first_line
-from onnxflops.survey.oracle import checked_torch_oracle, keras_params
+from onnxflops.survey.oracle import checked_torch_oracle
 from onnxflops.survey.rows import blank_row, judge
 from onnxflops.survey.sources import SOURCES, Subject, Task
 
@@ -39,9 +39,13 @@ def measure(task: Task, memory_gb: float, stage: Callable[[str], None] = lambda 
     stage("oracle")
     missed: dict[str, int] = {}
     try:
-        row["oracle_macs"], row["oracle_params"], missed = oracle(subject, on_meta)
+        columns, missed = oracle(subject, on_meta)
+        row.update(columns)
     except Exception as e:  # noqa: BLE001 - the framework's own forward pass failed
         failures["oracle"] = failure(e)
+    if subject.twin is not None:
+        stage("twin")
+        row.update(twin(subject))
     stage("count")
     start = time.perf_counter()
     try:
@@ -55,6 +59,9 @@ def measure(task: Task, memory_gb: float, stage: Callable[[str], None] = lambda 
                                                 for k, v in report.inputs.items())
         uncosted = uncosted_reason(report)
     row["seconds"] = round(time.perf_counter() - start, 2)
+    if row["twin_macs"] is not None:
+        theirs = row["oracle_macs"] if row["oracle_macs"] is not None else row["macs"]
+        row["twin_agrees"] = row["twin_macs"] == theirs
     return _finished(judge(row, uncosted, failures, bound, missed))
 
 
@@ -110,17 +117,33 @@ def _parameters_on_meta():
         torch.nn.Module.register_parameter = register
 
 
-def oracle(subject: Subject, on_meta: bool) -> tuple[int | None, int, dict[str, int]]:
-    """(MACs, params, the MACs FlopCounterMode missed by kind of module) of a torch model."""
+def oracle(subject: Subject, on_meta: bool) -> tuple[dict, dict[str, int]]:
+    """The oracle's columns of the row (the framework's own MACs and params; for Keras, its
+    unused params and buffers too), and the MACs FlopCounterMode missed by kind of module."""
     if isinstance(subject.model, (str, os.PathLike)):
         raise LookupError("an .onnx file has no framework oracle")
     if not _is_torch(subject.model):
-        params = keras_params(subject.model, subject.unread)
-        raise LookupError(f"Keras has no MAC counter (params {params:,})")
+        from onnxflops.oracles.keras import keras_oracle
+
+        walked = keras_oracle(subject.model, subject.kwargs)
+        return {"oracle_macs": walked.macs, "oracle_params": walked.params,
+                "oracle_unused_params": walked.unused_params, "oracle_buffers": walked.buffers}, {}
     args, kwargs = subject.args, subject.kwargs
     if on_meta:
         args, kwargs = _to_meta(args), _to_meta(kwargs)
-    return checked_torch_oracle(subject.model, args, kwargs, subject.unread)
+    macs, params, missed = checked_torch_oracle(subject.model, args, kwargs, subject.unread)
+    return {"oracle_macs": macs, "oracle_params": params}, missed
+
+
+def twin(subject: Subject) -> dict:
+    """The twin's columns: its name and MACs, and whether they equal the oracle's (the twin's
+    own failure is its MACs column's reason, never the row's verdict)."""
+    label, macs_of = subject.twin
+    try:
+        macs = macs_of()
+    except Exception as e:  # noqa: BLE001 - the other framework's model fails on its own
+        return {"twin": f"{label} ({failure(e)[:200]})"}
+    return {"twin": label, "twin_macs": macs}
 
 
 def count(subject: Subject):
@@ -170,6 +193,8 @@ def describe(subject: Subject) -> str:
 
 
 def _shape(value) -> str:
+    if isinstance(value, tuple) and value and all(isinstance(d, int) for d in value):
+        return "x".join(map(str, value))  # a shape given as dims (a Keras input's)
     if isinstance(value, (list, tuple)):
         return "[" + " ".join(_shape(v) for v in value) + "]"
     shape = getattr(value, "shape", None)

@@ -1,7 +1,7 @@
 """A survey row: its columns, and the verdict that holds our count against the oracle's.
 
-Verdicts: `exact` (MACs equal the oracle's, params + unused_params equal its params, nothing left
-uncosted); `differs` (counted, but one of those fails: the reason says which and by how much);
+Verdicts: `exact` (MACs equal the oracle's, params + unused_params equal its params, unused_params
+and buffers equal its own where it has them, nothing left uncosted); `differs` (counted, but one of those fails: the reason says which and by how much);
 `not counted` (our conversion or count failed); `oracle failed` (the framework's own check failed
 or there is none, as for an .onnx file, or it is wrong: it missed work that a hand formula finds,
 and with that work the count is exact); `not built` (the registry's builder or config fails, or
@@ -15,9 +15,15 @@ from collections import Counter
 
 COLUMNS = ("model", "input", "macs", "flops", "params", "unused_params", "foldable_macs",
            "buffers", "bytes", "oracle_macs", "oracle_params", "verdict", "reason", "seconds",
-           "peak_mb")
+           "peak_mb",
+           # Where the oracle has them (Keras's): the trainable weights its forward never reads,
+           # and the non-trainable weights; blank where it has not (torch's).
+           "oracle_unused_params", "oracle_buffers",
+           # A twin from another framework that computes the same network (a keras-hub backbone's
+           # transformers model): its name, its oracle's MACs, and whether they equal ours.
+           "twin", "twin_macs", "twin_agrees")
 NUMERIC = ("macs", "flops", "params", "unused_params", "foldable_macs", "buffers", "bytes",
-           "oracle_macs", "oracle_params")
+           "oracle_macs", "oracle_params", "oracle_unused_params", "oracle_buffers", "twin_macs")
 VERDICTS = ("exact", "differs", "not counted", "oracle failed", "not built")
 # A row of the serving survey (`survey transformers --llm`, survey.llm): prefill and the first and
 # last decode steps against the HF model's own passes, params total and active, KV cache bytes,
@@ -75,6 +81,11 @@ def judge(row: dict, uncosted: str = "", failures: dict[str, str] | None = None,
         ours = (row["params"] or 0) + (row["unused_params"] or 0)
         if ours != row["oracle_params"]:
             problems.append(f"params {_difference(ours, row['oracle_params'])}")
+        for ours, theirs in (("unused_params", "oracle_unused_params"),
+                             ("buffers", "oracle_buffers")):
+            if row.get(theirs) is not None and (row[ours] or 0) != row[theirs]:
+                problems.append(f"{ours.replace('_', ' ')} "
+                                f"{_difference(row[ours] or 0, row[theirs])}")
     if uncosted:
         problems.append(uncosted)
     verdict = "oracle failed" if "oracle" in failures else "differs" if problems else "exact"

@@ -27,6 +27,7 @@ class Subject:
     args: tuple = ()
     kwargs: dict = field(default_factory=dict)
     unread: tuple[str, ...] = ()  # parts of parameter names the forward never reads
+    twin: tuple | None = None  # (label, a function of nothing giving its MACs): the same network
 
 
 @dataclass(frozen=True)
@@ -254,13 +255,27 @@ def _onnx_build(task: Task) -> Subject:
     return Subject(str(Path(task.argument) / task.name))
 
 
-REGISTRIES = ("torchvision", "timm", "transformers")
+# Keras ----------------------------------------------------------------------------------------
+
+def _keras(function: str) -> Callable:
+    """A function of `onnxflops.survey.keras`, looked up when called: that module builds on this
+    one (Subject, Task, the transformers inputs of a twin), as a plug-in of the table below."""
+    def call(*args):
+        import importlib
+
+        return getattr(importlib.import_module("onnxflops.survey.keras"), function)(*args)
+    return call
+
+
+REGISTRIES = ("torchvision", "timm", "transformers", "keras.applications", "keras_hub")
 SOURCES: dict[str, Source] = {
     "torchvision": Source(_torchvision_names, _torchvision_build),
     "timm": Source(_timm_names, _timm_build),
     "transformers": Source(_transformers_names, _transformers_build),
     "factory": Source(lambda spec: [spec], _factory_build),
     "onnx": Source(_onnx_names, _onnx_build),
+    "keras.applications": Source(_keras("application_names"), _keras("application_build")),
+    "keras_hub": Source(_keras("hub_names"), _keras("hub_build")),
 }
 
 

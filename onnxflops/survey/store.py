@@ -32,6 +32,9 @@ class RowStore:
             raise OnnxFlopsError(f"-o {target}: write .csv, .jsonl, .json, .md or .html")
         self.store = self.target if suffix in STORES else self.target.with_suffix(".jsonl")
         self.rows = read_rows(self.store, columns) if self.store.exists() else []
+        if self.store.suffix.lower() == ".csv" and self.rows \
+                and _header(self.store) != tuple(self.columns):
+            _write_csv(self.store, self.rows, self.columns)  # fewer columns: rows append in these
 
     @property
     def done(self) -> set[str]:
@@ -52,6 +55,18 @@ class RowStore:
                 f.write(json.dumps({k: row.get(k) for k in self.columns}) + "\n")
         if self.target != self.store:
             self.target.write_text(render(self.rows, self.target.suffix.lower(), self.columns))
+
+
+def _header(path: Path) -> tuple[str, ...]:
+    with open(path, newline="") as f:
+        return tuple(next(csv.reader(f), ()))
+
+
+def _write_csv(path: Path, rows: list[dict], columns: tuple[str, ...]) -> None:
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, columns, extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({k: "" if r.get(k) is None else r[k] for k in columns} for r in rows)
 
 
 def read_rows(path: str | Path, columns: tuple[str, ...] | None = None) -> list[dict]:
@@ -89,6 +104,9 @@ def _typed(raw: dict, columns: tuple[str, ...] = COLUMNS) -> dict:
             row[k] = int(row[k]) if row[k] != "" else None
     for k in ("seconds", "peak_mb"):
         row[k] = float(row[k]) if row[k] != "" else None
+    if "twin" in row:  # a registry survey's row (a serving survey's has no twin)
+        row["twin"] = row["twin"] or None
+        row["twin_agrees"] = {"True": True, "False": False}.get(row["twin_agrees"])
     return row
 
 

@@ -94,3 +94,49 @@ def test_an_open_input_binds_by_its_layers_name_or_its_tensors():
     with pytest.raises(onnxflops.OnnxFlopsError, match=f"input '{i.name}' \\(its layer: "
                        f"'{layer_name}'\\) has unknown dim 1"):
         onnxflops.count(model)
+
+
+def test_weight_only_work_keeps_its_work_and_its_weights():
+    """A relative-position table projected by a weight depends on weights only: Grappler folded it
+    into one constant, and its MACs and both weights were lost (DeBERTa-v3, XLNet). Kept, the
+    work is counted and reported as foldable."""
+    class Positions(L.Layer):
+        def build(self, shape):
+            self.table = self.add_weight(shape=(8, 16), name="table")
+            self.kernel = self.add_weight(shape=(16, 16), name="kernel")
+
+        def call(self, x):
+            return x + keras.ops.matmul(self.table, self.kernel)  # 8 rows · 16 · 16 = 2,048
+
+    i = keras.Input((8, 16))
+    report = onnxflops.count(keras.Model(i, Positions()(i)), strict=True)
+    assert (report.total.macs, report.foldable.macs) == (2048, 2048)
+    assert report.total.params == 8 * 16 + 16 * 16
+    assert_agree(report.total, keras_oracle(keras.Model(i, Positions()(i))))
+
+
+def test_two_weights_of_one_path_are_both_params():
+    """keras-hub's T5 names its encoder's and its decoder's relative-position tables alike: keyed
+    by path, one hid the other (128 params short)."""
+    class Table(L.Layer):
+        def build(self, shape):
+            self.table = self.add_weight(shape=(shape[-1], 3), name="table")
+
+        def call(self, x):
+            return keras.ops.matmul(x, self.table)  # 4 rows · 5 · 3 = 60 MACs
+
+    class Twice(L.Layer):  # a layer may hold two of one name; a functional model may not
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.first, self.dense, self.second = Table(name="same"), L.Dense(5), Table(name="same")
+
+        def call(self, x):
+            return self.second(self.dense(self.first(x)))  # Dense: 4 · 3 · 5 = 60, 15 + 5 params
+
+    i = keras.Input((4, 5))
+    model = keras.Model(i, Twice()(i))
+    tables = [w.path for w in model.weights if w.path.endswith("table")]
+    assert len(tables) == 2 and len(set(tables)) == 1
+    total, oracle = counted_and_oracle(model)
+    assert (total.macs, total.params, total.unused_params) == (180, 15 + 20 + 15, 0)
+    assert_agree(total, oracle)

@@ -57,3 +57,22 @@ def test_products_inside_a_custom_layer_and_weights_it_never_reads():
     oracle = keras_oracle(keras.Model(i, Scores()(i)), {i.name: (2, 6, 4)})
     assert oracle.macs == 2 * 6 * 6 * 4
     assert (oracle.params, oracle.unused_params) == (21, 21)
+
+
+def test_an_attention_subclass_with_its_own_attention_step_is_counted_as_it_computes():
+    """XLNet's relative attention subclasses MultiHeadAttention and scores against a longer key
+    (relative positions): the formula over the key it is given would count half of it."""
+    class TwiceTheKeys(L.MultiHeadAttention):
+        def _compute_attention(self, query, key, value, *args, **kwargs):
+            key = keras.ops.concatenate([key, key], axis=1)  # 2·4 keys per query
+            value = keras.ops.concatenate([value, value], axis=1)
+            scores = keras.ops.softmax(keras.ops.einsum(self._dot_product_equation, key, query))
+            return keras.ops.einsum(self._combine_equation, scores, value), scores
+
+    i = keras.Input((4, 16))
+    layer = TwiceTheKeys(2, 8, name="attention")
+    oracle = keras_oracle(keras.Model(i, layer(i, i)))
+    # scores and context: batch 1 · heads 2 · 4 queries · 8 keys · head dim 8, each
+    assert oracle.by_layer["attention/einsum"] == 2 * (2 * 4 * 8 * 8)
+    # query, key, value: 4 rows · 16 · 2·8 each; output: 4 rows · 2·8 · 16
+    assert oracle.macs == 1024 + 4 * 4 * 16 * 16

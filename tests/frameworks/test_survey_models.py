@@ -25,6 +25,11 @@ SAMPLE = [
     "transformers:gpt2", "transformers:qwen2",
 ]
 
+# Small Keras rows the Keras table holds exact, the relative-attention ones among them (weight-only
+# work Grappler once folded): about 60 s on 2 cores, two rows at a time.
+KERAS_SAMPLE = ["keras.applications:MobileNet", "keras_hub:DebertaV3Backbone",
+                "keras_hub:XLNetBackbone", "keras_hub:BertBackbone"]
+
 
 def test_tiny_timm_and_torchvision_models_are_exact(tmp_path):
     rows = survey(TINY, tmp_path / "s.csv", jobs=2, timeout=300, progress=False)
@@ -47,6 +52,17 @@ def test_the_sample_stays_exact_where_the_committed_tables_say_it_was():
     assert len(was_exact) >= 20, "the sample checks too little: pick rows the tables hold exact"
     rows = survey(was_exact, jobs=2, timeout=120, progress=False)
     assert {r["model"]: r["reason"] for r in rows if r["verdict"] != "exact"} == {}
+
+
+def test_the_keras_sample_stays_exact_where_the_keras_table_says_it_was():
+    committed = {r["model"]: r for r in read_any(TABLES / "keras.csv")}
+    was_exact = [m for m in KERAS_SAMPLE if committed.get(m, {}).get("verdict") == "exact"]
+    assert len(was_exact) >= 3, "the sample checks too little: pick rows the table holds exact"
+    rows = survey(was_exact, jobs=2, memory_gb=4, timeout=180, progress=False)
+    assert {r["model"]: r["reason"] for r in rows if r["verdict"] != "exact"} == {}
+    # Each keras-hub row's twin counts the same network's MACs.
+    assert all(r["twin_agrees"] for r in rows if r["model"] in committed
+               and committed[r["model"]]["twin_agrees"])
 
 
 def test_a_builder_that_computes_with_tensors_builds_on_meta_one_parameter_at_a_time():

@@ -1,0 +1,248 @@
+"""The Keras sources of the survey: every keras.applications builder and every keras-hub backbone.
+
+keras.applications builders run at their default input size with `weights=None`, built in
+`keras.StatelessScope(initialize_variables=False)` (no weight value is allocated: neither the count
+nor the oracle reads one, so the memory cap bounds what counting takes); where a builder leaves
+the input's height and width open (MobileNetV3), they are bound to 224, the size its ImageNet
+weights were trained at, by the input's Keras name. keras-hub backbones are built from a small
+config by one rule (`small_config`); open sequence lengths are bound to TOKENS, open images to
+IMAGE × IMAGE.
+
+Where a keras-hub backbone has a transformers twin (`TWINS`), the row also holds the twin's MACs:
+the same small config mapped onto the twin's config by what each key means (`twin_config`), the
+same tokens, counted by torch's FlopCounterMode.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+from onnxflops.survey.sources import TOKENS, Subject, Task
+
+TRAINED_SIZE = 224  # the ImageNet size of the keras.applications builders whose input is open
+IMAGE = 64  # a keras-hub image backbone's input side
+STAGES = 2  # entries of a per-stage list the rule makes (`stackwise_*`, `layerwise_*`)
+
+# The one rule for keras-hub configs: each hyperparameter a backbone's constructor names, small.
+SMALL = {
+    "vocabulary_size": 1000, "num_layers": 2, "num_heads": 4, "num_query_heads": 4,
+    "num_key_value_heads": 2, "hidden_dim": 64, "intermediate_dim": 128, "head_dim": 16,
+    "max_sequence_length": 64, "num_experts": 4, "top_k": 2, "num_experts_per_tok": 2,
+    "image_size": IMAGE, "patch_size": 8, "num_channels": 3, "mlp_dim": 128,
+    "embedding_dim": 64, "key_value_dim": 16, "num_encoder_layers": 2, "num_decoder_layers": 2,
+    "attention_head_dim": 16, "intermediate_size": 128, "hidden_size": 64,
+    "num_attention_heads": 4, "num_hidden_layers": 2, "window_size": 4,
+}
+
+# keras-hub backbone → the transformers model type that computes the same network.
+TWINS = {
+    "AlbertBackbone": "albert", "BartBackbone": "bart", "BertBackbone": "bert",
+    "BloomBackbone": "bloom", "DebertaV3Backbone": "deberta-v2",
+    "DistilBertBackbone": "distilbert", "ElectraBackbone": "electra", "ESMBackbone": "esm",
+    "FalconBackbone": "falcon", "GPT2Backbone": "gpt2", "GPTNeoXBackbone": "gpt_neox",
+    "GemmaBackbone": "gemma", "Gemma3Backbone": "gemma3_text", "GptOssBackbone": "gpt_oss",
+    "LlamaBackbone": "llama", "Llama3Backbone": "llama", "MistralBackbone": "mistral",
+    "MixtralBackbone": "mixtral", "OPTBackbone": "opt", "Phi3Backbone": "phi3",
+    "QwenBackbone": "qwen2", "Qwen2Backbone": "qwen2", "Qwen3Backbone": "qwen3",
+    "Qwen3MoeBackbone": "qwen3_moe", "QwenMoeBackbone": "qwen2_moe", "RobertaBackbone": "roberta",
+    "SmolLM3Backbone": "smollm3", "T5Backbone": "t5", "XLMRobertaBackbone": "xlm-roberta",
+    "XLNetBackbone": "xlnet",
+}
+
+
+# names ----------------------------------------------------------------------------------------
+
+def application_names(_argument: str = "") -> list[str]:
+    import keras
+
+    return sorted(name for name in dir(keras.applications)
+                  if name[:1].isupper() and callable(getattr(keras.applications, name)))
+
+
+def hub_names(_argument: str = "") -> list[str]:
+    import keras_hub
+
+    return sorted(name for name in dir(keras_hub.models)
+                  if name.endswith("Backbone") and name != "Backbone"
+                  and inspect.isclass(getattr(keras_hub.models, name)))
+
+
+# builds ---------------------------------------------------------------------------------------
+
+def application_build(task: Task) -> Subject:
+    keras = _keras()
+    # Built without weight values: nothing reads them, and the largest (ConvNeXtXLarge's 1.4 GB)
+    # would take most of the cap before the conversion starts.
+    with keras.StatelessScope(initialize_variables=False):
+        model = getattr(keras.applications, task.name)(weights=None)
+    return Subject(model, kwargs=bound_inputs(model, TRAINED_SIZE))
+
+
+def hub_build(task: Task) -> Subject:
+    twin = TWINS.get(task.name)
+    _keras()
+    import keras_hub
+
+    cls = getattr(keras_hub.models, task.name)
+    config = small_config(cls)
+    model = cls(**config)
+    subject = Subject(model, kwargs=bound_inputs(model, IMAGE))
+    if twin:
+        subject.twin = (f"transformers:{twin}", lambda: apart(twin_macs, twin, config))
+    return subject
+
+
+def _keras():
+    """Keras, with what converting and counting import loaded first: the cap is on the whole
+    address space, and a shared library mapped after the model took its memory would fail."""
+    import os
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import keras
+    import tf2onnx  # noqa: F401
+
+    import onnxflops.api  # noqa: F401
+    return keras
+
+
+def bound_inputs(model, side: int) -> dict[str, tuple]:
+    """Every input's shape by its Keras name, open dims bound: a batch to 1, an image's height
+    and width to `side`, a sequence's length to TOKENS."""
+    shapes = {}
+    for tensor in model.inputs:
+        shape = tuple(tensor.shape)
+        fill = side if len(shape) == 4 else TOKENS
+        shapes[tensor.name] = (1, *[fill if d is None else d for d in shape[1:]])
+    return shapes
+
+
+def small_config(cls) -> dict:
+    """The constructor's arguments small: those `SMALL` names (without a default or with a
+    numeric one: a size, a count), and every other one without a default as its name says
+    (`required_value`). The backbone is otherwise as its library builds it."""
+    parameters = inspect.signature(cls.__init__).parameters
+    config = {}
+    for name, parameter in parameters.items():
+        required = parameter.default is inspect.Parameter.empty and parameter.kind in (
+            parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY) and name != "self"
+        if name in SMALL and (required or isinstance(parameter.default, int)):
+            config[name] = SMALL[name]
+        elif required and (value := required_value(name)) is not None:
+            config[name] = value
+    return config
+
+
+# What an argument without a default holds, read from its name (its last words, lowercased): the
+# first pattern that matches gives the value of one item. A sub-model (an encoder, a backbone)
+# has none: such a backbone is composed by its user and is not built.
+_ITEM_VALUES = (
+    (re.compile(r".*(image|input)_shape$"), (IMAGE, IMAGE, 3)),
+    (re.compile(r".*vocab(ulary)?_size.*"), SMALL["vocabulary_size"]),
+    (re.compile(r".*(key_value_heads|kv_heads)$"), SMALL["num_key_value_heads"]),
+    (re.compile(r".*heads?$"), SMALL["num_heads"]),
+    (re.compile(r".*(head_size|head_dims?|key_dims?|value_dims?)$"), SMALL["head_dim"]),
+    (re.compile(r".*(intermediate_(dim|size)|ffn_dim|mlp_dim)$"), SMALL["intermediate_dim"]),
+    (re.compile(r".*(num_layers|layers_(enc|dec)|_layers|depths?|blocks|repeats|num_inputs)$"),
+     2),
+    (re.compile(r".*(kernel_sizes?)$"), 3),
+    (re.compile(r".*strides?$"), 2),
+    (re.compile(r".*(se_ratio|squeeze_and_excite_ratios|se_ratios)$"), 0.25),
+    (re.compile(r".*(ratios?|expansion|factors?|multiplier)$"), 1),
+    (re.compile(r".*(dim|dims|size|sizes|filter|filters|channels|_input)$"), SMALL["hidden_dim"]),
+    (re.compile(r".*rank$"), SMALL["head_dim"]),
+    (re.compile(r".*layer_types$"), "full_attention"),  # transformers' name for global attention
+    (re.compile(r".*(dropout|drop_path_rate)$"), 0.0),
+    (re.compile(r".*epsilon$"), 1e-6),
+    (re.compile(r".*theta$"), 10000.0),
+    (re.compile(r".*(max_position_embeddings|position_size|max_label_length)$"),
+     SMALL["max_sequence_length"]),
+    (re.compile(r".*(window|num_frames)$"), SMALL["window_size"]),
+    (re.compile(r".*(act|activation|act_layers)$"), "relu"),
+    (re.compile(r".*padding$"), "same"),
+    (re.compile(r".*(enabled_list)$"), True),
+    (re.compile(r".*((^|_)use_|^apply_|_bias$|_norm$|residual$|^learn_|pooling$).*"), False),
+    (re.compile(r".*(token_id|index|indices|idx)$"), 0),
+    (re.compile(r".*(num_classes|num_labels)$"), 2),
+)
+_PER_STAGE = re.compile(r"^(stackwise|layerwise)_|.*(sizes|dims|depths|strides|rates|factors|"
+                        r"indices|filters|channels|list|types|pooling)$")
+
+
+def required_value(name: str):
+    """What a required argument named `name` holds in a small backbone: one item by its name,
+    or STAGES of them where the name is per stage (`stackwise_*`, a plural of a size); None
+    where the name says nothing (a sub-model, a block type)."""
+    key = name.lower()
+    item = next((value for pattern, value in _ITEM_VALUES if pattern.match(key)), None)
+    if item is None:
+        return None
+    if _PER_STAGE.match(key) and not key.startswith("num_"):
+        if item == 2 and re.match(r".*strides?$", key):  # the first stage keeps its size
+            return [1] + [2] * (STAGES - 1)
+        return [1 if item == 2 and not re.match(r".*(kernel|size|dim).*", key) else item] * STAGES
+    return item
+
+
+# the transformers twin ------------------------------------------------------------------------
+
+# What a config key means, read from its name on either side (keras-hub or transformers); the
+# first that matches names it.
+_MEANINGS = (
+    ("kv_heads", re.compile(r".*(key_value_heads|kv_heads)$")),
+    ("experts_per_token", re.compile(r".*(experts_per_tok|top_k)$")),
+    ("experts", re.compile(r"^(num_|n_|num_local_)?experts$")),
+    ("heads", re.compile(r".*(heads|n_head)$")),
+    ("layers", re.compile(r".*(layers|n_layer)$")),
+    ("ffn", re.compile(r".*(intermediate_dim|intermediate_size|ffn_dim|d_ff|d_inner|n_inner|"
+                       r"mlp_dim)$")),
+    ("head_dim", re.compile(r".*(head_dim|d_kv|d_head|key_value_dim)$")),
+    ("embedding", re.compile(r"^(embedding_dim|embedding_size)$")),
+    ("width", re.compile(r"^(hidden_dim|hidden_size|d_model|n_embd|dim)$")),
+    ("vocabulary", re.compile(r"^(vocabulary_size|vocab_size)$")),
+    ("positions", re.compile(r"^(max_sequence_length|max_position_embeddings|n_positions)$")),
+)
+
+
+def meaning(key: str) -> str | None:
+    """What a config key sizes ('width', 'heads', 'layers', ...), read from its name."""
+    return next((what for what, pattern in _MEANINGS if pattern.match(key.lower())), None)
+
+
+def twin_config(model_type: str, config: dict):
+    """The transformers config of `model_type` with each key that sizes what a key of `config`
+    sizes set to that key's value (every depth to the depth, every width to the width, ...)."""
+    from onnxflops.survey.sources import _transformers
+
+    values = {meaning(k): v for k, v in config.items() if meaning(k)}
+    if "head_dim" not in values and "width" in values and "heads" in values:
+        values["head_dim"] = values["width"] // values["heads"]  # keras-hub's default
+    twin = _transformers().AutoConfig.for_model(model_type)
+    for key in list(vars(twin)):
+        what = meaning(key)
+        if what in values and not key.startswith("_"):
+            setattr(twin, key, values[what])
+    if "width" in values and "embedding" not in values and hasattr(twin, "embedding_size"):
+        twin.embedding_size = values["width"]
+    return twin
+
+
+def apart(function, *args):
+    """`function(*args)` in a fresh process (under this one's memory cap, which it inherits):
+    torch and TensorFlow do not fit one capped address space, and triton imported after
+    TensorFlow segfaults."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(function, *args).result()
+
+
+def twin_macs(model_type: str, config: dict) -> int:
+    """The MACs torch counts for the twin's base model at the survey's tokens."""
+    from onnxflops.survey.oracle import torch_oracle
+    from onnxflops.survey.sources import _transformers, _transformers_inputs
+
+    twin = twin_config(model_type, config)
+    model = _transformers().AutoModel.from_config(twin)
+    return torch_oracle(model, kwargs=_transformers_inputs(model, twin))[0]
