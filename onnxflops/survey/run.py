@@ -20,7 +20,7 @@ from typing import Callable, Iterable
 
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.survey.rows import blank_row, judge
-from onnxflops.survey.sources import REGISTRIES, Task
+from onnxflops.survey.sources import TORCH_REGISTRIES, Task
 
 TEMPLATE = "onnxflops.survey.template"
 
@@ -73,7 +73,9 @@ def run_isolated(task: Task, caps: Caps) -> dict:
 def _context_for(task: Task):
     """The forkserver, with torch imported once, for a torch registry's rows; spawn for the rest
     and where a platform lacks the forkserver."""
-    if task.source not in REGISTRIES or "forkserver" not in multiprocessing.get_all_start_methods():
+    # A Keras row spawns: TensorFlow beside an imported torch does not fit a 4 GB address space.
+    if task.source not in TORCH_REGISTRIES \
+            or "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([TEMPLATE])  # read when the server starts, at the first row

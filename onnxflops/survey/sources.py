@@ -267,7 +267,9 @@ def _keras(function: str) -> Callable:
     return call
 
 
-REGISTRIES = ("torchvision", "timm", "transformers", "keras.applications", "keras_hub")
+# The registries of torch models, whose rows fork from a process that imported torch once.
+TORCH_REGISTRIES = ("torchvision", "timm", "transformers")
+REGISTRIES = (*TORCH_REGISTRIES, "keras.applications", "keras_hub")
 SOURCES: dict[str, Source] = {
     "torchvision": Source(_torchvision_names, _torchvision_build),
     "timm": Source(_timm_names, _timm_build),

@@ -4,6 +4,7 @@ refuses to load, and onnxflops refuses it too (one OnnxFlopsError line); the oth
 
 from __future__ import annotations
 
+import importlib.util
 import random
 
 import onnx
@@ -30,7 +31,8 @@ def _invalid_case(kind: str, tmp_path):
 @pytest.mark.parametrize("kind", generators._INVALID)
 def test_every_invalid_graph_is_refused_by_onnxruntime_and_by_the_count(kind, tmp_path):
     path = _invalid_case(kind, tmp_path)
-    if not kind.startswith("reshape"):  # onnxruntime loads those, and fails on the first run
+    # onnxruntime loads a bad Reshape and fails on the first run; the core install has no runtime.
+    if not kind.startswith("reshape") and importlib.util.find_spec("onnxruntime"):
         assert oracle.check_runtime(path)[0] == oracle.INVALID
     with pytest.raises(OnnxFlopsError) as refused:
         count(str(path))
