@@ -211,3 +211,56 @@ def test_a_select_with_a_zero_fill_computes_nothing():
     select = onnxflops.count(_masked_softmax("select", 0.0))
     softmax_only = select.by_op_type()["Softmax"].flops
     assert select.total.flops == softmax_only
+
+
+# --- forms inside a function: a call's body goes through the same canonical stage ----------------
+
+def _called(form: onnx.ModelProto, monkeypatch) -> onnx.ModelProto:
+    """`form`'s graph moved into a model-local function that the graph calls once, left a call
+    (as normalize leaves calls that would inline past MAX_INLINED_NODES)."""
+    monkeypatch.setattr("onnxflops.normalize.functions.MAX_INLINED_NODES", 0)
+    g = form.graph
+    opsets = list(form.opset_import) + [helper.make_opsetid("local", 1)]
+    weights = [t.name for t in g.initializer]
+    inputs = [i.name for i in g.input] + weights
+    block = helper.make_function("local", "block", inputs, [o.name for o in g.output], g.node,
+                                 list(form.opset_import))
+    call = helper.make_node("block", inputs, [o.name for o in g.output], domain="local")
+    graph = helper.make_graph([call], "called", g.input, g.output, g.initializer)
+    return helper.make_model(graph, opset_imports=opsets, functions=[block])
+
+
+def _totals(report) -> tuple:
+    t = report.total
+    return t.macs, t.flops, t.params, t.bytes_read, t.bytes_written
+
+
+def _zero_bias_conv():
+    return TestBias().conv([const("zero", 0.0), node("CastLike", ["zero", "x"], ["z"]),
+                            const("c", [3], np.int64), node("Expand", ["z", "c"], ["b"])])
+
+
+@pytest.mark.parametrize("form, want", [
+    # LayerNorm on 5 rows of 6: 7 FLOPs an element and 5 a row, γ and β 12 params; reads x, γ, β
+    # (120 + 24 + 24 bytes), writes y (120). Unfused, the body cost its 13 ops: 290 FLOPs.
+    ("layer norm", (0, 7 * 30 + 5 * 5, 12, 168, 120)),
+    # Conv 2→3 channels, 3×3, on 5×5: 3·9·18 MACs, no bias add (the bias a broadcast zero);
+    # reads x and w (200 + 216 bytes), writes y (108). Unfused, the zero was added: +27 FLOPs.
+    ("zero bias", (3 * 9 * 18, 2 * 3 * 9 * 18, 54, 416, 108)),
+])
+def test_a_form_inside_a_function_costs_what_it_costs_in_the_graph(form, want, monkeypatch):
+    written = TestLayerNorm().tensorflow_form() if form == "layer norm" else _zero_bias_conv()
+    top = onnxflops.count(written)
+    inside = onnxflops.count(_called(written, monkeypatch))
+    assert [n.op_type for n in inside.nodes] == ["block"]
+    assert _totals(top) == want
+    assert _totals(inside) == want
+
+
+def test_a_gelu_inside_a_function_costs_the_ops_fused_form(monkeypatch):
+    # TensorFlow's GELU on 2×8 is torch's five ops at the top (the Neg gone): 5 FLOPs an element.
+    # A call of it reads x and writes y, 64 bytes each; unfused, its body cost 6·16 FLOPs.
+    written = TestGelu().tensorflow_form()
+    inside = onnxflops.count(_called(written, monkeypatch))
+    assert onnxflops.count(written).total.flops == 5 * 16
+    assert _totals(inside) == (0, 5 * 16, 0, 64, 64)

@@ -15,7 +15,12 @@ from onnxflops.analysis.analyze import (
 )
 from onnxflops.analysis.constant_work import ConstantWork, is_foldable_cost
 from onnxflops.analysis.evaluate import evaluate, reference_evaluate
-from onnxflops.analysis.expand import coefficients_shape_body, expansion_model, local_function_model
+from onnxflops.analysis.expand import (
+    body_input_names,
+    coefficients_shape_body,
+    expansion_model,
+    local_function_model,
+)
 from onnxflops.analysis.kinds import attribute_key, coefficient_values
 from onnxflops.analysis.sequences import sequence_bytes
 from onnxflops.analysis.values import (
@@ -31,6 +36,6 @@ from onnxflops.analysis.values import (
 
 __all__ = ["PROBE", "VALUES", "AnalyzedModel", "Operands", "Probe", "erf", "followed_by",
            "interpret", "mean_axes", "ConstantWork", "analyze", "analyzed_function_body",
-           "attribute_key", "coefficient_values", "coefficients_shape_body", "evaluate",
+           "attribute_key", "body_input_names", "coefficient_values", "coefficients_shape_body", "evaluate",
            "expansion_model", "has_unknown_outputs", "is_foldable_cost", "local_function_model",
            "mark_constants", "reference_evaluate", "refine_subgraph", "sequence_bytes"]

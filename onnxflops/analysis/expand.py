@@ -127,7 +127,7 @@ def local_function_model(node: onnx.NodeProto, inputs: list[TensorInfo | None],
     call.ClearField("name")
     # Tensors named by position, not as the caller named them: calls alike in every input type
     # make one body model, which analysis then meets once (analyzed_function_body).
-    call.input[:] = [f"input{i}" if name else "" for i, name in enumerate(node.input)]
+    call.input[:] = body_input_names(node)
     call.output[:] = [f"output{i}" if name else "" for i, name in enumerate(node.output)]
     graph = _one_node_graph(call, f"function '{node.op_type}'", inputs, values)
     callee = (node.domain, node.op_type)
@@ -145,6 +145,11 @@ def local_function_model(node: onnx.NodeProto, inputs: list[TensorInfo | None],
     del inlined.functions[:]
     inlined.functions.extend(f for f in reachable if (f.domain, f.name) != callee)
     return inlined
+
+
+def body_input_names(node: onnx.NodeProto) -> list[str]:
+    """The names a local function's body model (local_function_model) gives the call's inputs."""
+    return [f"input{i}" if name else "" for i, name in enumerate(node.input)]
 
 
 def _one_node_graph(call: onnx.NodeProto, name: str, inputs: list[TensorInfo | None],

@@ -14,7 +14,7 @@ tensors it creates, so the model is not analyzed again.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import NamedTuple
 
 import onnx
@@ -50,11 +50,33 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def canonicalize(analyzed: AnalyzedModel) -> AnalyzedModel:
-    """Rewrite the analyzed model (which analyze made for this pipeline) in place and return it."""
-    if _rewrite_graph(analyzed.model.graph, analyzed.graph, analyzed.opsets.get("", 0)):
-        mark_constants(analyzed.graph)
+def canonicalize(analyzed: AnalyzedModel, weights: Collection[str] = ()) -> AnalyzedModel:
+    """Rewrite the analyzed model (which analyze made for this pipeline) in place and return it.
+
+    `weights`: graph inputs the rules read as constants (a function body's inputs that are
+    weights where it is called), though the analyzed model holds them as inputs, as its cost
+    does."""
+    view = analyzed.graph
+    if weights:
+        view.constant.update(weights)
+        mark_constants(view)
+    changed = _rewrite_graph(analyzed.model.graph, view, analyzed.opsets.get("", 0))
+    if weights:
+        _constants_as_analyzed(analyzed.model.graph, view)
+    elif changed:
+        mark_constants(view)
     return analyzed
+
+
+def _constants_as_analyzed(graph: onnx.GraphProto, view: GraphView) -> None:
+    """Mark the view's constants afresh, from its initializers and Constant nodes, as analysis
+    marks them (what the rules read as weights no longer among them)."""
+    inputs = {i.name for i in graph.input}
+    view.constant.clear()
+    view.constant.update(name for name in view.initializers if name not in inputs)
+    view.constant.update(row.outputs[0] for row in view.rows()
+                         if row.op_type == "Constant" and not row.domain)
+    mark_constants(view)
 
 
 def _rewrite_graph(graph: onnx.GraphProto, view: GraphView, opset: int) -> bool:

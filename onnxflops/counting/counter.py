@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -13,6 +14,7 @@ from onnxflops.analysis import (
     analyze,
     analyzed_function_body,
     attribute_key,
+    body_input_names,
     coefficient_values,
     coefficients_shape_body,
     expansion_model,
@@ -23,6 +25,7 @@ from onnxflops.analysis import (
     refine_subgraph,
     sequence_bytes,
 )
+from onnxflops.canonical import canonicalize
 from onnxflops.costs import (
     ALL_INPUTS,
     CONTRACTION,
@@ -71,12 +74,14 @@ class _Counter:
         if training:
             self.flows = {id(analyzed.graph): GradientFlow(table, analyzed.graph)}
         self.bodies: dict[tuple, GraphView] = {}  # by (scope, node outputs, attribute)
+        # By (expansion key, canonical): the analyzed body (see _expansion).
         self.expansions: dict[tuple, tuple[AnalyzedModel, tuple[str, ...]]] = {}
         # Function-body costs by node signature: a model repeats the same LayerNorm or Gelu many
         # times. Kept for one count: the signatures hold shapes, unbounded across models, and a
         # count may bring a table of its own.
         self.expansion_costs: dict[tuple, Cost] = {}
         self.expansion_backwards: dict[tuple, Cost] = {}
+        self.expanding: set[tuple] = set()  # keys whose canonical bodies are being costed
         # Expansion keys whose bodies' costs were found to read the node's coefficients.
         self.coefficient_keys: set[tuple] = set()
         self.opsets = analyzed.opsets
@@ -299,14 +304,16 @@ class _Counter:
         key = self._function_key(node)
         cost = self.expansion_costs.get(key)
         if cost is None:
-            analyzed, _ = self._expansion(node, key)
-            cost, read = self._sum_graph(analyzed.graph, analyzed.opsets,
-                                         f"the function body of {node.op_type}")
+            with self._expanding(key) as canonical:
+                analyzed, _ = self._expansion(node, key, canonical)
+                cost, read = self._sum_graph(analyzed.graph, analyzed.opsets,
+                                             f"the function body of {node.op_type}")
             if read and not node.read_floats and coefficient_values(node.proto):
                 # A rule of the body read a value or a coefficient: the node's may count.
                 self.coefficient_keys.add(key)
                 key = self._function_key(node)
-            self.expansion_costs[key] = cost
+            if canonical:
+                self.expansion_costs[key] = cost
         return cost
 
     def _function_key(self, node: Node) -> tuple:
@@ -323,31 +330,51 @@ class _Counter:
         key = self._function_key(node)
         cost = self.expansion_backwards.get((key, grads))
         if cost is None:
-            analyzed, formal_inputs = self._expansion(node, key)
-            flow = GradientFlow(self.table, analyzed.graph, [formal_inputs[i] for i in grads])
-            cost = self._sum_backward(analyzed.graph, analyzed.opsets, flow,
-                                      f"the function body of {node.op_type}")
-            self.expansion_backwards[(key, grads)] = cost
+            with self._expanding(key) as canonical:
+                analyzed, formal_inputs = self._expansion(node, key, canonical)
+                flow = GradientFlow(self.table, analyzed.graph, [formal_inputs[i] for i in grads])
+                cost = self._sum_backward(analyzed.graph, analyzed.opsets, flow,
+                                          f"the function body of {node.op_type}")
+            if canonical:
+                self.expansion_backwards[(key, grads)] = cost
         return cost
 
-    def _expansion(self, node: Node, key: tuple) -> tuple[AnalyzedModel, tuple[str, ...]]:
-        """The analyzed function body for nodes like `node`, and the names its inputs have there
-        (those of the first such node: the body is shared)."""
-        found = self.expansions.get(key)
+    @contextlib.contextmanager
+    def _expanding(self, key: tuple):
+        """While a body of `key` is costed: yields whether to take its canonical form. Not where
+        that body is being costed already: an op met inside its own canonical body is what the
+        canonical forms fused its definition into (Gelu's erf chain into Gelu), costed then by
+        its body as written."""
+        if key in self.expanding:
+            yield False
+            return
+        self.expanding.add(key)
+        try:
+            yield True
+        finally:
+            self.expanding.discard(key)
+
+    def _expansion(self, node: Node, key: tuple,
+                   canonical: bool) -> tuple[AnalyzedModel, tuple[str, ...]]:
+        """The analyzed function body for nodes like `node` (canonical, or as written), and the
+        names its inputs have there (those of the first such node: the body is shared)."""
+        found = self.expansions.get((key, canonical))
         if found is None:
             inputs, values = _expansion_inputs(node)
             if (node.proto.domain, node.op_type) in self.local_functions:
                 body = local_function_model(node.proto, inputs, values, self.analyzed.model)
-                analyzed = analyzed_function_body(body)
-                found = self.expansions[key] = analyzed, tuple(node.proto.input)
-                return found
-            try:
-                analyzed = analyze(expansion_model(node.proto, node.opset, inputs, values),
-                                   validate=False)
-            except (RuntimeError, ValueError, onnx.checker.ValidationError,
-                    onnx.shape_inference.InferenceError) as e:  # what onnx's inliner raises
-                raise Uncostable(f"its function body cannot be expanded: {first_line(e)}") from None
-            found = self.expansions[key] = analyzed, tuple(node.proto.input)
+                weights = _weight_inputs(node, body_input_names(node.proto))
+                analyzed = _staged(body, canonical, True, weights)
+            else:
+                try:
+                    body = expansion_model(node.proto, node.opset, inputs, values)
+                    weights = _weight_inputs(node, node.proto.input)
+                    analyzed = _staged(body, canonical, False, weights)
+                except (RuntimeError, ValueError, onnx.checker.ValidationError,
+                        onnx.shape_inference.InferenceError) as e:  # what onnx's inliner raises
+                    raise Uncostable(f"its function body cannot be expanded: {first_line(e)}") \
+                        from None
+            found = self.expansions[(key, canonical)] = analyzed, tuple(node.proto.input)
         return found
 
     def _sum_graph(self, view: GraphView, opsets: dict[str, int], where: str) -> tuple[Cost, bool]:
@@ -386,6 +413,17 @@ class _Counter:
             except Uncostable as e:
                 raise Uncostable(f"in {where}, node '{proto.name}' ({proto.op_type}): {e}") from None
         return total
+
+
+def _staged(body: onnx.ModelProto, canonical: bool, validate: bool,
+            weights: list[str]) -> AnalyzedModel:
+    """A composite's body model (normalized already: one level of calls inlined) through the
+    stages after normalize that a top-level model goes through: analyze, then canonicalize, its
+    `weights` (inputs constant where it is called) read as weights, so a form the canonical rules
+    fuse costs inside a function what it costs in the graph."""
+    if not canonical:
+        return analyzed_function_body(body) if validate else analyze(body, validate=False)
+    return canonicalize(analyze(body, owned=True, validate=validate), weights)
 
 
 def _local_function_rule(domain: str, name: str) -> Rule:
@@ -456,7 +494,19 @@ def _expansion_key(node: Node) -> tuple:
     return (node.domain, node.op_type, node.opset, node.num_outputs,
             attribute_key(node.proto, node.opset),
             tuple(None if i is None else (i.dtype, i.shape) for i in inputs),
-            tuple(None if v is None else v.tobytes() for v in values))
+            tuple(None if v is None else v.tobytes() for v in values),
+            _constant_slots(node))
+
+
+def _constant_slots(node: Node) -> tuple[bool, ...]:
+    """Which of the node's inputs are constant where it is called (its weights): the canonical
+    forms of its body read them as weights."""
+    return tuple(bool(name) and node.scope.is_constant(name) for name in node.proto.input)
+
+
+def _weight_inputs(node: Node, names) -> list[str]:
+    """The `names` the body gives the node's inputs, of those constant where it is called."""
+    return [name for name, constant in zip(names, _constant_slots(node)) if constant]
 
 
 # A signature whose nodes' costs also depend on the values of their constant inputs; on the values
