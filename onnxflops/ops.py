@@ -48,6 +48,32 @@ INITIALISERS = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike",
 SHAPE_READERS = frozenset({"Shape", "Size"})
 # Ops whose output shape follows from the values of their inputs, any of them.
 SHAPE_FROM_VALUES = frozenset({"Resize", "Upsample", "Range", "OneHot"})
+# Ops that make a constant from attributes or from a shape alone: a value no input carries.
+CONSTANT_SOURCES = frozenset({"Constant", "ConstantOfShape"})
+# Ops whose inputs past the first say how, not what (a mean's axes, CastLike's target type).
+LATER_INPUTS_NOT_DATA = frozenset({"ReduceMean", "CastLike"})
+
+# --- shapes --------------------------------------------------------------------------------------
+
+# Standard ops whose (first) output has their first input's shape.
+SHAPE_KEEPING = frozenset((
+    "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "Selu", "HardSigmoid", "HardSwish", "Gelu",
+    "Softplus", "Clip", "Neg", "Abs", "Exp", "Log", "Sqrt", "Erf", "Reciprocal", "Identity", "Cast",
+    "Dropout", "Softmax", "LogSoftmax", "BatchNormalization", "InstanceNormalization",
+    "LayerNormalization", "LRN", "GroupNormalization"))
+# onnxruntime's contrib ops (com.microsoft) whose one output has their first input's shape.
+CONTRIB_SHAPE_KEEPING = frozenset((
+    "Gelu", "FastGelu", "BiasGelu", "QuickGelu", "BiasAdd", "BiasDropout", "BiasSoftmax",
+    "SimplifiedLayerNormalization", "LayerNormalization", "RotaryEmbedding", "QLinearSigmoid",
+    "QLinearLeakyRelu", "QLinearSoftmax", "ComplexMul", "ComplexMulConj", "Inverse", "Trilu",
+    "GroupNormalization", "MeanVarianceNormalization"))
+# Ops whose output has the broadcast shape of their inputs (ONNX's multidirectional broadcast).
+BROADCASTING = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "PRelu",
+                          "Where"})
+# Reductions over axes (attribute `axes`, or from opset 18 an input), keepdims by default.
+REDUCTIONS = frozenset({"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
+                        "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
+                        "ReduceSumSquare"})
 
 # --- data movement -------------------------------------------------------------------------------
 
@@ -59,6 +85,8 @@ MOVES = VIEWS | {"Cast", "Expand", "Concat", "Slice", "Tile"}
 BROADCASTS = frozenset({"Expand", "Cast", "CastLike", "Reshape", "Unsqueeze", "Identity", "Tile"})
 # Lookups of elements by index: a table's rows (embeddings) are read, not multiplied.
 GATHERS = frozenset({"Gather", "GatherND", "GatherElements"})
+# Ops that cut a tensor into parts along an axis.
+CUTS = frozenset({"Slice", "Split"})
 
 # --- arithmetic ----------------------------------------------------------------------------------
 
@@ -79,3 +107,15 @@ SOFTMAXES = frozenset({"Softmax", "LogSoftmax"})
 MEANS = frozenset({"GlobalAveragePool", "ReduceMean"})
 # Products of two tensors summed over shared indices.
 TENSOR_PRODUCTS = frozenset({"MatMul", "Einsum"})
+# A tensor scaled: multiplied or divided by another (by a scalar, where a rule asks).
+SCALINGS = frozenset({"Mul", "Div"})
+# A tensor shifted: another added or subtracted.
+SHIFTS = frozenset({"Add", "Sub"})
+# A square written out: x·x, or x to the power 2.
+SQUARINGS = frozenset({"Mul", "Pow"})
+# Steps between attention's query·key scores and their Softmax: a scale, a bias, a mask.
+SCORE_STEPS = SCALINGS | SHIFTS | {"Where"}
+# Products that turn positions into rotary angles (inverse frequencies times positions).
+ANGLE_PRODUCTS = frozenset({"Mul", "MatMul"})
+# The functions a GELU is written around: erf (exact) or tanh (its approximation).
+GELU_CORES = frozenset({"Erf", "Tanh"})

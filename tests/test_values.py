@@ -114,15 +114,39 @@ def _string_collections(tree: ast.AST):
             yield node.lineno, frozenset(e.value for e in node.elts)
 
 
+def _op_lists(tree: ast.AST, op_types: frozenset[str]):
+    """Literal collections of op names: two or more of ONNX's op types, and names alike."""
+    for line, members in _string_collections(tree):
+        if len(members & op_types) >= 2 and all(m.isidentifier() and m[:1].isupper()
+                                                for m in members):
+            yield line, members
+
+
+def _outside_the_op_homes():
+    """The package's modules but ops.py and the cost rules (whose op lists say which ops a rule
+    prices)."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path != PACKAGE / "ops.py" and "costs" not in path.relative_to(PACKAGE).parts:
+            yield path, ast.parse(path.read_text())
+
+
 def test_no_op_family_is_written_twice():
-    # Outside ops.py (and the cost rules, whose op lists say which ops a rule prices), no
-    # module writes one of ops.py's families out again.
+    # Outside ops.py and the cost rules, no module writes one of ops.py's families out again.
     families = {members: name for name, members in _families().items()}
-    found = []
-    for path in PACKAGE.rglob("*.py"):
-        if path.name == "ops.py" or "costs" in path.parts:
-            continue
-        for line, members in _string_collections(ast.parse(path.read_text())):
-            if members in families:
-                found.append(f"{path.relative_to(PACKAGE)}:{line} writes {families[members]}")
+    found = [f"{path.relative_to(PACKAGE)}:{line} writes {families[members]}"
+             for path, tree in _outside_the_op_homes()
+             for line, members in _string_collections(tree) if members in families]
+    assert found == []
+
+
+def test_no_module_writes_a_list_of_ops_of_its_own():
+    # Nor any other set of ops, a shape rule's or a pattern's: a family is named in ops.py, so a
+    # new op joins it in one line. (The sets moved there: symbolic.py's shape rules, the contrib
+    # shapes, the canonical patterns' and the weight patterns' small sets.)
+    import onnx.defs
+
+    op_types = frozenset(s.name for s in onnx.defs.get_all_schemas_with_history())
+    found = [f"{path.relative_to(PACKAGE)}:{line} {sorted(members)}"
+             for path, tree in _outside_the_op_homes()
+             for line, members in _op_lists(tree, op_types)]
     assert found == []

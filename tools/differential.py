@@ -143,8 +143,8 @@ def build(source: str, directory: Path) -> int:
         warnings.simplefilter("ignore")
         for name, make in _builders(source):
             try:
-                model, inputs = make()
-                onnxflops.count(model, inputs)
+                model, bindings = make()
+                onnxflops.count(model, **bindings)
             except Exception as error:  # noqa: BLE001 - a model that fails to build is reported
                 print(f"{source} {name}: {type(error).__name__}: {str(error)[:200]}")
             else:
@@ -153,25 +153,25 @@ def build(source: str, directory: Path) -> int:
 
 
 def _builders(source: str):
-    """(name, build) pairs of one source; build() gives (model, inputs) for onnxflops.count."""
-    if source == "seeds":
+    """(name, build) pairs of one source; build() gives (model, its bindings for count)."""
+    if source == "seeds":  # bound as the fuzz tests bind them
         for path in sorted((REPO / "tests" / "fuzz" / "seeds").glob("*.onnx")):
-            yield path.name, lambda path=path: (str(path), None)
+            yield path.name, lambda path=path: (str(path), {"batch": 2})
     elif source == "pairs":
         from onnxflops.converters import keras_to_onnx, torch_to_onnx
         from onnxflops.models import PAIRS
 
         for p in PAIRS:
-            yield f"{p.name} keras", lambda p=p: (keras_to_onnx(p.keras_model()), None)
+            yield f"{p.name} keras", lambda p=p: (keras_to_onnx(p.keras_model()), {})
             for exporter in ("dynamo", "legacy"):
                 yield f"{p.name} {exporter}", lambda p=p, e=exporter: (
-                    torch_to_onnx(p.torch_module(), p.torch_example(), exporter=e), None)
+                    torch_to_onnx(p.torch_module(), p.torch_example(), exporter=e), {})
     elif source.startswith("zoo-"):
         from onnxflops.models.zoo import ZOO
 
         for m in ZOO:
             if m.framework == source[len("zoo-"):]:
-                yield m.name, lambda m=m: (m.build(), m.inputs() or None)
+                yield m.name, lambda m=m: (m.build(), {"inputs": m.inputs() or None})
     else:
         from onnxflops.survey.measure import build as survey_build
         from onnxflops.survey.sources import tasks
@@ -179,7 +179,7 @@ def _builders(source: str):
         for spec in SURVEY_SAMPLE[source]:
             def make(spec=spec):
                 subject, _ = survey_build(tasks([spec])[0], memory_gb=4)
-                return subject.model, subject.kwargs or subject.args or None
+                return subject.model, {"inputs": subject.kwargs or subject.args or None}
             yield spec, make
 
 

@@ -18,7 +18,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from onnxflops.graph import TensorInfo, info_from_value_info, is_standard_domain
-from onnxflops.ops import ONNX_DOMAINS
+from onnxflops.ops import CONTRIB_SHAPE_KEEPING, ONNX_DOMAINS
 
 MS = "com.microsoft"
 SHAPES_KEY = "onnxflops.shapes"
@@ -363,11 +363,7 @@ def _gather_block_quantized(i, a):
 
 
 _RULES: dict[str, Callable[[list, dict], list[Output]]] = {
-    **{op: _same for op in (
-        "Gelu", "FastGelu", "BiasGelu", "QuickGelu", "BiasAdd", "BiasDropout", "BiasSoftmax",
-        "SimplifiedLayerNormalization", "LayerNormalization", "RotaryEmbedding",
-        "QLinearSigmoid", "QLinearLeakyRelu", "QLinearSoftmax", "ComplexMul", "ComplexMulConj",
-        "Inverse", "Trilu", "GroupNormalization", "MeanVarianceNormalization")},
+    **dict.fromkeys(sorted(CONTRIB_SHAPE_KEEPING), _same),
     "FusedConv": _fused_conv,
     "NhwcConv": _nhwc("Conv"),
     "NhwcFusedConv": _nhwc("Conv"),

@@ -21,6 +21,7 @@ import onnx.numpy_helper
 from onnxflops.analysis.values import SYMBOLIC, VALUES, Operands, Symbolic, Unknown, interpret
 from onnxflops.dims import INT64_MAX, SYMBOL_MARK, is_symbolic, to_dim, to_expr
 from onnxflops.graph import GraphView, is_standard_domain
+from onnxflops.ops import BROADCASTING, REDUCTIONS, SHAPE_KEEPING
 
 # Each round runs ONNX inference once; a transformer needs about two (one per level of shape
 # arithmetic that depends on an earlier computed shape).
@@ -557,15 +558,8 @@ _SHAPE_OF: dict[str, Callable] = {
     "GlobalLpPool": _global_pool_shape,
     # What ONNX inference carries too, taken here so that a chain of convolutions over symbolic
     # spatial dims resolves in one round rather than one round per layer.
-    **dict.fromkeys(["Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "Selu", "HardSigmoid",
-                     "HardSwish", "Gelu", "Softplus", "Clip", "Neg", "Abs", "Exp", "Log", "Sqrt",
-                     "Erf", "Reciprocal", "Identity", "Cast", "Dropout", "Softmax", "LogSoftmax",
-                     "BatchNormalization", "InstanceNormalization", "LayerNormalization", "LRN",
-                     "GroupNormalization"], _same_shape),
-    **dict.fromkeys(["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "PRelu",
-                     "Where"], _broadcast_shape),
+    **dict.fromkeys(sorted(SHAPE_KEEPING), _same_shape),
+    **dict.fromkeys(sorted(BROADCASTING), _broadcast_shape),
     # Opset 18 moved the axes to an input, which ONNX inference reads only from an initializer.
-    **dict.fromkeys(["ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
-                     "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
-                     "ReduceSumSquare"], _reduce_shape),
+    **dict.fromkeys(sorted(REDUCTIONS), _reduce_shape),
 }

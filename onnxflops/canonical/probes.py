@@ -31,7 +31,7 @@ from onnxflops.analysis import (
 from onnxflops.caches import memoized
 from onnxflops.canonical.editor import Editor
 from onnxflops.graph import GraphView, TensorInfo, is_standard_domain
-from onnxflops.ops import MEANS
+from onnxflops.ops import GELU_CORES, LATER_INPUTS_NOT_DATA, MEANS, SCALINGS, SQUARINGS
 
 
 _EVALUATED = followed_by(PROBE) - MEANS  # arithmetic a region of probed nodes may hold
@@ -185,7 +185,7 @@ _PROBE_BACKEND = Probe()
 def fuse_activations(g: Editor) -> bool:
     """0.5·x·(1 + erf(x/√2)) in any arrangement (and GELU's tanh form) → Gelu."""
     changed = False
-    for anchor in g.of_type({"Erf", "Tanh"}):
+    for anchor in g.of_type(GELU_CORES):
         if g.removed(anchor) or not _scaled(g, anchor.input[0]):
             continue  # GELU takes erf(x/√2) or tanh(√(2/π)·(...))
         for source in _sources_above(g, anchor.input[0]):
@@ -201,7 +201,7 @@ def fuse_activations(g: Editor) -> bool:
 def _scaled(g: Editor, name: str) -> bool:
     """Whether `name` is a product or quotient of something by a scalar constant."""
     node = g.producer.get(name)
-    return node is not None and node.op_type in ("Mul", "Div") and any(
+    return node is not None and node.op_type in SCALINGS and any(
         g.scalar(i) is not None for i in node.input)
 
 
@@ -250,7 +250,7 @@ def fuse_layer_norms(g: Editor) -> bool:
 def _mean_of_deviation(g: Editor, squared: str) -> onnx.NodeProto | None:
     """The mean reduction m when `squared` is (x − m)², written as a product or a power of 2."""
     square = g.producer.get(squared)
-    if square is None or square.op_type not in ("Mul", "Pow") or len(square.input) != 2:
+    if square is None or square.op_type not in SQUARINGS or len(square.input) != 2:
         return None
     if square.op_type == "Mul" and square.input[0] != square.input[1] \
             or square.op_type == "Pow" and g.scalar(square.input[1]) != 2.0:
@@ -279,7 +279,7 @@ def _match_layer_norm(g: Editor, region: _Region):
     normalized = x_info.dims[axis:]
     weights = sorted({i for n in region.nodes for i in n.input
                       if i and g.is_constant(i) and g.scalar(i) is None
-                      and not (n.op_type in ("ReduceMean", "CastLike") and i != n.input[0])})
+                      and not (n.op_type in LATER_INPUTS_NOT_DATA and i != n.input[0])})
     if not 1 <= len(weights) <= 2 or any(not _broadcasts_to(g.info(w), normalized) for w in weights):
         return None
     epsilons = sorted({g.scalar(i) for n in region.nodes for i in n.input if g.scalar(i) is not None

@@ -31,7 +31,7 @@ from onnxflops.canonical.structural import (
     scale_products_not_operands,
 )
 from onnxflops.graph import GraphView, bodies
-from onnxflops.ops import COMPARISONS, HOLDS_SUBGRAPHS, MEANS
+from onnxflops.ops import COMPARISONS, GELU_CORES, HOLDS_SUBGRAPHS, MEANS
 
 
 class Rule(NamedTuple):
@@ -44,7 +44,7 @@ RULES: tuple[Rule, ...] = (
     Rule(frozenset({"Loop"}), read_loop_invariants_from_outer_scope),
     Rule(frozenset(BIAS_SLOT), drop_broadcast_zero_bias),
     Rule(COMPARISONS, compare_integers_as_integers),
-    Rule(frozenset({"Erf", "Tanh"}), fuse_activations),
+    Rule(GELU_CORES, fuse_activations),
     Rule(MEANS, fuse_layer_norms),
     Rule(frozenset({"MatMul"}), scale_products_not_operands),
 )

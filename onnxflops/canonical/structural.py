@@ -18,7 +18,7 @@ from onnx import helper, numpy_helper
 
 from onnxflops.canonical.editor import Editor, rename_in_graph
 from onnxflops.graph import is_float
-from onnxflops.ops import BROADCASTS, COMPARISONS, VIEWS
+from onnxflops.ops import BROADCASTS, COMPARISONS, CONSTANT_SOURCES, SCALINGS, VIEWS
 
 # --- zero biases that are not parameters -------------------------------------------------------
 
@@ -41,7 +41,7 @@ def _is_broadcast_zero(g: Editor, name: str) -> bool:
     node = g.producer.get(name)
     while node is not None and node.op_type in BROADCASTS:
         node = g.producer.get(node.input[0])
-    if node is None or node.op_type not in ("Constant", "ConstantOfShape"):
+    if node is None or node.op_type not in CONSTANT_SOURCES:
         return False
     value = g.view.values.get(node.output[0])
     if node.op_type == "ConstantOfShape":
@@ -175,7 +175,7 @@ def _scalar_factor_feeding(g: Editor, name: str) -> tuple[float, onnx.NodeProto]
     node = g.producer.get(name)
     while node is not None and node.op_type in VIEWS and g.sole_consumer(node.input[0]) is node:
         node = g.producer.get(node.input[0])
-    if node is None or node.op_type not in ("Mul", "Div") or len(node.input) != 2 \
+    if node is None or node.op_type not in SCALINGS or len(node.input) != 2 \
             or g.sole_consumer(node.output[0]) is None:
         return None
     a, b = node.input

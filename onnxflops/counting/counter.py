@@ -360,20 +360,23 @@ class _Counter:
         names its inputs have there (those of the first such node: the body is shared)."""
         found = self.expansions.get((key, canonical))
         if found is None:
-            inputs, values = _expansion_inputs(node)
-            if (node.proto.domain, node.op_type) in self.local_functions:
-                body = local_function_model(node.proto, inputs, values, self.analyzed.model)
-                weights = _weight_inputs(node, body_input_names(node.proto))
-                analyzed = _staged(body, canonical, True, weights)
-            else:
-                try:
-                    body = expansion_model(node.proto, node.opset, inputs, values)
-                    weights = _weight_inputs(node, node.proto.input)
-                    analyzed = _staged(body, canonical, False, weights)
-                except (RuntimeError, ValueError, onnx.checker.ValidationError,
-                        onnx.shape_inference.InferenceError) as e:  # what onnx's inliner raises
-                    raise Uncostable(f"its function body cannot be expanded: {first_line(e)}") \
-                        from None
+            local = (node.proto.domain, node.op_type) in self.local_functions
+            try:
+                inputs, values = _expansion_inputs(node)
+                body = local_function_model(node.proto, inputs, values, self.analyzed.model) \
+                    if local else expansion_model(node.proto, node.opset, inputs, values)
+                weights = _weight_inputs(node, body_input_names(node.proto) if local
+                                         else node.proto.input)
+                analyzed = _staged(body, canonical, local, weights)
+                if canonical and any(row.op_type == node.op_type for row in analyzed.graph.rows()):
+                    # The op's own definition, which the canonical forms fuse back into the op.
+                    analyzed = _staged(body, False, local, weights)
+            except (RuntimeError, ValueError, onnx.checker.ValidationError,
+                    onnx.shape_inference.InferenceError) as e:  # what onnx's inliner raises
+                if local:
+                    raise
+                raise Uncostable(f"its function body cannot be expanded: {first_line(e)}") \
+                    from None
             found = self.expansions[(key, canonical)] = analyzed, tuple(node.proto.input)
         return found
 

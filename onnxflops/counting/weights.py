@@ -28,11 +28,22 @@ from onnxflops.costs import ALL_INPUTS, CONTRACTION, RECURRENT, Registry, Rule
 from onnxflops.graph import GraphView, NodeRow, TensorInfo, is_float, is_standard_domain
 from onnxflops.load import weight_roles
 from onnxflops.load.weight_roles import CONSTANT, PARAMETER
-from onnxflops.ops import (COMPARISONS, GATHERS, MOVES, SINUSOIDS, SOFTMAXES, TENSOR_PRODUCTS,
-                           VIEWS)
+from onnxflops.ops import (
+    ANGLE_PRODUCTS,
+    COMPARISONS,
+    CUTS,
+    GATHERS,
+    MOVES,
+    SCORE_STEPS,
+    SHIFTS,
+    SINUSOIDS,
+    SOFTMAXES,
+    TENSOR_PRODUCTS,
+    VIEWS,
+)
 
-# Elementwise steps between query·key scores and their Softmax (a scale, a bias, a mask).
-_SCORE_STEPS = MOVES | {"Mul", "Div", "Add", "Sub", "Where"}
+# Steps between query·key scores and their Softmax, moves among them.
+_SCORE_STEPS = MOVES | SCORE_STEPS
 _SEARCH_DEPTH = 12  # steps walked from a node; attention and rotary patterns are a few steps long
 _NOT_PARAM_DTYPES = {onnx.TensorProto.INT64, onnx.TensorProto.BOOL, onnx.TensorProto.STRING,
                      onnx.TensorProto.UNDEFINED}
@@ -318,7 +329,7 @@ class _GraphFacts:
     def makes_angles(self, proto: onnx.NodeProto, name: str) -> bool:
         """`proto` multiplies `name` with positions into angles that only Cos and Sin read
         (rotary's inverse frequencies times the positions)."""
-        if not self.has_sinusoids or proto.op_type not in ("Mul", "MatMul") or \
+        if not self.has_sinusoids or proto.op_type not in ANGLE_PRODUCTS or \
                 not is_standard_domain(proto.domain):
             return False
         others = [i for i in proto.input if i and i != name]
@@ -333,7 +344,7 @@ class _GraphFacts:
                 return source is not None and bool(source.dtype) and not is_float(source.dtype)
             return producer.op_type == "Range"
 
-        return self._computed_from(name, counts, MOVES | {"Add", "Sub"})
+        return self._computed_from(name, counts, MOVES | SHIFTS)
 
     def _computed_from(self, name: str, is_origin, steps: frozenset[str]) -> bool:
         """Whether `name` was computed by a node `is_origin` accepts, through `steps` only, each
@@ -383,7 +394,7 @@ class _GraphFacts:
         second = self._producer_past_moves(negated.input[0])
         first = self._producer_past_moves(joined.input[1])
         if second is None or first is None or second.op_type != first.op_type or \
-                second.op_type not in ("Slice", "Split") or second.input[0] != first.input[0]:
+                second.op_type not in CUTS or second.input[0] != first.input[0]:
             return None
         return second.input[0]
 
