@@ -62,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     # at each start. All are, to list them (--help, no command, an unknown one).
     for name in [argv[0]] if argv and argv[0] in COMMANDS else COMMANDS:
         importlib.import_module(f"onnxflops.commands.{name}").register(sub)
-    args = parser.parse_args(argv)
+    from onnxflops.commands.common import model_after_format
+
+    args = parser.parse_args(model_after_format(argv))
     warnings.showwarning = _show_warning
     # The report lists its uncosted nodes and the exit status says so: no second telling.
     warnings.simplefilter("ignore", UncostedWarning)

@@ -9,8 +9,8 @@ it is written:
 - `view(...)`: what a person reads, a list of blocks: lines of text and `Table`s (text, Markdown,
   HTML).
 
-`write(result, fmt, **options)` writes any result in any of FORMATS; a new format is one function
-here and one entry in `_WRITERS`.
+`write(result, fmt, **options)` writes any result in any of `names()`. A new format is one function
+here, decorated with `@output(name)`: every command then offers `--name [FILE]` (commands/common.py).
 """
 
 from __future__ import annotations
@@ -23,12 +23,46 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any, Callable
 
-FORMATS = ("table", "json", "csv", "markdown", "html")
+# The format a command prints when no format option is given.
+DEFAULT = "table"
 # Text tables are fitted to this many columns by eliding long names in the middle.
 WIDTH = 120
 _ELLIPSIS = "…"
 # A name is never elided below this many characters, however wide the other columns.
 _NARROWEST = 16
+
+
+@dataclass(frozen=True)
+class Writer:
+    """An output format: `write(result, **options)` gives its text; `reads` says which options
+    shape it ("view": the table's, "rows": the rows', "document": none, the whole to_dict());
+    `page`: a document of its own, written to a FILE named (never in place of the table);
+    `describes`: what it writes, for the options' help ({rows}: what a row is; {page}: what the
+    page holds)."""
+    write: Callable[..., str]
+    reads: str
+    page: bool
+    describes: str
+
+
+_WRITERS: dict[str, Writer] = {}
+
+
+def output(name: str, describes: str, reads: str = "view", page: bool = False):
+    """Make the decorated function (result, **options) → str the output format `name`."""
+    def register(write: Callable[..., str]) -> Callable[..., str]:
+        _WRITERS[name] = Writer(write, reads, page, describes)
+        return write
+    return register
+
+
+def names() -> tuple[str, ...]:
+    """Every output format, the default first."""
+    return tuple(_WRITERS)
+
+
+def writer(fmt: str) -> Writer:
+    return _WRITERS[fmt]
 
 
 @dataclass
@@ -143,6 +177,7 @@ def elide(name: str, width: int) -> str:
     return name[:width - 1 - tail] + _ELLIPSIS + name[len(name) - tail:]
 
 
+@output(DEFAULT, "aligned text")
 def to_text(result, **options) -> str:
     """The aligned-text view: what `print`ing a table shows, and the CLI's default."""
     return "\n".join(_text_lines(result.view(**options))) + "\n"
@@ -172,6 +207,7 @@ def markdown_table(header: list[str], rows: list[list[str]], left: int = 2) -> l
             *("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows)]
 
 
+@output("markdown", "Markdown")
 def to_markdown(result, **options) -> str:
     lines: list[str] = []
     for block in result.view(**options):
@@ -245,6 +281,7 @@ def html_fragment(result, **options) -> str:
     return f"<div class=\"onnxflops\"><style>{TABLE_CSS}</style>{''.join(parts)}</div>"
 
 
+@output("html", "an HTML page ({page})", page=True)
 def to_html(result, **options) -> str:
     """A self-contained page holding the view."""
     title = escape(str(getattr(result, "model", "onnxflops")))
@@ -255,6 +292,7 @@ def to_html(result, **options) -> str:
 
 # --- JSON, CSV, pandas -----------------------------------------------------------------------
 
+@output("json", "the JSON document", reads="document")
 def to_json(result, indent: int | None = 2) -> str:
     """The result's document. Results whose documents hold long lists of records (a node per
     line) set JSON_RECORDS_PER_LINE; the others are indented throughout."""
@@ -287,6 +325,7 @@ def json_records_per_line(doc: dict[str, Any], pad: str) -> str:
     return "{\n" + ",\n".join(f"{pad}{json.dumps(k)}: {block(v)}" for k, v in doc.items()) + "\n}"
 
 
+@output("csv", "CSV, one row per {rows}", reads="rows")
 def to_csv(result, **options) -> str:
     return csv_text(result.rows(**options))
 
@@ -311,15 +350,11 @@ def to_pandas(result, **options):
     return pandas.DataFrame(list(rows), columns=rows.columns)
 
 
-_WRITERS: dict[str, Callable[..., str]] = {
-    "table": to_text, "markdown": to_markdown, "html": to_html, "csv": to_csv,
-    "json": lambda result, **options: to_json(result),
-}
-
-
 def write(result, fmt: str, **options) -> str:
-    """`result` in format `fmt` (one of FORMATS); `options` (by=, top=) shape its table or rows."""
-    return _WRITERS[fmt](result, **options)
+    """`result` in format `fmt` (one of `names()`); `options` (by=, top=) shape its table or
+    rows (a document takes none)."""
+    found = _WRITERS[fmt]
+    return found.write(result, **({} if found.reads == "document" else options))
 
 
 class Rendered:

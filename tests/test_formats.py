@@ -339,3 +339,85 @@ class TestCommands:
         assert "| total | a | b | b − a |" not in markdown
         assert "| macs | 24 | 24 | 0 |" in markdown
         assert json.loads(run(capsys, "compare", path, path, "--json")[1])["same"] is True
+
+
+RENDERING_COMMANDS = ("count", "compare", "profile", "llm", "report", "ops")
+
+
+def _parser(command: str):
+    import argparse
+    import importlib
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    importlib.import_module(f"onnxflops.commands.{command}").register(sub)
+    return sub.choices[command]
+
+
+def _options(command: str) -> dict:
+    return _parser(command)._option_string_actions
+
+
+class TestFormatFlags:
+    """Every format option is one definition (commands/common.py) made from onnxflops.formats."""
+
+    @pytest.mark.parametrize("command", RENDERING_COMMANDS)
+    def test_each_format_is_an_option_of_every_command_that_renders(self, command):
+        options = _options(command)
+        for fmt in ("json", "csv", "markdown"):  # --FMT [FILE]: no FILE is standard output
+            action = options[f"--{fmt}"]
+            assert (action.nargs, action.const) == ("?", "-"), fmt
+        assert options["--html"].nargs is None  # --html FILE
+        # profile and report convert a framework model as count does (llm reads HF configs)
+        assert ("--exporter" in options) == (command not in ("llm", "ops"))
+
+    def test_a_format_added_to_formats_is_offered_by_every_command(self, monkeypatch, capsys,
+                                                                    onnx_file, tmp_path):
+        monkeypatch.setattr(formats, "_WRITERS", dict(formats._WRITERS))
+
+        @formats.output("tsv", "tab-separated values, one row per {rows}", reads="rows")
+        def to_tsv(result, **options):
+            rows = result.rows(**options)
+            return "\n".join("\t".join(str(r.get(c, "")) for c in rows.columns)
+                             for r in [dict(zip(rows.columns, rows.columns)), *rows]) + "\n"
+
+        for command in RENDERING_COMMANDS:
+            assert _options(command)["--tsv"].nargs == "?", command
+        path = onnx_file(mlp())
+        code, out, _ = run(capsys, "count", path, "--tsv", "--by", "op")
+        # One row per op: MatMul 24 MACs, 48 FLOPs, 12 params (as the CSV rows above).
+        assert code == 0 and out.splitlines()[1].split("\t")[:4] == ["MatMul", "1", "24", "48"]
+        target = tmp_path / "count.tsv"
+        code, out, _ = run(capsys, "count", path, "--tsv", str(target))
+        assert code == 0 and out.startswith("model.onnx  [x=2x3]")  # the table stays
+        assert target.read_text().splitlines()[1].split("\t")[:2] == ["fc", "MatMul"]
+
+    def test_a_format_to_a_file_keeps_the_table_and_dash_is_standard_output(self, capsys,
+                                                                            onnx_file, tmp_path):
+        path = onnx_file(mlp())
+        target = tmp_path / "count.json"
+        code, out, _ = run(capsys, "count", path, "--json", str(target))
+        assert code == 0 and out.startswith("model.onnx  [x=2x3]")
+        assert json.loads(target.read_text())["total"]["macs"] == 24
+        code, out, _ = run(capsys, "count", path, "--json", "-")
+        assert code == 0 and json.loads(out)["total"]["flops"] == 56
+        code, out, _ = run(capsys, "compare", path, path, "--markdown", str(tmp_path / "c.md"),
+                           "--csv")
+        assert code == 0 and out.splitlines()[1].startswith("(top level),(top level),same,24")
+        assert "| macs | 24 | 24 | 0 |" in (tmp_path / "c.md").read_text()
+
+    def test_the_cost_table_is_a_result_like_any_other(self, capsys):
+        code, out, _ = run(capsys, "ops", "--csv", "--domain", "ai.onnx.ml")
+        lines = out.splitlines()
+        assert code == 0 and lines[0] == "domain,op_type,category,formula"
+        assert all(line.startswith("ai.onnx.ml,") for line in lines[1:]) and len(lines) > 5
+
+    def test_the_old_spelling_with_the_flag_before_the_model_still_works(self, capsys,
+                                                                         onnx_file):
+        code, out, _ = run(capsys, "count", "--json", onnx_file(mlp()))
+        assert code == 0 and json.loads(out)["total"]["macs"] == 24
+
+    def test_two_formats_to_standard_output_are_one_line(self, capsys, onnx_file):
+        code, out, err = run(capsys, "count", onnx_file(mlp()), "--json", "--csv")
+        assert code == 2 and out == "" and err == (
+            "onnxflops: error: --json and --csv both print to standard output: give all but "
+            "one a FILE\n")

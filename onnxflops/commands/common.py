@@ -20,11 +20,13 @@ MODEL_SOURCES = ("an .onnx file; or a .keras/.h5/.pt2 file, a SavedModel directo
 def add_command(sub, name: str, summary: str, description: str, *,
                 model: str | None = MODEL_SOURCES, inputs: bool = False,
                 conversion: bool = False, convention: bool = False, rows: str | None = None,
-                page: str = "the tables as a self-contained page") -> argparse.ArgumentParser:
+                page: str = "the tables as a self-contained page", page_names: tuple[str, ...] = (),
+                page_default: str | None = None) -> argparse.ArgumentParser:
     """A subcommand's parser with the flags commands share, each meaning the same everywhere:
     `model` the positional MODEL's help (None: the command declares its own); `inputs`: --input
     and --batch; `conversion`: --exporter and --unsafe; `convention`: --convention; `rows`: the
-    output formats, --json, --csv (one row per `rows`), --markdown and --html FILE (`page`).
+    output formats, one option per format (add_format_options: a CSV row is one per `rows`, the
+    page holds `page`, also as `page_names`, by default into `page_default`).
     The shared flags are listed in groups of their own, after the command's own options."""
     p = sub.add_parser(name, help=summary, description=description)
     if model is not None:
@@ -36,7 +38,7 @@ def add_command(sub, name: str, summary: str, description: str, *,
     if convention:
         add_convention_option(p)
     if rows is not None:
-        add_format_options(p.add_argument_group("output"), rows, page)
+        add_format_options(p.add_argument_group("output"), rows, page, page_names, page_default)
     return p
 
 
@@ -80,41 +82,99 @@ def add_conversion_options(p) -> None:
                         "load (runs code stored in the file: only for files you trust)")
 
 
-def add_format_options(p, rows: str, page: str = "the tables as a self-contained page") -> None:
-    """The output options, alike in every command: --json, --csv (one row per `rows`) or
-    --markdown print that instead of the table; --html FILE also writes an HTML page."""
-    fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="print the JSON document")
-    fmt.add_argument("--csv", action="store_true", help=f"print one CSV row per {rows}")
-    fmt.add_argument("--markdown", action="store_true", help="print Markdown")
-    p.add_argument("--html", metavar="FILE",
-                   help=f"also write an HTML page ({page}) to FILE ('-' for standard output)")
+def add_format_options(p, rows: str, page: str = "the tables as a self-contained page",
+                       page_names: tuple[str, ...] = (), page_default: str | None = None) -> None:
+    """The output options, alike in every command, one per format of onnxflops.formats:
+    `--FORMAT [FILE]` writes that format to FILE, or with no FILE (or '-') prints it in place of
+    the table; a page format (`--html FILE`) takes a FILE ('-': standard output). `rows`: what
+    a CSV row is; `page`: what the page holds; `page_names`, `page_default`: other option names
+    for the page and the file it goes to unasked (the report command's --output)."""
+    for fmt in formats.names():
+        found = formats.writer(fmt)
+        if fmt == formats.DEFAULT:
+            continue
+        what = found.describes.format(rows=rows, page=page)
+        if found.page:
+            p.add_argument(f"--{fmt}", *page_names, dest=fmt, metavar="FILE", default=page_default,
+                           action=_Target,
+                           help=f"write {what} to FILE ('-' for standard output)"
+                                + (f" (default {page_default})" if page_default else ""))
+        else:
+            p.add_argument(f"--{fmt}", nargs="?", const="-", metavar="FILE", action=_Target,
+                           help=f"write {what} to FILE; with no FILE (or '-'), print it in place "
+                                "of the table")
 
 
-def output_format(args: argparse.Namespace) -> str:
-    """The format the output options chose: one of formats.FORMATS, a table by default."""
-    return next((fmt for fmt in ("json", "csv", "markdown") if getattr(args, fmt, False)),
-                "table")
+class _Target(argparse.Action):
+    """A format option's target, and the name it was given by (`--output` for `--html`)."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        setattr(namespace, self.dest, value)
+        named = dict(getattr(namespace, "output_options", None) or {})
+        # A short option is told by its long name (-o by --output).
+        named[self.dest] = option_string if option_string.startswith("--") else \
+            [o for o in self.option_strings if o.startswith("--")][-1]
+        namespace.output_options = named
+
+
+def chosen_outputs(args: argparse.Namespace) -> dict[str, str]:
+    """The formats the output options ask for, each with its target ('-': standard output)."""
+    return {fmt: getattr(args, fmt) for fmt in formats.names() if getattr(args, fmt, None)}
+
+
+def check_output_options(args: argparse.Namespace) -> None:
+    """Before any work: at most one format to standard output, and every FILE writable."""
+    chosen = chosen_outputs(args)
+    printed = [f"--{fmt}" for fmt, target in chosen.items() if target == "-"]
+    if len(printed) > 1:
+        raise OnnxFlopsError(f"{' and '.join(printed)} both print to standard output: give all "
+                             "but one a FILE")
+    named = getattr(args, "output_options", None) or {}
+    for fmt, target in chosen.items():
+        check_output_path(target, named.get(fmt) or f"--{fmt}")
+
+
+def render(result: Any, fmt: str, view: dict | None = None, rows: dict | None = None,
+           page: Callable[[Any], str] | None = None) -> str:
+    """`result` in `fmt` through onnxflops.formats: `view` shapes its table (text, Markdown,
+    HTML), `rows` its rows (CSV); `page(result)`, where given, is the command's own page."""
+    found = formats.writer(fmt)
+    if found.page and page is not None:
+        return page(result)
+    return formats.write(result, fmt, **((rows if found.reads == "rows" else view) or {}))
 
 
 def print_result(result: Any, args: argparse.Namespace, view: dict | None = None,
-                 rows: dict | None = None,
-                 page: Callable[[Any], str] | None = None) -> None:
-    """Print `result` in the format the options chose, through onnxflops.formats: `view` shapes
-    its table (text, Markdown, HTML), `rows` its CSV rows. With --html, also write `page(result)`
-    (default: the tables as a page), once the output is printed."""
-    fmt = output_format(args)
-    out = formats.write(result, fmt, **((rows if fmt == "csv" else view) or {}))
-    sys.stdout.write(out if out.endswith("\n") else out + "\n")
-    target = getattr(args, "html", None)
-    if target:
-        write_text(target, page(result) if page else formats.to_html(result, **(view or {})))
+                 rows: dict | None = None, page: Callable[[Any], str] | None = None,
+                 printed: str | None = formats.DEFAULT) -> None:
+    """Print `result` in the format the options send to standard output (`printed`, a table,
+    by default; None: nothing), then write each format the options send to a FILE."""
+    chosen = chosen_outputs(args)
+    printed = next((fmt for fmt, target in chosen.items() if target == "-"), printed)
+    if printed is not None:
+        out = render(result, printed, view, rows, page)
+        sys.stdout.write(out if out.endswith("\n") else out + "\n")
+    for fmt, target in chosen.items():
+        if target != "-":
+            write_text(target, render(result, fmt, view, rows, page))
 
 
-def check_page_path(args: argparse.Namespace) -> None:
-    """Before any work: --html FILE, where given, can be written."""
-    if getattr(args, "html", None):
-        check_output_path(args.html, "--html")
+def model_after_format(argv: list[str]) -> list[str]:
+    """`--json MODEL` (a format option before the model, from when it took no FILE) means
+    --json to standard output: a word after a format option that names a model is the model."""
+    streams = {f"--{fmt}" for fmt in formats.names() if not formats.writer(fmt).page}
+    return [f"{word}=-" if word in streams and i + 1 < len(argv)
+            and _names_a_model(argv[i + 1]) else word for i, word in enumerate(argv)]
+
+
+def _names_a_model(word: str) -> bool:
+    """An .onnx path, a source the source seam converts, or an LLM's config.json (or folder):
+    never a FILE a format is written to."""
+    from onnxflops.sources import ONNX, kind_of
+
+    path = Path(word)
+    return path.suffix.lower() == ".onnx" or path.name == "config.json" or \
+        (path / "config.json").is_file() or kind_of(word) is not ONNX
 
 
 def write_text(target: str, text: str) -> None:

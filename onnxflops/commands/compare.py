@@ -7,7 +7,7 @@ import argparse
 from onnxflops.commands.common import (
     MODEL_SOURCES,
     add_command,
-    check_page_path,
+    check_output_options,
     input_shapes,
     print_result,
     shapes_of,
@@ -42,7 +42,7 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from onnxflops.comparison import compare
 
-    check_page_path(args)
+    check_output_options(args)
     result = compare(
         args.a, args.b, input_shapes(args) or None, args.tolerance,
         inputs_a=_bindings(args.input_a, "--input-a"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from onnxflops.api import count
-from onnxflops.commands.common import add_command, check_page_path, input_shapes, print_result
+from onnxflops.commands.common import add_command, check_output_options, input_shapes, print_result
 from onnxflops.errors import OnnxFlopsError
 
 
@@ -29,7 +29,7 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.depth is not None and args.by not in (None, "layer"):
         raise OnnxFlopsError(f"--depth sums layers: it goes with --by layer, not --by {args.by}")
-    check_page_path(args)
+    check_output_options(args)
     report = count(args.model, inputs=input_shapes(args), batch=args.batch,
                    convention=args.convention, training=args.training, symbolic=args.symbolic,
                    exporter=args.exporter, unsafe=args.unsafe)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from onnxflops.commands.common import add_command, check_page_path, print_result
+from onnxflops.commands.common import add_command, check_output_options, print_result
 from onnxflops.serving.hardware import HARDWARE
 from onnxflops.serving.phases import DTYPE_BITS
 
@@ -37,7 +37,7 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from onnxflops.serving import llm
 
-    check_page_path(args)
+    check_output_options(args)
     report = llm(args.model, prompt=args.prompt, generate=args.generate, batch=args.batch,
                  hardware=args.hardware, dtype=args.dtype, kv_dtype=args.kv_dtype)
     print_result(report, args, page=_page)

@@ -3,24 +3,23 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
-from onnxflops.commands.common import add_command
+from onnxflops.commands.common import add_command, check_output_options, print_result
 from onnxflops.costs import CONVENTIONS, PER_OP_CONVENTIONS, REGISTRY
+from onnxflops.formats import Rows, Table, Text
 from onnxflops.graph import domain_key
-from onnxflops.results import text_table
+
+COLUMNS = ["domain", "op_type", "category", "formula"]
 
 
 def register(sub) -> None:
     p = add_command(sub, "ops", "list every costed op with its category and formula",
                     "List every op the cost table prices: its domain, category and the formula "
-                    "it applies. This is the reference of the counting conventions.", model=None)
+                    "it applies. This is the reference of the counting conventions.", model=None,
+                    rows="op", page="the table")
     p.add_argument("--domain", metavar="DOMAIN",
                    help="only this domain ('' or ai.onnx for the default one, com.microsoft, "
                         "ai.onnx.ml, ...)")
-    p.add_argument("--json", action="store_true",
-                   help="print a JSON list of {domain, op_type, category, formula}")
     p.add_argument("--backward", action="store_true",
                    help="the formulas of the backward pass (count --training) instead")
     p.add_argument("--convention", choices=sorted(PER_OP_CONVENTIONS),
@@ -43,15 +42,31 @@ def table(domain: str | None = None, backward: bool = False,
             if wanted is None or r.domain == wanted]
 
 
+class OpTable:
+    """The cost table's rows as a result, for every output format (the JSON document is the
+    list of {domain, op_type, category, formula})."""
+
+    def __init__(self, rows: list[dict]):
+        self.model = "onnxflops ops"
+        self.entries = rows
+
+    def to_dict(self) -> list[dict]:
+        return self.entries
+
+    def rows(self, **_options) -> Rows:
+        return Rows(COLUMNS, self.entries)
+
+    def view(self, **_options) -> list:
+        cells = [[_name(r), r["category"], r["formula"]] for r in self.entries]
+        widths = [max((len(row[i]) for row in cells), default=0) for i in range(3)]
+        return [Text(["Conventions: " + "; ".join(f"{k}: {v}" for k, v in CONVENTIONS.items()),
+                      ""]),
+                Table(None, cells, left=3, widths=widths), f"\n{len(self.entries)} ops"]
+
+
 def run(args: argparse.Namespace) -> int:
-    rows = table(args.domain, args.backward, args.convention)
-    if args.json:
-        sys.stdout.write(json.dumps(rows, indent=1, ensure_ascii=False) + "\n")
-        return 0
-    lines = ["Conventions: " + "; ".join(f"{k}: {v}" for k, v in CONVENTIONS.items()), ""]
-    lines += text_table(None, [[_name(r), r["category"], r["formula"]] for r in rows], left=3)
-    lines.append(f"\n{len(rows)} ops")
-    sys.stdout.write("\n".join(lines) + "\n")
+    check_output_options(args)
+    print_result(OpTable(table(args.domain, args.backward, args.convention)), args)
     return 0
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from onnxflops.commands.common import add_command, check_page_path, input_shapes, print_result
+from onnxflops.commands.common import add_command, check_output_options, input_shapes, print_result
 from onnxflops.profiling import OPT_LEVELS, PROVIDERS
 
 
@@ -14,7 +14,7 @@ def register(sub) -> None:
         "Run a model under onnxruntime: end-to-end latency over timed runs with the profiler off, "
         "then per-node times from a profiled session joined to the counted FLOPs (through "
         "onnxruntime's fusions), against the machine's measured peak FLOP/s and memory "
-        "bandwidth.", inputs=True, convention=True, rows="executed node",
+        "bandwidth.", inputs=True, conversion=True, convention=True, rows="executed node",
         page="the report command's page, with its plots")
     add_measure_options(p)
     p.add_argument("--top", type=int, default=20, metavar="N",
@@ -65,14 +65,14 @@ def measure_kwargs(args: argparse.Namespace) -> dict:
                 profile_runs=args.profile_runs, opt_level=args.opt_level,
                 convention=args.convention, ceilings=args.ceilings, quick=args.quick,
                 device_id=args.device_id, max_seconds=args.max_seconds,
-                max_memory_gb=args.max_memory_gb)
+                max_memory_gb=args.max_memory_gb, exporter=args.exporter, unsafe=args.unsafe)
 
 
 def run(args: argparse.Namespace) -> int:
     from onnxflops.profiling import STAGES, profile
     from onnxflops.progress import stages
 
-    check_page_path(args)
+    check_output_options(args)
     with stages(1, STAGES) as bar:
         bar.start(str(args.model))
         result = profile(args.model, progress=bar.update, **measure_kwargs(args))

@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from onnxflops.commands.common import MODEL_SOURCES, add_command, check_output_path, write_text
+from onnxflops.commands.common import (
+    MODEL_SOURCES,
+    add_command,
+    check_output_options,
+    print_result,
+)
 from onnxflops.commands.profile import add_measure_options, measure_kwargs
 from onnxflops.errors import OnnxFlopsError
 
@@ -16,17 +21,14 @@ def register(sub) -> None:
         "Count and measure each model under onnxruntime, then write one self-contained HTML "
         "file: a summary per model, latency share against FLOPs share per op type, per-node "
         "FLOPs against latency, the roofline under the measured ceilings and, for several "
-        "models, latency against GFLOPs.", model=None, inputs=True, convention=True)
+        "models, latency against GFLOPs.", model=None, inputs=True, conversion=True,
+        convention=True, rows="executed node of each model",
+        page="the summary, each model's tables and plots", page_names=("--output", "-o"),
+        page_default="onnxflops-report.html")
     p.add_argument("models", nargs="+", metavar="MODEL",
                    help=f"{MODEL_SOURCES} (inputs that a model lacks are ignored for it)")
     add_measure_options(p)
-    p.add_argument("--output", "-o", default="onnxflops-report.html", metavar="FILE",
-                   help="the HTML file to write (default onnxflops-report.html)")
     p.add_argument("--title", default="onnxflops report")
-    for fmt in ("markdown", "json", "csv"):
-        p.add_argument(f"--{fmt}", metavar="FILE",
-                       help=f"also write the report as {fmt.upper() if fmt != 'markdown' else 'Markdown'}"
-                            " ('-' for standard output)")
     p.set_defaults(func=run)
 
 
@@ -35,10 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from onnxflops.profiling import STAGES, profile
     from onnxflops.progress import stages
 
-    check_output_path(args.output, "--output")
-    for fmt in ("markdown", "json", "csv"):
-        if getattr(args, fmt):
-            check_output_path(getattr(args, fmt), f"--{fmt}")
+    check_output_options(args)
     kwargs = measure_kwargs(args)
     profiles = []
     failed = None
@@ -54,13 +53,11 @@ def run(args: argparse.Namespace) -> int:
             bar.finish_one()
     if failed is not None and not profiles:
         raise failed
-    write_text(args.output, page.to_html(profiles, args.title))
-    for fmt, render in (("markdown", page.to_markdown), ("json", page.to_json),
-                        ("csv", page.to_csv)):
-        target = getattr(args, fmt)
-        if target:
-            write_text(target, render(profiles))
-    print(f"wrote {args.output}", file=sys.stderr)
+    # Nothing printed unasked: the page goes to its FILE (--html/--output), the rest where asked.
+    print_result(page.Profiles(profiles, args.title), args, printed=None,
+                 page=lambda result: page.to_html(result.profiles, result.model))
+    if args.html != "-":
+        print(f"wrote {args.html}", file=sys.stderr)
     if failed is not None:
         # What was measured is kept; the model at fault is named, and the exit status says so.
         model = args.models[len(profiles)]

@@ -52,24 +52,39 @@ def to_html(profiles: Sequence[Profile], title: str = "onnxflops report") -> str
     return "\n".join(parts)
 
 
+class Profiles:
+    """Several models' profiles as one result, for every output format (onnxflops.formats); the
+    HTML page with its plots is `to_html`."""
+
+    def __init__(self, profiles: Sequence[Profile], title: str = "onnxflops report"):
+        self.profiles = list(profiles)
+        self.model = title
+
+    def to_dict(self) -> dict:
+        return {"models": [{"model": p.model, **p.to_dict()} for p in self.profiles]}
+
+    def rows(self, **_options) -> Rows:
+        """Every model's executed nodes, one table (each row names its model)."""
+        rows = [p.rows() for p in self.profiles]
+        return Rows(rows[0].columns if rows else [], [r for each in rows for r in each])
+
+    def view(self, **_options) -> list:
+        blocks: list = ["# onnxflops report", "", formats.Table(*_summary_rows(self.profiles))]
+        for p in self.profiles:
+            blocks += ["", f"## {p.model}", "", p.to_markdown(TOP_NODES)]
+        return blocks
+
+
 def to_markdown(profiles: Sequence[Profile]) -> str:
-    header, rows = _summary_rows(profiles)
-    lines = ["# onnxflops report", "", *formats.markdown_table(header, rows)]
-    for p in profiles:
-        lines += ["", f"## {p.model}", "", p.to_markdown(TOP_NODES)]
-    return "\n".join(lines) + "\n"
+    return formats.write(Profiles(profiles), "markdown")
 
 
 def to_json(profiles: Sequence[Profile]) -> str:
-    return formats.json_text({"models": [{"model": p.model, **p.to_dict()} for p in profiles]})
+    return formats.write(Profiles(profiles), "json")
 
 
 def to_csv(profiles: Sequence[Profile]) -> str:
-    """Every model's executed nodes, one table (each row names its model)."""
-    if not profiles:
-        return ""
-    rows = [p.rows() for p in profiles]
-    return formats.csv_text(Rows(rows[0].columns, [r for each in rows for r in each]))
+    return formats.write(Profiles(profiles), "csv") if profiles else ""
 
 
 def _summary_rows(profiles: Sequence[Profile]) -> tuple[list[str], list[list[str]]]:

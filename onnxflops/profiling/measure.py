@@ -272,7 +272,8 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
             convention: str = "default", ceilings: bool = True, quick: bool = False,
             device_id: int = 0, progress: Progress | None = None,
             max_seconds: float | None = budget.DEFAULT_MAX_SECONDS,
-            max_memory_gb: float | None = None) -> Profile:
+            max_memory_gb: float | None = None, exporter: str = "dynamo",
+            unsafe: bool = False) -> Profile:
     """Measure `model` under onnxruntime and join the measured times to the counted FLOPs.
 
     `inputs` maps input names to shapes or to arrays (fed as they are; other inputs get random
@@ -283,6 +284,7 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
     Before anything runs, what the profile will take is estimated from the count and refused in
     one line over `max_seconds` (None: no bound) or over the memory the process may use
     (`max_memory_gb` replaces the available RAM as that budget; see profiling.budget).
+    A framework model is converted first (`exporter`, `unsafe`: as onnxflops.count takes them).
     """
     config = SessionConfig(provider, threads, opt_level, device_id)
     check_run_counts(runs=runs, warmup=warmup, profile_runs=profile_runs)
@@ -292,7 +294,7 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
     shapes = {k: tuple(a.shape) for k, a in arrays.items()}
     shapes.update({k: tuple(v) for k, v in (inputs or {}).items() if k not in arrays})
     step("counting", 0.0)
-    source = _source(model, shapes, batch)
+    source = _source(model, shapes, batch, exporter, unsafe)
     counted = _count(source, shapes, batch, convention)
     _check_loops(counted.report)
     warmup = min(warmup, 2) if quick else warmup
@@ -395,8 +397,9 @@ class _Counted:
     graph_outputs: set[str]
 
 
-def _source(model, shapes: dict, batch: int | None) -> Prepared:
-    prepared = to_onnx(model, shapes or None, batch=batch, keep_weights=True)
+def _source(model, shapes: dict, batch: int | None, exporter: str, unsafe: bool) -> Prepared:
+    prepared = to_onnx(model, shapes or None, batch=batch, exporter=exporter, unsafe=unsafe,
+                       keep_weights=True)
     if isinstance(prepared.counted, str):
         load_model(prepared.counted)  # one clear line for a missing or unreadable file
     return prepared
