@@ -203,6 +203,16 @@ def count_all(directory: Path, out: Path) -> int:
     return 0
 
 
+def _count(onnxflops, path: Path, bindings: dict, kwargs: dict):
+    try:
+        report = onnxflops.count(str(path), inputs=bindings["inputs"], batch=bindings["batch"],
+                                 symbolic=bindings["symbolic"], **kwargs)
+    except Exception as error:  # a changed failure is a difference like any other
+        lines = str(error).strip().splitlines()
+        return {"error": f"{type(error).__name__}: {lines[0] if lines else ''}"}
+    return json.loads(report.to_json())
+
+
 def _declares_symbolic_dims(path: Path) -> bool:
     """Whether an input of the model has a named or unknown dim: --symbolic applies to it."""
     import onnx
