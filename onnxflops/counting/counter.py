@@ -426,7 +426,7 @@ def _staged(body: onnx.ModelProto, canonical: bool, validate: bool,
     fuse costs inside a function what it costs in the graph."""
     if not canonical:
         return analyzed_function_body(body) if validate else analyze(body, validate=False)
-    return canonicalize(analyze(body, owned=True, validate=validate), weights)
+    return canonicalize(analyze(body, validate=validate), weights)  # on a copy: `body` stays
 
 
 def _local_function_rule(domain: str, name: str) -> Rule:
