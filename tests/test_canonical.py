@@ -15,7 +15,7 @@ import sympy
 from onnx import TensorProto, helper
 
 import onnxflops
-from helpers import model, node, weight
+from helpers import model, node, typed_model, weight
 
 SQRT_HALF = 1 / math.sqrt(2)
 
@@ -264,3 +264,14 @@ def test_a_gelu_inside_a_function_costs_the_ops_fused_form(monkeypatch):
     inside = onnxflops.count(_called(written, monkeypatch))
     assert onnxflops.count(written).total.flops == 5 * 16
     assert _totals(inside) == (0, 5 * 16, 0, 64, 64)
+
+
+def test_an_op_its_own_canonical_body_fuses_back_is_costed_by_its_body_once():
+    # Gelu's body is the erf form that the canonical rules fuse into Gelu: costed as written,
+    # one level down, and where its shape is unknown (a Reshape to a shape fed at run time) the
+    # reason names that body's node, not Gelu inside Gelu inside Gelu.
+    m = typed_model([node("Reshape", ["x", "s"], ["r"]), node("Gelu", ["r"], ["y"])],
+                    {"x": (TensorProto.FLOAT, [2, 3]), "s": (TensorProto.INT64, [2])}, opset=20)
+    [uncosted] = onnxflops.count(m).uncosted
+    assert uncosted.reason == ("in the function body of Gelu, node '' (Div): shape of "
+                               "'XSqrt__1' is unknown (?x?)")
