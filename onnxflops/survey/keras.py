@@ -23,6 +23,7 @@ from onnxflops.survey.sources import TOKENS, Subject, Task
 TRAINED_SIZE = 224  # the ImageNet size of the keras.applications builders whose input is open
 IMAGE = 64  # a keras-hub image backbone's input side
 STAGES = 2  # entries of a per-stage list the rule makes (`stackwise_*`, `layerwise_*`)
+DEEP = 4  # stages where two are too few: a head that reads pyramid levels P2 to P5
 
 # The one rule for keras-hub configs: each hyperparameter a backbone's constructor names, small.
 SMALL = {
@@ -64,8 +65,17 @@ def hub_names(_argument: str = "") -> list[str]:
     import keras_hub
 
     return sorted(name for name in dir(keras_hub.models)
-                  if name.endswith("Backbone") and name != "Backbone"
-                  and inspect.isclass(getattr(keras_hub.models, name)))
+                  if name.endswith("Backbone") and inspect.isclass(getattr(keras_hub.models, name))
+                  and _names_a_network(getattr(keras_hub.models, name)))
+
+
+def _names_a_network(cls) -> bool:
+    """Whether the constructor takes an argument of its own beyond `dtype`: one that takes
+    none (`Backbone`, `FeaturePyramidBackbone`: `*args` passed on to `keras.Model`) is a base
+    its subclasses build, with no network to count."""
+    parameters = inspect.signature(cls.__init__).parameters.values()
+    return any(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+               and p.name not in ("self", "dtype") for p in parameters)
 
 
 # builds ---------------------------------------------------------------------------------------
@@ -85,8 +95,7 @@ def hub_build(task: Task) -> Subject:
     import keras_hub
 
     cls = getattr(keras_hub.models, task.name)
-    config = small_config(cls)
-    model = cls(**config)
+    model, config = build_small(cls)
     subject = Subject(model, kwargs=bound_inputs(model, IMAGE))
     if twin:
         subject.twin = (f"transformers:{twin}", lambda: apart(twin_macs, twin, config))
@@ -117,20 +126,95 @@ def bound_inputs(model, side: int) -> dict[str, tuple]:
     return shapes
 
 
-def small_config(cls) -> dict:
+def build_small(cls, depth: int = 0, stages: int | None = None):
+    """`cls` built from `small_config`, and that config. Where the constructor fails, again
+    with the arguments it defaults to None (or to an open shape) given too (a None that stands
+    for "required": MiT's `hidden_dims`, ViTDet's `image_shape`), then with DEEP stages (a head
+    that reads four pyramid levels). A sub-model is built with its composite's `stages`. The
+    error is the first try's and the last's."""
+    tries = [(STAGES, False), (STAGES, True), (DEEP, True)]
+    errors = []
+    for deep, fill_open in [(depth_, fill) for depth_, fill in tries if stages in (None, depth_)]:
+        try:
+            config = small_config(cls, depth, fill_open, deep)
+            return cls(**config), config
+        except Exception as error:  # noqa: BLE001 - whatever the library raises is the reason
+            errors.append(f"{type(error).__name__}: {error}".split("\n")[0][:300])
+    raise ValueError(" / ".join(dict.fromkeys([errors[0], errors[-1]])))
+
+
+def small_config(cls, depth: int = 0, fill_open: bool = False, stages: int = STAGES) -> dict:
     """The constructor's arguments small: those `SMALL` names (without a default or with a
-    numeric one: a size, a count), and every other one without a default as its name says
-    (`required_value`). The backbone is otherwise as its library builds it."""
+    numeric one: a size, a count), a sub-model argument (an encoder, a backbone) as the class
+    its docstring names, built by this same rule (`sub_model`), and every other one without a
+    default (with `fill_open`, or defaulting to None or an open shape) as its name and its
+    docstring entry say (`required_value`), `stages` entries where it is per stage. The
+    backbone is otherwise as its library builds it."""
     parameters = inspect.signature(cls.__init__).parameters
+    # The stacks of one backbone share a shape: an undocumented `stackwise_*` nests as deep as
+    # the documented ones.
+    stack_nesting = max((documented_nesting(documented(cls, name)) or 0
+                         for name in parameters if name.startswith("stackwise_")), default=0)
     config = {}
     for name, parameter in parameters.items():
-        required = parameter.default is inspect.Parameter.empty and parameter.kind in (
-            parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY) and name != "self"
-        if name in SMALL and (required or isinstance(parameter.default, int)):
-            config[name] = SMALL[name]
-        elif required and (value := required_value(name)) is not None:
+        if parameter.kind not in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY) or (
+                name == "self"):
+            continue
+        default, doc = parameter.default, documented(cls, name)
+        if name.startswith("stackwise_") and documented_nesting(doc) is None:
+            doc = ("list of " * stack_nesting) + doc
+        required = default is inspect.Parameter.empty or fill_open and (
+            default is None or isinstance(default, tuple) and None in default)
+        if name in SMALL and (required or isinstance(default, int)):
+            config[name] = [SMALL[name]] * stages if documented_nesting(doc) == 1 else SMALL[name]
+        elif required and depth < 2 and (part := sub_model(cls, name)) is not None:
+            config[name] = build_small(part, depth + 1, stages)[0]
+        elif required and (value := required_value(name, doc, stages)) is not None:
             config[name] = value
     return config
+
+
+def documented(cls, name: str) -> str:
+    """The entry of argument `name` in the Args of `cls`'s docstring (or a base's), one line;
+    '' where none documents it."""
+    for klass in cls.__mro__:
+        entry = re.search(rf"^(\s*){re.escape(name)}( \([^)]*\))?:(.*(?:\n(?!\1\S).*)*)",
+                          inspect.getdoc(klass) or "", re.M)
+        if entry:
+            return " ".join(entry.group(3).split())
+    return ""
+
+
+_NAMED_CLASS = re.compile(r"keras_hub\.(?:models|layers)\.(\w+)")
+
+
+def sub_model(cls, name: str):
+    """The keras-hub class a sub-model argument is built as: the one its docstring entry names
+    (`keras_hub.models.ResNetBackbone`), else the one the docstring's example assigns to it
+    (`image_encoder = keras_hub.models.ViTDetBackbone(`), else the class named by the
+    backbone's family and the argument (CLIP's `vision_encoder`: `CLIPVisionEncoder`); None for
+    an argument that is no sub-model."""
+    import keras_hub
+
+    def found(class_name):
+        for module in (keras_hub.models, keras_hub.layers):
+            candidate = getattr(module, class_name, None)
+            if inspect.isclass(candidate) and candidate is not cls and hasattr(
+                    candidate, "get_config") and class_name not in ("Backbone", "Model"):
+                return candidate
+        return None
+
+    if not re.match(r".*(encoder|decoder|backbone|model|qformer|vae|clip_\w|^t5)$", name):
+        return None
+    for class_name in _NAMED_CLASS.findall(documented(cls, name)):
+        if (named := found(class_name)) is not None:
+            return named
+    example = re.search(rf"\b{re.escape(name)} = {_NAMED_CLASS.pattern}\(",
+                        inspect.getdoc(cls) or "")
+    if example and (named := found(example.group(1))) is not None:
+        return named
+    family = cls.__name__.removesuffix("Backbone")
+    return found(family + "".join(word.capitalize() for word in name.split("_")))
 
 
 # What an argument without a default holds, read from its name (its last words, lowercased): the
@@ -145,14 +229,17 @@ _ITEM_VALUES = (
     (re.compile(r".*(intermediate_(dim|size)|ffn_dim|mlp_dim)$"), SMALL["intermediate_dim"]),
     (re.compile(r".*(num_layers|layers_(enc|dec)|_layers|depths?|blocks|repeats|num_inputs)$"),
      2),
-    (re.compile(r".*(kernel_sizes?)$"), 3),
+    (re.compile(r".*(kernel_sizes?|patch_sizes)$"), 3),  # per-stage patches overlap: kernels
     (re.compile(r".*strides?$"), 2),
     (re.compile(r".*(se_ratio|squeeze_and_excite_ratios|se_ratios)$"), 0.25),
-    (re.compile(r".*(ratios?|expansion|factors?|multiplier)$"), 1),
+    (re.compile(r".*(ratios?|expansion|factors?|multiplier|coefficients|rates)$"), 1),
     (re.compile(r".*(dim|dims|size|sizes|filter|filters|channels|_input)$"), SMALL["hidden_dim"]),
     (re.compile(r".*rank$"), SMALL["head_dim"]),
     (re.compile(r".*layer_types$"), "full_attention"),  # transformers' name for global attention
-    (re.compile(r".*(dropout|drop_path_rate)$"), 0.0),
+    (re.compile(r".*(dropout|dropout_rate|drop_path_rate)$"), 0.0),
+    (re.compile(r".*initializer_range$"), 0.02),
+    (re.compile(r".*tokens$"), 4),  # a count of learned tokens (queries)
+    (re.compile(r".*frequency$"), 1),  # every layer
     (re.compile(r".*epsilon$"), 1e-6),
     (re.compile(r".*theta$"), 10000.0),
     (re.compile(r".*(max_position_embeddings|position_size|max_label_length)$"),
@@ -169,19 +256,73 @@ _PER_STAGE = re.compile(r"^(stackwise|layerwise)_|.*(sizes|dims|depths|strides|r
                         r"indices|filters|channels|list|types|pooling)$")
 
 
-def required_value(name: str):
-    """What a required argument named `name` holds in a small backbone: one item by its name,
-    or STAGES of them where the name is per stage (`stackwise_*`, a plural of a size); None
-    where the name says nothing (a sub-model, a block type)."""
+def required_value(name: str, doc: str = "", stages: int = STAGES):
+    """What a required argument named `name` holds in a small backbone: one item by its name
+    (or, for a choice, the first its docstring entry `doc` offers; for a number, the one `doc`
+    gives as an example), nested as `doc`'s type says ('list of list of ints': one list per
+    stage of one item each) or, where `doc` says nothing, `stages` items where the name is per
+    stage (`stackwise_*`, a plural of a size); None where neither says (a sub-model)."""
     key = name.lower()
+    if fields := documented_tuple(doc):
+        return [tuple(required_value(field, "int", stages) for field in fields)] * stages
     item = next((value for pattern, value in _ITEM_VALUES if pattern.match(key)), None)
     if item is None:
+        item = documented_choice(doc)
+    if item is None:
         return None
-    if _PER_STAGE.match(key) and not key.startswith("num_"):
-        if item == 2 and re.match(r".*strides?$", key):  # the first stage keeps its size
-            return [1] + [2] * (STAGES - 1)
-        return [1 if item == 2 and not re.match(r".*(kernel|size|dim).*", key) else item] * STAGES
-    return item
+    if isinstance(item, tuple):  # a shape is one item
+        return item
+    nesting = documented_nesting(doc)
+    per_stage = nesting > 0 if nesting is not None else (
+        bool(_PER_STAGE.match(key)) and not key.startswith("num_"))
+    if not per_stage:
+        return item
+    if item == 2 and re.match(r".*strides?$", key):  # the first stage keeps its size
+        values = [1] + [2] * (stages - 1)
+    elif stages > STAGES and item == SMALL["hidden_dim"]:  # a pyramid: each stage twice as wide
+        values = [item * 2**stage for stage in range(stages)]
+    else:
+        values = [1 if item == 2 and not re.match(r".*(kernel|size|dim).*", key) else item] * stages
+    return [[value] for value in values] if nesting == 2 else values
+
+
+def documented_nesting(doc: str) -> int | None:
+    """How deep the list an argument holds is, read from its docstring type ('list of list of
+    ints': 2, 'tuple of ints' or 'list[int]': 1, 'int' or 'int or list of ints': 0); None
+    where no type is given."""
+    words = doc.lower().removeprefix("a ").removeprefix("optional ")
+    if re.match(r"(list|tuple) of (list|tuple)s? of|list\[list", words):
+        return 2
+    if re.match(r"(list|tuple)( of|\[|\b)", words):
+        return 1
+    if re.match(r"(int|str|float|bool|string)\b", words):
+        return 0
+    return None
+
+
+def documented_tuple(doc: str) -> list[str]:
+    """The fields of each tuple a 'list of tuples' argument holds, as its docstring entry names
+    them ('(stage_in_channels, stage_mid_channels, ...)'); [] where it names none."""
+    fields = re.match(r"list of tuples\b[^(]*\(((?:\w+, )+\w+)\)", doc.lower())
+    return fields.group(1).split(", ") if fields else []
+
+
+def documented_choice(doc: str):
+    """The first value a string argument's docstring entry offers ('One of `"dark_block"`,
+    ...', 'either 'v1', ...'), or the number an int's entry gives as an example ('(e.g., 3)');
+    None where it offers none."""
+    words = doc.lower()
+    if re.match(r"(a |optional )?int\b", words) and (example := re.search(
+            r"e\.g\.,? (\d+)", words)):
+        return int(example.group(1))
+    if not re.match(r"(a |optional )?(str|string|list of (list of )?strings)\b", words) or not (
+            re.search(r"\b(one of|either|options?|such as)\b", words)):
+        return None
+    for quote in ('"', "'", "`"):  # a quoted value before a named identifier
+        quoted = [v for v in re.findall(rf"{quote}([\w.-]+){quote}", doc) if v != "None"]
+        if quoted:
+            return quoted[0]
+    return None
 
 
 # the transformers twin ------------------------------------------------------------------------
