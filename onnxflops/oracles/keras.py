@@ -17,8 +17,8 @@ from its config and those shapes:
   (input + units), gates 1, 3 and 4.
 
 A layer without a rule is walked into; products that custom layers take with `keras.ops`
-(einsum, matmul, dot_product_attention: a keras-hub model's attention scores) are counted from
-their operands' shapes. Params and buffers are Keras's own: the elements of `trainable_weights`
+(einsum, matmul, dot_product_attention: a keras-hub model's attention scores) or with `@` on the
+traced tensors are counted from their operands' shapes. Params and buffers are Keras's own: the elements of `trainable_weights`
 and of `non_trainable_weights`; unused params are the trainable weights the traced forward pass
 never reads (a backbone's untied output embedding). No weight value is read: a model built in
 `keras.StatelessScope(initialize_variables=False)`, holding none, is walked too.
@@ -331,11 +331,16 @@ class _Walk:
                 walk.add(path, macs)
             return output
 
+        import tensorflow as tf
+
         walk.quiet_products = 0
         products = [(backend.numpy, "einsum", lambda eq, *ops, **_: einsum_macs(
                          eq, *[_shape(o) for o in ops])),
                     (backend.numpy, "matmul", lambda a, b, **_: matmul_macs(_shape(a), _shape(b))),
-                    (backend.nn, "dot_product_attention", _fused_attention_macs)]
+                    (backend.nn, "dot_product_attention", _fused_attention_macs),
+                    # `a @ b` on the traced tensors: a product no keras.ops call sees
+                    (tf.Tensor, "__matmul__", lambda a, b: matmul_macs(_shape(a), _shape(b))),
+                    (tf.Tensor, "__rmatmul__", lambda a, b: matmul_macs(_shape(b), _shape(a)))]
         saved = [(module, name, getattr(module, name)) for module, name, _ in products]
 
         def counting(function, macs_of, name):

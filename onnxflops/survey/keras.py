@@ -128,11 +128,12 @@ def bound_inputs(model, side: int) -> dict[str, tuple]:
 
 def build_small(cls, depth: int = 0, stages: int | None = None):
     """`cls` built from `small_config`, and that config. Where the constructor fails, again
-    with the arguments it defaults to None (or to an open shape) given too (a None that stands
-    for "required": MiT's `hidden_dims`, ViTDet's `image_shape`), then with DEEP stages (a head
+    with the arguments it defaults to None given too (a None that stands for "required": MiT's
+    `hidden_dims`), then with open input shapes bound (ViTDet's `image_shape`: a composite's
+    sub-model is tried first with its input left open), then with DEEP stages (a head
     that reads four pyramid levels). A sub-model is built with its composite's `stages`. The
     error is the first try's and the last's."""
-    tries = [(STAGES, False), (STAGES, True), (DEEP, True)]
+    tries = [(STAGES, 0), (STAGES, 1), (STAGES, 2), (DEEP, 1), (DEEP, 2)]
     errors = []
     for deep, fill_open in [(depth_, fill) for depth_, fill in tries if stages in (None, depth_)]:
         try:
@@ -143,12 +144,12 @@ def build_small(cls, depth: int = 0, stages: int | None = None):
     raise ValueError(" / ".join(dict.fromkeys([errors[0], errors[-1]])))
 
 
-def small_config(cls, depth: int = 0, fill_open: bool = False, stages: int = STAGES) -> dict:
+def small_config(cls, depth: int = 0, fill_open: int = 0, stages: int = STAGES) -> dict:
     """The constructor's arguments small: those `SMALL` names (without a default or with a
     numeric one: a size, a count), a sub-model argument (an encoder, a backbone) as the class
     its docstring names, built by this same rule (`sub_model`), and every other one without a
-    default (with `fill_open`, or defaulting to None or an open shape) as its name and its
-    docstring entry say (`required_value`), `stages` entries where it is per stage. The
+    default (with `fill_open` 1, or defaulting to None; 2, or to an open shape) as its name and
+    its docstring entry say (`required_value`), `stages` entries where it is per stage. The
     backbone is otherwise as its library builds it."""
     parameters = inspect.signature(cls.__init__).parameters
     # The stacks of one backbone share a shape: an undocumented `stackwise_*` nests as deep as
@@ -163,8 +164,10 @@ def small_config(cls, depth: int = 0, fill_open: bool = False, stages: int = STA
         default, doc = parameter.default, documented(cls, name)
         if name.startswith("stackwise_") and documented_nesting(doc) is None:
             doc = ("list of " * stack_nesting) + doc
-        required = default is inspect.Parameter.empty or fill_open and (
-            default is None or isinstance(default, tuple) and None in default)
+        # What the docstring calls optional is left out.
+        required = default is inspect.Parameter.empty or not re.search(
+            r"\boptional\b", doc.lower()) and (fill_open and default is None or fill_open == 2
+                                              and isinstance(default, tuple) and None in default)
         if name in SMALL and (required or isinstance(default, int)):
             config[name] = [SMALL[name]] * stages if documented_nesting(doc) == 1 else SMALL[name]
         elif required and depth < 2 and (part := sub_model(cls, name)) is not None:
@@ -232,7 +235,8 @@ _ITEM_VALUES = (
     (re.compile(r".*(kernel_sizes?|patch_sizes)$"), 3),  # per-stage patches overlap: kernels
     (re.compile(r".*strides?$"), 2),
     (re.compile(r".*(se_ratio|squeeze_and_excite_ratios|se_ratios)$"), 0.25),
-    (re.compile(r".*(ratios?|expansion|factors?|multiplier|coefficients|rates)$"), 1),
+    (re.compile(r".*(ratios?|expansion|factors?|multiplier|coefficients|rates|upsampling_size)$"),
+     1),
     (re.compile(r".*(dim|dims|size|sizes|filter|filters|channels|_input)$"), SMALL["hidden_dim"]),
     (re.compile(r".*rank$"), SMALL["head_dim"]),
     (re.compile(r".*layer_types$"), "full_attention"),  # transformers' name for global attention
@@ -279,7 +283,8 @@ def required_value(name: str, doc: str = "", stages: int = STAGES):
         return item
     if item == 2 and re.match(r".*strides?$", key):  # the first stage keeps its size
         values = [1] + [2] * (stages - 1)
-    elif stages > STAGES and item == SMALL["hidden_dim"]:  # a pyramid: each stage twice as wide
+    elif stages > STAGES and item == SMALL["hidden_dim"] and not re.match(r".*(input|stem)", key):
+        # a pyramid: each stage twice as wide (a stem's layers are one stage)
         values = [item * 2**stage for stage in range(stages)]
     else:
         values = [1 if item == 2 and not re.match(r".*(kernel|size|dim).*", key) else item] * stages

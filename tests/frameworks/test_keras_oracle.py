@@ -59,6 +59,19 @@ def test_products_inside_a_custom_layer_and_weights_it_never_reads():
     assert (oracle.params, oracle.unused_params) == (21, 21)
 
 
+def test_products_taken_with_the_matmul_operator():
+    """ViTDet's and SAM's attention take their scores with `@` on the traced tensors: a product
+    no keras.ops call sees."""
+    class Scores(L.Layer):
+        def call(self, x):
+            return (x @ keras.ops.transpose(x, (0, 2, 1))) @ x  # 6·4·6, then 6·6·4 per row
+
+    i = keras.Input((6, 4))
+    oracle = keras_oracle(keras.Model(i, Scores(name="scores")(i)), {i.name: (2, 6, 4)})
+    assert oracle.macs == 2 * (6 * 4 * 6 + 6 * 6 * 4)
+    assert oracle.by_layer == {"scores/__matmul__": oracle.macs}
+
+
 def test_an_attention_subclass_with_its_own_attention_step_is_counted_as_it_computes():
     """XLNet's relative attention subclasses MultiHeadAttention and scores against a longer key
     (relative positions): the formula over the key it is given would count half of it."""
