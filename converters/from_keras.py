@@ -344,9 +344,10 @@ def _float_variables(variables) -> list:
 
 def _record_real_weight_roles(proto: onnx.ModelProto, variables) -> None:
     """The record of a graph converted with the real weights, read from their values."""
-    weights = [Weight(getattr(v, "path", None) or f"{v.name}#{position}", v.numpy(),
-                      bool(getattr(v, "trainable", True)))
-               for position, v in enumerate(_float_variables(variables))]
+    floats = _float_variables(variables)
+    keys = weight_keys(floats)  # two weights of one path (SmolLM's o_proj) are two keys
+    weights = [Weight(keys[id(v)], v.numpy(), bool(getattr(v, "trainable", True)))
+               for v in floats]
     record_weight_roles(proto, **weight_roles_by_value(proto, weights, distinct=False))
 
 

@@ -128,7 +128,8 @@ def test_two_weights_of_one_path_are_both_params():
     class Twice(L.Layer):  # a layer may hold two of one name; a functional model may not
         def __init__(self, **kwargs):
             super().__init__(**kwargs)
-            self.first, self.dense, self.second = Table(name="same"), L.Dense(5), Table(name="same")
+            self.first, self.second = Table(name="same"), Table(name="same")
+            self.dense = L.Dense(5, bias_initializer="random_normal")  # values name it
 
         def call(self, x):
             return self.second(self.dense(self.first(x)))  # Dense: 4 · 3 · 5 = 60, 15 + 5 params
@@ -140,3 +141,8 @@ def test_two_weights_of_one_path_are_both_params():
     total, oracle = counted_and_oracle(model)
     assert (total.macs, total.params, total.unused_params) == (180, 15 + 20 + 15, 0)
     assert_agree(total, oracle)
+    # Converted with its real weights (`convert`, `profile`), the record keys them alike too.
+    from onnxflops.converters import keras_to_onnx
+
+    kept = onnxflops.count(keras_to_onnx(model, keep_weights=True), strict=True).total
+    assert (kept.macs, kept.params, kept.unused_params) == (180, 15 + 20 + 15, 0)
