@@ -36,19 +36,49 @@ SMALL = {
     "num_attention_heads": 4, "num_hidden_layers": 2, "window_size": 4,
 }
 
-# keras-hub backbone → the transformers model type that computes the same network.
+# keras-hub backbone → the transformers model type that computes the same network; where the
+# twin's config needs more than its sizes, (type, {twin key: value, or a function of the sizes by
+# meaning}): the switches by which the HF config describes what the keras-hub class always builds.
 TWINS = {
     "AlbertBackbone": "albert", "BartBackbone": "bart", "BertBackbone": "bert",
-    "BloomBackbone": "bloom", "DebertaV3Backbone": "deberta-v2",
-    "DistilBertBackbone": "distilbert", "ElectraBackbone": "electra", "ESMBackbone": "esm",
-    "FalconBackbone": "falcon", "GPT2Backbone": "gpt2", "GPTNeoXBackbone": "gpt_neox",
-    "GemmaBackbone": "gemma", "Gemma3Backbone": "gemma3_text", "GptOssBackbone": "gpt_oss",
+    "BloomBackbone": "bloom",
+    # DeBERTa-v3: relative attention over 256 log buckets, content↔position both ways, one
+    # key projection shared, the relative table layer-normed, no absolute positions
+    "DebertaV3Backbone": ("deberta-v2", {
+        "relative_attention": True, "pos_att_type": ["p2c", "c2p"], "position_buckets": 256,
+        "share_att_key": True, "norm_rel_ebd": "layer_norm", "position_biased_input": False,
+        "max_relative_positions": -1}),
+    # DistilBERT's `hidden_dim` is its FFN width (`dim` is the width)
+    "DistilBertBackbone": ("distilbert", {"hidden_dim": lambda sizes: sizes["ffn"]}),
+    "ElectraBackbone": "electra", "ESMBackbone": "esm",
+    # keras-hub's Falcon is Falcon-RW's: sequential attention and MLP, every head its own keys
+    # and values, ALiBi, biases
+    "FalconBackbone": ("falcon", {"multi_query": False, "parallel_attn": False, "alibi": True,
+                                  "bias": True, "new_decoder_architecture": False}),
+    "GPT2Backbone": "gpt2", "GPTNeoXBackbone": "gpt_neox",
+    # keras-hub's Gemma `intermediate_dim` is both gated halves together
+    "GemmaBackbone": ("gemma", {"intermediate_size": lambda sizes: sizes["ffn"] // 2}),
+    "Gemma3Backbone": "gemma3_text", "GptOssBackbone": "gpt_oss",
     "LlamaBackbone": "llama", "Llama3Backbone": "llama", "MistralBackbone": "mistral",
     "MixtralBackbone": "mixtral", "OPTBackbone": "opt", "Phi3Backbone": "phi3",
     "QwenBackbone": "qwen2", "Qwen2Backbone": "qwen2", "Qwen3Backbone": "qwen3",
     "Qwen3MoeBackbone": "qwen3_moe", "QwenMoeBackbone": "qwen2_moe", "RobertaBackbone": "roberta",
-    "SmolLM3Backbone": "smollm3", "T5Backbone": "t5", "XLMRobertaBackbone": "xlm-roberta",
-    "XLNetBackbone": "xlnet",
+    "SmolLM3Backbone": "smollm3",
+    # keras-hub's T5 is T5 1.1's: a gated FFN (its activation, relu by default, on the gate)
+    "T5Backbone": ("t5", {"feed_forward_proj": "gated-relu", "is_gated_act": True,
+                          "dense_act_fn": "relu"}),
+    "XLMRobertaBackbone": "xlm-roberta", "XLNetBackbone": "xlnet",
+}
+
+# Pairs that compute different networks, and why: their MACs are not held against each other.
+TWIN_DIFFERS = {
+    "BloomBackbone": "HF BLOOM's FFN is 4 x hidden with no key to size it; keras-hub's is "
+                     "intermediate_dim",
+    **dict.fromkeys(("GptOssBackbone", "MixtralBackbone", "Qwen3MoeBackbone", "QwenMoeBackbone"),
+                    "keras-hub runs every expert on every token and weights their outputs by the "
+                    "router (dense dispatch); HF runs each token's top-k experts only"),
+    "ElectraBackbone": "keras-hub's Electra pools the first token through a dense layer; HF's "
+                       "ElectraModel has no pooler",
 }
 
 
@@ -91,6 +121,7 @@ def application_build(task: Task) -> Subject:
 
 def hub_build(task: Task) -> Subject:
     twin = TWINS.get(task.name)
+    twin_type = twin[0] if isinstance(twin, tuple) else twin
     _keras()
     import keras_hub
 
@@ -98,7 +129,12 @@ def hub_build(task: Task) -> Subject:
     model, config = build_small(cls)
     subject = Subject(model, kwargs=bound_inputs(model, IMAGE))
     if twin:
-        subject.twin = (f"transformers:{twin}", lambda: apart(twin_macs, twin, config))
+        pooled = "pooled_output" in getattr(model, "output_names", []) or (
+            isinstance(model.output, dict) and "pooled_output" in model.output)
+        label = f"transformers:{twin_type}"
+        if task.name in TWIN_DIFFERS:
+            label += f" (computes a different network: {TWIN_DIFFERS[task.name]})"
+        subject.twin = (label, lambda: apart(twin_macs, task.name, config, pooled))
     return subject
 
 
@@ -340,10 +376,12 @@ _MEANINGS = (
     ("experts", re.compile(r"^(num_|n_|num_local_)?experts$")),
     ("heads", re.compile(r".*(heads|n_head)$")),
     ("layers", re.compile(r".*(layers|n_layer)$")),
+    ("shared_ffn", re.compile(r".*shared_expert_intermediate_(dim|size)$")),
+    ("expert_ffn", re.compile(r".*moe_intermediate_(dim|size)$")),
     ("ffn", re.compile(r".*(intermediate_dim|intermediate_size|ffn_dim|d_ff|d_inner|n_inner|"
-                       r"mlp_dim)$")),
+                       r"mlp_dim|ffn_hidden_size)$")),
     ("head_dim", re.compile(r".*(head_dim|d_kv|d_head|key_value_dim)$")),
-    ("embedding", re.compile(r"^(embedding_dim|embedding_size)$")),
+    ("embedding", re.compile(r"^(embedding_dim|embedding_size|word_embed_proj_dim)$")),
     ("width", re.compile(r"^(hidden_dim|hidden_size|d_model|n_embd|dim)$")),
     ("vocabulary", re.compile(r"^(vocabulary_size|vocab_size)$")),
     ("positions", re.compile(r"^(max_sequence_length|max_position_embeddings|n_positions)$")),
@@ -355,11 +393,15 @@ def meaning(key: str) -> str | None:
     return next((what for what, pattern in _MEANINGS if pattern.match(key.lower())), None)
 
 
-def twin_config(model_type: str, config: dict):
-    """The transformers config of `model_type` with each key that sizes what a key of `config`
-    sizes set to that key's value (every depth to the depth, every width to the width, ...)."""
+def twin_config(backbone: str, config: dict):
+    """The transformers config of `backbone`'s twin (`TWINS`) with each key that sizes what a key
+    of `config` sizes set to that key's value (every depth to the depth, every width to the
+    width, ...), then the twin's own switches; token ids outside the vocabulary (a default made
+    for the full-size vocabulary) become 0."""
     from onnxflops.survey.sources import _transformers
 
+    model_type, switches = TWINS[backbone] if isinstance(TWINS[backbone], tuple) else (
+        TWINS[backbone], {})
     values = {meaning(k): v for k, v in config.items() if meaning(k)}
     if "head_dim" not in values and "width" in values and "heads" in values:
         values["head_dim"] = values["width"] // values["heads"]  # keras-hub's default
@@ -368,8 +410,17 @@ def twin_config(model_type: str, config: dict):
         what = meaning(key)
         if what in values and not key.startswith("_"):
             setattr(twin, key, values[what])
-    if "width" in values and "embedding" not in values and hasattr(twin, "embedding_size"):
-        twin.embedding_size = values["width"]
+    if "width" in values and "embedding" not in values:
+        for key in [k for k in vars(twin) if meaning(k) == "embedding"]:
+            setattr(twin, key, values["width"])  # no embedding size of its own: the width
+    for key, value in switches.items():
+        setattr(twin, key, value(values) if callable(value) else value)
+    vocabulary = getattr(twin, "vocab_size", None)
+    for key in [k for k in vars(twin) if k.endswith("token_id")]:
+        token = getattr(twin, key)
+        if vocabulary and (token is None and key in ("pad_token_id", "mask_token_id")
+                           or isinstance(token, int) and token >= vocabulary):
+            setattr(twin, key, 0)
     return twin
 
 
@@ -384,11 +435,18 @@ def apart(function, *args):
         return pool.submit(function, *args).result()
 
 
-def twin_macs(model_type: str, config: dict) -> int:
-    """The MACs torch counts for the twin's base model at the survey's tokens."""
+def twin_macs(backbone: str, config: dict, pooled: bool = True) -> int:
+    """The MACs torch counts for the twin's base model at the survey's tokens; without a pooler
+    where the keras-hub backbone has no pooled output."""
     from onnxflops.survey.oracle import torch_oracle
     from onnxflops.survey.sources import _transformers, _transformers_inputs
 
-    twin = twin_config(model_type, config)
-    model = _transformers().AutoModel.from_config(twin)
+    import inspect
+
+    twin = twin_config(backbone, config)
+    auto = _transformers().AutoModel
+    base = auto._model_mapping[type(twin)]
+    kwargs = {} if pooled or "add_pooling_layer" not in inspect.signature(
+        base.__init__).parameters else {"add_pooling_layer": False}
+    model = auto.from_config(twin, **kwargs)
     return torch_oracle(model, kwargs=_transformers_inputs(model, twin))[0]
