@@ -291,6 +291,7 @@ _ITEM_VALUES = (
     (re.compile(r".*((^|_)use_|^apply_|_bias$|_norm$|residual$|^learn_|pooling$).*"), False),
     (re.compile(r".*(token_id|index|indices|idx)$"), 0),
     (re.compile(r".*(num_classes|num_labels)$"), 2),
+    (re.compile(r"^(num|n)_\w+$|.*_n_\w+$"), 2),  # any other count
 )
 _PER_STAGE = re.compile(r"^(stackwise|layerwise)_|.*(sizes|dims|depths|strides|rates|factors|"
                         r"indices|filters|channels|list|types|pooling)$")
@@ -312,6 +313,8 @@ def required_value(name: str, doc: str = "", stages: int = STAGES):
         return None
     if isinstance(item, tuple):  # a shape is one item
         return item
+    if item == "same" and re.match(r"(list of )*ints?\b", doc.lower()):
+        item = 1  # padding given as a number: what keeps a 3-wide kernel's size
     nesting = documented_nesting(doc)
     per_stage = nesting > 0 if nesting is not None else (
         bool(_PER_STAGE.match(key)) and not key.startswith("num_"))
