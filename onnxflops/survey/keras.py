@@ -408,6 +408,8 @@ def twin_config(backbone: str, config: dict):
     values = {meaning(k): v for k, v in config.items() if meaning(k)}
     if "head_dim" not in values and "width" in values and "heads" in values:
         values["head_dim"] = values["width"] // values["heads"]  # keras-hub's default
+    if "kv_heads" not in values and "heads" in values:
+        values["kv_heads"] = values["heads"]  # no key of its own: every head its keys and values
     twin = _transformers().AutoConfig.for_model(model_type)
     for key in list(vars(twin)):
         what = meaning(key)
