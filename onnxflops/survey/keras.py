@@ -413,7 +413,10 @@ def twin_config(backbone: str, config: dict):
     twin = _transformers().AutoConfig.for_model(model_type)
     for key in list(vars(twin)):
         what = meaning(key)
-        if what in values and not key.startswith("_"):
+        # a key of another kind that reads alike (Qwen3-MoE's `mlp_only_layers`, a list) is not
+        # a size
+        if what in values and not key.startswith("_") and isinstance(
+                getattr(twin, key), (list, tuple, dict)) == isinstance(values[what], list):
             setattr(twin, key, values[what])
     if "width" in values and "embedding" not in values:
         for key in [k for k in vars(twin) if meaning(k) == "embedding"]:
