@@ -77,6 +77,9 @@ TWIN_DIFFERS = {
     **dict.fromkeys(("GptOssBackbone", "MixtralBackbone", "Qwen3MoeBackbone", "QwenMoeBackbone"),
                     "keras-hub runs every expert on every token and weights their outputs by the "
                     "router (dense dispatch); HF runs each token's top-k experts only"),
+    "SmolLM3Backbone": "keras-hub's SmolLM3 takes the rotary angles as a matmul (positions x "
+                       "frequencies, inner size 1) in every attention layer: 2 x 8 x 16 MACs at "
+                       "the survey's size, the whole difference",
     "ElectraBackbone": "keras-hub's Electra pools the first token through a dense layer; HF's "
                        "ElectraModel has no pooler",
 }
