@@ -5,8 +5,9 @@ keras.applications builders run at their default input size with `weights=None`,
 nor the oracle reads one, so the memory cap bounds what counting takes); where a builder leaves
 the input's height and width open (MobileNetV3), they are bound to 224, the size its ImageNet
 weights were trained at, by the input's Keras name. keras-hub backbones are built from a small
-config by one rule (`small_config`); open sequence lengths are bound to TOKENS, open images to
-IMAGE × IMAGE.
+config by one rule (`build_small`: each argument by its name and its docstring entry, a sub-model
+as the class the docstring names, built by the same rule); open sequence lengths are bound to
+TOKENS, open images to IMAGE × IMAGE.
 
 Where a keras-hub backbone has a transformers twin (`TWINS`), the row also holds the twin's MACs:
 the same small config mapped onto the twin's config by what each key means (`twin_config`), the
