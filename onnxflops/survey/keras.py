@@ -81,6 +81,10 @@ TWIN_DIFFERS = {
     "SmolLM3Backbone": "keras-hub's SmolLM3 takes the rotary angles as a matmul (positions x "
                        "frequencies, inner size 1) in every attention layer: 2 x 8 x 16 MACs at "
                        "the survey's size, the whole difference",
+    "XLNetBackbone": "keras-hub's XLNet always computes the attention's segment term (segment "
+                     "ids are one of its inputs): 2 x 4 heads x 16 tokens x 16 x 2 segments "
+                     "MACs here, the whole difference; HF's base model computes it only when "
+                     "given token_type_ids",
     "ElectraBackbone": "keras-hub's Electra pools the first token through a dense layer; HF's "
                        "ElectraModel has no pooler",
 }
