@@ -274,7 +274,7 @@ def _convert(fn, specs: list, stand_ins: list[Weight] | None, opset: int,
                 with tf.device("/cpu:0"):
                     return convert._convert_common(
                         frozen, name=label, continue_on_error=True, opset=opset,
-                        custom_op_handlers={"Erfc": (_erfc_as_erf, [])},
+                        custom_op_handlers={"Erfc": (_erfc_as_erf, []), **_COMPLEX_HANDLERS},
                         input_names=input_names, output_names=output_names, use_default=fed,
                         tensors_to_rename=convert.tensor_names_from_structed(
                             concrete, input_names, output_names))[0]
@@ -344,9 +344,10 @@ def _float_variables(variables) -> list:
 
 def _record_real_weight_roles(proto: onnx.ModelProto, variables) -> None:
     """The record of a graph converted with the real weights, read from their values."""
-    weights = [Weight(getattr(v, "path", None) or f"{v.name}#{position}", v.numpy(),
-                      bool(getattr(v, "trainable", True)))
-               for position, v in enumerate(_float_variables(variables))]
+    floats = _float_variables(variables)
+    keys = weight_keys(floats)  # two weights of one path (SmolLM's o_proj) are two keys
+    weights = [Weight(keys[id(v)], v.numpy(), bool(getattr(v, "trainable", True)))
+               for v in floats]
     record_weight_roles(proto, **weight_roles_by_value(proto, weights, distinct=False))
 
 
@@ -665,3 +666,69 @@ def _all_nodes(graph: onnx.GraphProto):
                 yield from _all_nodes(a.g)
             for g in a.graphs:
                 yield from _all_nodes(g)
+
+
+# Complex tensors as ONNX's DFT holds them: a trailing dim of 2 (real, imaginary). keras.ops.fft2
+# (FNet's token mixing) is Complex → FFT2D → Real in TensorFlow, none of which tf2onnx converts.
+
+def _complex_as_pair(ctx, node, name, args):
+    """tf2onnx handler: Complex(re, im) → Concat(re[..., None], im[..., None], axis=-1)."""
+    shape = ctx.get_shape(node.input[0])
+    dtype = ctx.get_dtype(node.input[0])
+    axes = ctx.make_const(utils_name(node, "axes"), np.array([-1], dtype=np.int64)).output[0]
+    pair = []
+    for part in node.input:
+        unsqueezed = ctx.make_node("Unsqueeze", [part, axes], op_name_scope=node.name)
+        ctx.set_dtype(unsqueezed.output[0], dtype)
+        pair.append(unsqueezed.output[0])
+    ctx.replace_inputs(node, pair)
+    node.type = "Concat"
+    node.set_attr("axis", -1)
+    ctx.set_dtype(node.output[0], dtype)
+    ctx.set_shape(node.output[0], None if shape is None else [*shape, 2])
+
+
+def _fft_as_dft(ctx, node, name, args):
+    """tf2onnx handler: FFT / FFT2D / FFT3D over the innermost 1, 2 or 3 dims → one DFT per
+    transformed dim, on the (real, imaginary) pairs `_complex_as_pair` makes."""
+    dims = {"FFT": 1, "FFT2D": 2, "FFT3D": 3}[node.type]
+    shape = ctx.get_shape(node.input[0])
+    rank = len(shape) if shape is not None else None
+    if rank is None:
+        raise ValueError(f"{node.name}: {node.type} of unknown rank")
+    dtype = ctx.get_dtype(node.input[0])
+    signal = node.input[0]
+    for axis in range(rank - 1 - dims, rank - 2):  # all transformed dims but the last
+        dft = ctx.make_node("DFT", [signal], attr={"axis": axis}, op_name_scope=node.name)
+        ctx.set_dtype(dft.output[0], dtype)
+        ctx.set_shape(dft.output[0], shape)
+        signal = dft.output[0]
+    ctx.replace_inputs(node, [signal])
+    node.type = "DFT"
+    node.set_attr("axis", rank - 2)
+    ctx.set_dtype(node.output[0], dtype)
+    ctx.set_shape(node.output[0], shape)
+
+
+def _part_of_pair(ctx, node, name, args):
+    """tf2onnx handler: Real / Imag → the pair's element 0 / 1 (Gather on the last dim)."""
+    shape = ctx.get_shape(node.input[0])
+    dtype = ctx.get_dtype(node.input[0])
+    index = ctx.make_const(utils_name(node, "index"),
+                           np.array(0 if node.type == "Real" else 1, dtype=np.int64)).output[0]
+    ctx.replace_inputs(node, [node.input[0], index])
+    node.type = "Gather"
+    for key in list(node.attr):
+        del node.attr[key]
+    node.set_attr("axis", -1)
+    ctx.set_dtype(node.output[0], dtype)
+    ctx.set_shape(node.output[0], None if shape is None else shape[:-1])
+
+
+def utils_name(node, what: str) -> str:
+    return f"{node.name}/{what}"
+
+
+_COMPLEX_HANDLERS = {"Complex": (_complex_as_pair, []), "FFT": (_fft_as_dft, []),
+                     "FFT2D": (_fft_as_dft, []), "FFT3D": (_fft_as_dft, []),
+                     "Real": (_part_of_pair, []), "Imag": (_part_of_pair, [])}

@@ -313,8 +313,43 @@ def test_a_keras_hub_argument_without_a_default_gets_a_small_value_by_its_name()
     assert required_value("stackwise_num_repeats") == [1, 1]  # per stage, one block each
     assert required_value("stackwise_strides") == [1, 2]  # the first stage keeps its size
     assert required_value("layer_types") == ["full_attention"] * 2
-    assert required_value("image_encoder") is None  # a sub-model: the user composes it
+    assert required_value("image_encoder") is None  # a sub-model: built as its docstring names it
     assert required_value("block_type") is None
+
+
+def test_a_keras_hub_argument_is_shaped_as_its_docstring_entry_says():
+    """The docstring entry's type nests the value, its quoted choices and examples give one
+    where the name does not (EfficientNet, MobileNet, CSPNet, HGNetV2, RetinaNet)."""
+    from onnxflops.survey.keras import documented, required_value
+
+    class Backbone:
+        """A backbone.
+
+        Args:
+            stackwise_kernel_size: list of list of ints, kernel size for each block.
+            depths: tuple of ints. Number of blocks in each stage.
+            stem_strides: int or tuple/list of 2 integers, stride of the stem.
+            block_type: str. One of `"bottleneck_block"`, `"dark_block"`, or
+                `"edge_block"`.
+            stackwise_block_types: list of strings. Each value is either 'v1', 'unfused'
+                or 'fused'.
+            min_level: int. The minimum level of the pyramid (e.g., 3).
+            stage_filters: list of tuples, where each tuple contains configuration for a
+                stage: (stage_in_channels, stage_num_blocks, stage_kernel_size).
+        """
+
+    def value(name):
+        return required_value(name, documented(Backbone, name))
+
+    assert documented(Backbone, "block_type").startswith('str. One of `"bottleneck_block"`')
+    assert value("stackwise_kernel_size") == [[3], [3]]  # one list per stage, one block each
+    assert value("depths") == [1, 1]
+    assert value("stem_strides") == 2  # "int or ...": the int
+    assert value("block_type") == "bottleneck_block"
+    assert value("stackwise_block_types") == ["v1", "v1"]
+    assert value("min_level") == 3
+    assert value("stage_filters") == [(64, 2, 3)] * 2  # each field by its name, as an int
+    assert required_value("stackwise_num_filters", "", stages=4) == [64, 128, 256, 512]
 
 
 def test_config_keys_of_either_framework_are_read_by_what_they_size():
@@ -323,6 +358,9 @@ def test_config_keys_of_either_framework_are_read_by_what_they_size():
     assert [meaning(k) for k in ("hidden_dim", "n_embd", "d_model", "num_query_heads",
                                  "n_head", "num_key_value_heads", "num_hidden_layers", "n_layer",
                                  "intermediate_dim", "n_inner", "d_ff", "d_kv", "head_dim",
-                                 "vocabulary_size", "vocab_size", "dropout")] == \
+                                 "vocabulary_size", "vocab_size", "dropout", "ffn_hidden_size",
+                                 "moe_intermediate_dim", "shared_expert_intermediate_size",
+                                 "word_embed_proj_dim")] == \
         ["width"] * 3 + ["heads"] * 2 + ["kv_heads"] + ["layers"] * 2 + ["ffn"] * 3 + \
-        ["head_dim"] * 2 + ["vocabulary"] * 2 + [None]
+        ["head_dim"] * 2 + ["vocabulary"] * 2 + [None] + ["ffn", "expert_ffn", "shared_ffn",
+                                                          "embedding"]

@@ -17,8 +17,10 @@ from its config and those shapes:
   (input + units), gates 1, 3 and 4.
 
 A layer without a rule is walked into; products that custom layers take with `keras.ops`
-(einsum, matmul, dot_product_attention: a keras-hub model's attention scores) are counted from
-their operands' shapes. Params and buffers are Keras's own: the elements of `trainable_weights`
+(einsum, matmul, dot_product_attention: a keras-hub model's attention scores; conv and
+depthwise_conv: output elements · the kernel's other dims) or with `@` on the traced tensors are
+counted from their operands' shapes. Work whose result reaches no output of the traced forward
+pass is not counted: it is never run. Params and buffers are Keras's own: the elements of `trainable_weights`
 and of `non_trainable_weights`; unused params are the trainable weights the traced forward pass
 never reads (a backbone's untied output embedding). No weight value is read: a model built in
 `keras.StatelessScope(initialize_variables=False)`, holding none, is walked too.
@@ -55,12 +57,14 @@ def keras_oracle(model, inputs: Mapping[str, tuple] | None = None, *, batch: int
     structure = model.input if model.input is not None else model.inputs
     walk = _Walk()
     read: set[int] = set()
+    made: dict[int, str] = {}  # id(variable) → the op its value is read from in the trace
 
     def call(*xs):
         # Every variable reads as zeros made inside the trace (a fill op, no memory) and each read
         # is noted: the walk needs no weight value, and a model built without them
         # (`keras.StatelessScope(initialize_variables=False)`) is walked too.
         zeros = [(v, tf.zeros(tuple(v.shape), dtype=v.dtype)) for v in model.variables]
+        made.update((id(v), value.op.name) for v, value in zeros)
         with keras.StatelessScope(state_mapping=zeros, initialize_variables=False) as scope:
             value_of = scope.get_current_value
 
@@ -72,11 +76,28 @@ def keras_oracle(model, inputs: Mapping[str, tuple] | None = None, *, batch: int
             return model(keras.tree.pack_sequence_as(structure, list(xs)), training=False)
 
     with walk.recording():
-        tf.function(call).get_concrete_function(*specs)
-    unread = [w for w in model.trainable_weights if id(w) not in read]
+        concrete = tf.function(call).get_concrete_function(*specs)
+    live = live_ops(concrete.outputs)
+    walk.keep_live(concrete.graph, live)
+    # A weight read only by work that reaches no output is unused too (an encoder stage past
+    # the level a head reads).
+    unread = [w for w in model.trainable_weights
+              if id(w) not in read or made.get(id(w)) not in live]
     return KerasOracle(sum(walk.macs.values()), weight_elements(model.trainable_weights),
                        weight_elements(model.non_trainable_weights), weight_elements(unread),
                        dict(walk.macs))
+
+
+def live_ops(outputs) -> set[str]:
+    """The names of the ops of a traced graph that some of `outputs` depends on."""
+    live, stack = set(), [t.op for t in outputs if t is not None]
+    while stack:
+        op = stack.pop()
+        if op.name not in live:
+            live.add(op.name)
+            stack.extend(t.op for t in op.inputs)
+            stack.extend(op.control_inputs)
+    return live
 
 
 def input_shapes(model, inputs: Mapping[str, tuple] | None, batch: int = 1) -> list[tuple]:
@@ -284,9 +305,22 @@ class _Walk:
     def __init__(self):
         self.macs: dict[str, int] = {}
         self.quiet = 0  # inside a layer whose rule covers its inside, or a product counted
+        self.results: list[tuple[str, int, object]] = []  # (where, MACs, what it computed)
 
-    def add(self, where: str, macs: int) -> None:
+    def add(self, where: str, macs: int, result=None) -> None:
         self.macs[where] = self.macs.get(where, 0) + int(macs)
+        self.results.append((where, int(macs), result))
+
+    def keep_live(self, graph, live: set[str]) -> None:
+        """Drop the work whose result the traced forward pass never uses (Qwen3.5's last state
+        update, computed and returned only on request): what reaches no output (`live`: the
+        names of the ops that do) is not run. A result in another graph (a loop's body) is
+        kept."""
+        self.macs = {}
+        for where, macs, result in self.results:
+            ops = [t.op for t in _tensors(result) if getattr(t, "graph", None) is graph]
+            if not ops or any(op.name in live for op in ops):
+                self.macs[where] = self.macs.get(where, 0) + macs
 
     @contextlib.contextmanager
     def recording(self):
@@ -328,14 +362,26 @@ class _Walk:
                     walk.quiet_products -= probe.counts_products
             macs = layer_macs(layer, args, kwargs, output)
             if macs is not None:
-                walk.add(path, macs)
+                walk.add(path, macs, output)
             return output
 
+        import tensorflow as tf
+
         walk.quiet_products = 0
+        # Each product's MACs from its operands, or (a convolution) from its operands and result.
         products = [(backend.numpy, "einsum", lambda eq, *ops, **_: einsum_macs(
                          eq, *[_shape(o) for o in ops])),
                     (backend.numpy, "matmul", lambda a, b, **_: matmul_macs(_shape(a), _shape(b))),
-                    (backend.nn, "dot_product_attention", _fused_attention_macs)]
+                    (backend.nn, "dot_product_attention", _fused_attention_macs),
+                    # `a @ b` on the traced tensors: a product no keras.ops call sees
+                    (tf.Tensor, "__matmul__", lambda a, b: matmul_macs(_shape(a), _shape(b))),
+                    (tf.Tensor, "__rmatmul__", lambda a, b: matmul_macs(_shape(b), _shape(a))),
+                    # keras.ops convolutions a custom layer takes (Qwen3.5's causal conv)
+                    (backend.nn, "conv", _ResultMacs(lambda out, x, kernel, *_, **__: math.prod(
+                        _shape(out)) * math.prod(_shape(kernel)[:-1]))),
+                    (backend.nn, "depthwise_conv", _ResultMacs(
+                        lambda out, x, kernel, *_, **__: math.prod(_shape(out)) * math.prod(
+                            _shape(kernel)[:-2])))]
         saved = [(module, name, getattr(module, name)) for module, name, _ in products]
 
         def counting(function, macs_of, name):
@@ -343,17 +389,20 @@ class _Walk:
                 if walk.quiet or walk.quiet_products:
                     return function(*args, **kwargs)
                 where = (stack[-1] if stack else "") + f"/{name}"
-                try:
-                    macs = macs_of(*args, **kwargs)
-                except (TypeError, ValueError, IndexError):
-                    macs = None
                 walk.quiet += 1
+                result = None
                 try:
-                    return function(*args, **kwargs)
+                    result = function(*args, **kwargs)
+                    return result
                 finally:
                     walk.quiet -= 1
+                    try:
+                        macs = macs_of(result, *args, **kwargs) if isinstance(
+                            macs_of, _ResultMacs) else macs_of(*args, **kwargs)
+                    except (TypeError, ValueError, IndexError):
+                        macs = None
                     if macs is not None:
-                        walk.add(where, macs)
+                        walk.add(where, macs, result)
             return product
 
         Layer.__call__ = layer_call
@@ -365,6 +414,25 @@ class _Walk:
             Layer.__call__ = original_call
             for module, name, function in saved:
                 setattr(module, name, function)
+
+
+class _ResultMacs:
+    """A product's MACs read from its result as well as its operands: `macs(result, *args)`."""
+
+    def __init__(self, macs):
+        self.macs = macs
+
+    def __call__(self, result, *args, **kwargs):
+        return self.macs(result, *args, **kwargs)
+
+
+def _tensors(value) -> list:
+    """The tensors in a result (one, or a structure of them)."""
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    if isinstance(value, Mapping):
+        return [t for v in value.values() for t in _tensors(v)]
+    return [value] if hasattr(value, "op") else []
 
 
 def _fused_attention_macs(query, key, value, *args, **kwargs) -> int:

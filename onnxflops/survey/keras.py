@@ -5,8 +5,9 @@ keras.applications builders run at their default input size with `weights=None`,
 nor the oracle reads one, so the memory cap bounds what counting takes); where a builder leaves
 the input's height and width open (MobileNetV3), they are bound to 224, the size its ImageNet
 weights were trained at, by the input's Keras name. keras-hub backbones are built from a small
-config by one rule (`small_config`); open sequence lengths are bound to TOKENS, open images to
-IMAGE × IMAGE.
+config by one rule (`build_small`: each argument by its name and its docstring entry, a sub-model
+as the class the docstring names, built by the same rule); open sequence lengths are bound to
+TOKENS, open images to IMAGE × IMAGE.
 
 Where a keras-hub backbone has a transformers twin (`TWINS`), the row also holds the twin's MACs:
 the same small config mapped onto the twin's config by what each key means (`twin_config`), the
@@ -23,6 +24,7 @@ from onnxflops.survey.sources import TOKENS, Subject, Task
 TRAINED_SIZE = 224  # the ImageNet size of the keras.applications builders whose input is open
 IMAGE = 64  # a keras-hub image backbone's input side
 STAGES = 2  # entries of a per-stage list the rule makes (`stackwise_*`, `layerwise_*`)
+DEEP = 4  # stages where two are too few: a head that reads pyramid levels P2 to P5
 
 # The one rule for keras-hub configs: each hyperparameter a backbone's constructor names, small.
 SMALL = {
@@ -35,19 +37,56 @@ SMALL = {
     "num_attention_heads": 4, "num_hidden_layers": 2, "window_size": 4,
 }
 
-# keras-hub backbone → the transformers model type that computes the same network.
+# keras-hub backbone → the transformers model type that computes the same network; where the
+# twin's config needs more than its sizes, (type, {twin key: value, or a function of the sizes by
+# meaning}): the switches by which the HF config describes what the keras-hub class always builds.
 TWINS = {
     "AlbertBackbone": "albert", "BartBackbone": "bart", "BertBackbone": "bert",
-    "BloomBackbone": "bloom", "DebertaV3Backbone": "deberta-v2",
-    "DistilBertBackbone": "distilbert", "ElectraBackbone": "electra", "ESMBackbone": "esm",
-    "FalconBackbone": "falcon", "GPT2Backbone": "gpt2", "GPTNeoXBackbone": "gpt_neox",
-    "GemmaBackbone": "gemma", "Gemma3Backbone": "gemma3_text", "GptOssBackbone": "gpt_oss",
+    "BloomBackbone": "bloom",
+    # DeBERTa-v3: relative attention over 256 log buckets, content↔position both ways, one
+    # key projection shared, the relative table layer-normed, no absolute positions
+    "DebertaV3Backbone": ("deberta-v2", {
+        "relative_attention": True, "pos_att_type": ["p2c", "c2p"], "position_buckets": 256,
+        "share_att_key": True, "norm_rel_ebd": "layer_norm", "position_biased_input": False,
+        "max_relative_positions": -1}),
+    # DistilBERT's `hidden_dim` is its FFN width (`dim` is the width)
+    "DistilBertBackbone": ("distilbert", {"hidden_dim": lambda sizes: sizes["ffn"]}),
+    "ElectraBackbone": "electra", "ESMBackbone": "esm",
+    # keras-hub's Falcon is Falcon-RW's: sequential attention and MLP, every head its own keys
+    # and values, ALiBi, biases
+    "FalconBackbone": ("falcon", {"multi_query": False, "parallel_attn": False, "alibi": True,
+                                  "bias": True, "new_decoder_architecture": False}),
+    "GPT2Backbone": "gpt2", "GPTNeoXBackbone": "gpt_neox",
+    # keras-hub's Gemma `intermediate_dim` is both gated halves together
+    "GemmaBackbone": ("gemma", {"intermediate_size": lambda sizes: sizes["ffn"] // 2}),
+    "Gemma3Backbone": "gemma3_text", "GptOssBackbone": "gpt_oss",
     "LlamaBackbone": "llama", "Llama3Backbone": "llama", "MistralBackbone": "mistral",
     "MixtralBackbone": "mixtral", "OPTBackbone": "opt", "Phi3Backbone": "phi3",
     "QwenBackbone": "qwen2", "Qwen2Backbone": "qwen2", "Qwen3Backbone": "qwen3",
     "Qwen3MoeBackbone": "qwen3_moe", "QwenMoeBackbone": "qwen2_moe", "RobertaBackbone": "roberta",
-    "SmolLM3Backbone": "smollm3", "T5Backbone": "t5", "XLMRobertaBackbone": "xlm-roberta",
-    "XLNetBackbone": "xlnet",
+    "SmolLM3Backbone": "smollm3",
+    # keras-hub's T5 is T5 1.1's: a gated FFN (its activation, relu by default, on the gate)
+    "T5Backbone": ("t5", {"feed_forward_proj": "gated-relu", "is_gated_act": True,
+                          "dense_act_fn": "relu"}),
+    "XLMRobertaBackbone": "xlm-roberta", "XLNetBackbone": "xlnet",
+}
+
+# Pairs that compute different networks, and why: their MACs are not held against each other.
+TWIN_DIFFERS = {
+    "BloomBackbone": "HF BLOOM's FFN is 4 x hidden with no key to size it; keras-hub's is "
+                     "intermediate_dim",
+    **dict.fromkeys(("GptOssBackbone", "MixtralBackbone", "Qwen3MoeBackbone", "QwenMoeBackbone"),
+                    "keras-hub runs every expert on every token and weights their outputs by the "
+                    "router (dense dispatch); HF runs each token's top-k experts only"),
+    "SmolLM3Backbone": "keras-hub's SmolLM3 takes the rotary angles as a matmul (positions x "
+                       "frequencies, inner size 1) in every attention layer: 2 x 8 x 16 MACs at "
+                       "the survey's size, the whole difference",
+    "XLNetBackbone": "keras-hub's XLNet always computes the attention's segment term (segment "
+                     "ids are one of its inputs): 2 x 4 heads x 16 tokens x 16 x 2 segments "
+                     "MACs here, the whole difference; HF's base model computes it only when "
+                     "given token_type_ids",
+    "ElectraBackbone": "keras-hub's Electra pools the first token through a dense layer; HF's "
+                       "ElectraModel has no pooler",
 }
 
 
@@ -64,8 +103,17 @@ def hub_names(_argument: str = "") -> list[str]:
     import keras_hub
 
     return sorted(name for name in dir(keras_hub.models)
-                  if name.endswith("Backbone") and name != "Backbone"
-                  and inspect.isclass(getattr(keras_hub.models, name)))
+                  if name.endswith("Backbone") and inspect.isclass(getattr(keras_hub.models, name))
+                  and _names_a_network(getattr(keras_hub.models, name)))
+
+
+def _names_a_network(cls) -> bool:
+    """Whether the constructor takes an argument of its own beyond `dtype`: one that takes
+    none (`Backbone`, `FeaturePyramidBackbone`: `*args` passed on to `keras.Model`) is a base
+    its subclasses build, with no network to count."""
+    parameters = inspect.signature(cls.__init__).parameters.values()
+    return any(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+               and p.name not in ("self", "dtype") for p in parameters)
 
 
 # builds ---------------------------------------------------------------------------------------
@@ -81,15 +129,20 @@ def application_build(task: Task) -> Subject:
 
 def hub_build(task: Task) -> Subject:
     twin = TWINS.get(task.name)
+    twin_type = twin[0] if isinstance(twin, tuple) else twin
     _keras()
     import keras_hub
 
     cls = getattr(keras_hub.models, task.name)
-    config = small_config(cls)
-    model = cls(**config)
+    model, config = build_small(cls)
     subject = Subject(model, kwargs=bound_inputs(model, IMAGE))
     if twin:
-        subject.twin = (f"transformers:{twin}", lambda: apart(twin_macs, twin, config))
+        pooled = "pooled_output" in getattr(model, "output_names", []) or (
+            isinstance(model.output, dict) and "pooled_output" in model.output)
+        label = f"transformers:{twin_type}"
+        if task.name in TWIN_DIFFERS:
+            label += f" (computes a different network: {TWIN_DIFFERS[task.name]})"
+        subject.twin = (label, lambda: apart(twin_macs, task.name, config, pooled))
     return subject
 
 
@@ -117,20 +170,98 @@ def bound_inputs(model, side: int) -> dict[str, tuple]:
     return shapes
 
 
-def small_config(cls) -> dict:
+def build_small(cls, depth: int = 0, stages: int | None = None):
+    """`cls` built from `small_config`, and that config. Where the constructor fails, again
+    with the arguments it defaults to None given too (a None that stands for "required": MiT's
+    `hidden_dims`), then with open input shapes bound (ViTDet's `image_shape`: a composite's
+    sub-model is tried first with its input left open), then with DEEP stages (a head
+    that reads four pyramid levels). A sub-model is built with its composite's `stages`. The
+    error is the first try's and the last's."""
+    tries = [(STAGES, 0), (STAGES, 1), (STAGES, 2), (DEEP, 1), (DEEP, 2)]
+    errors = []
+    for deep, fill_open in [(depth_, fill) for depth_, fill in tries if stages in (None, depth_)]:
+        try:
+            config = small_config(cls, depth, fill_open, deep)
+            return cls(**config), config
+        except Exception as error:  # noqa: BLE001 - whatever the library raises is the reason
+            errors.append(f"{type(error).__name__}: {error}".split("\n")[0][:300])
+    raise ValueError(" / ".join(dict.fromkeys([errors[0], errors[-1]])))
+
+
+def small_config(cls, depth: int = 0, fill_open: int = 0, stages: int = STAGES) -> dict:
     """The constructor's arguments small: those `SMALL` names (without a default or with a
-    numeric one: a size, a count), and every other one without a default as its name says
-    (`required_value`). The backbone is otherwise as its library builds it."""
+    numeric one: a size, a count), a sub-model argument (an encoder, a backbone) as the class
+    its docstring names, built by this same rule (`sub_model`), and every other one without a
+    default (with `fill_open` 1, or defaulting to None; 2, or to an open shape) as its name and
+    its docstring entry say (`required_value`), `stages` entries where it is per stage. The
+    backbone is otherwise as its library builds it."""
     parameters = inspect.signature(cls.__init__).parameters
+    # The stacks of one backbone share a shape: an undocumented `stackwise_*` nests as deep as
+    # the documented ones.
+    stack_nesting = max((documented_nesting(documented(cls, name)) or 0
+                         for name in parameters if name.startswith("stackwise_")), default=0)
     config = {}
     for name, parameter in parameters.items():
-        required = parameter.default is inspect.Parameter.empty and parameter.kind in (
-            parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY) and name != "self"
-        if name in SMALL and (required or isinstance(parameter.default, int)):
-            config[name] = SMALL[name]
-        elif required and (value := required_value(name)) is not None:
+        if parameter.kind not in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY) or (
+                name == "self"):
+            continue
+        default, doc = parameter.default, documented(cls, name)
+        if name.startswith("stackwise_") and documented_nesting(doc) is None:
+            doc = ("list of " * stack_nesting) + doc
+        # What the docstring calls optional is left out.
+        required = default is inspect.Parameter.empty or not re.search(
+            r"\boptional\b", doc.lower()) and (fill_open and default is None or fill_open == 2
+                                              and isinstance(default, tuple) and None in default)
+        if name in SMALL and (required or isinstance(default, int)):
+            config[name] = [SMALL[name]] * stages if documented_nesting(doc) == 1 else SMALL[name]
+        elif required and depth < 2 and (part := sub_model(cls, name)) is not None:
+            config[name] = build_small(part, depth + 1, stages)[0]
+        elif required and (value := required_value(name, doc, stages)) is not None:
             config[name] = value
     return config
+
+
+def documented(cls, name: str) -> str:
+    """The entry of argument `name` in the Args of `cls`'s docstring (or a base's), one line;
+    '' where none documents it."""
+    for klass in cls.__mro__:
+        entry = re.search(rf"^(\s*){re.escape(name)}( \([^)]*\))?:(.*(?:\n(?!\1\S).*)*)",
+                          inspect.getdoc(klass) or "", re.M)
+        if entry:
+            return " ".join(entry.group(3).split())
+    return ""
+
+
+_NAMED_CLASS = re.compile(r"keras_hub\.(?:models|layers)\.(\w+)")
+
+
+def sub_model(cls, name: str):
+    """The keras-hub class a sub-model argument is built as: the one its docstring entry names
+    (`keras_hub.models.ResNetBackbone`), else the one the docstring's example assigns to it
+    (`image_encoder = keras_hub.models.ViTDetBackbone(`), else the class named by the
+    backbone's family and the argument (CLIP's `vision_encoder`: `CLIPVisionEncoder`); None for
+    an argument that is no sub-model."""
+    import keras_hub
+
+    def found(class_name):
+        for module in (keras_hub.models, keras_hub.layers):
+            candidate = getattr(module, class_name, None)
+            if inspect.isclass(candidate) and candidate is not cls and hasattr(
+                    candidate, "get_config") and class_name not in ("Backbone", "Model"):
+                return candidate
+        return None
+
+    if not re.match(r".*(encoder|decoder|backbone|model|qformer|vae|clip_\w|^t5)$", name):
+        return None
+    for class_name in _NAMED_CLASS.findall(documented(cls, name)):
+        if (named := found(class_name)) is not None:
+            return named
+    example = re.search(rf"\b{re.escape(name)} = {_NAMED_CLASS.pattern}\(",
+                        inspect.getdoc(cls) or "")
+    if example and (named := found(example.group(1))) is not None:
+        return named
+    family = cls.__name__.removesuffix("Backbone")
+    return found(family + "".join(word.capitalize() for word in name.split("_")))
 
 
 # What an argument without a default holds, read from its name (its last words, lowercased): the
@@ -145,14 +276,18 @@ _ITEM_VALUES = (
     (re.compile(r".*(intermediate_(dim|size)|ffn_dim|mlp_dim)$"), SMALL["intermediate_dim"]),
     (re.compile(r".*(num_layers|layers_(enc|dec)|_layers|depths?|blocks|repeats|num_inputs)$"),
      2),
-    (re.compile(r".*(kernel_sizes?)$"), 3),
+    (re.compile(r".*(kernel_sizes?|patch_sizes)$"), 3),  # per-stage patches overlap: kernels
     (re.compile(r".*strides?$"), 2),
     (re.compile(r".*(se_ratio|squeeze_and_excite_ratios|se_ratios)$"), 0.25),
-    (re.compile(r".*(ratios?|expansion|factors?|multiplier)$"), 1),
+    (re.compile(r".*(ratios?|expansion|factors?|multiplier|coefficients|rates|upsampling_size)$"),
+     1),
     (re.compile(r".*(dim|dims|size|sizes|filter|filters|channels|_input)$"), SMALL["hidden_dim"]),
     (re.compile(r".*rank$"), SMALL["head_dim"]),
     (re.compile(r".*layer_types$"), "full_attention"),  # transformers' name for global attention
-    (re.compile(r".*(dropout|drop_path_rate)$"), 0.0),
+    (re.compile(r".*(dropout|dropout_rate|drop_path_rate)$"), 0.0),
+    (re.compile(r".*initializer_range$"), 0.02),
+    (re.compile(r".*tokens$"), 4),  # a count of learned tokens (queries)
+    (re.compile(r".*frequency$"), 1),  # every layer
     (re.compile(r".*epsilon$"), 1e-6),
     (re.compile(r".*theta$"), 10000.0),
     (re.compile(r".*(max_position_embeddings|position_size|max_label_length)$"),
@@ -164,24 +299,82 @@ _ITEM_VALUES = (
     (re.compile(r".*((^|_)use_|^apply_|_bias$|_norm$|residual$|^learn_|pooling$).*"), False),
     (re.compile(r".*(token_id|index|indices|idx)$"), 0),
     (re.compile(r".*(num_classes|num_labels)$"), 2),
+    (re.compile(r"^(num|n)_\w+$|.*_n_\w+$"), 2),  # any other count
 )
 _PER_STAGE = re.compile(r"^(stackwise|layerwise)_|.*(sizes|dims|depths|strides|rates|factors|"
                         r"indices|filters|channels|list|types|pooling)$")
 
 
-def required_value(name: str):
-    """What a required argument named `name` holds in a small backbone: one item by its name,
-    or STAGES of them where the name is per stage (`stackwise_*`, a plural of a size); None
-    where the name says nothing (a sub-model, a block type)."""
+def required_value(name: str, doc: str = "", stages: int = STAGES):
+    """What a required argument named `name` holds in a small backbone: one item by its name
+    (or, for a choice, the first its docstring entry `doc` offers; for a number, the one `doc`
+    gives as an example), nested as `doc`'s type says ('list of list of ints': one list per
+    stage of one item each) or, where `doc` says nothing, `stages` items where the name is per
+    stage (`stackwise_*`, a plural of a size); None where neither says (a sub-model)."""
     key = name.lower()
+    if fields := documented_tuple(doc):
+        return [tuple(required_value(field, "int", stages) for field in fields)] * stages
     item = next((value for pattern, value in _ITEM_VALUES if pattern.match(key)), None)
     if item is None:
+        item = documented_choice(doc)
+    if item is None:
         return None
-    if _PER_STAGE.match(key) and not key.startswith("num_"):
-        if item == 2 and re.match(r".*strides?$", key):  # the first stage keeps its size
-            return [1] + [2] * (STAGES - 1)
-        return [1 if item == 2 and not re.match(r".*(kernel|size|dim).*", key) else item] * STAGES
-    return item
+    if isinstance(item, tuple):  # a shape is one item
+        return item
+    if item == "same" and re.match(r"(list of )*ints?\b", doc.lower()):
+        item = 1  # padding given as a number: what keeps a 3-wide kernel's size
+    nesting = documented_nesting(doc)
+    per_stage = nesting > 0 if nesting is not None else (
+        bool(_PER_STAGE.match(key)) and not key.startswith("num_"))
+    if not per_stage:
+        return item
+    if item == 2 and re.match(r".*strides?$", key):  # the first stage keeps its size
+        values = [1] + [2] * (stages - 1)
+    elif stages > STAGES and item == SMALL["hidden_dim"] and not re.match(r".*(input|stem)", key):
+        # a pyramid: each stage twice as wide (a stem's layers are one stage)
+        values = [item * 2**stage for stage in range(stages)]
+    else:
+        values = [1 if item == 2 and not re.match(r".*(kernel|size|dim).*", key) else item] * stages
+    return [[value] for value in values] if nesting == 2 else values
+
+
+def documented_nesting(doc: str) -> int | None:
+    """How deep the list an argument holds is, read from its docstring type ('list of list of
+    ints': 2, 'tuple of ints' or 'list[int]': 1, 'int' or 'int or list of ints': 0); None
+    where no type is given."""
+    words = doc.lower().removeprefix("a ").removeprefix("optional ")
+    if re.match(r"(list|tuple) of (list|tuple)s? of|list\[list", words):
+        return 2
+    if re.match(r"(list|tuple)( of|\[|\b)", words):
+        return 1
+    if re.match(r"(int|str|float|bool|string)\b", words):
+        return 0
+    return None
+
+
+def documented_tuple(doc: str) -> list[str]:
+    """The fields of each tuple a 'list of tuples' argument holds, as its docstring entry names
+    them ('(stage_in_channels, stage_mid_channels, ...)'); [] where it names none."""
+    fields = re.match(r"list of tuples\b[^(]*\(((?:\w+, )+\w+)\)", doc.lower())
+    return fields.group(1).split(", ") if fields else []
+
+
+def documented_choice(doc: str):
+    """The first value a string argument's docstring entry offers ('One of `"dark_block"`,
+    ...', 'either 'v1', ...'), or the number an int's entry gives as an example ('(e.g., 3)');
+    None where it offers none."""
+    words = doc.lower()
+    if re.match(r"(a |optional )?int\b", words) and (example := re.search(
+            r"e\.g\.,? (\d+)", words)):
+        return int(example.group(1))
+    if not re.match(r"(a |optional )?(str|string|list of (list of )?strings)\b", words) or not (
+            re.search(r"\b(one of|either|options?|such as)\b", words)):
+        return None
+    for quote in ('"', "'", "`"):  # a quoted value before a named identifier
+        quoted = [v for v in re.findall(rf"{quote}([\w.-]+){quote}", doc) if v != "None"]
+        if quoted:
+            return quoted[0]
+    return None
 
 
 # the transformers twin ------------------------------------------------------------------------
@@ -194,10 +387,12 @@ _MEANINGS = (
     ("experts", re.compile(r"^(num_|n_|num_local_)?experts$")),
     ("heads", re.compile(r".*(heads|n_head)$")),
     ("layers", re.compile(r".*(layers|n_layer)$")),
+    ("shared_ffn", re.compile(r".*shared_expert_intermediate_(dim|size)$")),
+    ("expert_ffn", re.compile(r".*moe_intermediate_(dim|size)$")),
     ("ffn", re.compile(r".*(intermediate_dim|intermediate_size|ffn_dim|d_ff|d_inner|n_inner|"
-                       r"mlp_dim)$")),
+                       r"mlp_dim|ffn_hidden_size)$")),
     ("head_dim", re.compile(r".*(head_dim|d_kv|d_head|key_value_dim)$")),
-    ("embedding", re.compile(r"^(embedding_dim|embedding_size)$")),
+    ("embedding", re.compile(r"^(embedding_dim|embedding_size|word_embed_proj_dim)$")),
     ("width", re.compile(r"^(hidden_dim|hidden_size|d_model|n_embd|dim)$")),
     ("vocabulary", re.compile(r"^(vocabulary_size|vocab_size)$")),
     ("positions", re.compile(r"^(max_sequence_length|max_position_embeddings|n_positions)$")),
@@ -209,21 +404,39 @@ def meaning(key: str) -> str | None:
     return next((what for what, pattern in _MEANINGS if pattern.match(key.lower())), None)
 
 
-def twin_config(model_type: str, config: dict):
-    """The transformers config of `model_type` with each key that sizes what a key of `config`
-    sizes set to that key's value (every depth to the depth, every width to the width, ...)."""
+def twin_config(backbone: str, config: dict):
+    """The transformers config of `backbone`'s twin (`TWINS`) with each key that sizes what a key
+    of `config` sizes set to that key's value (every depth to the depth, every width to the
+    width, ...), then the twin's own switches; token ids outside the vocabulary (a default made
+    for the full-size vocabulary) become 0."""
     from onnxflops.survey.sources import _transformers
 
+    model_type, switches = TWINS[backbone] if isinstance(TWINS[backbone], tuple) else (
+        TWINS[backbone], {})
     values = {meaning(k): v for k, v in config.items() if meaning(k)}
     if "head_dim" not in values and "width" in values and "heads" in values:
         values["head_dim"] = values["width"] // values["heads"]  # keras-hub's default
+    if "kv_heads" not in values and "heads" in values:
+        values["kv_heads"] = values["heads"]  # no key of its own: every head its keys and values
     twin = _transformers().AutoConfig.for_model(model_type)
     for key in list(vars(twin)):
         what = meaning(key)
-        if what in values and not key.startswith("_"):
+        # a key of another kind that reads alike (Qwen3-MoE's `mlp_only_layers`, a list) is not
+        # a size
+        if what in values and not key.startswith("_") and isinstance(
+                getattr(twin, key), (list, tuple, dict)) == isinstance(values[what], list):
             setattr(twin, key, values[what])
-    if "width" in values and "embedding" not in values and hasattr(twin, "embedding_size"):
-        twin.embedding_size = values["width"]
+    if "width" in values and "embedding" not in values:
+        for key in [k for k in vars(twin) if meaning(k) == "embedding"]:
+            setattr(twin, key, values["width"])  # no embedding size of its own: the width
+    for key, value in switches.items():
+        setattr(twin, key, value(values) if callable(value) else value)
+    vocabulary = getattr(twin, "vocab_size", None)
+    for key in [k for k in vars(twin) if k.endswith("token_id")]:
+        token = getattr(twin, key)
+        if vocabulary and (token is None and key in ("pad_token_id", "mask_token_id")
+                           or isinstance(token, int) and token >= vocabulary):
+            setattr(twin, key, 0)
     return twin
 
 
@@ -238,11 +451,18 @@ def apart(function, *args):
         return pool.submit(function, *args).result()
 
 
-def twin_macs(model_type: str, config: dict) -> int:
-    """The MACs torch counts for the twin's base model at the survey's tokens."""
+def twin_macs(backbone: str, config: dict, pooled: bool = True) -> int:
+    """The MACs torch counts for the twin's base model at the survey's tokens; without a pooler
+    where the keras-hub backbone has no pooled output."""
     from onnxflops.survey.oracle import torch_oracle
     from onnxflops.survey.sources import _transformers, _transformers_inputs
 
-    twin = twin_config(model_type, config)
-    model = _transformers().AutoModel.from_config(twin)
+    import inspect
+
+    twin = twin_config(backbone, config)
+    auto = _transformers().AutoModel
+    base = auto._model_mapping[type(twin)]
+    kwargs = {} if pooled or "add_pooling_layer" not in inspect.signature(
+        base.__init__).parameters else {"add_pooling_layer": False}
+    model = auto.from_config(twin, **kwargs)
     return torch_oracle(model, kwargs=_transformers_inputs(model, twin))[0]

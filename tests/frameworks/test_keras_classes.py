@@ -46,6 +46,34 @@ def test_a_grouped_convolution_converts():
     assert_agree(total, oracle)
 
 
+def test_fourier_transforms_convert_to_dft_and_compute_what_keras_does():
+    """FNet mixes tokens with the real part of keras.ops.fft2: TensorFlow's Complex, FFT2D and
+    Real, none of which tf2onnx converted. As ONNX DFTs over (real, imaginary) pairs they count
+    an FFT's FLOPs (no MACs) and compute what Keras does."""
+    import numpy as np
+    import onnxruntime
+
+    from onnxflops.converters import keras_to_onnx
+
+    class Mixing(L.Layer):
+        def call(self, x):
+            real, _ = keras.ops.fft2((x, keras.ops.zeros_like(x)))
+            return real
+
+    i = keras.Input((8, 4))
+    model = keras.Model(i, Mixing()(i))
+    proto = keras_to_onnx(model, keep_weights=True)
+    assert sorted(n.op_type for n in proto.graph.node if n.op_type == "DFT") == ["DFT", "DFT"]
+    report = onnxflops.count(proto, strict=True)
+    # two transforms: 4 of length 8 (5·8·3 FLOPs each), then 8 of length 4 (5·4·2)
+    assert [n.flops for n in report.nodes if n.op_type == "DFT"] == [4 * 120, 8 * 40]
+    assert report.total.macs == 0
+    x = np.random.default_rng(0).standard_normal((1, 8, 4)).astype("float32")
+    session = onnxruntime.InferenceSession(proto.SerializeToString())
+    (out,) = session.run(None, {session.get_inputs()[0].name: x})
+    np.testing.assert_allclose(out, np.real(np.fft.fft2(x)), rtol=1e-4, atol=1e-4)
+
+
 def test_normalization_statistics_are_buffers_and_unread_weights_unused_params():
     """A Normalization layer reads its mean and variance from a snapshot TensorFlow folds into
     constants, and never its count: all three are buffers, as Keras's non-trainable weights. A
@@ -128,7 +156,8 @@ def test_two_weights_of_one_path_are_both_params():
     class Twice(L.Layer):  # a layer may hold two of one name; a functional model may not
         def __init__(self, **kwargs):
             super().__init__(**kwargs)
-            self.first, self.dense, self.second = Table(name="same"), L.Dense(5), Table(name="same")
+            self.first, self.second = Table(name="same"), Table(name="same")
+            self.dense = L.Dense(5, bias_initializer="random_normal")  # values name it
 
         def call(self, x):
             return self.second(self.dense(self.first(x)))  # Dense: 4 · 3 · 5 = 60, 15 + 5 params
@@ -140,3 +169,8 @@ def test_two_weights_of_one_path_are_both_params():
     total, oracle = counted_and_oracle(model)
     assert (total.macs, total.params, total.unused_params) == (180, 15 + 20 + 15, 0)
     assert_agree(total, oracle)
+    # Converted with its real weights (`convert`, `profile`), the record keys them alike too.
+    from onnxflops.converters import keras_to_onnx
+
+    kept = onnxflops.count(keras_to_onnx(model, keep_weights=True), strict=True).total
+    assert (kept.macs, kept.params, kept.unused_params) == (180, 15 + 20 + 15, 0)

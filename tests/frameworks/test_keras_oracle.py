@@ -59,6 +59,51 @@ def test_products_inside_a_custom_layer_and_weights_it_never_reads():
     assert (oracle.params, oracle.unused_params) == (21, 21)
 
 
+def test_products_taken_with_the_matmul_operator():
+    """ViTDet's and SAM's attention take their scores with `@` on the traced tensors: a product
+    no keras.ops call sees."""
+    class Scores(L.Layer):
+        def call(self, x):
+            return (x @ keras.ops.transpose(x, (0, 2, 1))) @ x  # 6·4·6, then 6·6·4 per row
+
+    i = keras.Input((6, 4))
+    oracle = keras_oracle(keras.Model(i, Scores(name="scores")(i)), {i.name: (2, 6, 4)})
+    assert oracle.macs == 2 * (6 * 4 * 6 + 6 * 6 * 4)
+    assert oracle.by_layer == {"scores/__matmul__": oracle.macs}
+
+
+def test_work_no_output_uses_is_not_counted_nor_the_weights_only_it_reads():
+    """Qwen3.5's gated delta rule updates its state after the last chunk and returns it only on
+    request; DeepLabV3 reads its encoder up to P4 and the stage past it is never run."""
+    class StateAfterTheLastStep(L.Layer):
+        def build(self, shape):
+            self.state = self.add_weight(shape=(4, 3), name="state")  # read only by dead work
+
+        def call(self, x):
+            final_state = keras.ops.matmul(x, self.state)  # 6·4·3, never returned
+            del final_state
+            return keras.ops.einsum("btd,bsd->bts", x, x)  # 6·6·4
+
+    i = keras.Input((6, 4))
+    unused_stage = L.Dense(5, name="dense")  # 6·4·5, its output unused
+    unused_stage(i)
+    oracle = keras_oracle(keras.Model(i, StateAfterTheLastStep(name="step")(i)))
+    assert oracle.by_layer == {"step/einsum": 6 * 6 * 4}
+    assert (oracle.params, oracle.unused_params) == (12, 12)
+
+
+def test_convolutions_a_custom_layer_takes_with_keras_ops():
+    """Qwen3.5's causal conv is `keras.ops.depthwise_conv` inside its attention layer."""
+    class Convolutions(L.Layer):
+        def call(self, x):
+            depthwise = keras.ops.depthwise_conv(x, keras.ops.ones((3, 4, 2)))  # 8·8 out · 3
+            return keras.ops.conv(depthwise, keras.ops.ones((2, 8, 5)))  # 7·5 out · 2·8
+
+    i = keras.Input((10, 4))
+    oracle = keras_oracle(keras.Model(i, Convolutions(name="convs")(i)))
+    assert oracle.by_layer == {"convs/depthwise_conv": 8 * 8 * 3, "convs/conv": 7 * 5 * 2 * 8}
+
+
 def test_an_attention_subclass_with_its_own_attention_step_is_counted_as_it_computes():
     """XLNet's relative attention subclasses MultiHeadAttention and scores against a longer key
     (relative positions): the formula over the key it is given would count half of it."""
