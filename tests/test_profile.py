@@ -355,6 +355,21 @@ def test_a_roof_probed_minutes_ago_is_raised_without_probing_again(fusable, monk
     assert measuring.above_roof(prof) == [] and prof.ceilings.peak_flops_per_s > 1e3
 
 
+def test_the_roofs_a_run_reached_are_cached_for_the_next_estimate(fusable, monkeypatch):
+    """`llm --hardware cpu` estimates on the cached roofs: a run above them raises them in the
+    cache too, or the next estimate is slower than the machine runs (a ratio below 1)."""
+    import time
+
+    fresh = ceilings.Ceilings(1e3, 1e3, "float32", True, time.strftime("%Y-%m-%dT%H:%M:%S"),
+                              4.0, 0.2)
+    _ceilings_returning(fresh, monkeypatch)
+    prof = onnxflops.profile(fusable, runs=3, warmup=1, profile_runs=2, threads=1, quick=True)
+    key = ceilings._key(onnxflops.profiling.runtime.SessionConfig(threads=1), "float32", True)
+    cached = ceilings._entry(ceilings._read(ceilings.cache_dir() / "ceilings.json")[key])
+    assert cached.peak_flops_per_s == prof.ceilings.peak_flops_per_s > 1e3
+    assert cached.bandwidth_bytes_per_s == prof.ceilings.bandwidth_bytes_per_s
+
+
 def test_bound_follows_the_ridge_point():
     c = ceilings.Ceilings(100e9, 10e9, "float32", True, "")
     assert c.ridge == 10

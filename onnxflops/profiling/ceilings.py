@@ -125,16 +125,21 @@ def cache_dir() -> Path:
 def machine_ceilings(config: SessionConfig, dtype: str = "float32", quick: bool = False,
                      refresh: bool = False) -> Ceilings:
     """The cached ceilings of this machine for `config` and `dtype`, measured when missing."""
-    path = cache_dir() / "ceilings.json"
-    key = "|".join([_machine(), config.provider, f"device={config.device_id}",
-                    f"threads={config.threads or 'default'}", dtype,
-                    "quick" if quick else "full", _PROBES])
-    cache = _read(path)
-    cached = _entry(cache.get(key))
+    key = _key(config, dtype, quick)
+    cached = _entry(_read(cache_dir() / "ceilings.json").get(key))
     if cached is not None and not refresh and not (
             cached.probed_under_load and _quieter_than(cached)):
         return cached
-    ceilings = measure(config, dtype, quick)
+    return remember(config, dtype, quick, measure(config, dtype, quick))
+
+
+def remember(config: SessionConfig, dtype: str, quick: bool, ceilings: Ceilings) -> Ceilings:
+    """`ceilings` merged into the cached ones (the higher of each) and cached: what a probe
+    measured, or the roofs a run reached above them (so the next estimate is no lower)."""
+    path = cache_dir() / "ceilings.json"
+    key = _key(config, dtype, quick)
+    cache = _read(path)
+    cached = _entry(cache.get(key))
     if cached is not None:
         ceilings = cached.merged(ceilings)
     cache[key] = asdict(ceilings)
@@ -146,6 +151,12 @@ def machine_ceilings(config: SessionConfig, dtype: str = "float32", quick: bool 
     except OSError:
         pass  # an unwritable cache: measured again next time
     return ceilings
+
+
+def _key(config: SessionConfig, dtype: str, quick: bool) -> str:
+    return "|".join([_machine(), config.provider, f"device={config.device_id}",
+                     f"threads={config.threads or 'default'}", dtype,
+                     "quick" if quick else "full", _PROBES])
 
 
 def _entry(data) -> Ceilings | None:

@@ -27,6 +27,7 @@ from onnxflops.profiling.ceilings import (
     Ceilings,
     dominant_float_dtype,
     machine_ceilings,
+    remember,
 )
 from onnxflops.profiling.runtime import (
     MAX_LOOP_TRIPS,
@@ -340,6 +341,7 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
                 probed += f", under load ({_load_text(machine)})"
             for flops, moved, seconds in beaten:
                 machine = machine.raised_to(flops, moved, seconds)
+            machine = remember(config, dtype, quick, machine)  # the next estimate's roofs too
             result = _join(counted, optimized.graph, times, latency, machine)
             result.warnings.append(
                 f"{len(beaten)} node(s) or the model ran faster than the measured roofs "
