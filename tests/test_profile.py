@@ -224,7 +224,8 @@ def test_ceilings_are_measured_once_then_read_from_the_cache(monkeypatch):
 def test_peak_is_the_best_of_the_compute_probes(monkeypatch):
     """The square MatMul is not always the fastest kernel (the CPU provider's NCHWc convolution
     beats it): the peak is the best rate over every probe, so that no model exceeds it."""
-    rates = iter([5e9, 7e9, 11e9])  # FLOP/s of the square MatMul, the deep one, the conv
+    # FLOP/s of the square MatMul, the deep one, the conv, the short MatMul, the short conv.
+    rates = iter([5e9, 7e9, 11e9, 9e9, 10e9])
 
     def timed(model, config, shapes, dtype, runs, seconds, usage):
         if str(shapes) not in flops_of:  # a bandwidth probe
@@ -234,7 +235,9 @@ def test_peak_is_the_best_of_the_compute_probes(monkeypatch):
     probes = ceilings._compute_probes("cpu", 1, "float32")
     flops_of = {str(shapes): flops for _, shapes, flops in probes}
     assert [onnx.load_from_string(m).graph.node[0].op_type for m, _, _ in probes] == \
-        ["MatMul", "MatMul", "Conv"]
+        ["MatMul", "MatMul", "Conv", "MatMul", "Conv"]
+    # The short probes: quick side 128, a 256x128 by 128x128 MatMul; 32 channels on 8x8 pixels.
+    assert [flops for _, _, flops in probes[3:]] == [2 * 256 * 128 * 128, 2 * 32 * 32 * 9 * 64]
     monkeypatch.setattr(ceilings, "_best_time", timed)
     measured = ceilings.measure(onnxflops.profiling.runtime.SessionConfig(threads=1), quick=True)
     assert measured.peak_flops_per_s == pytest.approx(11e9)
