@@ -477,7 +477,11 @@ def main() -> int:
             print("file:", args.output)
         print(run_case(data, int(case), folder, options, args.timeout))
         return 0
+    if args.json:  # the cases change the working folder
+        args.json = str(Path(args.json).resolve())
+    here = Path.cwd()
     warm_up(seeds, frameworks=not args.no_generators)
+    os.chdir(here)
     import onnxflops
     print("onnxflops from", Path(onnxflops.__file__).parent, file=sys.stderr)
     counts, failures, by_command, profile = fuzz(args.first, args.cases, args.jobs,
