@@ -425,6 +425,23 @@ def test_profile_counts_the_nodes_a_call_becomes_once_onnxruntime_inlines_it():
         profile(_function_bomb(24), runs=1, warmup=0, profile_runs=1, ceilings=False)
 
 
+def test_profile_counts_the_time_onnxruntime_takes_to_inline_calls(monkeypatch):
+    # A 2^16 bomb runs 65,536 Relus (65,536 × 0.1 µs, and 65,536 trace events × 50 µs: 3.3 s),
+    # but onnxruntime takes minutes to load it (superlinear inlining: 2.1 CPU s for 8,192 nodes):
+    # at least 3 sessions × 1.4e-6 · 65,536^1.5 s = 70 s. Under a 30 s budget it is refused
+    # before any session is made (it ran for minutes in the fuzz harness).
+    pytest.importorskip("onnxruntime")
+    from onnxflops import profile
+    from onnxflops.profiling import budget, runtime
+
+    assert budget.inline_load_seconds(2 ** 16) == pytest.approx(1.4e-6 * 2 ** 24)
+    monkeypatch.setattr(runtime, "make_session", lambda *a, **k: pytest.fail("loaded"))
+    with pytest.raises(OnnxFlopsError, match=r"profiling would take at least 7\d s .*65,536 node "
+                                             r"runs a run.* the 30 s budget"):
+        profile(_function_bomb(16), runs=1, warmup=0, profile_runs=1, ceilings=False,
+                max_seconds=30)
+
+
 def test_profile_refuses_inputs_that_cannot_fit_before_allocating_them(monkeypatch):
     from onnxflops.profiling import runtime
 

@@ -49,6 +49,9 @@ import oracle  # noqa: E402
 
 # (label, command, options) by case number; report's page goes to the case's folder (REPORT).
 REPORT = "report.html"
+# profile's and report's time budget in the cases: what the budget would let run longer is
+# refused in one line (the flag a user raises), not run past the case's CPU seconds.
+BUDGET = ("--max-seconds", "10")
 COMMANDS = (("count", "count", ("-b", "2")),
             ("count --by layer", "count", ("-b", "2", "--by", "layer")),
             ("count --json", "count", ("-b", "2", "--json")),
@@ -58,9 +61,9 @@ COMMANDS = (("count", "count", ("-b", "2")),
             ("count --symbolic", "count", ("--symbolic", "--json")),
             ("compare", "compare", ("-b", "2")),
             ("report", "report", ("-b", "2", "--runs", "1", "--warmup", "0", "--profile-runs",
-                                  "1", "--no-ceilings", "-o", REPORT)),
+                                  "1", "--no-ceilings", *BUDGET, "-o", REPORT)),
             ("profile", "profile", ("-b", "2", "--runs", "1", "--warmup", "0", "--profile-runs",
-                                    "1", "--no-ceilings", "--opt-level", "disable")))
+                                    "1", "--no-ceilings", "--opt-level", "disable", *BUDGET)))
 CLI_OPTIONS = tuple(options for _, command, options in COMMANDS if command == "count")
 
 
@@ -182,6 +185,8 @@ class Phases:
 
 
 ORACLE_CPU_SECONDS = 5
+# An `llm` case (a model built and exported by torch) may take this many times --timeout.
+CONVERSION_CPU_FACTOR = 3
 # A case may take this many times --timeout on the wall clock (its CPU seconds are --timeout).
 WALL_PER_CPU = 10
 # One ONNX case in FAULT_EVERY runs under a fault of its environment, by its number.
@@ -198,7 +203,7 @@ def environment_fault(case: int, folder: Path, invocation: dict) -> str | None:
     fault = _FAULTS[(case // FAULT_EVERY) % len(_FAULTS)]
     model = invocation["model"]
     writes = ("report", ("-b", "2", "--runs", "1", "--warmup", "0", "--profile-runs", "1",
-                         "--no-ceilings", "-o"))
+                         "--no-ceilings", *BUDGET, "-o"))
     if fault.startswith("cache"):
         cache = folder / "cache"
         if fault == "cache is a file":
@@ -208,7 +213,7 @@ def environment_fault(case: int, folder: Path, invocation: dict) -> str | None:
             cache = Path("/proc/onnxflops-fuzz-cache")
         invocation.update(command="profile", env={"ONNXFLOPS_CACHE_DIR": str(cache)},
                           argv=("-b", "2", "--runs", "1", "--warmup", "0", "--profile-runs", "1",
-                                "--quick"))
+                                "--quick", *BUDGET))
     elif fault == "output folder missing":
         invocation.update(command="count", argv=("-b", "2", "--html",
                                                  str(folder / "no" / "such" / "page.html")))
@@ -265,7 +270,7 @@ def _child(seeds: dict[str, bytes], name: str, case: int, workdir: Path, write_f
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     # A hang is time spent computing: CPU seconds, which a loaded machine does not inflate (a
     # shared machine may give a case a tenth of a core); the wall clock only catches one asleep.
-    resource.setrlimit(resource.RLIMIT_CPU, (timeout, timeout + 5))
+    resource.setrlimit(resource.RLIMIT_CPU, (timeout, CONVERSION_CPU_FACTOR * timeout + 5))
     signal.alarm(timeout * WALL_PER_CPU)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
@@ -278,6 +283,12 @@ def _child(seeds: dict[str, bytes], name: str, case: int, workdir: Path, write_f
         made = Phases()
         with made("make"):
             data, _, options = make_case(seeds, name, case, folder)
+        if isinstance(options, dict) and options["command"] == "llm":
+            # A config that builds is a model exported by torch (20-30 CPU s for a small Llama
+            # on a loaded machine): bounded, but no hang at 20.
+            resource.setrlimit(resource.RLIMIT_CPU, (CONVERSION_CPU_FACTOR * timeout,
+                                                     CONVERSION_CPU_FACTOR * timeout + 5))
+            signal.alarm(CONVERSION_CPU_FACTOR * timeout * WALL_PER_CPU)
         label = label_of(name, case, options)
         result = run_case(data, case, folder, options, timeout)
         result["seconds"].update(made.seconds)
