@@ -9,8 +9,9 @@ per command.
 Outcomes: ok; clean error (OnnxFlopsError, or the CLI exits 2 with one line); traceback (any other
 exception, or a CLI exit that is neither); negative count; counted invalid (counted, though
 onnxruntime refuses to load the model, oracle.check_runtime); blow-up (MemoryError, or more memory
-than --memory-mb above the parent); hang (over --timeout CPU seconds, or ten times that on the
-wall clock); crash (killed by a signal).
+than --memory-mb above the parent); hang (over --timeout CPU seconds, three times that for an
+`llm` case, which may export a model; or ten times that on the wall clock); crash (killed by a
+signal). The run ends with where the cases' time went, per command and phase (print_costs).
 The mutations and the property are those of the property tests: tests/fuzz/mutator.py, oracle.py;
 the generators (function bombs, symbolic chains, trip-count products, large external data,
 invalid graphs, framework files, llm configs, factory specs) are tests/fuzz/generators.py.
