@@ -442,6 +442,25 @@ def test_profile_counts_the_time_onnxruntime_takes_to_inline_calls(monkeypatch):
                 max_seconds=30)
 
 
+def test_profile_hands_onnxruntime_the_functions_the_count_inlined_as_plain_nodes(monkeypatch):
+    # onnxruntime's own inlining of a 2^14 bomb took 29 CPU s to profile (its load grows faster
+    # than the nodes); as the 16,384 plain nodes the count inlined them to, 4 s.
+    from onnxflops import profile
+    from onnxflops.profiling import measure
+
+    given = []
+
+    def runnable(model):
+        given.append(model)
+        raise OnnxFlopsError("stop here")
+
+    monkeypatch.setattr(measure, "runnable", runnable)
+    with pytest.raises(OnnxFlopsError, match="stop here"):
+        profile(_function_bomb(10), runs=1, warmup=0, profile_runs=1, ceilings=False)
+    [model] = given
+    assert not model.functions and len(model.graph.node) == 2 ** 10
+
+
 def test_profile_refuses_inputs_that_cannot_fit_before_allocating_them(monkeypatch):
     from onnxflops.profiling import runtime
 
