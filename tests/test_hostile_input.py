@@ -425,6 +425,42 @@ def test_profile_counts_the_nodes_a_call_becomes_once_onnxruntime_inlines_it():
         profile(_function_bomb(24), runs=1, warmup=0, profile_runs=1, ceilings=False)
 
 
+def test_profile_counts_the_time_onnxruntime_takes_to_inline_calls(monkeypatch):
+    # A 2^16 bomb runs 65,536 Relus (65,536 × 0.1 µs, and 65,536 trace events × 50 µs: 3.3 s),
+    # but onnxruntime takes minutes to load it (superlinear inlining: 2.1 CPU s for 8,192 nodes):
+    # at least 3 sessions × 1.4e-6 · 65,536^1.5 s = 70 s. Under a 30 s budget it is refused
+    # before any session is made (it ran for minutes in the fuzz harness).
+    pytest.importorskip("onnxruntime")
+    from onnxflops import profile
+    from onnxflops.profiling import budget, runtime
+
+    assert budget.inline_load_seconds(2 ** 16) == pytest.approx(1.4e-6 * 2 ** 24)
+    monkeypatch.setattr(runtime, "make_session", lambda *a, **k: pytest.fail("loaded"))
+    with pytest.raises(OnnxFlopsError, match=r"profiling would take at least 7\d s .*65,536 node "
+                                             r"runs a run.* the 30 s budget"):
+        profile(_function_bomb(16), runs=1, warmup=0, profile_runs=1, ceilings=False,
+                max_seconds=30)
+
+
+def test_profile_hands_onnxruntime_the_functions_the_count_inlined_as_plain_nodes(monkeypatch):
+    # onnxruntime's own inlining of a 2^14 bomb took 29 CPU s to profile (its load grows faster
+    # than the nodes); as the 16,384 plain nodes the count inlined them to, 4 s.
+    from onnxflops import profile
+    from onnxflops.profiling import measure
+
+    given = []
+
+    def runnable(model):
+        given.append(model)
+        raise OnnxFlopsError("stop here")
+
+    monkeypatch.setattr(measure, "runnable", runnable)
+    with pytest.raises(OnnxFlopsError, match="stop here"):
+        profile(_function_bomb(10), runs=1, warmup=0, profile_runs=1, ceilings=False)
+    [model] = given
+    assert not model.functions and len(model.graph.node) == 2 ** 10
+
+
 def test_profile_refuses_inputs_that_cannot_fit_before_allocating_them(monkeypatch):
     from onnxflops.profiling import runtime
 
@@ -595,6 +631,65 @@ def test_a_declared_shape_that_inference_contradicts_is_counted_as_inferred(wher
     report = count(_declaring(where, TensorProto.FLOAT, shape))
     assert report.total.flops == 12
     assert report.total.bytes_written == 2 * 6 * 4
+
+
+def _body_declaring(op: str, where: str, elem_type: int, shape) -> onnx.ModelProto:
+    """A Loop of 3 trips over Relu -> t -> Relu on a 2x3 float, or a Scan over 4 rows of 3
+    adding each row to its state (t) and a Relu of that, with t declared inside the body (`where`:
+    in value_info or as a body output) of `elem_type` and `shape`."""
+    vi = helper.make_tensor_value_info
+    if op == "Loop":
+        nodes = [node("Relu", ["v"], ["t"]), node("Relu", ["t"], ["v_next"]),
+                 node("Identity", ["cond"], ["cond_next"])]
+        formal = [vi("i", TensorProto.INT64, []), vi("cond", TensorProto.BOOL, []),
+                  vi("v", TensorProto.FLOAT, [2, 3])]
+        results = [vi("cond_next", TensorProto.BOOL, []), vi("v_next", TensorProto.FLOAT, [2, 3])]
+    else:
+        nodes = [node("Add", ["s", "r"], ["t"]), node("Relu", ["t"], ["s_next"])]
+        formal = [vi("s", TensorProto.FLOAT, [3]), vi("r", TensorProto.FLOAT, [3])]
+        results = [vi("s_next", TensorProto.FLOAT, [3])]
+    declared = vi("t", elem_type, shape)
+    body = helper.make_graph(nodes, "body", formal, results + ([declared] if where == "output" else []),
+                             value_info=[declared] if where == "value_info" else [])
+    if op == "Loop":
+        outer = [node("Loop", ["trip", "", "x"], ["y", *(["ts"] if where == "output" else [])],
+                      body=body)]
+        return _graph(outer, [numpy_helper.from_array(np.array(3, np.int64), "trip")])
+    outer = [node("Scan", ["init", "rows"], ["y", *(["ts"] if where == "output" else [])],
+                  body=body, num_scan_inputs=1)]
+    graph = helper.make_graph(outer, "g", [vi("init", TensorProto.FLOAT, [3]),
+                                           vi("rows", TensorProto.FLOAT, [4, 3])],
+                              [vi("y", TensorProto.FLOAT, None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("op", ["Loop", "Scan"])
+@pytest.mark.parametrize("where", ["value_info", "output"])
+@pytest.mark.parametrize("elem_type", [TensorProto.INT64, TensorProto.DOUBLE])
+def test_a_declared_element_type_inside_a_body_that_inference_contradicts_is_refused(
+        op, where, elem_type):
+    # onnxruntime 1.32 refuses all eight: "[TypeInferenceError] Graph attribute inferencing
+    # failed: Type Error: Type (tensor(int64)) of output arg (t) of node () does not match".
+    with pytest.raises(OnnxFlopsError, match=rf"node .*\({op}\).*Inferred elem type differs "
+                                             rf"from existing elem type: \(1\) vs \({elem_type}\)"):
+        count(_body_declaring(op, where, elem_type, [7]))
+
+
+@pytest.mark.parametrize("op, flops, written", [
+    # Loop: 3 trips x 2 Relus x 6 elements; it writes y, 2x3 float (and the 3 stacked t's).
+    ("Loop", 3 * 2 * 6, 6 * 4),
+    # Scan: 4 rows x (Add + Relu) x 3 elements; it writes y, 3 floats (and the 4 stacked t's).
+    ("Scan", 4 * 2 * 3, 3 * 4)])
+@pytest.mark.parametrize("where", ["value_info", "output"])
+@pytest.mark.parametrize("shape", [[7], [2, 3, 1]])
+def test_a_declared_shape_inside_a_body_that_inference_contradicts_is_counted_as_inferred(
+        op, flops, written, where, shape):
+    # onnxruntime 1.32 loads and runs all of these: the count follows the inputs, as in the main
+    # graph (test_a_declared_shape_that_inference_contradicts_is_counted_as_inferred).
+    report = count(_body_declaring(op, where, TensorProto.FLOAT, shape))
+    stacked = {"Loop": 3 * 6 * 4, "Scan": 4 * 3 * 4}[op] if where == "output" else 0
+    assert (report.total.flops, report.total.bytes_written) == (flops, written + stacked)
+    assert any("a shape declared in its body differs" in w for w in report.warnings)
 
 
 def test_a_declared_element_type_contradicted_exits_2_with_one_line(tmp_path, capsys):

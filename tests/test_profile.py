@@ -224,7 +224,8 @@ def test_ceilings_are_measured_once_then_read_from_the_cache(monkeypatch):
 def test_peak_is_the_best_of_the_compute_probes(monkeypatch):
     """The square MatMul is not always the fastest kernel (the CPU provider's NCHWc convolution
     beats it): the peak is the best rate over every probe, so that no model exceeds it."""
-    rates = iter([5e9, 7e9, 11e9])  # FLOP/s of the square MatMul, the deep one, the conv
+    # FLOP/s of the square MatMul, the deep one, the conv, the short MatMul, the short conv.
+    rates = iter([5e9, 7e9, 11e9, 9e9, 10e9])
 
     def timed(model, config, shapes, dtype, runs, seconds, usage):
         if str(shapes) not in flops_of:  # a bandwidth probe
@@ -234,7 +235,9 @@ def test_peak_is_the_best_of_the_compute_probes(monkeypatch):
     probes = ceilings._compute_probes("cpu", 1, "float32")
     flops_of = {str(shapes): flops for _, shapes, flops in probes}
     assert [onnx.load_from_string(m).graph.node[0].op_type for m, _, _ in probes] == \
-        ["MatMul", "MatMul", "Conv"]
+        ["MatMul", "MatMul", "Conv", "MatMul", "Conv"]
+    # The short probes: quick side 128, a 256x128 by 128x128 MatMul; 32 channels on 8x8 pixels.
+    assert [flops for _, _, flops in probes[3:]] == [2 * 256 * 128 * 128, 2 * 32 * 32 * 9 * 64]
     monkeypatch.setattr(ceilings, "_best_time", timed)
     measured = ceilings.measure(onnxflops.profiling.runtime.SessionConfig(threads=1), quick=True)
     assert measured.peak_flops_per_s == pytest.approx(11e9)
@@ -353,6 +356,21 @@ def test_a_roof_probed_minutes_ago_is_raised_without_probing_again(fusable, monk
     prof = onnxflops.profile(fusable, runs=3, warmup=1, profile_runs=2, threads=1, quick=True)
     assert refreshed == [False]
     assert measuring.above_roof(prof) == [] and prof.ceilings.peak_flops_per_s > 1e3
+
+
+def test_the_roofs_a_run_reached_are_cached_for_the_next_estimate(fusable, monkeypatch):
+    """`llm --hardware cpu` estimates on the cached roofs: a run above them raises them in the
+    cache too, or the next estimate is slower than the machine runs (a ratio below 1)."""
+    import time
+
+    fresh = ceilings.Ceilings(1e3, 1e3, "float32", True, time.strftime("%Y-%m-%dT%H:%M:%S"),
+                              4.0, 0.2)
+    _ceilings_returning(fresh, monkeypatch)
+    prof = onnxflops.profile(fusable, runs=3, warmup=1, profile_runs=2, threads=1, quick=True)
+    key = ceilings._key(onnxflops.profiling.runtime.SessionConfig(threads=1), "float32", True)
+    cached = ceilings._entry(ceilings._read(ceilings.cache_dir() / "ceilings.json")[key])
+    assert cached.peak_flops_per_s == prof.ceilings.peak_flops_per_s > 1e3
+    assert cached.bandwidth_bytes_per_s == prof.ceilings.bandwidth_bytes_per_s
 
 
 def test_bound_follows_the_ridge_point():

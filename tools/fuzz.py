@@ -9,8 +9,9 @@ per command.
 Outcomes: ok; clean error (OnnxFlopsError, or the CLI exits 2 with one line); traceback (any other
 exception, or a CLI exit that is neither); negative count; counted invalid (counted, though
 onnxruntime refuses to load the model, oracle.check_runtime); blow-up (MemoryError, or more memory
-than --memory-mb above the parent); hang (over --timeout CPU seconds, or ten times that on the
-wall clock); crash (killed by a signal).
+than --memory-mb above the parent); hang (over --timeout CPU seconds, three times that for an
+`llm` case, which may export a model; or ten times that on the wall clock); crash (killed by a
+signal). The run ends with where the cases' time went, per command and phase (print_costs).
 The mutations and the property are those of the property tests: tests/fuzz/mutator.py, oracle.py;
 the generators (function bombs, symbolic chains, trip-count products, large external data,
 invalid graphs, framework files, llm configs, factory specs) are tests/fuzz/generators.py.
@@ -24,6 +25,9 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
+import hashlib
+import itertools
 import json
 import os
 import resource
@@ -46,6 +50,9 @@ import oracle  # noqa: E402
 
 # (label, command, options) by case number; report's page goes to the case's folder (REPORT).
 REPORT = "report.html"
+# profile's and report's time budget in the cases: what the budget would let run longer is
+# refused in one line (the flag a user raises), not run past the case's CPU seconds.
+BUDGET = ("--max-seconds", "10")
 COMMANDS = (("count", "count", ("-b", "2")),
             ("count --by layer", "count", ("-b", "2", "--by", "layer")),
             ("count --json", "count", ("-b", "2", "--json")),
@@ -55,9 +62,9 @@ COMMANDS = (("count", "count", ("-b", "2")),
             ("count --symbolic", "count", ("--symbolic", "--json")),
             ("compare", "compare", ("-b", "2")),
             ("report", "report", ("-b", "2", "--runs", "1", "--warmup", "0", "--profile-runs",
-                                  "1", "--no-ceilings", "-o", REPORT)),
+                                  "1", "--no-ceilings", *BUDGET, "-o", REPORT)),
             ("profile", "profile", ("-b", "2", "--runs", "1", "--warmup", "0", "--profile-runs",
-                                    "1", "--no-ceilings", "--opt-level", "disable")))
+                                    "1", "--no-ceilings", "--opt-level", "disable", *BUDGET)))
 CLI_OPTIONS = tuple(options for _, command, options in COMMANDS if command == "count")
 
 
@@ -117,22 +124,70 @@ def run_case(data: bytes | None, case: int, folder: Path, options: tuple | dict 
         resource.setrlimit(resource.RLIMIT_FSIZE, (invocation["file_size"],) * 2)
     if model.startswith("spec:"):
         sys.path.insert(0, str(folder))
+    phases = Phases()
     try:
         outcome, where = oracle.OK, ""
         if invocation["api"]:
-            outcome, where = oracle.check_api(path, **({"symbolic": True, "batch": None}
-                                                       if "--symbolic" in argv else {}))
+            with phases("api"):
+                outcome, where = oracle.check_api(path, **({"symbolic": True, "batch": None}
+                                                           if "--symbolic" in argv else {}))
         if outcome in (oracle.OK, oracle.CLEAN):
-            outcome, where = oracle.check_cli(path, *argv, command=invocation["command"])
+            with phases("cli"):
+                outcome, where = oracle.check_cli(path, *argv, command=invocation["command"])
+        verdict = None
         if outcome == oracle.OK and invocation["runtime"] and Path(path).is_file():
-            outcome, where = _runtime_outcome(Path(path).resolve(), timeout)
+            with phases("oracle"):
+                key = _model_key(Path(path))
+                if key not in VERDICTS:
+                    verdict = [key, *_runtime_outcome(Path(path).resolve(), timeout)]
+                outcome, where = VERDICTS.get(key) or verdict[1:]
     finally:
         os.chdir(folder.parent)
         shutil.rmtree(folder, ignore_errors=True)
-    return {"outcome": outcome, "where": where, "command": label}
+    return {"outcome": outcome, "where": where, "command": label, "seconds": phases.seconds,
+            "verdict": verdict}
+
+
+# onnxruntime's verdicts (outcome, where) by _model_key, kept by the parent from its children's
+# results: the children it forks later find them (a generator makes the same model many times,
+# and a function bomb costs the oracle its 5 CPU seconds each time).
+VERDICTS: dict[str, tuple[str, str]] = {}
+
+
+def _model_key(path: Path) -> str:
+    """The model's bytes and the names and sizes of the files beside it (its external data)."""
+    digest = hashlib.sha256(path.read_bytes())
+    for other in sorted(path.parent.iterdir()):
+        if other != path and other.is_file():
+            digest.update(f"\0{other.name}\0{other.stat().st_size}".encode())
+    return digest.hexdigest()
+
+
+class Phases:
+    """CPU seconds (this process's and its waited-for children's) spent in each named phase of
+    a case: where a case's time goes (the run's table "CPU seconds per case")."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @staticmethod
+    def cpu() -> float:
+        own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                              resource.RUSAGE_CHILDREN))
+        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+    @contextlib.contextmanager
+    def __call__(self, name: str):
+        start = self.cpu()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + self.cpu() - start
 
 
 ORACLE_CPU_SECONDS = 5
+# An `llm` case (a model built and exported by torch) may take this many times --timeout.
+CONVERSION_CPU_FACTOR = 3
 # A case may take this many times --timeout on the wall clock (its CPU seconds are --timeout).
 WALL_PER_CPU = 10
 # One ONNX case in FAULT_EVERY runs under a fault of its environment, by its number.
@@ -149,7 +204,7 @@ def environment_fault(case: int, folder: Path, invocation: dict) -> str | None:
     fault = _FAULTS[(case // FAULT_EVERY) % len(_FAULTS)]
     model = invocation["model"]
     writes = ("report", ("-b", "2", "--runs", "1", "--warmup", "0", "--profile-runs", "1",
-                         "--no-ceilings", "-o"))
+                         "--no-ceilings", *BUDGET, "-o"))
     if fault.startswith("cache"):
         cache = folder / "cache"
         if fault == "cache is a file":
@@ -159,7 +214,7 @@ def environment_fault(case: int, folder: Path, invocation: dict) -> str | None:
             cache = Path("/proc/onnxflops-fuzz-cache")
         invocation.update(command="profile", env={"ONNXFLOPS_CACHE_DIR": str(cache)},
                           argv=("-b", "2", "--runs", "1", "--warmup", "0", "--profile-runs", "1",
-                                "--quick"))
+                                "--quick", *BUDGET))
     elif fault == "output folder missing":
         invocation.update(command="count", argv=("-b", "2", "--html",
                                                  str(folder / "no" / "such" / "page.html")))
@@ -216,7 +271,7 @@ def _child(seeds: dict[str, bytes], name: str, case: int, workdir: Path, write_f
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     # A hang is time spent computing: CPU seconds, which a loaded machine does not inflate (a
     # shared machine may give a case a tenth of a core); the wall clock only catches one asleep.
-    resource.setrlimit(resource.RLIMIT_CPU, (timeout, timeout + 5))
+    resource.setrlimit(resource.RLIMIT_CPU, (timeout, CONVERSION_CPU_FACTOR * timeout + 5))
     signal.alarm(timeout * WALL_PER_CPU)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
@@ -224,10 +279,22 @@ def _child(seeds: dict[str, bytes], name: str, case: int, workdir: Path, write_f
     folder = workdir / f"case{case}"
     folder.mkdir()
     label = "?"
+    modules = set(sys.modules)
     try:
-        data, _, options = make_case(seeds, name, case, folder)
+        made = Phases()
+        with made("make"):
+            data, _, options = make_case(seeds, name, case, folder)
+        if isinstance(options, dict) and options["command"] == "llm":
+            # A config that builds is a model exported by torch (20-30 CPU s for a small Llama
+            # on a loaded machine): bounded, but no hang at 20.
+            resource.setrlimit(resource.RLIMIT_CPU, (CONVERSION_CPU_FACTOR * timeout,
+                                                     CONVERSION_CPU_FACTOR * timeout + 5))
+            signal.alarm(CONVERSION_CPU_FACTOR * timeout * WALL_PER_CPU)
         label = label_of(name, case, options)
         result = run_case(data, case, folder, options, timeout)
+        result["seconds"].update(made.seconds)
+        # What the child imported that the parent had not: each is imported again per case.
+        result["imported"] = sorted({m.split(".")[0] for m in set(sys.modules) - modules})
     except MemoryError:
         result = {"outcome": oracle.BLOW_UP, "where": "MemoryError in the harness",
                   "command": label}
@@ -246,11 +313,15 @@ def _vm_size() -> int:
 
 
 def fuzz(first: int, cases: int, jobs: int, memory_mb: int, timeout: int,
-         seeds: dict[str, bytes], names: list[str], seconds: float | None = None
-         ) -> tuple[collections.Counter, dict, dict]:
+         seeds: dict[str, bytes], names: list[str], seconds: float | None = None,
+         json_path: str | None = None) -> tuple[collections.Counter, dict, dict, dict]:
     counts: collections.Counter = collections.Counter()
     by_command: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     failures: dict[str, list] = {}
+    # Where the time goes, per command: seconds summed over its cases (PHASES).
+    costs: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    imported: collections.Counter = collections.Counter()  # top-level modules a child imported
+    slowest: list[tuple] = []  # (wall seconds, case, command, phases) of the SLOWEST slowest
     running: dict[int, tuple] = {}  # pid -> (read fd, case id, started)
     base_rss = _rss_mb()
     pending = iter(range(first, first + cases))
@@ -266,16 +337,18 @@ def fuzz(first: int, cases: int, jobs: int, memory_mb: int, timeout: int,
                 what = "generated" if seed in generators.GENERATORS \
                     else "; ".join(mutator.case_bytes(seeds, seed, case)[1])
                 read_fd, write_fd = os.pipe()
+                forked = time.monotonic()
                 pid = os.fork()
                 if pid == 0:
                     os.close(read_fd)
                     _child(seeds, seed, case, workdir, write_fd, memory_mb, timeout)
+                fork_seconds = time.monotonic() - forked
                 os.close(write_fd)
-                running[pid] = (read_fd, f"{seed}:{case}", what, time.monotonic())
+                running[pid] = (read_fd, f"{seed}:{case}", what, forked, fork_seconds)
             if not running:
                 break
             pid, status, usage = os.wait4(-1, 0)
-            read_fd, case_id, what, started = running.pop(pid)
+            read_fd, case_id, what, started, fork_seconds = running.pop(pid)
             readable, _, _ = select.select([read_fd], [], [], 0)
             raw = os.read(read_fd, 1 << 16) if readable else b""
             os.close(read_fd)
@@ -298,7 +371,22 @@ def fuzz(first: int, cases: int, jobs: int, memory_mb: int, timeout: int,
             case_number = int(case_id.rsplit(":", 1)[1])
             command = result.get("command") or label_of(seed, case_number,
                                                         generators.OPTIONS.get(seed))
+            if result.get("verdict"):
+                key, *verdict = result["verdict"]
+                VERDICTS[key] = tuple(verdict)
             counts[result["outcome"]] += 1
+            cost = costs[command]
+            cost["cases"] += 1
+            wall = time.monotonic() - started
+            cost["wall"] += wall
+            slowest.append((round(wall, 2), case_id, command, result.get("seconds", {})))
+            slowest = sorted(slowest, reverse=True)[:SLOWEST]
+            cost["fork"] += fork_seconds
+            cost["child cpu"] += usage.ru_utime + usage.ru_stime
+            for phase, spent in result.get("seconds", {}).items():
+                cost[phase] += spent
+            for module in result.get("imported", ()):
+                imported[module] += 1
             by_command[command][result["outcome"]] += 1
             if result["outcome"] in oracle.FAILURES:
                 key = f"{result['outcome']}: {result['where']}"
@@ -307,10 +395,67 @@ def fuzz(first: int, cases: int, jobs: int, memory_mb: int, timeout: int,
             if done % 200 == 0:
                 print(f"  {done} cases, {time.monotonic() - START:.0f} s: {dict(counts)}",
                       file=sys.stderr, flush=True)
-    return counts, failures, by_command
+                if json_path:  # a long run's counts so far, should it be stopped
+                    write_json(json_path, counts, by_command, failures,
+                               {"costs": costs, "imported": imported, "slowest": slowest})
+    return counts, failures, by_command, {"costs": costs, "imported": imported,
+                                          "slowest": slowest}
 
 
 START = time.monotonic()
+# The phases of a case, as the costs table prints them: wall seconds from fork to reaping, the
+# parent's fork call, the child's CPU seconds, then the CPU seconds of each phase (making the
+# case, the API check, the CLI check, the onnxruntime oracle's process).
+SLOWEST = 10
+PHASES = ("wall", "fork", "child cpu", "make", "api", "cli", "oracle")
+
+
+def write_json(path: str, counts: collections.Counter, by_command: dict, failures: dict,
+               profile: dict) -> None:
+    Path(path).write_text(json.dumps({"cases": sum(counts.values()),
+                                      "seconds": round(time.monotonic() - START),
+                                      "counts": counts, "by_command": by_command,
+                                      "failures": failures, **profile}, indent=1))
+
+
+def print_costs(costs: dict, imported: collections.Counter) -> None:
+    """Seconds per case of each phase, per command (wall and fork on the clock, the rest CPU)."""
+    print("seconds per case: cases, " + ", ".join(PHASES))
+    for command, cost in sorted(costs.items()):
+        n = cost["cases"]
+        print(f"  {command:32} {n:6} " + " ".join(f"{cost[p] / n:8.3f}" for p in PHASES))
+    if imported:
+        print("imported by children (cases): " + ", ".join(
+            f"{m} {k}" for m, k in imported.most_common(15)))
+
+
+def warm_up(seeds: dict[str, bytes], frameworks: bool) -> None:
+    """Import here, once, what the cases import lazily, so each child forks warm instead of
+    importing it again under its caps: the frameworks of the other input kinds (a minute) and
+    what a count, a profile and the oracle import. The `llm` path (transformers, which imports
+    torch._dynamo and so triton) runs once before TensorFlow is imported: triton imported after
+    TensorFlow segfaults, which killed every `llm` case that got as far as transformers."""
+    import onnxflops.api  # noqa: F401
+    import onnxflops.commands.count  # noqa: F401
+    import onnxruntime  # noqa: F401 - the oracle's
+    with tempfile.TemporaryDirectory() as tmp:
+        folders = (Path(tmp) / f"warm{i}" for i in itertools.count())
+        if frameworks:
+            import torch  # noqa: F401
+            folder = next(folders)
+            folder.mkdir()
+            (folder / "config.json").write_text(json.dumps(generators.LLAMA))
+            run_case(None, 0, folder, generators.Invocation(
+                "llm", "config.json", "--prompt", "8", "--generate", "1", "--hardware", "h100",
+                kind="config.json", api=False))
+            import tensorflow  # noqa: F401
+            import keras  # noqa: F401
+        datas = list(seeds.values())
+        for case in range(max(len(COMMANDS), len(datas))):  # every seed, and every command
+            folder = next(folders)
+            folder.mkdir()
+            run_case(datas[case % len(datas)], case, folder)
+    os.environ.pop("ONNXFLOPS_CACHE_DIR", None)  # an environment fault's, set in this process
 
 
 def main() -> int:
@@ -344,25 +489,16 @@ def main() -> int:
             print("file:", args.output)
         print(run_case(data, int(case), folder, options, args.timeout))
         return 0
-    if not args.no_generators:
-        # The frameworks the other input kinds load, imported once here (a minute), not in each
-        # child under its memory cap; torch before TensorFlow (triton after it segfaults).
-        import torch  # noqa: F401
-        import tensorflow  # noqa: F401
-        import keras  # noqa: F401
-        import onnxflops.commands.llm  # noqa: F401
-    import onnxflops.api  # noqa: F401 - imported once here, not in each child
-    import onnxflops.commands.count  # noqa: F401
-    import onnxruntime  # noqa: F401 - the oracle's
-    with tempfile.TemporaryDirectory() as tmp:  # what a count imports lazily, imported once too
-        for case, (name, data) in enumerate(seeds.items()):
-            folder = Path(tmp) / f"warm{case}"
-            folder.mkdir()
-            run_case(data, case, folder)
+    if args.json:  # the cases change the working folder
+        args.json = str(Path(args.json).resolve())
+    here = Path.cwd()
+    warm_up(seeds, frameworks=not args.no_generators)
+    os.chdir(here)
     import onnxflops
     print("onnxflops from", Path(onnxflops.__file__).parent, file=sys.stderr)
-    counts, failures, by_command = fuzz(args.first, args.cases, args.jobs, args.memory_mb,
-                                        args.timeout, seeds, names, args.seconds)
+    counts, failures, by_command, profile = fuzz(args.first, args.cases, args.jobs,
+                                                 args.memory_mb, args.timeout, seeds, names,
+                                                 args.seconds, args.json)
     print(f"{sum(counts.values())} cases in {time.monotonic() - START:.0f} s")
     for outcome in oracle.OUTCOMES:
         print(f"  {outcome:15} {counts[outcome]}")
@@ -372,9 +508,11 @@ def main() -> int:
     print(f"{len(failures)} failure signatures:")
     for key, cases in sorted(failures.items(), key=lambda kv: -len(kv[1])):
         print(f"  {len(cases):6}  {key}\n          e.g. {cases[0]}")
+    print_costs(profile["costs"], profile["imported"])
+    print("slowest cases (wall s): " + ", ".join(f"{case} {wall}" for wall, case, *_
+                                                 in profile["slowest"]))
     if args.json:
-        Path(args.json).write_text(json.dumps({"counts": counts, "by_command": by_command,
-                                               "failures": failures}, indent=1))
+        write_json(args.json, counts, by_command, failures, profile)
     return 1 if any(counts[o] for o in oracle.FAILURES) else 0
 
 

@@ -44,6 +44,12 @@ TRACE_EVENT_BYTES = 7 << 10
 # The profile holds the weights about five times at once (peak RSS 3.0 GB profiling 0.6 GB of
 # weights): the loaded model, its copy with every node named, serialized, and onnxruntime's.
 WEIGHT_COPIES = 5
+# onnxruntime's load of the nodes it inlines from local-function calls grows faster than their
+# number: 0.77 CPU s for 4,096, 2.1 for 8,192 (onnxruntime 1.32, this 2-core machine; a 65,536-
+# node bomb took minutes): half that fit, so the estimate stays low. A profile loads the model
+# in SESSIONS sessions (a check that it loads, the timed one, the profiled one).
+INLINE_LOAD_COEFFICIENT = 1.4e-6
+SESSIONS = 3
 # onnxruntime's own: thread stacks and allocator arenas (address space, most of it untouched).
 RUNTIME_BYTES = 256 << 20
 
@@ -92,7 +98,8 @@ def estimate(report: Report, view: GraphView, provider: str, *, runs: int, warmu
     weights = weights_bytes(view.graph)
     memory = WEIGHT_COPIES * weights + largest_bytes + feeds_bytes + RUNTIME_BYTES \
         + events * TRACE_EVENT_BYTES
-    seconds = per_run * (timed + profiled) + events * TRACE_EVENT_SECONDS
+    seconds = per_run * (timed + profiled) + events * TRACE_EVENT_SECONDS \
+        + SESSIONS * inline_load_seconds(inlined_nodes(view.graph, inlined_sizes(functions)))
     return Estimate(seconds, memory, flops, node_runs, timed + profiled, weights,
                     _short(largest.name or largest.op_type) if largest else "-", largest_bytes,
                     events, unknown)
@@ -130,6 +137,26 @@ def check_memory(need_bytes: float, what: str, otherwise: str,
     if room is not None and need_bytes > room:
         raise OnnxFlopsError(f"{what}, more than the {_gib(max(room, 0))} this process may use "
                              f"({why}): {remedy}, {otherwise}")
+
+
+def inline_load_seconds(nodes: int) -> float:
+    """seconds = INLINE_LOAD_COEFFICIENT · nodes^1.5: onnxruntime's load of `nodes` nodes that it
+    inlines from local-function calls, at least."""
+    return INLINE_LOAD_COEFFICIENT * nodes ** 1.5
+
+
+def inlined_nodes(graph: onnx.GraphProto, call_sizes: Mapping[tuple[str, str], int]) -> int:
+    """Nodes onnxruntime makes by inlining the calls of local functions in `graph` and the
+    graphs nested in it: Σ over calls of the called function's inlined size (each call once,
+    whatever its Loop's trips)."""
+    if not call_sizes:
+        return 0
+    total, stack = 0, [graph]
+    while stack:
+        for node in stack.pop().node:
+            total += call_sizes.get((node.domain, node.op_type), 0)
+            stack.extend(bodies(node))
+    return total
 
 
 def inlined_sizes(functions: Sequence[onnx.FunctionProto]) -> dict[tuple[str, str], int]:

@@ -3,7 +3,10 @@
 Peak FLOP/s is the best onnxruntime reaches, with the same provider, threads and dtype as the
 model, over several compute-bound probes: a square MatMul, a MatMul with a long inner dim and a
 3×3 convolution (which onnxruntime's CPU provider runs in its blocked NCHWc layout, faster than
-its MatMul: one probe alone let ResNet-50 reach 100.1% of the "peak"). Bandwidth is the best of
+its MatMul: one probe alone let ResNet-50 reach 100.1% of the "peak"), each large and again
+short (a millisecond a run: the best of many short runs is the rate of a moment when no other
+work held the cores, as a model's layers reach it; large ones alone let a Llama prefill's
+MatMuls run 30% above the peak). Bandwidth is the best of
 read-dominated kernels streaming a weight as a model's layers do (a vector times a 16 MB and a
 64 MB matrix, a sum over 64 MB) and a copy: a copy alone (27 GB/s) let a Llama decode step run
 at 1.8× its roofline. Each is the best of a few runs.
@@ -38,6 +41,12 @@ from onnxflops.profiling.runtime import SessionConfig, import_ort, make_session,
 _MATMUL_SIDE = {"cpu": (2048, 256), "cuda": (8192, 1024)}
 # The convolution probe: channels in = out and spatial side, per provider (full, quick).
 _CONV = {"cpu": ((256, 56), (64, 28)), "cuda": ((512, 64), (128, 32))}
+# Side m of the short probes (a 2m x m by m x m MatMul, an m/4-channel convolution on m/16 x m/16
+# pixels), per provider (full, quick): a run of a millisecond or two on weights a core's cache
+# holds, as a model's layers run. The best of many such runs finds a moment when no other work
+# held the cores: under a load of 11 on 2 cores the 2048 MatMul's best was 32 GFLOP/s, a 512
+# one's 263, a Llama prefill's largest MatMul 186 (on a probe of 143 taken at a load of 0.5).
+_SHORT_SIDE = {"cpu": (512, 128), "cuda": (2048, 512)}
 _COPY_ELEMENTS = {"cpu": (64 << 20, 1 << 20), "cuda": (256 << 20, 4 << 20)}
 # Sides of the square weights the streaming probes read (full, quick): on CPU 16 MB and 64 MB
 # of float32, in and beyond a large last-level cache, as a model's weights may be.
@@ -46,7 +55,7 @@ _STREAM_SIDES = {"cpu": ((2048, 4096), (256, 512)), "cuda": ((8192, 16384), (102
 # mean less chance that other work on the machine lowers the figure.
 _RUNS = ((10, 1.0), (3, 0.0))
 # Part of the cache key: ceilings measured by other probes are measured again.
-_PROBES = "probes=matmul,deep-matmul,conv3x3;stream=gemv,sum,copy"
+_PROBES = "probes=matmul,deep-matmul,conv3x3,short-matmul,short-conv3x3;stream=gemv,sum,copy"
 # A probe ran under load when the load average per core was above this at its start, or its
 # threads got less than this share of the CPU time they would have had alone.
 _LOADED_PER_CORE = 1.0
@@ -125,16 +134,21 @@ def cache_dir() -> Path:
 def machine_ceilings(config: SessionConfig, dtype: str = "float32", quick: bool = False,
                      refresh: bool = False) -> Ceilings:
     """The cached ceilings of this machine for `config` and `dtype`, measured when missing."""
-    path = cache_dir() / "ceilings.json"
-    key = "|".join([_machine(), config.provider, f"device={config.device_id}",
-                    f"threads={config.threads or 'default'}", dtype,
-                    "quick" if quick else "full", _PROBES])
-    cache = _read(path)
-    cached = _entry(cache.get(key))
+    key = _key(config, dtype, quick)
+    cached = _entry(_read(cache_dir() / "ceilings.json").get(key))
     if cached is not None and not refresh and not (
             cached.probed_under_load and _quieter_than(cached)):
         return cached
-    ceilings = measure(config, dtype, quick)
+    return remember(config, dtype, quick, measure(config, dtype, quick))
+
+
+def remember(config: SessionConfig, dtype: str, quick: bool, ceilings: Ceilings) -> Ceilings:
+    """`ceilings` merged into the cached ones (the higher of each) and cached: what a probe
+    measured, or the roofs a run reached above them (so the next estimate is no lower)."""
+    path = cache_dir() / "ceilings.json"
+    key = _key(config, dtype, quick)
+    cache = _read(path)
+    cached = _entry(cache.get(key))
     if cached is not None:
         ceilings = cached.merged(ceilings)
     cache[key] = asdict(ceilings)
@@ -146,6 +160,12 @@ def machine_ceilings(config: SessionConfig, dtype: str = "float32", quick: bool 
     except OSError:
         pass  # an unwritable cache: measured again next time
     return ceilings
+
+
+def _key(config: SessionConfig, dtype: str, quick: bool) -> str:
+    return "|".join([_machine(), config.provider, f"device={config.device_id}",
+                     f"threads={config.threads or 'default'}", dtype,
+                     "quick" if quick else "full", _PROBES])
 
 
 def _entry(data) -> Ceilings | None:
@@ -209,10 +229,13 @@ def _compute_probes(provider: str, level: int, dtype: str) -> list[tuple[bytes, 
     """(model, input shapes then output shape, FLOPs) of each compute-bound probe."""
     n = _MATMUL_SIDE[provider][level]
     c, side = _CONV[provider][level]
+    m = _SHORT_SIDE[provider][level]
     probes = [("MatMul", [[n, n], [n, n], [n, n]], 2 * n ** 3, {}),
-              ("MatMul", [[n // 2, 4 * n], [4 * n, n // 2], [n // 2, n // 2]], n ** 3, {}),
-              ("Conv", [[1, c, side, side], [c, c, 3, 3], [1, c, side, side]],
-               2 * c * c * 9 * side * side, {"pads": [1, 1, 1, 1]})]
+              ("MatMul", [[n // 2, 4 * n], [4 * n, n // 2], [n // 2, n // 2]], n ** 3, {})]
+    for c, side in ((c, side), (m // 4, m // 16)):
+        probes.append(("Conv", [[1, c, side, side], [c, c, 3, 3], [1, c, side, side]],
+                       2 * c * c * 9 * side * side, {"pads": [1, 1, 1, 1]}))
+    probes.insert(3, ("MatMul", [[2 * m, m], [m, m], [2 * m, m]], 4 * m ** 3, {}))
     return [(_single_op_model(op, dtype, shapes[:-1], shapes[-1], **attrs), shapes, flops)
             for op, shapes, flops, attrs in probes]
 

@@ -21,12 +21,14 @@ from onnxflops.api import count_with_model
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.load import load_model
 from onnxflops.graph import GraphView
+from onnxflops.normalize.functions import normalize as inline_functions
 from onnxflops.ops import HOLDS_SUBGRAPHS
 from onnxflops.profiling import budget, fusion
 from onnxflops.profiling.ceilings import (
     Ceilings,
     dominant_float_dtype,
     machine_ceilings,
+    remember,
 )
 from onnxflops.profiling.runtime import (
     MAX_LOOP_TRIPS,
@@ -304,7 +306,9 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
                            functions=counted.bound.functions)
     budget.check(need, max_seconds, None if max_memory_gb is None else int(max_memory_gb * 2**30))
     feeds = random_feeds(counted.bound, arrays)
-    model_bytes = runnable(source.weighted())
+    # onnxruntime inlines local functions in time that grows faster than their nodes (minutes
+    # for 2^16); inlined here first, as the count inlined them, it loads them as plain nodes.
+    model_bytes = runnable(inline_functions(source.weighted()))
 
     step("timing", 0.0)
     session = make_session(model_bytes, config)
@@ -342,6 +346,7 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
                 probed += f", under load ({_load_text(machine)})"
             for flops, moved, seconds in beaten:
                 machine = machine.raised_to(flops, moved, seconds)
+            machine = remember(config, dtype, quick, machine)  # the next estimate's roofs too
             result = _join(counted, optimized.graph, times, latency, machine)
             result.warnings.append(
                 f"{len(beaten)} node(s) or the model ran faster than the measured roofs "

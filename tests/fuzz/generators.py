@@ -230,7 +230,7 @@ def framework_file(rng: random.Random, workdir: Path) -> tuple[None, str, dict]:
         api=command == "count")
 
 
-_LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 32,
+LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 32,
           "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
           "num_key_value_heads": 2, "vocab_size": 100, "max_position_embeddings": 64}
 
@@ -238,7 +238,7 @@ _LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_
 def llm_config(rng: random.Random, workdir: Path) -> tuple[None, str, dict]:
     """A transformers config.json claiming what no model has (negative, zero, vast or non-numeric
     sizes, an unknown model type), or no JSON at all; in a file or a folder."""
-    config = dict(_LLAMA)
+    config = dict(LLAMA)
     field = rng.choice(sorted(config))
     value = rng.choice((-1, 0, 10**9, 2**63, 1.5, "32", None, [], {"a": 1}, "gpt-0"))
     config[field] = value

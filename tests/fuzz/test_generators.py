@@ -61,3 +61,20 @@ def test_misbehaving_factory_specs_are_one_line(case, tmp_path, monkeypatch, cap
     code = main([invocation["command"], invocation["model"][len("spec:"):], *argv])
     err = capsys.readouterr().err.splitlines()
     assert code == 2 and len(err) == 1, (what, code, err)
+
+
+@pytest.mark.slow  # the harness imports torch, TensorFlow and transformers once (a minute)
+def test_the_harness_runs_an_llm_config_beside_tensorflow_without_a_crash():
+    # gen_llm_config:102 (a config whose intermediate_size is "32") reaches transformers, which
+    # imports torch._dynamo and so triton; triton imported after TensorFlow segfaults, which
+    # killed this case (and every llm case that got as far) in the harness's children until the
+    # harness imported the llm path before TensorFlow (tools/fuzz.py warm_up).
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    run = subprocess.run([sys.executable, str(root / "tools" / "fuzz.py"), "--first", "102",
+                          "--cases", "1"], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0 and "gen_llm_config cases" not in run.stdout, run.stdout[-2000:]
+    assert " crash           0" in run.stdout
