@@ -36,6 +36,7 @@ import numpy as np
 import onnx
 
 from onnxflops.caches import collector_paused
+from onnxflops.converters import single_trace
 from onnxflops.converters.common import (ABSENT_WEIGHTS, alike, check_container,
                                          framework_logging_silenced, is_single_input,
                                          native_output_silenced, root_cause, triton_kept_out)
@@ -227,14 +228,39 @@ def export_dynamo(module, args: tuple, names: list[str], opset: int, dynamic_sha
 
     translations = custom_translations()
     # tracing makes a graph of long-lived objects, no garbage cycles
-    with collector_paused(), torchlib_registry_reused():
-        program = torch.onnx.export(module, _positional(args), dynamo=True, optimize=False,
-                                    opset_version=opset, input_names=_input_names(names, args),
-                                    verbose=False, dynamic_shapes=dynamic_shapes,
-                                    custom_translation_table=translations or None)
+    with collector_paused(), torchlib_registry_reused(), single_trace.stack_traces_skipped():
+        traced = _traced_once(module, args, opset, translations) if dynamic_shapes is None \
+            else None
+        with single_trace.decomposition_skipped(traced) if traced is not None \
+                else contextlib.nullcontext():
+            program = torch.onnx.export(traced if traced is not None else module,
+                                        _positional(args), dynamo=True, optimize=False,
+                                        opset_version=opset,
+                                        input_names=_input_names(names, args), verbose=False,
+                                        dynamic_shapes=dynamic_shapes,
+                                        custom_translation_table=translations or None)
     record_custom_shapes(program.model.graph, emitted_domains(translations))
     _drop_weight_bytes(program.model.graph, keep_weights)
     return program.model_proto
+
+
+def _traced_once(module, args: tuple, opset: int, translations: dict):
+    """`module` traced once to the ops the exporter translates (see
+    `onnxflops.converters.single_trace`), or None where the exporter should trace it itself: an
+    ExportedProgram, a torch without the internals, or a trace that fails (the exporter then tries
+    its own strategies, and says why it failed)."""
+    import torch
+    from torch.onnx._internal.exporter._registration import ONNXRegistry
+
+    if isinstance(module, torch.export.ExportedProgram) or not single_trace.available():
+        return None
+    registry = ONNXRegistry.from_torchlib(max(opset, OPSET))  # as torch.onnx.export builds it
+    for op, translation in translations.items():
+        registry.register_op(op, translation, is_complex=False)
+    try:  # every argument positional, as `_positional` hands them to torch.onnx.export
+        return single_trace.traced_once(module, tuple(args), None, registry)
+    except Exception:  # noqa: BLE001 - torch.onnx.export traces it again and reports its failure
+        return None
 
 
 @contextlib.contextmanager
