@@ -252,7 +252,8 @@ def _traced_once(module, args: tuple, opset: int, translations: dict):
     import torch
     from torch.onnx._internal.exporter._registration import ONNXRegistry
 
-    if isinstance(module, torch.export.ExportedProgram) or not single_trace.available():
+    if isinstance(module, torch.export.ExportedProgram) or not single_trace.available() \
+            or _has_tied_weights(module):
         return None
     registry = ONNXRegistry.from_torchlib(max(opset, OPSET))  # as torch.onnx.export builds it
     for op, translation in translations.items():
@@ -261,6 +262,15 @@ def _traced_once(module, args: tuple, opset: int, translations: dict):
         return single_trace.traced_once(module, tuple(args), None, registry)
     except Exception:  # noqa: BLE001 - torch.onnx.export traces it again and reports its failure
         return None
+
+
+def _has_tied_weights(module) -> bool:
+    """Whether a parameter or buffer is reachable under two names. The one trace gives each name
+    an initializer of its own; the exporter's retrace gives the tensor one (`params` counts it
+    once), so such modules go the exporter's way."""
+    named = [*module.named_parameters(remove_duplicate=False),
+             *module.named_buffers(remove_duplicate=False)]
+    return len({id(t) for _, t in named}) < len(named)
 
 
 @contextlib.contextmanager

@@ -41,13 +41,24 @@ class Net(torch.nn.Module):
         return self.head(triple(pooled))
 
 
-def _exported(monkeypatch, once: bool) -> onnx.ModelProto:
+def _tied():
+    """Two linears sharing one weight: the exporter's retrace gives it one initializer."""
+    first, second = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+    second.weight = first.weight
+    return torch.nn.Sequential(first, torch.nn.ReLU(), second)
+
+
+CASES = {"net": (Net, ((1, 3, 6, 6), (4,)), ["x", "scale"]), "tied": (_tied, ((1, 4),), ["x"])}
+
+
+def _exported(monkeypatch, case: str, once: bool) -> onnx.ModelProto:
+    build, shapes, names = CASES[case]
     if not once:
         monkeypatch.setattr(from_torch, "_traced_once", lambda *args: None)
     torch.manual_seed(0)
     try:
-        return from_torch.export_dynamo(Net().eval(), (torch.randn(1, 3, 6, 6), torch.randn(4)),
-                                        ["x", "scale"], 18, keep_weights=True)
+        return from_torch.export_dynamo(build().eval(), tuple(torch.randn(s) for s in shapes),
+                                        names, 18, keep_weights=True)
     finally:
         monkeypatch.undo()
 
@@ -63,11 +74,15 @@ def _without_trace_records(proto: onnx.ModelProto) -> bytes:
     return proto.SerializeToString()
 
 
-def test_one_trace_exports_the_two_traces_graph(monkeypatch):
+@pytest.mark.parametrize("case", list(CASES))
+def test_one_trace_exports_the_two_traces_graph(monkeypatch, case):
     assert single_trace.available()
-    two = _exported(monkeypatch, once=False)
-    one = _exported(monkeypatch, once=True)
+    two = _exported(monkeypatch, case, once=False)
+    one = _exported(monkeypatch, case, once=True)
     assert _without_trace_records(one) == _without_trace_records(two)
+    if case == "tied":
+        assert len(one.graph.initializer) == 3  # the shared weight once, and two biases
+        return
     kinds = {n.op_type for n in one.graph.node}
     # ops ONNX translates stay whole (linear, hardswish: CompositeImplicitAutograd ops the
     # trace would decompose if the table did not keep them), the custom op one node of its own
