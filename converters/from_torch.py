@@ -317,8 +317,56 @@ def warm_torchlib_registry(opset: int = OPSET) -> None:
 @functools.cache
 def _torchlib_registry(cls, build, opset_version: int | None, torchvision_ops: bool):
     """The registry `build` makes, once per opset; torchvision's ops enter it only once
-    torchvision has loaded them, so whether it has is part of the key."""
-    return build(cls) if opset_version is None else build(cls, opset_version)
+    torchvision has loaded them, so whether it has is part of the key. Each translation's
+    signature is inferred when an export first dispatches to it (`_signatures_inferred_on_use`)."""
+    with _signatures_inferred_on_use():
+        return build(cls) if opset_version is None else build(cls, opset_version)
+
+
+@contextlib.contextmanager
+def _signatures_inferred_on_use():
+    """The registry's entries, made for the duration, infer their translation's signature when
+    it is first read instead of when made: an export reads the few dozen of the ops its graph
+    holds, not the ~2,000 (inferring one parses the function; all of them, half a second).
+
+    A torchlib function whose signature cannot be inferred would be left out of the registry
+    when made; read later, it raises instead (tests check that every one infers)."""
+    from torch.onnx._internal.exporter import _registration
+
+    eager = getattr(_registration, "OnnxDecompMeta", None)
+    if not (isinstance(eager, type) and callable(getattr(eager, "__post_init__", None))):
+        yield  # laid out otherwise: the entries infer as they are made
+        return
+    _registration.OnnxDecompMeta = _inferred_on_use(eager)
+    try:
+        yield
+    finally:
+        _registration.OnnxDecompMeta = eager
+
+
+@functools.cache
+def _inferred_on_use(eager: type) -> type:
+    """A subclass of the registry's entry class whose `signature`, left None when made (to be
+    inferred), is inferred by the entry's own __post_init__ when first read."""
+
+    class InferredOnUse(eager):
+        def __post_init__(self) -> None:
+            pass  # inferred on first read
+
+        @property
+        def signature(self):
+            if self.__dict__.get("_pending") and not self.skip_signature_inference:
+                self._pending = False
+                eager.__post_init__(self)  # reads None, infers, sets it (or raises)
+            return self.__dict__.get("_signature")
+
+        @signature.setter
+        def signature(self, value) -> None:
+            self._signature = value
+            self._pending = value is None
+
+    InferredOnUse.__name__ = InferredOnUse.__qualname__ = eager.__name__
+    return InferredOnUse
 
 
 def _torchvision_ops_loaded() -> bool:
