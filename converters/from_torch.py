@@ -36,6 +36,7 @@ import numpy as np
 import onnx
 
 from onnxflops.caches import collector_paused
+from onnxflops.converters import single_trace
 from onnxflops.converters.common import (ABSENT_WEIGHTS, alike, check_container,
                                          framework_logging_silenced, is_single_input,
                                          native_output_silenced, root_cause, triton_kept_out)
@@ -227,14 +228,49 @@ def export_dynamo(module, args: tuple, names: list[str], opset: int, dynamic_sha
 
     translations = custom_translations()
     # tracing makes a graph of long-lived objects, no garbage cycles
-    with collector_paused(), torchlib_registry_reused():
-        program = torch.onnx.export(module, _positional(args), dynamo=True, optimize=False,
-                                    opset_version=opset, input_names=_input_names(names, args),
-                                    verbose=False, dynamic_shapes=dynamic_shapes,
-                                    custom_translation_table=translations or None)
+    with collector_paused(), torchlib_registry_reused(), single_trace.stack_traces_skipped():
+        traced = _traced_once(module, args, opset, translations) if dynamic_shapes is None \
+            else None
+        with single_trace.decomposition_skipped(traced) if traced is not None \
+                else contextlib.nullcontext():
+            program = torch.onnx.export(traced if traced is not None else module,
+                                        _positional(args), dynamo=True, optimize=False,
+                                        opset_version=opset,
+                                        input_names=_input_names(names, args), verbose=False,
+                                        dynamic_shapes=dynamic_shapes,
+                                        custom_translation_table=translations or None)
     record_custom_shapes(program.model.graph, emitted_domains(translations))
     _drop_weight_bytes(program.model.graph, keep_weights)
     return program.model_proto
+
+
+def _traced_once(module, args: tuple, opset: int, translations: dict):
+    """`module` traced once to the ops the exporter translates (see
+    `onnxflops.converters.single_trace`), or None where the exporter should trace it itself: an
+    ExportedProgram, a torch without the internals, or a trace that fails (the exporter then tries
+    its own strategies, and says why it failed)."""
+    import torch
+    from torch.onnx._internal.exporter._registration import ONNXRegistry
+
+    if isinstance(module, torch.export.ExportedProgram) or not single_trace.available() \
+            or _has_tied_weights(module):
+        return None
+    registry = ONNXRegistry.from_torchlib(max(opset, OPSET))  # as torch.onnx.export builds it
+    for op, translation in translations.items():
+        registry.register_op(op, translation, is_complex=False)
+    try:  # every argument positional, as `_positional` hands them to torch.onnx.export
+        return single_trace.traced_once(module, tuple(args), None, registry)
+    except Exception:  # noqa: BLE001 - torch.onnx.export traces it again and reports its failure
+        return None
+
+
+def _has_tied_weights(module) -> bool:
+    """Whether a parameter or buffer is reachable under two names. The one trace gives each name
+    an initializer of its own; the exporter's retrace gives the tensor one (`params` counts it
+    once), so such modules go the exporter's way."""
+    named = [*module.named_parameters(remove_duplicate=False),
+             *module.named_buffers(remove_duplicate=False)]
+    return len({id(t) for _, t in named}) < len(named)
 
 
 @contextlib.contextmanager
@@ -281,8 +317,56 @@ def warm_torchlib_registry(opset: int = OPSET) -> None:
 @functools.cache
 def _torchlib_registry(cls, build, opset_version: int | None, torchvision_ops: bool):
     """The registry `build` makes, once per opset; torchvision's ops enter it only once
-    torchvision has loaded them, so whether it has is part of the key."""
-    return build(cls) if opset_version is None else build(cls, opset_version)
+    torchvision has loaded them, so whether it has is part of the key. Each translation's
+    signature is inferred when an export first dispatches to it (`_signatures_inferred_on_use`)."""
+    with _signatures_inferred_on_use():
+        return build(cls) if opset_version is None else build(cls, opset_version)
+
+
+@contextlib.contextmanager
+def _signatures_inferred_on_use():
+    """The registry's entries, made for the duration, infer their translation's signature when
+    it is first read instead of when made: an export reads the few dozen of the ops its graph
+    holds, not the ~2,000 (inferring one parses the function; all of them, half a second).
+
+    A torchlib function whose signature cannot be inferred would be left out of the registry
+    when made; read later, it raises instead (tests check that every one infers)."""
+    from torch.onnx._internal.exporter import _registration
+
+    eager = getattr(_registration, "OnnxDecompMeta", None)
+    if not (isinstance(eager, type) and callable(getattr(eager, "__post_init__", None))):
+        yield  # laid out otherwise: the entries infer as they are made
+        return
+    _registration.OnnxDecompMeta = _inferred_on_use(eager)
+    try:
+        yield
+    finally:
+        _registration.OnnxDecompMeta = eager
+
+
+@functools.cache
+def _inferred_on_use(eager: type) -> type:
+    """A subclass of the registry's entry class whose `signature`, left None when made (to be
+    inferred), is inferred by the entry's own __post_init__ when first read."""
+
+    class InferredOnUse(eager):
+        def __post_init__(self) -> None:
+            pass  # inferred on first read
+
+        @property
+        def signature(self):
+            if self.__dict__.get("_pending") and not self.skip_signature_inference:
+                self._pending = False
+                eager.__post_init__(self)  # reads None, infers, sets it (or raises)
+            return self.__dict__.get("_signature")
+
+        @signature.setter
+        def signature(self, value) -> None:
+            self._signature = value
+            self._pending = value is None
+
+    InferredOnUse.__name__ = InferredOnUse.__qualname__ = eager.__name__
+    return InferredOnUse
 
 
 def _torchvision_ops_loaded() -> bool:

@@ -68,3 +68,22 @@ def test_a_reused_registry_exports_what_a_fresh_one_does(monkeypatch):
     pristine = cached(ONNXRegistry, built, 18, from_torch._torchvision_ops_loaded())
     assert not [k for k in pristine.functions if "onnxflops_reuse_test" in str(k)]
     assert ONNXRegistry.__dict__["from_torchlib"].__func__ is built  # put back after each export
+
+
+def test_signatures_inferred_on_use_are_the_ones_inferred_when_made():
+    built = ONNXRegistry.__dict__["from_torchlib"].__func__
+    eager = built(ONNXRegistry, 18)
+    with from_torch._signatures_inferred_on_use():
+        deferred = built(ONNXRegistry, 18)
+    metas = [meta for metas in deferred.functions.values() for meta in metas]
+    pending = sum(bool(meta.__dict__.get("_pending")) for meta in metas)
+    assert pending > len(metas) // 2  # none inferred yet: an export infers only what it reads
+
+    def entries(registry):
+        return {target: [(m.onnx_function, m.fx_target, m.is_complex, m.opset_introduced,
+                          m.is_custom, m.signature) for m in metas]
+                for target, metas in registry.functions.items()}
+
+    # every torchlib function infers (none would have been left out), to the same signature
+    assert entries(deferred) == entries(eager)
+    assert not any(meta.__dict__.get("_pending") for meta in metas)

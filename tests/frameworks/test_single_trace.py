@@ -1,0 +1,112 @@
+"""One trace straight to the ops the ONNX translation takes exports the graph that torch.onnx.export's
+two traces (torch.export, then run_decompositions) give, and is what export_dynamo runs."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import onnx  # noqa: E402
+
+from onnxflops.converters import from_torch, single_trace  # noqa: E402
+
+
+@torch.library.custom_op("onnxflops_single_trace_test::triple", mutates_args=())
+def triple(x: torch.Tensor) -> torch.Tensor:
+    return 3 * x
+
+
+@triple.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+class Net(torch.nn.Module):
+    """A conv + BatchNorm, an attention, linears and hardswish (CompositeImplicitAutograd ops
+    that ONNX translates whole), addcmul (decomposed), a pad, and a library custom op."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.norm = torch.nn.BatchNorm2d(8)
+        self.qkv = torch.nn.Linear(8, 24)
+        self.head = torch.nn.Linear(4, 2)
+
+    def forward(self, x, scale):
+        y = torch.nn.functional.hardswish(self.norm(self.conv(x)))
+        tokens = torch.nn.functional.pad(y.flatten(2).transpose(1, 2), (0, 0, 1, 0))
+        q, k, v = self.qkv(tokens).reshape(1, -1, 3, 2, 4).permute(2, 0, 3, 1, 4)
+        attended = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        pooled = torch.addcmul(attended.mean((1, 2)), scale, scale)
+        return self.head(triple(pooled))
+
+
+def _tied():
+    """Two linears sharing one weight: the exporter's retrace gives it one initializer."""
+    first, second = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+    second.weight = first.weight
+    return torch.nn.Sequential(first, torch.nn.ReLU(), second)
+
+
+CASES = {"net": (Net, ((1, 3, 6, 6), (4,)), ["x", "scale"]), "tied": (_tied, ((1, 4),), ["x"])}
+
+
+def _exported(monkeypatch, case: str, once: bool) -> onnx.ModelProto:
+    build, shapes, names = CASES[case]
+    if not once:
+        monkeypatch.setattr(from_torch, "_traced_once", lambda *args: None)
+    torch.manual_seed(0)
+    try:
+        return from_torch.export_dynamo(build().eval(), tuple(torch.randn(s) for s in shapes),
+                                        names, 18, keep_weights=True)
+    finally:
+        monkeypatch.undo()
+
+
+def _without_trace_records(proto: onnx.ModelProto) -> bytes:
+    """The proto less the input's record of its traced name (the one trace names the placeholder
+    as the exporter renames it, so records no rename)."""
+    proto = onnx.ModelProto.FromString(proto.SerializeToString())
+    for value in proto.graph.input:
+        kept = [p for p in value.metadata_props if p.key != "pkg.torch.onnx.original_node_name"]
+        del value.metadata_props[:]
+        value.metadata_props.extend(kept)
+    return proto.SerializeToString()
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_one_trace_exports_the_two_traces_graph(monkeypatch, case):
+    assert single_trace.available()
+    two = _exported(monkeypatch, case, once=False)
+    one = _exported(monkeypatch, case, once=True)
+    assert _without_trace_records(one) == _without_trace_records(two)
+    if case == "tied":
+        assert len(one.graph.initializer) == 3  # the shared weight once, and two biases
+        return
+    kinds = {n.op_type for n in one.graph.node}
+    # ops ONNX translates stay whole (linear, hardswish: CompositeImplicitAutograd ops the
+    # trace would decompose if the table did not keep them), the custom op one node of its own
+    assert {"Conv", "BatchNormalization", "Gemm", "HardSwish", "Pad", "triple"} <= kinds
+
+
+def test_export_traces_once(monkeypatch):
+    from torch.export import ExportedProgram
+
+    retraced = []
+    decompose = ExportedProgram.run_decompositions
+    monkeypatch.setattr(ExportedProgram, "run_decompositions",
+                        lambda self, *a, **k: retraced.append(1) or decompose(self, *a, **k))
+    from_torch.export_dynamo(Net().eval(), (torch.randn(1, 3, 6, 6), torch.randn(4)),
+                             ["x", "scale"], 18)
+    assert retraced == []
+
+
+def test_a_failed_one_trace_leaves_the_export_to_the_exporter(monkeypatch):
+    def refuses(*args):
+        raise RuntimeError("no")
+
+    monkeypatch.setattr(single_trace, "traced_once", refuses)
+    proto = from_torch.export_dynamo(Net().eval(), (torch.randn(1, 3, 6, 6), torch.randn(4)),
+                                     ["x", "scale"], 18)
+    assert [i.name for i in proto.graph.input] == ["x", "scale"]
+    assert sum(n.op_type == "Conv" for n in proto.graph.node) == 1
