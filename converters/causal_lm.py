@@ -82,6 +82,7 @@ def load_causal_lm(source):
         source = _read_config(Path(source), transformers)
     if isinstance(source, transformers.PretrainedConfig):
         _check_sizes(source)
+        as_decoder(source)
         try:
             with _quiet(), torch.device("meta"):
                 return transformers.AutoModelForCausalLM.from_config(source)
@@ -93,6 +94,15 @@ def load_causal_lm(source):
         return source
     raise OnnxFlopsError(f"cannot serve a {type(source).__name__}: give a transformers causal LM, "
                          "its config (object or config.json) or a package.module:factory spec")
+
+
+def as_decoder(config):
+    """`config` with `is_decoder` set where it has that setting: a causal-LM head on an encoder
+    family (BERT, RoBERTa, ELECTRA) attends causally and keeps a KV cache only as a decoder
+    (transformers warns to set it); every other config is left as it is. Returned."""
+    if getattr(config, "is_decoder", None) is False:
+        config.is_decoder = True
+    return config
 
 
 def causal_lm_to_onnx(model, *, extend_layers: bool = False) -> CausalLM:
@@ -237,16 +247,18 @@ def _export_phases(model, name: str) -> tuple[onnx.ModelProto, onnx.ModelProto, 
     except Exception as e:  # the model's own code raises anything; the user gets one line
         raise OnnxFlopsError(f"causal LM '{name}': cannot run it on a prompt "
                              f"({first_line(root_cause(e))})") from None
-    layers = getattr(cache, "layers", None)
-    if not layers or not all(hasattr(layer, "keys") and hasattr(layer, "values")
-                             and layer.keys is not None for layer in layers):
+    if cache is None and getattr(config, "is_decoder", None) is False:
+        raise OnnxFlopsError(f"causal LM '{name}': it keeps no KV cache, its config's is_decoder "
+                             "being false; set it true to serve it as a decoder")
+    past, cross = _self_attention_past(cache)
+    if past is None:
         raise OnnxFlopsError(f"causal LM '{name}': its cache is not one of keys and values per "
-                             "layer (a transformers DynamicCache); only such caches are served")
-    past = [tuple(_resized(t, _EXAMPLE_CONTEXT) for t in (layer.keys, layer.values))
-            for layer in layers]
+                             "layer (a transformers DynamicCache, or one inside an "
+                             "EncoderDecoderCache); only such caches are served")
+    past = [tuple(_resized(t, _EXAMPLE_CONTEXT) for t in pair) for pair in past]
     prefill = _export(_prefill_module(model), (ids,), {"input_ids": {0: batch, 1: prompt}}, name)
     with _window_sizes_branch_free():
-        decode = _export(_decode_module(model), (ids[:, :1], past),
+        decode = _export(_decode_module(model, cross), (ids[:, :1], past),
                          {"input_ids": {0: batch},
                           "past": [({0: batch, _TOKEN_AXIS: context},) * 2 for _ in past]}, name)
     return prefill, decode, len(past)
@@ -290,10 +302,33 @@ def _prefill_module(model):
     return Prefill(model)
 
 
-def _decode_module(model):
-    """The model on one token with a KV cache of `context` tokens, its logits the output."""
+def _self_attention_past(cache) -> tuple[list | None, bool]:
+    """(each layer's (keys, values) of the cache's self-attention, whether they came inside an
+    EncoderDecoderCache): a transformers DynamicCache's layers; the self-attention half of an
+    EncoderDecoderCache whose cross-attention half is empty (a decoder-only model of an
+    encoder-decoder family: RemBERT, Megatron-BERT); a legacy tuple of (keys, values) per layer.
+    None where the cache is none of these."""
+    cross = hasattr(cache, "self_attention_cache")
+    if cross:
+        if any(getattr(layer, "keys", None) is not None
+               for layer in getattr(cache.cross_attention_cache, "layers", None) or []):
+            return None, cross
+        cache = cache.self_attention_cache
+    layers = getattr(cache, "layers", None)
+    if layers and all(getattr(layer, "keys", None) is not None
+                      and getattr(layer, "values", None) is not None for layer in layers):
+        return [(layer.keys, layer.values) for layer in layers], cross
+    if isinstance(cache, (tuple, list)) and cache and all(
+            isinstance(pair, (tuple, list)) and len(pair) == 2 for pair in cache):
+        return [tuple(pair) for pair in cache], cross
+    return None, cross
+
+
+def _decode_module(model, cross: bool = False):
+    """The model on one token with a KV cache of `context` tokens, its logits the output; the
+    cache inside an EncoderDecoderCache (its cross-attention half empty) where `cross`."""
     import torch
-    from transformers import DynamicCache
+    from transformers import DynamicCache, EncoderDecoderCache
 
     class DecodeStep(torch.nn.Module):
         def __init__(self, lm):
@@ -302,6 +337,8 @@ def _decode_module(model):
 
         def forward(self, input_ids, past):
             cache = DynamicCache(ddp_cache_data=list(past), config=self.lm.config)
+            if cross:
+                cache = EncoderDecoderCache(cache, DynamicCache(config=self.lm.config))
             return self.lm(input_ids=input_ids, past_key_values=cache, use_cache=True).logits
 
     return DecodeStep(model)
@@ -316,14 +353,71 @@ def _resized(t, tokens: int):
 
 
 def _export(module, args: tuple, dynamic_shapes: dict, name: str) -> onnx.ModelProto:
+    """The module's graph with `dynamic_shapes` left symbolic; where torch.export finds the dims
+    narrower than that (a prompt of at least 2 tokens where attention branches on a 1-token
+    query, at most the model's position table), over the ranges it finds (_narrowed)."""
     try:
         with step(f"exporting {type(module).__name__}"), _quiet():
             proto = export_dynamo(module, args, ["input_ids"], OPSET, dynamic_shapes)
     except Exception as e:  # the exporter raises anything; the user gets one line
-        raise OnnxFlopsError(f"causal LM '{name}': the dynamo exporter cannot convert it "
-                             f"({first_line(root_cause(e))})") from None
+        narrowed = _narrowed(module, args, dynamic_shapes)
+        if narrowed is None:
+            raise OnnxFlopsError(f"causal LM '{name}': the dynamo exporter cannot convert it "
+                                 f"({first_line(root_cause(e))})") from None
+        return _export(module, args, narrowed, name)
     record_torch_weight_roles(proto, module)
     return proto
+
+
+def _narrowed(module, args: tuple, dynamic_shapes: dict) -> dict | None:
+    """`dynamic_shapes` with each dim's range narrowed to what torch.export's trace of the module
+    guards (its suggested fixes, applied by torch's refine_dynamic_shapes_from_suggested_fixes,
+    until the trace holds); None where it suggests none, or would fix a dim to one size: a count
+    at one size is no formula."""
+    import torch
+    from torch.export.dynamic_shapes import refine_dynamic_shapes_from_suggested_fixes
+
+    shapes = dynamic_shapes
+    for _ in range(_NARROWINGS):
+        try:
+            with _quiet():
+                torch.export.export(module, args, dynamic_shapes=shapes, strict=False)
+        except torch._dynamo.exc.UserError as e:  # noqa: SLF001 - torch's export error
+            message = getattr(e, "msg", "") or ""
+            if "Suggested fixes" not in message:
+                return None
+            try:
+                refined = refine_dynamic_shapes_from_suggested_fixes(message, shapes)
+            except Exception:  # noqa: BLE001 - a fix torch cannot apply itself
+                return None
+            if not all(isinstance(d, torch.export.Dim) for d in _dims_of(refined)) \
+                    or _ranges(refined) == _ranges(shapes):
+                return None
+            shapes = refined
+        except Exception:  # noqa: BLE001 - the trace fails otherwise: nothing to narrow
+            return None
+        else:
+            return shapes if shapes is not dynamic_shapes else None
+    return None
+
+
+# Rounds of narrowing: each fixes the guards one trace finds (a prompt's upper bound, then the
+# lower bound a branch on its length needs).
+_NARROWINGS = 4
+
+
+def _ranges(shapes) -> list:
+    return [(d.__name__, d.min, d.max) for d in _dims_of(shapes)]
+
+
+def _dims_of(shapes) -> list:
+    """The dims of a dynamic_shapes spec, in order, nested lists and tuples flattened."""
+    if isinstance(shapes, dict):
+        return [d for v in shapes.values() for d in _dims_of(v)] \
+            if not all(isinstance(k, int) for k in shapes) else list(shapes.values())
+    if isinstance(shapes, (list, tuple)):
+        return [d for v in shapes for d in _dims_of(v)]
+    return [shapes]
 
 
 def _name_cache_inputs(model: onnx.ModelProto, layers: int) -> None:

@@ -37,12 +37,14 @@ def config_values(config) -> dict[str, Any]:
 
 
 def build_causal_lm(name: str):
-    """The causal LM of model type `name`, from its default config shrunk by the survey's rule."""
+    """The causal LM of model type `name`, from its default config shrunk by the survey's rule and
+    built as a decoder (as_decoder)."""
+    from onnxflops.converters.causal_lm import as_decoder
     from onnxflops.survey.shrink import shrink
     from onnxflops.survey.sources import _transformers
 
     t = _transformers()
-    config = shrink(t.AutoConfig.for_model(name))
+    config = as_decoder(shrink(t.AutoConfig.for_model(name)))
     return t.AutoModelForCausalLM.from_config(config).eval()
 
 
