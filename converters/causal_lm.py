@@ -256,12 +256,41 @@ def _export_phases(model, name: str) -> tuple[onnx.ModelProto, onnx.ModelProto, 
                              "layer (a transformers DynamicCache, or one inside an "
                              "EncoderDecoderCache); only such caches are served")
     past = [tuple(_resized(t, _EXAMPLE_CONTEXT) for t in pair) for pair in past]
+    states = _layer_states(getattr(cache, "self_attention_cache", cache))
     prefill = _export(_prefill_module(model), (ids,), {"input_ids": {0: batch, 1: prompt}}, name)
+    args = (ids[:, :1], past)
+    shapes = {"input_ids": {0: batch},
+              "past": [({0: batch, _TOKEN_AXIS: context},) * 2 for _ in past]}
+    if any(states):  # the decode step's further cache inputs, only where a model has them
+        args += ([{key: _resized(t, _EXAMPLE_CONTEXT, axis) for key, (t, axis, _) in s.items()}
+                  for s in states],)
+        shapes["states"] = [{key: {0: batch, axis: context} for key, (_, axis, _) in s.items()}
+                            for s in states]
     with _window_sizes_branch_free():
-        decode = _export(_decode_module(model, cross), (ids[:, :1], past),
-                         {"input_ids": {0: batch},
-                          "past": [({0: batch, _TOKEN_AXIS: context},) * 2 for _ in past]}, name)
+        decode = _export(_decode_module(model, cross, states), args, shapes, name)
     return prefill, decode, len(past)
+
+
+def _layer_states(cache) -> list[dict[str, tuple]]:
+    """Per cache layer, the tensors it keeps per token beside keys and values (a sparse
+    attention's indexer keys, DeepSeek-V3.2's): {attribute: (tensor, its token axis, the layer's
+    attributes named after it: its dtype, device, initialized flag)}; the token axis is the one of
+    the prompt's length. A decode step is fed them as it is its keys and values."""
+    import torch
+
+    states = []
+    for layer in getattr(cache, "layers", None) or []:
+        found = {}
+        for key, t in vars(layer).items():
+            if key in ("keys", "values") or not isinstance(t, torch.Tensor) or t.dim() < 2 \
+                    or t.shape[0] != _EXAMPLE_BATCH or _EXAMPLE_PROMPT not in t.shape[1:]:
+                continue
+            stem = key.split("_")[0]
+            own = {k: v for k, v in vars(layer).items()
+                   if stem in k.split("_") and not isinstance(v, torch.Tensor)}
+            found[key] = (t, 1 + list(t.shape[1:]).index(_EXAMPLE_PROMPT), own)
+        states.append(found)
+    return states
 
 
 @contextlib.contextmanager
@@ -324,19 +353,27 @@ def _self_attention_past(cache) -> tuple[list | None, bool]:
     return None, cross
 
 
-def _decode_module(model, cross: bool = False):
+def _decode_module(model, cross: bool = False, states: list | None = None):
     """The model on one token with a KV cache of `context` tokens, its logits the output; the
-    cache inside an EncoderDecoderCache (its cross-attention half empty) where `cross`."""
+    cache inside an EncoderDecoderCache (its cross-attention half empty) where `cross`; each
+    layer's further states (_layer_states) set on its cache layer where `states` has any."""
     import torch
     from transformers import DynamicCache, EncoderDecoderCache
+
+    found = states or []
 
     class DecodeStep(torch.nn.Module):
         def __init__(self, lm):
             super().__init__()
             self.lm = lm
 
-        def forward(self, input_ids, past):
+        def forward(self, input_ids, past, states=()):
             cache = DynamicCache(ddp_cache_data=list(past), config=self.lm.config)
+            for layer, values, kept in zip(cache.layers, states, found):
+                for key, tensor in values.items():
+                    for attribute, value in kept[key][2].items():
+                        setattr(layer, attribute, value)
+                    setattr(layer, key, tensor)
             if cross:
                 cache = EncoderDecoderCache(cache, DynamicCache(config=self.lm.config))
             return self.lm(input_ids=input_ids, past_key_values=cache, use_cache=True).logits
@@ -344,11 +381,11 @@ def _decode_module(model, cross: bool = False):
     return DecodeStep(model)
 
 
-def _resized(t, tokens: int):
+def _resized(t, tokens: int, axis: int = _TOKEN_AXIS):
     import torch
 
     shape = list(t.shape)
-    shape[_TOKEN_AXIS] = tokens
+    shape[axis] = tokens
     return torch.randn(shape, dtype=t.dtype, device=t.device)
 
 
