@@ -96,6 +96,14 @@ def load_causal_lm(source):
                          "its config (object or config.json) or a package.module:factory spec")
 
 
+def text_config(config):
+    """The config of the model's text decoder: a multimodal model's `text_config` (Gemma 3's,
+    Fuyu's: its vocabulary, layers, windows and heads), the config itself otherwise
+    (transformers' get_text_config)."""
+    get = getattr(config, "get_text_config", None)
+    return get() if callable(get) else config
+
+
 def as_decoder(config):
     """`config` with `is_decoder` set where it has that setting: a causal-LM head on an encoder
     family (BERT, RoBERTa, ELECTRA) attends causally and keeps a KV cache only as a decoder
@@ -116,7 +124,7 @@ def causal_lm_to_onnx(model, *, extend_layers: bool = False) -> CausalLM:
 def _causal_lm_to_onnx(model, extend_layers: bool) -> CausalLM:
     model = load_causal_lm(model)
     name = type(model).__name__
-    config = model.config
+    config = text_config(model.config)
     experts = _experts_per_layer(model)
     stack = _decoder_layers(model)
     cut = extend_layers and stack is not None and len(stack[2]) > 2 and _alike(model, stack[2])
@@ -239,7 +247,7 @@ def _export_phases(model, name: str) -> tuple[onnx.ModelProto, onnx.ModelProto, 
     # Weights on the meta device meet inputs there: shapes flow, nothing is computed.
     device = next(model.parameters()).device
     generator = torch.Generator().manual_seed(0)
-    ids = torch.randint(0, config.vocab_size, (_EXAMPLE_BATCH, _EXAMPLE_PROMPT),
+    ids = torch.randint(0, text_config(config).vocab_size, (_EXAMPLE_BATCH, _EXAMPLE_PROMPT),
                         generator=generator).to(device)
     try:
         with torch.no_grad(), _quiet():

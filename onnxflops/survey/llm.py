@@ -184,6 +184,7 @@ def measure_llm(task, memory_gb: float, stage: Callable[[str], None] = lambda s:
     and count as each starts."""
     import torch
 
+    from onnxflops.converters.causal_lm import text_config
     from onnxflops.survey.measure import failure, peak_mb
 
     row = {**blank_llm_row(task.label), "prompt": PROMPT, "generated": GENERATED}
@@ -191,12 +192,13 @@ def measure_llm(task, memory_gb: float, stage: Callable[[str], None] = lambda s:
     stage("build")
     try:
         model = build_causal_lm(task.name)
-        config, routed = config_values(model.config), routed_expert_params(model)
+        config = config_values(text_config(model.config))
+        routed = routed_expert_params(model)
         row.update(attention=attention_kind(config), experts=expert_kind(config, routed))
     except Exception as e:  # noqa: BLE001 - a config or builder raises anything
         return {**judge_llm(row, {"build": failure(e)}), "peak_mb": peak_mb()}
     stage("oracle")
-    vocab = getattr(model.config, "vocab_size", None) or 100
+    vocab = getattr(text_config(model.config), "vocab_size", None) or 100
     ids = torch.randint(0, vocab, (1, PROMPT), generator=torch.Generator().manual_seed(0))
     try:
         prefill, steps, row["oracle"] = oracle_passes(model, ids, GENERATED)

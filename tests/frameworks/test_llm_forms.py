@@ -5,7 +5,8 @@ HF model's own passes under FlopCounterMode (the survey's oracle, math attention
   its prompt dim narrowed to the position table (torch.export's suggested fix);
 - a cache inside an EncoderDecoderCache (Megatron-BERT);
 - a cache layer keeping a further per-token state (DeepSeek-V3.2's indexer keys);
-- complex rotary embeddings (view_as_complex, an unsqueeze of a complex table).
+- complex rotary embeddings (view_as_complex, an unsqueeze of a complex table);
+- a multimodal config whose text decoder's sizes sit in its text_config (Gemma 3).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import torch
 from onnxflops.survey.llm import measure_llm
 
 
-@pytest.mark.parametrize("family", ["bert", "megatron-bert", "deepseek_v32", "llama4_text"])
+@pytest.mark.parametrize("family", ["bert", "megatron-bert", "deepseek_v32", "llama4_text",
+                                    "gemma3"])
 def test_each_cache_form_is_served_exactly(family):
     row = measure_llm(types.SimpleNamespace(name=family, label=family), memory_gb=4)
     assert row["verdict"] == "exact", row["reason"]
