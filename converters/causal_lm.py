@@ -82,6 +82,7 @@ def load_causal_lm(source):
         source = _read_config(Path(source), transformers)
     if isinstance(source, transformers.PretrainedConfig):
         _check_sizes(source)
+        as_decoder(source)
         try:
             with _quiet(), torch.device("meta"):
                 return transformers.AutoModelForCausalLM.from_config(source)
@@ -95,6 +96,23 @@ def load_causal_lm(source):
                          "its config (object or config.json) or a package.module:factory spec")
 
 
+def text_config(config):
+    """The config of the model's text decoder: a multimodal model's `text_config` (Gemma 3's,
+    Fuyu's: its vocabulary, layers, windows and heads), the config itself otherwise
+    (transformers' get_text_config)."""
+    get = getattr(config, "get_text_config", None)
+    return get() if callable(get) else config
+
+
+def as_decoder(config):
+    """`config` with `is_decoder` set where it has that setting: a causal-LM head on an encoder
+    family (BERT, RoBERTa, ELECTRA) attends causally and keeps a KV cache only as a decoder
+    (transformers warns to set it); every other config is left as it is. Returned."""
+    if getattr(config, "is_decoder", None) is False:
+        config.is_decoder = True
+    return config
+
+
 def causal_lm_to_onnx(model, *, extend_layers: bool = False) -> CausalLM:
     """Export `model` (see `load_causal_lm` for what it may be) once for prefill, once for decode;
     with `extend_layers`, a model of three or more alike layers cut to two layers and to one
@@ -106,7 +124,7 @@ def causal_lm_to_onnx(model, *, extend_layers: bool = False) -> CausalLM:
 def _causal_lm_to_onnx(model, extend_layers: bool) -> CausalLM:
     model = load_causal_lm(model)
     name = type(model).__name__
-    config = model.config
+    config = text_config(model.config)
     experts = _experts_per_layer(model)
     stack = _decoder_layers(model)
     cut = extend_layers and stack is not None and len(stack[2]) > 2 and _alike(model, stack[2])
@@ -229,7 +247,7 @@ def _export_phases(model, name: str) -> tuple[onnx.ModelProto, onnx.ModelProto, 
     # Weights on the meta device meet inputs there: shapes flow, nothing is computed.
     device = next(model.parameters()).device
     generator = torch.Generator().manual_seed(0)
-    ids = torch.randint(0, config.vocab_size, (_EXAMPLE_BATCH, _EXAMPLE_PROMPT),
+    ids = torch.randint(0, text_config(config).vocab_size, (_EXAMPLE_BATCH, _EXAMPLE_PROMPT),
                         generator=generator).to(device)
     try:
         with torch.no_grad(), _quiet():
@@ -237,19 +255,50 @@ def _export_phases(model, name: str) -> tuple[onnx.ModelProto, onnx.ModelProto, 
     except Exception as e:  # the model's own code raises anything; the user gets one line
         raise OnnxFlopsError(f"causal LM '{name}': cannot run it on a prompt "
                              f"({first_line(root_cause(e))})") from None
-    layers = getattr(cache, "layers", None)
-    if not layers or not all(hasattr(layer, "keys") and hasattr(layer, "values")
-                             and layer.keys is not None for layer in layers):
+    if cache is None and getattr(config, "is_decoder", None) is False:
+        raise OnnxFlopsError(f"causal LM '{name}': it keeps no KV cache, its config's is_decoder "
+                             "being false; set it true to serve it as a decoder")
+    past, cross = _self_attention_past(cache)
+    if past is None:
         raise OnnxFlopsError(f"causal LM '{name}': its cache is not one of keys and values per "
-                             "layer (a transformers DynamicCache); only such caches are served")
-    past = [tuple(_resized(t, _EXAMPLE_CONTEXT) for t in (layer.keys, layer.values))
-            for layer in layers]
+                             "layer (a transformers DynamicCache, or one inside an "
+                             "EncoderDecoderCache); only such caches are served")
+    past = [tuple(_resized(t, _EXAMPLE_CONTEXT) for t in pair) for pair in past]
+    states = _layer_states(getattr(cache, "self_attention_cache", cache))
     prefill = _export(_prefill_module(model), (ids,), {"input_ids": {0: batch, 1: prompt}}, name)
+    args = (ids[:, :1], past)
+    shapes = {"input_ids": {0: batch},
+              "past": [({0: batch, _TOKEN_AXIS: context},) * 2 for _ in past]}
+    if any(states):  # the decode step's further cache inputs, only where a model has them
+        args += ([{key: _resized(t, _EXAMPLE_CONTEXT, axis) for key, (t, axis, _) in s.items()}
+                  for s in states],)
+        shapes["states"] = [{key: {0: batch, axis: context} for key, (_, axis, _) in s.items()}
+                            for s in states]
     with _window_sizes_branch_free():
-        decode = _export(_decode_module(model), (ids[:, :1], past),
-                         {"input_ids": {0: batch},
-                          "past": [({0: batch, _TOKEN_AXIS: context},) * 2 for _ in past]}, name)
+        decode = _export(_decode_module(model, cross, states), args, shapes, name)
     return prefill, decode, len(past)
+
+
+def _layer_states(cache) -> list[dict[str, tuple]]:
+    """Per cache layer, the tensors it keeps per token beside keys and values (a sparse
+    attention's indexer keys, DeepSeek-V3.2's): {attribute: (tensor, its token axis, the layer's
+    attributes named after it: its dtype, device, initialized flag)}; the token axis is the one of
+    the prompt's length. A decode step is fed them as it is its keys and values."""
+    import torch
+
+    states = []
+    for layer in getattr(cache, "layers", None) or []:
+        found = {}
+        for key, t in vars(layer).items():
+            if key in ("keys", "values") or not isinstance(t, torch.Tensor) or t.dim() < 2 \
+                    or t.shape[0] != _EXAMPLE_BATCH or _EXAMPLE_PROMPT not in t.shape[1:]:
+                continue
+            stem = key.split("_")[0]
+            own = {k: v for k, v in vars(layer).items()
+                   if stem in k.split("_") and not isinstance(v, torch.Tensor)}
+            found[key] = (t, 1 + list(t.shape[1:]).index(_EXAMPLE_PROMPT), own)
+        states.append(found)
+    return states
 
 
 @contextlib.contextmanager
@@ -290,40 +339,130 @@ def _prefill_module(model):
     return Prefill(model)
 
 
-def _decode_module(model):
-    """The model on one token with a KV cache of `context` tokens, its logits the output."""
+def _self_attention_past(cache) -> tuple[list | None, bool]:
+    """(each layer's (keys, values) of the cache's self-attention, whether they came inside an
+    EncoderDecoderCache): a transformers DynamicCache's layers; the self-attention half of an
+    EncoderDecoderCache whose cross-attention half is empty (a decoder-only model of an
+    encoder-decoder family: RemBERT, Megatron-BERT); a legacy tuple of (keys, values) per layer.
+    None where the cache is none of these."""
+    cross = hasattr(cache, "self_attention_cache")
+    if cross:
+        if any(getattr(layer, "keys", None) is not None
+               for layer in getattr(cache.cross_attention_cache, "layers", None) or []):
+            return None, cross
+        cache = cache.self_attention_cache
+    layers = getattr(cache, "layers", None)
+    if layers and all(getattr(layer, "keys", None) is not None
+                      and getattr(layer, "values", None) is not None for layer in layers):
+        return [(layer.keys, layer.values) for layer in layers], cross
+    if isinstance(cache, (tuple, list)) and cache and all(
+            isinstance(pair, (tuple, list)) and len(pair) == 2 for pair in cache):
+        return [tuple(pair) for pair in cache], cross
+    return None, cross
+
+
+def _decode_module(model, cross: bool = False, states: list | None = None):
+    """The model on one token with a KV cache of `context` tokens, its logits the output; the
+    cache inside an EncoderDecoderCache (its cross-attention half empty) where `cross`; each
+    layer's further states (_layer_states) set on its cache layer where `states` has any."""
     import torch
-    from transformers import DynamicCache
+    from transformers import DynamicCache, EncoderDecoderCache
+
+    found = states or []
 
     class DecodeStep(torch.nn.Module):
         def __init__(self, lm):
             super().__init__()
             self.lm = lm
 
-        def forward(self, input_ids, past):
+        def forward(self, input_ids, past, states=()):
             cache = DynamicCache(ddp_cache_data=list(past), config=self.lm.config)
+            for layer, values, kept in zip(cache.layers, states, found):
+                for key, tensor in values.items():
+                    for attribute, value in kept[key][2].items():
+                        setattr(layer, attribute, value)
+                    setattr(layer, key, tensor)
+            if cross:
+                cache = EncoderDecoderCache(cache, DynamicCache(config=self.lm.config))
             return self.lm(input_ids=input_ids, past_key_values=cache, use_cache=True).logits
 
     return DecodeStep(model)
 
 
-def _resized(t, tokens: int):
+def _resized(t, tokens: int, axis: int = _TOKEN_AXIS):
     import torch
 
     shape = list(t.shape)
-    shape[_TOKEN_AXIS] = tokens
+    shape[axis] = tokens
     return torch.randn(shape, dtype=t.dtype, device=t.device)
 
 
 def _export(module, args: tuple, dynamic_shapes: dict, name: str) -> onnx.ModelProto:
+    """The module's graph with `dynamic_shapes` left symbolic; where torch.export finds the dims
+    narrower than that (a prompt of at least 2 tokens where attention branches on a 1-token
+    query, at most the model's position table), over the ranges it finds (_narrowed)."""
     try:
         with step(f"exporting {type(module).__name__}"), _quiet():
             proto = export_dynamo(module, args, ["input_ids"], OPSET, dynamic_shapes)
     except Exception as e:  # the exporter raises anything; the user gets one line
-        raise OnnxFlopsError(f"causal LM '{name}': the dynamo exporter cannot convert it "
-                             f"({first_line(root_cause(e))})") from None
+        narrowed = _narrowed(module, args, dynamic_shapes)
+        if narrowed is None:
+            raise OnnxFlopsError(f"causal LM '{name}': the dynamo exporter cannot convert it "
+                                 f"({first_line(root_cause(e))})") from None
+        return _export(module, args, narrowed, name)
     record_torch_weight_roles(proto, module)
     return proto
+
+
+def _narrowed(module, args: tuple, dynamic_shapes: dict) -> dict | None:
+    """`dynamic_shapes` with each dim's range narrowed to what torch.export's trace of the module
+    guards (its suggested fixes, applied by torch's refine_dynamic_shapes_from_suggested_fixes,
+    until the trace holds); None where it suggests none, or would fix a dim to one size: a count
+    at one size is no formula."""
+    import torch
+    from torch.export.dynamic_shapes import refine_dynamic_shapes_from_suggested_fixes
+
+    shapes = dynamic_shapes
+    for _ in range(_NARROWINGS):
+        try:
+            with _quiet():
+                torch.export.export(module, args, dynamic_shapes=shapes, strict=False)
+        except torch._dynamo.exc.UserError as e:  # noqa: SLF001 - torch's export error
+            message = getattr(e, "msg", "") or ""
+            if "Suggested fixes" not in message:
+                return None
+            try:
+                refined = refine_dynamic_shapes_from_suggested_fixes(message, shapes)
+            except Exception:  # noqa: BLE001 - a fix torch cannot apply itself
+                return None
+            if not all(isinstance(d, torch.export.Dim) for d in _dims_of(refined)) \
+                    or _ranges(refined) == _ranges(shapes):
+                return None
+            shapes = refined
+        except Exception:  # noqa: BLE001 - the trace fails otherwise: nothing to narrow
+            return None
+        else:
+            return shapes if shapes is not dynamic_shapes else None
+    return None
+
+
+# Rounds of narrowing: each fixes the guards one trace finds (a prompt's upper bound, then the
+# lower bound a branch on its length needs).
+_NARROWINGS = 4
+
+
+def _ranges(shapes) -> list:
+    return [(d.__name__, d.min, d.max) for d in _dims_of(shapes)]
+
+
+def _dims_of(shapes) -> list:
+    """The dims of a dynamic_shapes spec, in order, nested lists and tuples flattened."""
+    if isinstance(shapes, dict):
+        return [d for v in shapes.values() for d in _dims_of(v)] \
+            if not all(isinstance(k, int) for k in shapes) else list(shapes.values())
+    if isinstance(shapes, (list, tuple)):
+        return [d for v in shapes for d in _dims_of(v)]
+    return [shapes]
 
 
 def _name_cache_inputs(model: onnx.ModelProto, layers: int) -> None:

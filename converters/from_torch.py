@@ -40,6 +40,7 @@ from onnxflops.converters import single_trace
 from onnxflops.converters.common import (ABSENT_WEIGHTS, alike, check_container,
                                          framework_logging_silenced, is_single_input,
                                          native_output_silenced, root_cause, triton_kept_out)
+from onnxflops.converters.complex_ops import complex_translations
 from onnxflops.converters.structure import StandInValues, is_float_dtype
 from onnxflops.converters.torch_ops import (attention_as_4d, custom_translations,
                                             emitted_domains, experts_exported_as,
@@ -296,6 +297,8 @@ def torchlib_registry_reused():
         registry = cls.__new__(cls)
         registry.__dict__.update(pristine.__dict__)
         registry.functions = {target: list(metas) for target, metas in pristine.functions.items()}
+        for target, translation in complex_translations().items():
+            registry.register_op(target, translation, is_complex=True)
         return registry
 
     ONNXRegistry.from_torchlib = classmethod(from_torchlib)

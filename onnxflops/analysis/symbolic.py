@@ -128,8 +128,10 @@ def _computed_shapes(view: GraphView, too_large: dict[str, str] | None = None) -
             if dims is not None:
                 dims = [values.bounded(out, d) for d in dims]
             if dims is not None and any(d is not None for d in dims):
-                found[out] = tuple(to_dim(d) for d in dims)
-                values.found[out] = tuple(dims)  # for the nodes downstream, in this round
+                alike = node.output if node.op_type in _OUTPUTS_ALIKE else [out]
+                for name in filter(None, alike):
+                    found[name] = tuple(to_dim(d) for d in dims)
+                    values.found[name] = tuple(dims)  # for the nodes downstream, this round
     return found
 
 
@@ -445,6 +447,17 @@ def _window_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
     return out
 
 
+def _top_k_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
+    """TopK's values and indices: the input's shape with k on the axis, k computed from symbols
+    (min(prompt, 2048) for a sparse attention's selected keys); None where k is not known (the
+    analysis then bounds it at every candidate, bounds._top_k)."""
+    data, k = values.shape(node.input[0]), values.get(node.input[1])
+    if data is None or k is None or k.size != 1 or k.item() is None:
+        return None
+    axis = _attrs(node).get("axis", -1) % len(data)
+    return [k.item() if i == axis else d for i, d in enumerate(data)]
+
+
 def _flatten_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
     data = values.shape(node.input[0])
     if data is None:
@@ -549,13 +562,16 @@ def _equals(d, n: int) -> bool:
     return isinstance(d, (int, np.integer)) and d == n
 
 
+# Ops whose every output has the shape of the first (TopK's values and indices).
+_OUTPUTS_ALIKE = frozenset({"TopK"})
+
 _SHAPE_OF: dict[str, Callable] = {
     "Reshape": _reshape_shape, "Expand": _expand_shape, "ConstantOfShape": _constant_of_shape_shape,
     "Tile": _tile_shape, "Range": _range_shape, "Slice": _slice_shape, "Conv": _window_shape,
     "MaxPool": _window_shape, "AveragePool": _window_shape, "LpPool": _window_shape,
     "Flatten": _flatten_shape, "Concat": _concat_shape, "SequenceAt": _sequence_at_shape,
     "GlobalAveragePool": _global_pool_shape, "GlobalMaxPool": _global_pool_shape,
-    "GlobalLpPool": _global_pool_shape,
+    "GlobalLpPool": _global_pool_shape, "TopK": _top_k_shape,
     # What ONNX inference carries too, taken here so that a chain of convolutions over symbolic
     # spatial dims resolves in one round rather than one round per layer.
     **dict.fromkeys(sorted(SHAPE_KEEPING), _same_shape),

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from onnxflops.costs.data_movement import view_backward
 from onnxflops.costs.elementwise import ZERO_ALMOST_EVERYWHERE, unary_backward
 from onnxflops.costs.node import Node
@@ -17,7 +19,13 @@ def comparisons(n: Node, work) -> Cost:
 
 
 def log2_ceil(count) -> int:
-    return (count - 1).bit_length()
+    """⌈log2 count⌉ (count ≥ 1): an int's bit length, or a formula of a symbolic count (a
+    top-k's k of min(prompt, 2048) selected keys)."""
+    if isinstance(count, (int, np.integer)):
+        return (int(count) - 1).bit_length()
+    import sympy
+
+    return sympy.ceiling(sympy.log(count, 2))
 
 
 @rule("TopK", category=REDUCTION)

@@ -37,12 +37,14 @@ def config_values(config) -> dict[str, Any]:
 
 
 def build_causal_lm(name: str):
-    """The causal LM of model type `name`, from its default config shrunk by the survey's rule."""
+    """The causal LM of model type `name`, from its default config shrunk by the survey's rule and
+    built as a decoder (as_decoder)."""
+    from onnxflops.converters.causal_lm import as_decoder
     from onnxflops.survey.shrink import shrink
     from onnxflops.survey.sources import _transformers
 
     t = _transformers()
-    config = shrink(t.AutoConfig.for_model(name))
+    config = as_decoder(shrink(t.AutoConfig.for_model(name)))
     return t.AutoModelForCausalLM.from_config(config).eval()
 
 
@@ -182,6 +184,7 @@ def measure_llm(task, memory_gb: float, stage: Callable[[str], None] = lambda s:
     and count as each starts."""
     import torch
 
+    from onnxflops.converters.causal_lm import text_config
     from onnxflops.survey.measure import failure, peak_mb
 
     row = {**blank_llm_row(task.label), "prompt": PROMPT, "generated": GENERATED}
@@ -189,12 +192,13 @@ def measure_llm(task, memory_gb: float, stage: Callable[[str], None] = lambda s:
     stage("build")
     try:
         model = build_causal_lm(task.name)
-        config, routed = config_values(model.config), routed_expert_params(model)
+        config = config_values(text_config(model.config))
+        routed = routed_expert_params(model)
         row.update(attention=attention_kind(config), experts=expert_kind(config, routed))
     except Exception as e:  # noqa: BLE001 - a config or builder raises anything
         return {**judge_llm(row, {"build": failure(e)}), "peak_mb": peak_mb()}
     stage("oracle")
-    vocab = getattr(model.config, "vocab_size", None) or 100
+    vocab = getattr(text_config(model.config), "vocab_size", None) or 100
     ids = torch.randint(0, vocab, (1, PROMPT), generator=torch.Generator().manual_seed(0))
     try:
         prefill, steps, row["oracle"] = oracle_passes(model, ids, GENERATED)

@@ -1,0 +1,24 @@
+"""Translations of torch ops on complex tensors that torchlib lacks, in its form of a complex
+tensor: a real one with a trailing pair (real, imaginary), as view_as_real gives it.
+
+Complex rotary embeddings (Llama 4's: view_as_complex of the query's pairs, times a table of
+unit complex numbers broadcast over the heads by an unsqueeze) export once these exist: every
+other op of that computation has torchlib's complex translation.
+"""
+
+from __future__ import annotations
+
+
+def complex_unsqueeze(self, dim: int):
+    """unsqueeze(z, dim) on the real form [..., 2]: the same axis counted from the front; from
+    the back (dim < 0), one further, past the trailing pair."""
+    from onnxscript.onnx_opset import opset18 as op
+
+    return op.Unsqueeze(self, [dim - 1 if dim < 0 else dim])
+
+
+def complex_translations() -> dict:
+    """{torch op: its complex translation}, for the exporter's registry (is_complex=True)."""
+    import torch
+
+    return {torch.ops.aten.unsqueeze.default: complex_unsqueeze}
