@@ -1,9 +1,10 @@
 """Output sizes that depend on data, typed at their upper bound and recorded as bounds.
 
 How many elements NonZero finds, which boxes NonMaxSuppression keeps, how many values Unique or
-Compress gives, a TopK whose k is computed from data: none is known before a run. Where ONNX's
-inference leaves such a dim unknown, it takes the largest size the op can give (every candidate,
-or k's largest value), and the tensor is recorded in GraphView.bounds with why, so that every
+Compress gives, a TopK whose k is computed from data, the size a Resize takes from box coordinates:
+none is known before a run. Where ONNX's inference leaves such a dim unknown, it takes the largest
+size the op can give (every candidate, k's largest value, the top of the range the graph gives the
+sizes: ranges.py), and the tensor is recorded in GraphView.bounds with why, so that every
 count read from it is reported as an upper bound, never silently. Which branch of an If runs is
 data too (a detector's "no boxes left" test): its outputs take each dim's larger size over the
 branches.
