@@ -242,3 +242,12 @@ def test_a_resize_in_a_loop_over_boxes_takes_their_largest_each_iteration():
     assert not report.uncosted
     loop = next(n for n in report.nodes if n.op_type == "Loop")
     assert loop.flops == 3 * _PASTE_FLOPS
+
+
+def test_a_resize_to_sizes_from_unclipped_data_stays_uncosted_not_bounded():
+    # Without the Clip nothing fixes the boxes' range: no bound is made up, the Resize is
+    # reported uncosted.
+    nodes = [node("Cast", ["raw"], ["boxes"], to=INT64), *_pasted_mask_nodes("boxes", "zero")]
+    report = onnxflops.count(typed_model(nodes, {"raw": (FLOAT, [3, 4])}, _PASTE_CONSTANTS))
+    assert [u.op_type for u in report.uncosted] == ["Resize"]
+    assert not bound_rows(report)
