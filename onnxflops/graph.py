@@ -202,6 +202,8 @@ class GraphView:
         self.sequences: dict[str, tuple[TensorInfo, ...]] = {}
         # Tensors whose shapes depend on data, typed at their upper bound: why it is the bound.
         self.bounds: dict[str, str] = {}
+        # Sequences split into parts whose sizes are data, typed at even shares: why.
+        self.routed: dict[str, str] = {}
         # For each constant tensor computed from weights: the initializers it was computed from.
         self.derived_from: dict[str, frozenset[str]] = {}
         self.read_types([*graph.input, *graph.value_info, *graph.output])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto, helper
 
@@ -186,3 +187,67 @@ def test_an_if_reading_millions_of_box_indices_is_typed_without_holding_them_as_
                                              [node("Cast", ["kept"], ["y"], to=FLOAT)]))
         assert report.nodes[0].output_shapes == [[length]]
     assert sorted(set(calls)) == [(4096, True), (4097, False)]
+
+
+def _pasted_mask_nodes(boxes: str, index: str) -> list:
+    """torchvision's _onnx_paste_mask_in_image: a 28×28 mask resized to its box's size,
+    w = max(x1 − x0 + 1, 1), h = max(y1 − y0 + 1, 1), read from the integer box coordinates."""
+    nodes = [node("Gather", [boxes, index], ["box"], axis=0)]
+    for side, (end, start) in (("w", ("two", "zero")), ("h", ("three", "one"))):
+        nodes += [node("Gather", ["box", end], [f"{side}_end"], axis=0),
+                  node("Gather", ["box", start], [f"{side}_start"], axis=0),
+                  node("Sub", [f"{side}_end", f"{side}_start"], [f"{side}_diff"]),
+                  node("Add", [f"{side}_diff", "one_1d"], [f"{side}_plus"]),
+                  node("Concat", [f"{side}_plus", "one_1d"], [f"{side}_both"], axis=0),
+                  node("ReduceMax", [f"{side}_both"], [f"{side}_max"], keepdims=1)]
+    return nodes + [node("Concat", ["ones", "h_max", "w_max"], ["sizes"], axis=0),
+                    node("Resize", ["mask", "", "", "sizes"], ["pasted"], mode="linear")]
+
+
+_PASTE_CONSTANTS = {"mask": np.ones((1, 1, 28, 28), np.float32), "ones": np.ones(2, np.int64),
+                    "one_1d": np.ones(1, np.int64), "zero": np.int64(0), "one": np.int64(1),
+                    "two": np.int64(2), "three": np.int64(3), "low": np.float32(0),
+                    "high": np.float32(100)}
+# Boxes clipped to [0, 100]: x1 − x0 + 1 ≤ 101, so each pasted mask is at most 1×1×101×101; a
+# linear resize of 2 dims makes 3·(2² − 1) = 9 FLOPs per output.
+_PASTE_FLOPS = 101 * 101 * 9
+
+
+def test_a_resize_to_sizes_read_from_clipped_boxes_takes_their_largest():
+    nodes = [node("Clip", ["raw", "low", "high"], ["clipped"]),
+             node("Cast", ["clipped"], ["boxes"], to=INT64),
+             *_pasted_mask_nodes("boxes", "zero")]
+    report = onnxflops.count(typed_model(nodes, {"raw": (FLOAT, [3, 4])}, _PASTE_CONSTANTS))
+    assert not report.uncosted
+    resize = next(n for n in report.nodes if n.op_type == "Resize")
+    assert resize.output_shapes == [[1, 1, 101, 101]]
+    assert resize.flops == _PASTE_FLOPS
+    assert resize.bound
+    assert "sizes read from data, at most 1x1x101x101" in report.to_table()
+
+
+def test_a_resize_in_a_loop_over_boxes_takes_their_largest_each_iteration():
+    # Mask R-CNN's paste loop: one Resize per detected box, its sizes read from the outer boxes
+    body = helper.make_graph(
+        [*_pasted_mask_nodes("boxes", "i"), node("Identity", ["cond"], ["cond_out"])], "body",
+        [helper.make_tensor_value_info("i", INT64, []),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_value_info("pasted", onnx.TypeProto())])
+    nodes = [node("Clip", ["raw", "low", "high"], ["clipped"]),
+             node("Cast", ["clipped"], ["boxes"], to=INT64),
+             node("Loop", ["trips", "go"], ["all_pasted"], body=body)]
+    constants = {**_PASTE_CONSTANTS, "trips": np.int64(3), "go": np.bool_(True)}
+    report = onnxflops.count(typed_model(nodes, {"raw": (FLOAT, [3, 4])}, constants))
+    assert not report.uncosted
+    loop = next(n for n in report.nodes if n.op_type == "Loop")
+    assert loop.flops == 3 * _PASTE_FLOPS
+
+
+def test_a_resize_to_sizes_from_unclipped_data_stays_uncosted_not_bounded():
+    # Without the Clip nothing fixes the boxes' range: no bound is made up, the Resize is
+    # reported uncosted.
+    nodes = [node("Cast", ["raw"], ["boxes"], to=INT64), *_pasted_mask_nodes("boxes", "zero")]
+    report = onnxflops.count(typed_model(nodes, {"raw": (FLOAT, [3, 4])}, _PASTE_CONSTANTS))
+    assert [u.op_type for u in report.uncosted] == ["Resize"]
+    assert not bound_rows(report)

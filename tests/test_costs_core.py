@@ -62,6 +62,40 @@ class TestContractions:
         e = single(op, {"q": [2, 3, 5, 8], "k": [2, 3, 7, 8]}, opset=17)
         assert e.macs == 2 * 3 * 5 * 7 * 8
 
+    def test_einsum_ellipsis_batch_dims(self):
+        # '...' stands for the dims beyond the letters, (2, 3) in each (ONNX wants as many in each
+        # operand that has one).
+        op = node("Einsum", ["a", "b"], ["y"], equation="...ij,...jk->...ik")
+        e = single(op, {"a": [2, 3, 4, 5], "b": [2, 3, 5, 6]}, opset=17)
+        assert e.output_shapes == [[2, 3, 4, 6]]
+        assert e.macs == 2 * 3 * 4 * 6 * 5
+
+    def test_einsum_ellipsis_broadcasts_a_one(self):
+        # A's 1 broadcasts against B's 7 and B's 1 against A's 2: all 2·7 products are computed.
+        op = node("Einsum", ["a", "b"], ["y"], equation="...si,...id->...sd")
+        e = single(op, {"a": [2, 1, 4, 5], "b": [1, 7, 5, 6]}, opset=17)
+        assert e.output_shapes == [[2, 7, 4, 6]]
+        assert e.macs == 2 * 7 * 4 * 6 * 5
+
+    def test_einsum_implicit_output_sums_repeated_letters(self):
+        # No '->': the output is the letters that occur once, sorted (ik); j is summed.
+        op = node("Einsum", ["a", "b"], ["y"], equation="ij,jk")
+        e = single(op, {"a": [3, 4], "b": [4, 5]}, opset=17)
+        assert e.output_shapes == [[3, 5]]
+        assert e.macs == 3 * 5 * 4
+
+    def test_einsum_implicit_output_keeps_ellipsis_dims_first(self):
+        op = node("Einsum", ["a", "b"], ["y"], equation="...ij,jk")
+        e = single(op, {"a": [2, 3, 4], "b": [4, 5]}, opset=17)
+        assert e.output_shapes == [[2, 3, 5]]
+        assert e.macs == 2 * 3 * 5 * 4
+
+    def test_einsum_ellipsis_reduction_of_one_operand(self):
+        # '...ij->...i' sums j: numel(A) − numel(Y) additions.
+        op = node("Einsum", ["a"], ["y"], equation="...ij->...i")
+        e = single(op, {"a": [2, 3, 4]}, opset=17)
+        assert e.flops == 2 * 3 * 4 - 2 * 3
+
     def test_macs_convention_keeps_only_contractions(self):
         op = node("Gemm", ["a", "b", "c"], ["y"])
         e = single(op, {"a": [4, 3]}, [weight("b", (3, 2)), weight("c", (2,))],

@@ -101,14 +101,29 @@ def test_sequence_length_is_known():
     assert report.total.macs == 3 * 6
 
 
-def test_a_split_of_unknown_sizes_leaves_the_element_unknown():
-    nodes = [node("SplitToSequence", ["x", "sizes"], ["seq"], axis=1),
-             node("SequenceAt", ["seq", "zero"], ["e"]), node("MatMul", ["e", "w"], ["y"])]
-    m = model(nodes, {"x": [B, L, D], "sizes": [2]}, [weight("w", (D, OUT)),
-                                                      weight("zero", (), np.int64, 0)])
+def test_a_split_by_sizes_that_are_data_takes_even_shares_labelled_routed():
+    # JetMoE's eager experts: the T·k routed rows split by tokens per expert (data, from the
+    # router), each part through its expert's product, joined back. Any split's products total
+    # B·L·D·OUT; the parts are typed as even shares of L = 10 (4, 3, 3).
+    parts = 3
+    nodes = [node("SplitToSequence", ["x", "sizes"], ["seq"], axis=1)]
+    for i in range(parts):
+        nodes += [node("SequenceAt", ["seq", f"at{i}"], [f"e{i}"]),
+                  node("MatMul", [f"e{i}", "w"], [f"y{i}"], name=f"expert{i}")]
+    nodes += [node("Concat", [f"y{i}" for i in range(parts)], ["y"], axis=1),
+              node("MatMul", ["y", "w2"], ["z"], name="after")]
+    m = model(nodes, {"x": [B, L, D], "sizes": [parts]},
+              [weight("w", (D, OUT)), weight("w2", (OUT, 2)),
+               *(weight(f"at{i}", (), np.int64, i) for i in range(parts))], outputs=["z"])
     m.graph.input[1].type.tensor_type.elem_type = 7  # int64 sizes given at run time
-    report = onnxflops.count(m)
-    assert [u.op_type for u in report.uncosted] == ["MatMul"]
+    report = costed(m)
+    experts = [n for n in report.nodes if n.name.startswith("expert")]
+    assert [n.input_shapes[0] for n in experts] == [[B, 4, D], [B, 3, D], [B, 3, D]]
+    assert sum(n.macs for n in experts) == B * L * D * OUT == 400
+    assert report.routed_macs == 400  # the experts' products, not the one after the join
+    assert by_op(report)["Concat"].output_shapes == [[B, L, OUT]]
+    assert report.total.macs == 400 + B * L * OUT * 2
+    assert "routed: 400 MACs in 3 products of routed experts" in report.to_table()
 
 
 def test_mobilevitv2_linear_attention_splits_its_qkv_by_a_sequence():

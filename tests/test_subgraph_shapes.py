@@ -99,3 +99,28 @@ def test_a_scans_stacked_outputs_have_the_scanned_length():
     # Written: 16·4 B = 64 B final state + 5·16·4 B = 320 B stacked = 384 B; 5 Adds of 16.
     assert (scan_report.bytes_written, scan_report.flops) == (384, 80)
     assert relu.flops == 5 * 16
+
+
+def test_a_loop_carried_value_grown_by_a_concat_each_trip_has_all_the_pieces():
+    # torchvision's keypoint loop: xy = cat((xy.float(), piece)) from an empty (0, 3) start,
+    # the condition an outer constant true (as traced); 4 trips of a 1×3 piece: a 4×3 result,
+    # which a MatMul by a 3×2 weight reads: 4·3·2 = 24 MACs.
+    body = helper.make_graph(
+        [node("Relu", ["x"], ["piece"]), node("Cast", ["acc"], ["acc_float"], to=1),
+         node("Concat", ["acc_float", "piece"], ["acc_next"], axis=0),
+         node("Identity", ["go"], ["cond_out"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_value_info("acc", helper.TypeProto())],
+        [helper.make_value_info("cond_out", helper.TypeProto()),
+         helper.make_value_info("acc_next", helper.TypeProto())])
+    loop = node("Loop", ["trips", "go", "empty"], ["all"], body=body)
+    weights = [weight("trips", (), np.int64, 4), weight("go", (), np.bool_, True),
+               weight("w", (3, 2)), weight("empty", (0, 3))]
+    report = onnxflops.count(model([loop, node("MatMul", ["all", "w"], ["y"])],
+                                   {"x": [1, 3]}, weights, opset=17))
+    assert not report.uncosted, report.uncosted
+    matmul = next(n for n in report.nodes if n.op_type == "MatMul")
+    assert matmul.input_shapes[0] == [4, 3]
+    assert matmul.macs == 4 * 3 * 2

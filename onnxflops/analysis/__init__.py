@@ -1,6 +1,7 @@
 """Stage 4, analysis: every tensor's shape and dtype, which tensors are constant, small known values;
 which constant work is the network's (constant_work.py), sequences typed by element
-(sequences.py), sizes that depend on data at their upper bound (bounds.py).
+(sequences.py), sizes that depend on data at their upper bound (bounds.py), from the ranges of
+the values they are computed from where they are read from data (ranges.py).
 
 The one entry point of this stage for the stages after it; its modules are its own business.
 """

@@ -24,6 +24,7 @@ from onnxflops.analysis.inference import (
     infer_model,
     small,
 )
+from onnxflops.analysis.ranges import scope_around
 from onnxflops.caches import memoized
 from onnxflops.errors import OnnxFlopsError, first_line
 from onnxflops.analysis.validity import check_structure
@@ -237,7 +238,8 @@ def refine_subgraph(view: GraphView, opsets: dict[str, int]) -> None:
     graph = onnx.helper.make_graph(body.node, body.name, inputs, body.output, constants)
     model = onnx.helper.make_model(
         graph, opset_imports=[onnx.helper.make_opsetid(d, v) for d, v in opsets.items()])
-    refined = analyze(model, validate=False).graph
+    with scope_around(view):
+        refined = analyze(model, validate=False).graph
     produced = {o for n in body.node for o in n.output if o}
     for name in produced:
         info = refined.info(name)

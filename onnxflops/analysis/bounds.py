@@ -1,9 +1,10 @@
 """Output sizes that depend on data, typed at their upper bound and recorded as bounds.
 
 How many elements NonZero finds, which boxes NonMaxSuppression keeps, how many values Unique or
-Compress gives, a TopK whose k is computed from data: none is known before a run. Where ONNX's
-inference leaves such a dim unknown, it takes the largest size the op can give (every candidate,
-or k's largest value), and the tensor is recorded in GraphView.bounds with why, so that every
+Compress gives, a TopK whose k is computed from data, the size a Resize takes from box coordinates:
+none is known before a run. Where ONNX's inference leaves such a dim unknown, it takes the largest
+size the op can give (every candidate, k's largest value, the top of the range the graph gives the
+sizes: ranges.py), and the tensor is recorded in GraphView.bounds with why, so that every
 count read from it is reported as an upper bound, never silently. Which branch of an If runs is
 data too (a detector's "no boxes left" test): its outputs take each dim's larger size over the
 branches.
@@ -17,10 +18,13 @@ from typing import Callable
 import numpy as np
 import onnx
 
+from onnxflops.analysis.ranges import value_range
 from onnxflops.analysis.sequences import axis_from_front
 from onnxflops.graph import GraphView, NodeRow, TensorInfo
 
 _INT64 = onnx.TensorProto.INT64
+# A bound of more elements is no size a run meets: the range found was too wide to use.
+MAX_BOUND_ELEMENTS = 2**40
 
 
 def bound_outputs(view: GraphView, row: NodeRow) -> bool:
@@ -174,6 +178,24 @@ def _compress(view, row, infos, attrs):
         f"every one of {kept} conditions true"
 
 
+def _resize(view, row, infos, attrs):
+    """Resize to `sizes` read from data (a mask pasted at its box's size): each output dim at the
+    largest its size can be, as the graph fixes the range of the values it is computed from."""
+    x = infos[0]
+    sizes = row.inputs[3] if len(row.inputs) > 3 else ""
+    if not sizes or view.value(sizes) is not None or attrs.get("axes") is not None:
+        return None
+    highest = value_range(view, sizes)[1]
+    if np.shape(highest) != (len(x.shape),):
+        return None  # one range over all dims: no dim's own
+    if not np.all(np.isfinite(highest)) or np.any(highest < 0) \
+            or math.prod(int(h) for h in highest) > MAX_BOUND_ELEMENTS:
+        return None
+    shape = tuple(int(h) for h in highest)
+    return [(x.dtype, shape)], (f"sizes read from data, at most {_dims(shape)} as the values "
+                                "they are computed from are ranged")
+
+
 _RULES = {"NonZero": _non_zero, "TopK": _top_k, "NonMaxSuppression": _non_max_suppression,
-          "Unique": _unique, "Compress": _compress}
+          "Unique": _unique, "Compress": _compress, "Resize": _resize}
 BOUNDED_OPS = frozenset(_RULES)

@@ -397,7 +397,9 @@ class NodeTyper:
         if op_type == "Loop" and not domain:
             _carry_loop_outputs(proto, types, [view.info(name) if name else None
                                                for name in inputs[2:]])
-            _stack_loop_outputs(proto, types, self._loop_trips(row))
+            trips = self._loop_trips(row)
+            _stack_loop_outputs(proto, types, trips)
+            _grow_loop_outputs(proto, types, inputs[2:], view, trips)
         return types
 
     def _loop_trips(self, row: NodeRow) -> int | None:
@@ -415,8 +417,13 @@ class NodeTyper:
             start = self.view.value(condition)
             body = bodies(row.proto)[0]
             if start is None or start.size != 1 or not bool(start.reshape(-1)[0]) \
-                    or len(body.input) < 2 or not body.output \
-                    or not _passes_on(body, body.input[1].name, body.output[0].name):
+                    or len(body.input) < 2 or not body.output:
+                return None
+            kept = _passes_on(body, body.input[1].name, body.output[0].name)
+            if isinstance(kept, str):  # an outer tensor: true in every trip where its value is
+                value = self.view.value(kept)
+                kept = value is not None and value.size == 1 and bool(value.reshape(-1)[0])
+            if not kept:
                 return None
         return trips
 
@@ -513,16 +520,75 @@ def _stack_loop_outputs(loop: onnx.NodeProto, types: Outputs, trips: int | None)
             types[slot] = TensorInfo("", info.dtype, (trips, *info.shape[1:]))
 
 
-def _passes_on(body: onnx.GraphProto, condition_in: str, condition_out: str) -> bool:
-    """The body's condition output is its condition input, directly or through Identity."""
+def _grow_loop_outputs(loop: onnx.NodeProto, types: Outputs, initial: list[str],
+                       view: GraphView, trips: int | None) -> None:
+    """dim_a(out) = dim_a(initial) + trips · dim_a(piece): a loop-carried value that each trip
+    concatenates with a piece of fixed shape along axis a (torchvision's paste and keypoint loops:
+    `res = cat((res, piece))`, from an empty start)."""
+    body = next((a.g for a in loop.attribute if a.name == "body"), None)
+    if body is None or trips is None:
+        return
+    producers = {o: n for n in body.node for o in n.output}
+    for slot, name in enumerate(initial[:len(types)]):
+        start = view.info(name) if name else None
+        info = types[slot]
+        if start is None or not start.concrete or not start.shape \
+                or info is not None and info.known or 2 + slot >= len(body.input):
+            continue
+        grown = _grown_shape(body, producers, slot, start.shape, trips)
+        if grown is not None:
+            types[slot] = TensorInfo("", start.dtype, grown)
+
+
+def _grown_shape(body: onnx.GraphProto, producers: dict, slot: int, start: tuple,
+                 trips: int) -> tuple | None:
+    carried_in, carried_out = body.input[2 + slot].name, body.output[1 + slot].name
+    concat = producers.get(carried_out)
+    if concat is None or concat.op_type != "Concat" or concat.domain or len(concat.input) != 2:
+        return None
+
+    def source(name: str) -> str:  # through the casts and copies the trace put between
+        node = producers.get(name)
+        while node is not None and node.op_type in ("Cast", "Identity") and not node.domain:
+            name = node.input[0]
+            node = producers.get(name)
+        return name
+
+    pieces = [name for name in concat.input if source(name) != carried_in]
+    if len(pieces) != 1:
+        return None
+    piece = _body_type(body, pieces[0])
+    axis = next((a.i for a in concat.attribute if a.name == "axis"), None)
+    if piece is None or piece.shape is None or axis is None or len(piece.shape) != len(start) \
+            or not -len(start) <= axis < len(start):
+        return None
+    axis %= len(start)
+    # Concat holds the other dims equal: the start's, where inference left the piece's unknown.
+    if not isinstance(piece.shape[axis], int) or any(
+            isinstance(p, int) and p != s for i, (p, s) in enumerate(zip(piece.shape, start))
+            if i != axis):
+        return None
+    return start[:axis] + (start[axis] + trips * piece.shape[axis],) + start[axis + 1:]
+
+
+def _passes_on(body: onnx.GraphProto, condition_in: str, condition_out: str) -> bool | str:
+    """The body's condition output is its condition input, directly or through Identity (True),
+    or a tensor of the scope around it (its name: the trace's constant `True`), or neither."""
     name = condition_out
     producers = {o: n for n in body.node for o in n.output}
+    formal = {i.name for i in body.input}
     while name != condition_in:
         node = producers.get(name)
-        if node is None or node.op_type != "Identity" or len(node.input) != 1:
+        if node is None:
+            return name if name not in formal and name not in _initializers(body) else False
+        if node.op_type != "Identity" or len(node.input) != 1:
             return False
         name = node.input[0]
     return True
+
+
+def _initializers(body: onnx.GraphProto) -> set[str]:
+    return {t.name for t in body.initializer}
 
 
 def checker_context(model: onnx.ModelProto) -> onnx.checker.C.CheckerContext:

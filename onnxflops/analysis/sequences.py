@@ -39,6 +39,10 @@ def type_sequence_op(view: GraphView, row: NodeRow) -> bool:
             view.values[out] = np.array(len(view.sequences[inputs[0]]), dtype=np.int64)
     else:
         view.sequences[out] = typed
+        if op_type == "SplitToSequence" and len(inputs) > 1 and inputs[1] \
+                and view.value(inputs[1]) is None:
+            view.routed[out] = (f"{len(typed)} parts whose sizes are data (a router's tokens per "
+                                "expert), typed as even shares of the axis they split")
     return True
 
 
@@ -100,7 +104,7 @@ def _split(view: GraphView, inputs: list[str], attrs: dict) -> Elements | None:
     if inputs[1]:
         split = view.value(inputs[1])
         if split is None:
-            return None
+            return _even_shares(view, inputs[1], x, axis)
         if split.ndim == 0:
             size = int(split)
             if size <= 0 or -(-length // size) > MAX_PARTS:
@@ -117,6 +121,21 @@ def _split(view: GraphView, inputs: list[str], attrs: dict) -> Elements | None:
     part = _with_dim(x, axis, 1) if keep else TensorInfo(
         "", x.dtype, x.shape[:axis] + x.shape[axis + 1:])
     return (part,) * length
+
+
+def _even_shares(view: GraphView, split_name: str, x: TensorInfo, axis: int) -> Elements | None:
+    """SplitToSequence by sizes that are data (a router's tokens per expert): k parts of near-equal
+    shares of the axis (L//k, one more for the first L%k), which sum to its L as the real sizes do.
+
+    Work linear in a part's rows (each expert's products) then totals exactly what any split
+    costs; the parts are recorded in GraphView.routed, so that the count labels them.
+    """
+    split = _tensor(view, split_name)
+    if split is None or len(split.shape) != 1 or not 0 < split.shape[0] <= MAX_PARTS:
+        return None
+    parts, length = split.shape[0], x.shape[axis]
+    sizes = [length // parts + (1 if i < length % parts else 0) for i in range(parts)]
+    return tuple(_with_dim(x, axis, s) for s in sizes)
 
 
 def _construct(view: GraphView, inputs: list[str], attrs: dict) -> Elements | None:

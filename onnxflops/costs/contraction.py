@@ -125,15 +125,11 @@ for _domain, _op in _GROUPED_MATMULS:
 @rule("Einsum", category=CONTRACTION, weights="all")
 def einsum(n: Node) -> Cost:
     """MACs = Σ over pairwise contractions (left to right) of prod(sizes of all indices involved)"""
-    equation = n.attr("equation").replace(" ", "")
-    lhs, _, out = equation.partition("->")
-    terms = lhs.split(",")
-    if "..." in equation or not out and "->" not in equation:
-        raise Uncostable(f"einsum equation '{equation}' with ellipsis or implicit output")
+    terms, out = _spelled_out(n.attr("equation"), [n.input(i).rank for i in range(n.num_inputs)])
     sizes: dict[str, int] = {}
     for i, term in enumerate(terms):
         for letter, d in zip(term, n.input(i).dims):
-            sizes[letter] = d
+            sizes[letter] = max(sizes.get(letter, 1), d)  # a 1 broadcasts
     macs = 0
     current = terms[0]
     for i, term in enumerate(terms[1:], start=1):
@@ -144,6 +140,39 @@ def einsum(n: Node) -> Cost:
     if len(terms) == 1:  # a single operand: a sum over the dropped indices
         return Cost(flops=math.prod(sizes.values()) - n.output().numel)
     return Cost(macs=macs, dot_products=n.output().numel)
+
+
+def _spelled_out(equation: str, ranks: list[int]) -> tuple[list[str], str]:
+    """Each term's and the output's indices, one letter per dim: '...' and an implicit output
+    written out as ONNX's Einsum defines them.
+
+    An ellipsis stands for the dims its operand has beyond its letters; the ellipses of all
+    operands broadcast, aligned on their last dims (numpy's rule), so each gets the last of one
+    shared run of fresh letters. Without '->' the output is the ellipsis dims, then the letters
+    that occur once, sorted.
+    """
+    equation = equation.replace(" ", "")
+    lhs, arrow, out = equation.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(ranks):
+        raise Uncostable(f"einsum equation '{equation}' names {len(terms)} operands, "
+                         f"the node has {len(ranks)}")
+    widths = [rank - len(term.replace("...", "")) for term, rank in zip(terms, ranks)
+              if "..." in term]
+    if any(w < 0 for w in widths):
+        raise Uncostable(f"einsum equation '{equation}' names more dims than an operand has")
+    # Fresh labels outside ONNX's [a-zA-Z], so none can collide with the equation's own.
+    broadcast = "".join(chr(0x100 + k) for k in range(max(widths, default=0)))
+
+    def spell(term: str, width: int) -> str:
+        return term.replace("...", broadcast[len(broadcast) - width:] if width else "")
+
+    spelled = [spell(term, rank - len(term.replace("...", ""))) for term, rank in zip(terms, ranks)]
+    if arrow:
+        return spelled, spell(out, len(broadcast))
+    letters = "".join(spelled)
+    once = sorted(c for c in set(letters) if letters.count(c) == 1 and c not in broadcast)
+    return spelled, broadcast + "".join(once)
 
 
 @backward("Einsum")

@@ -97,6 +97,7 @@ class _Counter:
         constant_nodes = foldable_nodes = 0
         policy = None  # the constant-work policy, made where the graph has constant nodes
         bounded = set(graph.bounds)  # tensors whose sizes are upper bounds, and what they reach
+        shares = set(graph.routed)  # parts of a split by data, and what is computed from them
         reads: list[list[str]] = []  # each node's inputs, where recorded weights are credited
         for position, row in enumerate(graph.rows()):
             if graph.is_constant_row(row):
@@ -119,7 +120,8 @@ class _Counter:
                     constant_work.add(entry)
                 continue
             entry = self._report(row, graph, graph.kinds.get(position))
-            if entry.category == CONTRACTION and reads_routed_weights(graph, row.proto):
+            if (_reads_share(row, shares) or reads_routed_weights(graph, row.proto)) \
+                    and entry.category == CONTRACTION:
                 entry.detail = {**(entry.detail or {}), ROUTED: True}  # details may be shared
             nodes.append(entry)
             if self.weights.recorded:
@@ -443,6 +445,16 @@ def _function_body_cost(node: Node) -> Cost:
 
 def _function_body_backward(node: Node, grads) -> Cost:
     return node.function_backward(grads)
+
+
+def _reads_share(row: NodeRow, shares: set[str]) -> bool:
+    """Whether a node reads a part of a split by data (GraphView.routed); its outputs are parts
+    too, until a concatenation joins them back into the whole."""
+    if not shares or not any(name in shares for name in row.inputs):
+        return False
+    if row.op_type not in ("Concat", "ConcatFromSequence"):
+        shares.update(name for name in row.outputs if name)
+    return True
 
 
 def _reads_bound(row: NodeRow, bounded: set[str], bounds: dict[str, str]) -> bool:

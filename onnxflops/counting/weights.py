@@ -180,7 +180,7 @@ def _is_contraction_output(table: Registry, view: GraphView, name: str) -> bool:
     return rule is not None and rule.category in (CONTRACTION, RECURRENT)
 
 
-ROUTED = "routed"  # a NodeReport detail: the product reads weights gathered per token
+ROUTED = "routed"  # a NodeReport detail: a routed expert's product (tokens × k in all)
 
 
 def reads_routed_weights(view: GraphView, proto: onnx.NodeProto) -> bool:

@@ -168,8 +168,9 @@ class Report(formats.Rendered):
 
     @property
     def routed_macs(self) -> Any:
-        """MACs of the products that read weights gathered per token (a mixture of experts'
-        routed experts: tokens × k over all experts, whatever the routing)."""
+        """MACs of the products that read weights gathered per token, or the parts of a split by
+        data (a mixture of experts' routed experts: tokens × k over all experts, whatever the
+        routing)."""
         return sum((n.macs for n in self.nodes if n.detail and n.detail.get("routed")), 0)
 
     def uncosted_summary(self, shown: int = 5) -> str:
@@ -323,7 +324,7 @@ class Report(formats.Rendered):
         routed = [n for n in self.nodes if n.detail and n.detail.get("routed")]
         if routed:
             notes.append(f"routed: {human(self.routed_macs)} MACs in {len(routed)} products of "
-                         "experts' weights gathered per token (tokens × k over all experts, "
+                         "routed experts (tokens × k over all experts, "
                          "whatever the router chooses)")
         if self.unused:
             listed = ", ".join(f"{name} ({human(count)})" for name, count in
