@@ -119,3 +119,20 @@ SCORE_STEPS = SCALINGS | SHIFTS | {"Where"}
 ANGLE_PRODUCTS = frozenset({"Mul", "MatMul"})
 # The functions a GELU is written around: erf (exact) or tanh (its approximation).
 GELU_CORES = frozenset({"Erf", "Tanh"})
+
+# --- values through ops (value ranges, traced copies) ---------------------------------------------
+
+# Ops whose outputs hold only values of their first input: moved or selected, never computed.
+VALUE_SELECTIONS = frozenset({"Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Expand",
+                              "Transpose", "Slice", "Gather", "GatherElements", "GatherND",
+                              "Tile", "Split", "TopK", "Sort"})
+# The four arithmetic ops of two operands.
+ARITHMETIC = SHIFTS | SCALINGS
+# Elementwise extremes of their operands.
+EXTREMA = frozenset({"Max", "Min"})
+# Reductions to an extreme, whose result lies within their input's range.
+EXTREME_REDUCTIONS = frozenset({"ReduceMax", "ReduceMin"})
+# What a trace puts between a value and its reader without changing it (up to its type).
+TRACE_COPIES = frozenset({"Cast", "Identity"})
+# Ops that join parts back into one tensor.
+CONCATENATIONS = frozenset({"Concat", "ConcatFromSequence"})

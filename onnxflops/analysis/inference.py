@@ -59,6 +59,7 @@ from onnxflops.ops import (
     SEQUENCE_OPS,
     SHAPE_FROM_VALUES,
     SHAPE_READERS,
+    TRACE_COPIES,
 )
 
 # Inference reads the values of integer inputs (shapes, axes, pads, sizes), and of inputs of any
@@ -549,7 +550,7 @@ def _grown_shape(body: onnx.GraphProto, producers: dict, slot: int, start: tuple
 
     def source(name: str) -> str:  # through the casts and copies the trace put between
         node = producers.get(name)
-        while node is not None and node.op_type in ("Cast", "Identity") and not node.domain:
+        while node is not None and node.op_type in TRACE_COPIES and not node.domain:
             name = node.input[0]
             node = producers.get(name)
         return name

@@ -18,14 +18,11 @@ from typing import Callable, Iterator
 import numpy as np
 import onnx
 
+from onnxflops import ops
 from onnxflops.graph import GraphView
 
 Range = tuple[np.ndarray, np.ndarray]  # lowest and highest, broadcastable to the tensor's shape
 
-# Ops whose outputs hold only values of their first input (moved, not computed).
-_MOVES = frozenset({"Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Expand",
-                    "Transpose", "Slice", "Gather", "GatherElements", "GatherND", "Tile",
-                    "Split", "TopK", "Sort"})
 _MONOTONE = {"Floor": np.floor, "Ceil": np.ceil, "Round": np.round, "Relu":
              lambda v: np.maximum(v, 0), "Sqrt": np.sqrt, "Exp": np.exp}
 UNBOUNDED: Range = (np.asarray(-np.inf), np.asarray(np.inf))
@@ -87,7 +84,7 @@ class _Ranges:
         op, inputs = node.op_type, list(node.input)
         if node.domain not in ("", "ai.onnx"):
             return UNBOUNDED
-        if op in _MOVES:
+        if op in ops.VALUE_SELECTIONS:
             moves_values = name == node.output[0] or op == "Split"  # not TopK's indices
             return _spread(self.of(inputs[0], depth)) if moves_values else UNBOUNDED
         ranges = [self.of(i, depth) if i else None for i in inputs]
@@ -95,14 +92,14 @@ class _Ranges:
             return _integral(ranges[0]) if _attr(node, "to") in _INTEGERS else ranges[0]
         if op == "Concat":
             return _concat(self.view, inputs, ranges, _attr(node, "axis", 0))
-        if op in ("Add", "Sub", "Mul", "Div") and len(ranges) == 2:
+        if op in ops.ARITHMETIC and len(ranges) == 2:
             return _arithmetic(op, *ranges)
         if op == "Neg":
             return -ranges[0][1], -ranges[0][0]
         if op in _MONOTONE:
             f = _MONOTONE[op]
             return f(ranges[0][0]), f(ranges[0][1])
-        if op in ("Max", "Min"):
+        if op in ops.EXTREMA:
             pick = np.maximum if op == "Max" else np.minimum
             lo, hi = ranges[0]
             for a, b in ranges[1:]:
@@ -115,7 +112,7 @@ class _Ranges:
             if len(ranges) > 2 and ranges[2] is not None:
                 lo, hi = np.minimum(lo, ranges[2][0]), np.minimum(hi, ranges[2][1])
             return lo, hi
-        if op in ("ReduceMax", "ReduceMin"):
+        if op in ops.EXTREME_REDUCTIONS:
             return _spread(ranges[0])  # a max or min of values in [lo, hi] is in it too
         if op == "Where" and len(ranges) == 3:
             (a, b), (c, d) = ranges[1], ranges[2]

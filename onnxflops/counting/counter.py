@@ -44,7 +44,7 @@ from onnxflops.counting.weights import ROUTED, WeightCredit, reads_routed_weight
 from onnxflops.dims import SYMBOL_MARK, is_symbolic
 from onnxflops.errors import Uncostable, first_line
 from onnxflops.graph import GraphView, NodeRow, TensorInfo, domain_key, holds_subgraph
-from onnxflops.ops import SEQUENCE_OPS
+from onnxflops.ops import CONCATENATIONS, SEQUENCE_OPS
 from onnxflops.results import NodeReport, Report, Totals, Uncosted
 
 def count_model(analyzed: AnalyzedModel, convention: str = "default", name: str = "model",
@@ -452,7 +452,7 @@ def _reads_share(row: NodeRow, shares: set[str]) -> bool:
     too, until a concatenation joins them back into the whole."""
     if not shares or not any(name in shares for name in row.inputs):
         return False
-    if row.op_type not in ("Concat", "ConcatFromSequence"):
+    if row.op_type not in CONCATENATIONS:
         shares.update(name for name in row.outputs if name)
     return True
 
