@@ -43,6 +43,14 @@ def measure(task: Task, memory_gb: float, stage: Callable[[str], None] = lambda 
         row.update(columns)
     except Exception as e:  # noqa: BLE001 - the framework's own forward pass failed
         failures["oracle"] = failure(e)
+        on_meta_columns = None
+        if not on_meta and _out_of_memory(e) and _is_torch(subject.model):
+            on_meta_columns = _oracle_on_meta(subject)
+        if on_meta_columns is not None:
+            columns, missed = on_meta_columns
+            row.update(columns)
+            row["input"] += " on meta"
+            del failures["oracle"]
     if subject.twin is not None:
         stage("twin")
         row.update(twin(subject))
@@ -133,6 +141,23 @@ def oracle(subject: Subject, on_meta: bool) -> tuple[dict, dict[str, int]]:
         args, kwargs = _to_meta(args), _to_meta(kwargs)
     macs, params, missed = checked_torch_oracle(subject.model, args, kwargs, subject.unread)
     return {"oracle_macs": macs, "oracle_params": params}, missed
+
+
+def _oracle_on_meta(subject: Subject) -> tuple[dict, dict[str, int]] | None:
+    """The oracle again with the model moved to the meta device, where its forward's activations
+    take no memory either (a real-weight build whose forward ran out of memory); None where that
+    fails too. FlopCounterMode reads shapes only, so its count is the same; the count that
+    follows reads the meta model, as it does for a model built there."""
+    subject.model.to("meta")
+    gc.collect()
+    try:
+        return oracle(subject, on_meta=True)
+    except Exception:  # noqa: BLE001 - a forward that reads data (.item()) cannot run on meta
+        return None
+
+
+def _out_of_memory(e: BaseException) -> bool:
+    return failure(e).startswith("out of memory")
 
 
 def twin(subject: Subject) -> dict:
