@@ -54,8 +54,8 @@ def custom_translations() -> dict:
 
     names = {name for name, definition in OPDEFS.items()
              if name.partition("::")[0] not in _TORCH_NAMESPACES
-             and not getattr(getattr(definition, "_init_fn", None), "__module__",
-                             "torch").startswith("torch")}
+             and not _defined_by_torch(getattr(getattr(definition, "_init_fn", None),
+                                               "__module__", "torch"))}
     table = {}
     for name in names | set(_user_translations):
         namespace, _, op_name = name.partition("::")
@@ -69,6 +69,12 @@ def custom_translations() -> dict:
             except Exception:  # noqa: BLE001 - a schema no node can mirror: the op stays untranslated
                 continue
     return table
+
+
+def _defined_by_torch(module: str) -> bool:
+    """Whether a custom op's defining module is torch's own (a library named torch_scatter or
+    torchao is not)."""
+    return module == "torch" or module.startswith("torch.")
 
 
 def record_custom_shapes(graph, domains: set[str]) -> None:

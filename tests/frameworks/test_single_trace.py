@@ -6,19 +6,10 @@ from __future__ import annotations
 import pytest
 
 torch = pytest.importorskip("torch")
+from torch_custom_op import triple  # noqa: E402
 import onnx  # noqa: E402
 
 from onnxflops.converters import from_torch, single_trace  # noqa: E402
-
-
-@torch.library.custom_op("onnxflops_single_trace_test::triple", mutates_args=())
-def triple(x: torch.Tensor) -> torch.Tensor:
-    return 3 * x
-
-
-@triple.register_fake
-def _(x):
-    return torch.empty_like(x)
 
 
 class Net(torch.nn.Module):
