@@ -872,3 +872,26 @@ def test_a_config_claiming_sizes_no_model_has_is_one_line(tmp_path, capsys, fiel
     assert main(["llm", str(tmp_path / "config.json"), "--prompt", "8", "--generate", "2"]) == 2
     [line] = capsys.readouterr().err.splitlines()
     assert message in line
+
+
+def _if_over_an_outer_conv_weight(weight_type: int) -> onnx.ModelProto:
+    """An If whose branches run a 1→1 3x3 Conv on x (1x1x4x4) with an outer-scope weight."""
+    branch = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y_branch"])], "branch",
+                               [], [helper.make_tensor_value_info("y_branch", TensorProto.FLOAT,
+                                                                  None)])
+    w = helper.make_tensor("w", weight_type, [1, 1, 3, 3], [1] * 9)
+    graph = helper.make_graph(
+        [helper.make_node("If", ["flag"], ["y"], then_branch=branch, else_branch=branch)], "g",
+        [helper.make_tensor_value_info("flag", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+
+
+def test_a_body_op_reading_an_outer_weight_of_a_type_it_does_not_take_is_refused():
+    # onnxruntime refuses to load it ("Type 'tensor(uint4)' of input parameter (w) of operator
+    # (Conv) ... is invalid"); the fuzz run's `if:1142` was counted. A float weight is fine:
+    # 2·9 FLOPs per output of 2x2.
+    assert count(_if_over_an_outer_conv_weight(TensorProto.FLOAT)).total.macs == 9 * 4
+    with pytest.raises(OnnxFlopsError, match=r"node .*If.*tensor\(uint4\)"):
+        count(_if_over_an_outer_conv_weight(TensorProto.UINT4))

@@ -78,7 +78,9 @@ def infer_model(model: onnx.ModelProto, warnings: list[str], refuse: str | None 
     onnxruntime refuses such a model: but for ops of domains ONNX holds no schemas of (accepted
     on purpose: a rule may cost them)."""
     try:
-        return onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=data_prop)
+        # check_type: a body's ops get the type constraints top-level nodes are checked against
+        return onnx.shape_inference.infer_shapes(model, check_type=refuse is not None,
+                                                 strict_mode=True, data_prop=data_prop)
     except onnx.shape_inference.InferenceError as e:
         if refuse and body_shapes and _SHAPE_DIFFERS in str(e):
             # onnxruntime runs a body whose declared shapes differ from the inferred ones (an
