@@ -895,3 +895,17 @@ def test_a_body_op_reading_an_outer_weight_of_a_type_it_does_not_take_is_refused
     assert count(_if_over_an_outer_conv_weight(TensorProto.FLOAT)).total.macs == 9 * 4
     with pytest.raises(OnnxFlopsError, match=r"node .*If.*tensor\(uint4\)"):
         count(_if_over_an_outer_conv_weight(TensorProto.UINT4))
+
+
+def test_an_ir_version_newer_than_onnx_reads_is_refused(tmp_path):
+    # The fuzz run's loop:1533 (a bit flip made IR version 46) was counted; onnxruntime refuses it
+    # ("Unsupported model IR version: 46, max supported IR version: 14").
+    newest = model([node("Relu", ["x"], ["y"])], {"x": [2]})
+    newest.ir_version = onnx.IR_VERSION
+    assert count(newest).total.flops == 2
+    newest.ir_version = onnx.IR_VERSION + 32
+    path = tmp_path / "future.onnx"
+    onnx.save(newest, path)
+    assert main(["count", str(path)]) == 2
+    with pytest.raises(OnnxFlopsError, match=rf"IR version {onnx.IR_VERSION + 32} is newer"):
+        count(newest)

@@ -36,6 +36,7 @@ def check_model(model: onnx.ModelProto, where: str, *, names_text: bool = False)
     50,000-node model is read here once, as the later stages read it once too. `names_text`:
     the reader found every node name to be text at C speed (text_names.py); otherwise they are
     read here, one by one."""
+    _check_ir_version(model, where)
     _check_opsets(model, where)
     opsets = {domain_key(o.domain): o.version for o in model.opset_import}
     graphs = [model.graph]
@@ -72,6 +73,15 @@ def newest_opsets() -> dict[str, int]:
         newest[schema.domain] = max(newest.get(schema.domain, 0), schema.since_version)
     newest["ai.onnx"] = newest[""] = max(newest[""], onnx.defs.onnx_opset_version())
     return newest
+
+
+def _check_ir_version(model: onnx.ModelProto, where: str) -> None:
+    """A format newer than the installed onnx reads is refused, as onnxruntime refuses one newer
+    than it reads ("Unsupported model IR version"); an opset newer than onnx knows only warns."""
+    if model.ir_version > onnx.IR_VERSION:
+        raise OnnxFlopsError(f"{where}: IR version {model.ir_version} is newer than the "
+                             f"{onnx.IR_VERSION} onnx {onnx.__version__} reads (onnxruntime "
+                             "refuses it too)")
 
 
 def _check_opsets(model: onnx.ModelProto, where: str) -> None:
