@@ -909,3 +909,15 @@ def test_an_ir_version_newer_than_onnx_reads_is_refused(tmp_path):
     assert main(["count", str(path)]) == 2
     with pytest.raises(OnnxFlopsError, match=rf"IR version {onnx.IR_VERSION + 32} is newer"):
         count(newest)
+
+
+def test_a_profile_file_cut_short_by_a_full_disk_is_one_line(tmp_path):
+    # onnxruntime writes its profile where the run is; under a file-size limit (the fuzz run's
+    # mlp_dynamo:1984, `report` on a full disk) it is cut short: a JSONDecodeError, exit 3.
+    from onnxflops.profiling.trace import read_trace
+
+    cut = tmp_path / "onnxruntime_profile.json"
+    cut.write_text('[{"cat": "Session", "name": "model_r')
+    with pytest.raises(OnnxFlopsError, match=r"onnxruntime_profile.json: onnxruntime's profile "
+                                              r"could not be read back"):
+        read_trace(cut)

@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from onnxflops.errors import OnnxFlopsError, first_line
+
 _NODE_SUFFIX = "_kernel_time"
 
 # How per-node times were obtained.
@@ -50,7 +52,12 @@ class _Event:
 def read_trace(path: str | Path, skip_runs: int = 0) -> NodeTimes:
     """Median per-run time of each top-level executed node, the first `skip_runs` runs left out
     (they ran while the session warmed up)."""
-    events = json.loads(Path(path).read_text())
+    try:
+        events = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        # onnxruntime writes it where the run is: a full disk leaves it cut short
+        raise OnnxFlopsError(f"{path}: onnxruntime's profile could not be read back (a full "
+                             f"disk or an unwritable folder?): {first_line(e)}") from None
     if isinstance(events, dict):
         events = events.get("traceEvents", [])
     runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
