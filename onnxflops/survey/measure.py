@@ -44,7 +44,8 @@ def measure(task: Task, memory_gb: float, stage: Callable[[str], None] = lambda 
     except Exception as e:  # noqa: BLE001 - the framework's own forward pass failed
         failures["oracle"] = failure(e)
         on_meta_columns = None
-        if not on_meta and _out_of_memory(e) and _is_torch(subject.model):
+        if not on_meta and failures["oracle"].startswith("out of memory") \
+                and _is_torch(subject.model):
             on_meta_columns = _oracle_on_meta(subject)
         if on_meta_columns is not None:
             columns, missed = on_meta_columns
@@ -154,10 +155,6 @@ def _oracle_on_meta(subject: Subject) -> tuple[dict, dict[str, int]] | None:
         return oracle(subject, on_meta=True)
     except Exception:  # noqa: BLE001 - a forward that reads data (.item()) cannot run on meta
         return None
-
-
-def _out_of_memory(e: BaseException) -> bool:
-    return failure(e).startswith("out of memory")
 
 
 def twin(subject: Subject) -> dict:
