@@ -137,7 +137,9 @@ def user_project(root: Path) -> Path:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
         [helper.make_tensor("W", TensorProto.FLOAT, [8, 4], [0.5] * 32),
          helper.make_tensor("b", TensorProto.FLOAT, [4], [0.0] * 4)])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+    # IR 8, as an exporter of opset 17 writes it: the floor's onnx reads it (this onnx's default IR
+    # may be newer than the floor's onnx reads, which is refused there).
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
               root / "model.onnx")
     return root
 

@@ -76,12 +76,13 @@ def newest_opsets() -> dict[str, int]:
 
 
 def _check_ir_version(model: onnx.ModelProto, where: str) -> None:
-    """A format newer than the installed onnx reads is refused, as onnxruntime refuses one newer
-    than it reads ("Unsupported model IR version"); an opset newer than onnx knows only warns."""
+    """A format newer than the installed onnx reads is refused, as onnx's checker refuses it and
+    an onnxruntime of that age does ("Unsupported model IR version"); an opset newer than onnx
+    knows only warns."""
     if model.ir_version > onnx.IR_VERSION:
         raise OnnxFlopsError(f"{where}: IR version {model.ir_version} is newer than the "
-                             f"{onnx.IR_VERSION} onnx {onnx.__version__} reads (onnxruntime "
-                             "refuses it too)")
+                             f"{onnx.IR_VERSION} that onnx {onnx.__version__} reads; a newer onnx "
+                             "may read it (pip install -U onnx)")
 
 
 def _check_opsets(model: onnx.ModelProto, where: str) -> None:
