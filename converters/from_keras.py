@@ -33,6 +33,7 @@ from onnxflops.converters.common import (check_container, framework_logging_sile
                                          is_single_input, native_output_silenced)
 from onnxflops.converters.filled import drop_fill_notes, fill_value, filled_tensors_as_headers
 from onnxflops.converters.structure import StandInValues, is_float_dtype
+from onnxflops.converters.tensor_lists import unrolled_tensor_lists
 from onnxflops.dims import format_shape
 from onnxflops.converters.weight_match import (
     MONOTONE_MIN,
@@ -269,6 +270,7 @@ def _convert(fn, specs: list, stand_ins: list[Weight] | None, opset: int,
             with tf.Graph().as_default():  # Grappler runs on the GraphDef, in graph mode
                 fed = _weights_fed(frozen) if stand_ins is not None else []
                 frozen = tf_loader.tf_optimize(input_names, output_names, frozen)
+            unrolled_tensor_lists(frozen)  # a TensorArray a Python loop fills
 
             def convert_frozen():
                 with tf.device("/cpu:0"):
