@@ -364,3 +364,28 @@ def test_config_keys_of_either_framework_are_read_by_what_they_size():
         ["width"] * 3 + ["heads"] * 2 + ["kv_heads"] + ["layers"] * 2 + ["ffn"] * 3 + \
         ["head_dim"] * 2 + ["vocabulary"] * 2 + [None] + ["ffn", "expert_ffn", "shared_ffn",
                                                           "embedding"]
+
+
+def test_a_keras_hub_size_left_at_its_library_default_is_made_small_too():
+    """Qwen3.5's linear attention is sized by defaults (16 key heads, 32 value heads of 128):
+    the rule left them full size and the row timed out. Every integer default that sizes a
+    width, heads or a depth becomes its kind's small value, never larger than the default."""
+    from onnxflops.survey.keras import small_config, smaller_default
+
+    class Backbone:
+        def __init__(self, vocabulary_size, hidden_dim, linear_num_key_heads=16,
+                     linear_num_value_heads=32, linear_key_head_dim=128, iou_head_depth=3,
+                     linear_conv_kernel_dim=4, sliding_window_size=32768, num_channels=3,
+                     rope_max_wavelength=10000, max_sequence_length=4096, num_groups=32,
+                     use_bias=True, dropout=0.1):
+            pass
+
+    assert small_config(Backbone) == {
+        "vocabulary_size": 1000, "hidden_dim": 64, "linear_num_key_heads": 4,
+        "linear_num_value_heads": 4, "linear_key_head_dim": 16, "iou_head_depth": 2,
+        "num_channels": 3, "max_sequence_length": 64}  # the last two: names the rule sets
+    assert smaller_default("num_channels", 3) == 3  # a width the library keeps small stays
+    assert smaller_default("linear_conv_kernel_dim", 4) is None  # a kernel is no width
+    assert smaller_default("sliding_window_size", 32768) is None  # a window the input sets
+    assert smaller_default("use_bias", True) is None
+    assert "linear_num_key_heads" not in small_config(Backbone, shrink_defaults=False)

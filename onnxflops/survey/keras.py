@@ -19,6 +19,7 @@ from __future__ import annotations
 import inspect
 import re
 
+from onnxflops.survey.shrink import _NOT_A_WIDTH  # sizes the input sets, or no width at all
 from onnxflops.survey.sources import TOKENS, Subject, Task
 
 TRAINED_SIZE = 224  # the ImageNet size of the keras.applications builders whose input is open
@@ -175,26 +176,32 @@ def build_small(cls, depth: int = 0, stages: int | None = None):
     with the arguments it defaults to None given too (a None that stands for "required": MiT's
     `hidden_dims`), then with open input shapes bound (ViTDet's `image_shape`: a composite's
     sub-model is tried first with its input left open), then with DEEP stages (a head
-    that reads four pyramid levels). A sub-model is built with its composite's `stages`. The
-    error is the first try's and the last's."""
+    that reads four pyramid levels); each first with the size-like library defaults made small
+    (`smaller_default`), and, where no try builds, again with the library's. A sub-model is
+    built with its composite's `stages`. The error is the first try's and the last's."""
     tries = [(STAGES, 0), (STAGES, 1), (STAGES, 2), (DEEP, 1), (DEEP, 2)]
     errors = []
-    for deep, fill_open in [(depth_, fill) for depth_, fill in tries if stages in (None, depth_)]:
+    for shrink_defaults, deep, fill_open in [
+            (shrink, depth_, fill) for shrink in (True, False) for depth_, fill in tries
+            if stages in (None, depth_)]:
         try:
-            config = small_config(cls, depth, fill_open, deep)
+            config = small_config(cls, depth, fill_open, deep, shrink_defaults)
             return cls(**config), config
         except Exception as error:  # noqa: BLE001 - whatever the library raises is the reason
             errors.append(f"{type(error).__name__}: {error}".split("\n")[0][:300])
     raise ValueError(" / ".join(dict.fromkeys([errors[0], errors[-1]])))
 
 
-def small_config(cls, depth: int = 0, fill_open: int = 0, stages: int = STAGES) -> dict:
+def small_config(cls, depth: int = 0, fill_open: int = 0, stages: int = STAGES,
+                 shrink_defaults: bool = True) -> dict:
     """The constructor's arguments small: those `SMALL` names (without a default or with a
     numeric one: a size, a count), a sub-model argument (an encoder, a backbone) as the class
-    its docstring names, built by this same rule (`sub_model`), and every other one without a
+    its docstring names, built by this same rule (`sub_model`), every other one without a
     default (with `fill_open` 1, or defaulting to None; 2, or to an open shape) as its name and
-    its docstring entry say (`required_value`), `stages` entries where it is per stage. The
-    backbone is otherwise as its library builds it."""
+    its docstring entry say (`required_value`), `stages` entries where it is per stage, and
+    (with `shrink_defaults`) every integer default that sizes a width, heads or a depth no
+    larger than its small value (`smaller_default`). The backbone is otherwise as its library
+    builds it."""
     parameters = inspect.signature(cls.__init__).parameters
     # The stacks of one backbone share a shape: an undocumented `stackwise_*` nests as deep as
     # the documented ones.
@@ -218,6 +225,8 @@ def small_config(cls, depth: int = 0, fill_open: int = 0, stages: int = STAGES) 
             config[name] = build_small(part, depth + 1, stages)[0]
         elif required and (value := required_value(name, doc, stages)) is not None:
             config[name] = value
+        elif shrink_defaults and smaller_default(name, default) not in (None, default):
+            config[name] = smaller_default(name, default)
     return config
 
 
@@ -267,21 +276,26 @@ def sub_model(cls, name: str):
 # What an argument without a default holds, read from its name (its last words, lowercased): the
 # first pattern that matches gives the value of one item. A sub-model (an encoder, a backbone)
 # has none: such a backbone is composed by its user and is not built.
+_KV_HEADS = re.compile(r".*(key_value_heads|kv_heads)$")
+_HEADS = re.compile(r".*heads?$")
+_HEAD_DIMS = re.compile(r".*(head_size|head_dims?|key_dims?|value_dims?)$")
+_FFN = re.compile(r".*(intermediate_(dim|size)|ffn_dim|mlp_dim)$")
+_DEPTHS = re.compile(r".*(num_layers|layers_(enc|dec)|_layers|depths?|blocks|repeats|num_inputs)$")
+_WIDTHS = re.compile(r".*(dim|dims|size|sizes|filter|filters|channels|_input)$")
 _ITEM_VALUES = (
     (re.compile(r".*(image|input)_shape$"), (IMAGE, IMAGE, 3)),
     (re.compile(r".*vocab(ulary)?_size.*"), SMALL["vocabulary_size"]),
-    (re.compile(r".*(key_value_heads|kv_heads)$"), SMALL["num_key_value_heads"]),
-    (re.compile(r".*heads?$"), SMALL["num_heads"]),
-    (re.compile(r".*(head_size|head_dims?|key_dims?|value_dims?)$"), SMALL["head_dim"]),
-    (re.compile(r".*(intermediate_(dim|size)|ffn_dim|mlp_dim)$"), SMALL["intermediate_dim"]),
-    (re.compile(r".*(num_layers|layers_(enc|dec)|_layers|depths?|blocks|repeats|num_inputs)$"),
-     2),
+    (_KV_HEADS, SMALL["num_key_value_heads"]),
+    (_HEADS, SMALL["num_heads"]),
+    (_HEAD_DIMS, SMALL["head_dim"]),
+    (_FFN, SMALL["intermediate_dim"]),
+    (_DEPTHS, 2),
     (re.compile(r".*(kernel_sizes?|patch_sizes)$"), 3),  # per-stage patches overlap: kernels
     (re.compile(r".*strides?$"), 2),
     (re.compile(r".*(se_ratio|squeeze_and_excite_ratios|se_ratios)$"), 0.25),
     (re.compile(r".*(ratios?|expansion|factors?|multiplier|coefficients|rates|upsampling_size)$"),
      1),
-    (re.compile(r".*(dim|dims|size|sizes|filter|filters|channels|_input)$"), SMALL["hidden_dim"]),
+    (_WIDTHS, SMALL["hidden_dim"]),
     (re.compile(r".*rank$"), SMALL["head_dim"]),
     (re.compile(r".*layer_types$"), "full_attention"),  # transformers' name for global attention
     (re.compile(r".*(dropout|dropout_rate|drop_path_rate)$"), 0.0),
@@ -301,6 +315,23 @@ _ITEM_VALUES = (
     (re.compile(r".*(num_classes|num_labels)$"), 2),
     (re.compile(r"^(num|n)_\w+$|.*_n_\w+$"), 2),  # any other count
 )
+# What a size-like argument sizes: a width, a count of heads, a head's size, an FFN's width, a
+# depth. A library default of one of these is made small too (`smaller_default`).
+_SIZE_LIKE = (_KV_HEADS, _HEADS, _HEAD_DIMS, _FFN, _DEPTHS, _WIDTHS)
+
+
+def smaller_default(name: str, default) -> int | None:
+    """min(`default`, the small value of its kind) for an integer library default of an argument
+    whose name reads as a width, a head count, a head's size, an FFN's width or a depth (Qwen3.5's
+    `linear_num_value_heads=32`, `linear_key_head_dim=128` → 4, 16); None for any other argument.
+    Never larger than the default: a size the library keeps small stays."""
+    key = name.lower()
+    if not isinstance(default, int) or isinstance(default, bool) or _NOT_A_WIDTH.match(key):
+        return None
+    pattern, small = next(((p, v) for p, v in _ITEM_VALUES if p.match(key)), (None, None))
+    return min(default, small) if pattern in _SIZE_LIKE else None
+
+
 _PER_STAGE = re.compile(r"^(stackwise|layerwise)_|.*(sizes|dims|depths|strides|rates|factors|"
                         r"indices|filters|channels|list|types|pooling)$")
 
