@@ -16,6 +16,7 @@ same tokens, counted by torch's FlopCounterMode.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
 
@@ -242,35 +243,75 @@ def documented(cls, name: str) -> str:
 
 
 _NAMED_CLASS = re.compile(r"keras_hub\.(?:models|layers)\.(\w+)")
+_CLASS_WORD = re.compile(r"\b([A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*)\b")  # ResNet50, BLIP2CustomOPT
 
 
 def sub_model(cls, name: str):
     """The keras-hub class a sub-model argument is built as: the one its docstring entry names
-    (`keras_hub.models.ResNetBackbone`), else the one the docstring's example assigns to it
-    (`image_encoder = keras_hub.models.ViTDetBackbone(`), else the class named by the
-    backbone's family and the argument (CLIP's `vision_encoder`: `CLIPVisionEncoder`); None for
-    an argument that is no sub-model."""
-    import keras_hub
-
-    def found(class_name):
-        for module in (keras_hub.models, keras_hub.layers):
-            candidate = getattr(module, class_name, None)
-            if inspect.isclass(candidate) and candidate is not cls and hasattr(
-                    candidate, "get_config") and class_name not in ("Backbone", "Model"):
-                return candidate
-        return None
-
+    (`keras_hub.models.ResNetBackbone`, `BLIP2CustomOPT`, or a family: "e.g., ResNet50" is
+    `ResNetBackbone`), else the one an example in the docstrings of its family's classes
+    assigns to it (`image_encoder = keras_hub.models.ViTDetBackbone(`, PARSeq's task's
+    `image_encoder = ViTBackbone(`), else the class named by the backbone's family and the
+    argument (CLIP's `vision_encoder`: `CLIPVisionEncoder`); None for an argument that is no
+    sub-model."""
     if not re.match(r".*(encoder|decoder|backbone|model|qformer|vae|clip_\w|^t5)$", name):
         return None
-    for class_name in _NAMED_CLASS.findall(documented(cls, name)):
-        if (named := found(class_name)) is not None:
+    entry = documented(cls, name)
+    for word in [*_NAMED_CLASS.findall(entry), *_CLASS_WORD.findall(entry)]:
+        for class_name in (word, word + "Backbone", re.sub(r"\d+$", "", word) + "Backbone"):
+            if (named := _hub_class(class_name, cls)) is not None:
+                return named
+    assigned = re.compile(rf"\b{re.escape(name)} = (?:keras_hub\.(?:models|layers)\.)?(\w+)\(")
+    for doc in map(inspect.getdoc, _family_classes(cls)):
+        example = assigned.search(doc or "")
+        if example and (named := _hub_class(example.group(1), cls)) is not None:
             return named
-    example = re.search(rf"\b{re.escape(name)} = {_NAMED_CLASS.pattern}\(",
-                        inspect.getdoc(cls) or "")
-    if example and (named := found(example.group(1))) is not None:
-        return named
     family = cls.__name__.removesuffix("Backbone")
-    return found(family + "".join(word.capitalize() for word in name.split("_")))
+    return _hub_class(family + "".join(word.capitalize() for word in name.split("_")), cls)
+
+
+def _hub_class(class_name: str, besides=None):
+    """The keras-hub model or layer class of that name (exported, in a module of the library
+    already imported, or a backbone in its family's module as keras-hub lays them out: SD3's
+    `VAEBackbone` in `models/vae/vae_backbone.py`), not `besides` nor a base class; None where
+    none."""
+    import importlib
+    import sys
+
+    import keras_hub
+
+    if class_name in ("Backbone", "Model"):
+        return None
+    family = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", class_name.removesuffix("Backbone")).lower()
+    with contextlib.suppress(ImportError):
+        importlib.import_module(f"keras_hub.src.models.{family}.{family}_backbone")
+    modules = [keras_hub.models, keras_hub.layers, *(
+        module for module_name, module in list(sys.modules.items())
+        if module_name.startswith("keras_hub.src.models."))]
+    for module in modules:
+        candidate = getattr(module, class_name, None)
+        if inspect.isclass(candidate) and candidate is not besides and hasattr(
+                candidate, "get_config"):
+            return candidate
+    return None
+
+
+def _family_classes(cls) -> list:
+    """`cls`, then every class defined in the modules of its package (its task, its
+    preprocessor: where its family's examples are written)."""
+    import importlib
+    import pkgutil
+
+    package = cls.__module__.rpartition(".")[0]
+    classes = [cls]
+    for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        try:
+            module = importlib.import_module(f"{package}.{info.name}")
+        except Exception:  # noqa: BLE001 - a module that does not import holds no example
+            continue
+        classes += [value for value in vars(module).values() if inspect.isclass(value)
+                    and value.__module__ == module.__name__ and value is not cls]
+    return classes
 
 
 # What an argument without a default holds, read from its name (its last words, lowercased): the
@@ -346,8 +387,8 @@ def required_value(name: str, doc: str = "", stages: int = STAGES):
     if fields := documented_tuple(doc):
         return [tuple(required_value(field, "int", stages) for field in fields)] * stages
     item = next((value for pattern, value in _ITEM_VALUES if pattern.match(key)), None)
-    if item is None:
-        item = documented_choice(doc)
+    if item is None or isinstance(item, bool) and documented_choice(doc) is not None:
+        item = documented_choice(doc)  # a name read as a switch the docstring types as a choice
     if item is None:
         return None
     if isinstance(item, tuple):  # a shape is one item
