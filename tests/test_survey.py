@@ -389,3 +389,78 @@ def test_a_keras_hub_size_left_at_its_library_default_is_made_small_too():
     assert smaller_default("sliding_window_size", 32768) is None  # a window the input sets
     assert smaller_default("use_bias", True) is None
     assert "linear_num_key_heads" not in small_config(Backbone, shrink_defaults=False)
+
+
+# The twin mapping: a keras-hub backbone's small config onto its transformers twin's, by meaning.
+_SMALL_LLM = {"vocabulary_size": 1000, "num_layers": 2, "num_query_heads": 4,
+              "num_key_value_heads": 2, "hidden_dim": 64, "intermediate_dim": 128, "head_dim": 16}
+
+
+@pytest.mark.slow  # transformers' configs import torch
+def test_a_twin_config_carries_every_size_by_what_it_sizes():
+    pytest.importorskip("transformers")
+    from onnxflops.survey.keras import twin_config
+
+    llama = twin_config("LlamaBackbone", _SMALL_LLM)
+    assert (llama.vocab_size, llama.num_hidden_layers, llama.num_attention_heads,
+            llama.num_key_value_heads, llama.hidden_size, llama.intermediate_size,
+            llama.head_dim) == (1000, 2, 4, 2, 64, 128, 16)
+    # GPT-2 names none of heads' size or key/value heads: each head is 64 / 4 wide, its own keys
+    gpt2 = twin_config("GPT2Backbone", {"vocabulary_size": 1000, "num_layers": 2,
+                                        "num_heads": 4, "hidden_dim": 64,
+                                        "intermediate_dim": 128, "max_sequence_length": 64})
+    assert (gpt2.n_layer, gpt2.n_head, gpt2.n_embd, gpt2.n_inner, gpt2.n_positions) == (
+        2, 4, 64, 128, 64)
+    # its token ids (50256) were made for the full vocabulary: within 1000 they are 0
+    assert (gpt2.bos_token_id, gpt2.eos_token_id) == (0, 0)
+
+
+@pytest.mark.slow  # transformers' configs import torch
+def test_a_twin_config_takes_the_switches_that_describe_what_keras_hub_builds():
+    pytest.importorskip("transformers")
+    from onnxflops.survey.keras import twin_config
+
+    falcon = twin_config("FalconBackbone", {**_SMALL_LLM, "num_attention_heads": 4})
+    assert (falcon.multi_query, falcon.parallel_attn, falcon.alibi, falcon.bias,
+            falcon.new_decoder_architecture) == (False, False, True, True, False)
+    # Gemma's intermediate_dim is both gated halves: the twin's FFN is half of it
+    assert twin_config("GemmaBackbone", _SMALL_LLM).intermediate_size == 64
+    # DistilBERT's `hidden_dim` is its FFN (128), `dim` its width (64)
+    distil = twin_config("DistilBertBackbone", {"vocabulary_size": 1000, "num_layers": 2,
+                                                "num_heads": 4, "hidden_dim": 64,
+                                                "intermediate_dim": 128})
+    assert (distil.dim, distil.hidden_dim, distil.n_heads) == (64, 128, 4)
+    t5 = twin_config("T5Backbone", {"vocabulary_size": 1000, "num_layers": 2, "num_heads": 4,
+                                    "hidden_dim": 64, "intermediate_dim": 128,
+                                    "key_value_dim": 16})
+    assert (t5.d_model, t5.d_ff, t5.d_kv, t5.is_gated_act, t5.dense_act_fn) == (
+        64, 128, 16, True, "relu")
+
+
+@pytest.mark.slow  # transformers' configs import torch
+def test_a_twin_config_sizes_experts_apart_from_the_dense_ffn():
+    pytest.importorskip("transformers")
+    from onnxflops.survey.keras import twin_config
+
+    moe = twin_config("Qwen3MoeBackbone", {**_SMALL_LLM, "moe_intermediate_dim": 32,
+                                           "num_experts": 4, "top_k": 2,
+                                           "mlp_only_layers": []})
+    assert (moe.intermediate_size, moe.moe_intermediate_size, moe.num_experts,
+            moe.num_experts_per_tok) == (128, 32, 4, 2)
+    assert moe.mlp_only_layers == []  # a list that reads like a depth is no size
+
+
+def test_a_twin_has_a_pooler_only_where_the_keras_hub_backbone_pools():
+    from onnxflops.survey.keras import pooler_switch
+
+    class WithSwitch:
+        def __init__(self, config, add_pooling_layer=True):
+            pass
+
+    class WithoutSwitch:
+        def __init__(self, config):
+            pass
+
+    assert pooler_switch(WithSwitch, pooled=False) == {"add_pooling_layer": False}
+    assert pooler_switch(WithSwitch, pooled=True) == {}
+    assert pooler_switch(WithoutSwitch, pooled=False) == {}

@@ -352,7 +352,7 @@ _ITEM_VALUES = (
     (re.compile(r".*padding$"), "same"),
     (re.compile(r".*(enabled_list)$"), True),
     (re.compile(r".*((^|_)use_|^apply_|_bias$|_norm$|residual$|^learn_|pooling$).*"), False),
-    (re.compile(r".*(token_id|index|indices|idx)$"), 0),
+    (re.compile(r".*(token_id|index|indexes|indices|idx)$"), 0),
     (re.compile(r".*(num_classes|num_labels)$"), 2),
     (re.compile(r"^(num|n)_\w+$|.*_n_\w+$"), 2),  # any other count
 )
@@ -529,12 +529,15 @@ def twin_macs(backbone: str, config: dict, pooled: bool = True) -> int:
     from onnxflops.survey.oracle import torch_oracle
     from onnxflops.survey.sources import _transformers, _transformers_inputs
 
-    import inspect
-
     twin = twin_config(backbone, config)
     auto = _transformers().AutoModel
-    base = auto._model_mapping[type(twin)]
-    kwargs = {} if pooled or "add_pooling_layer" not in inspect.signature(
-        base.__init__).parameters else {"add_pooling_layer": False}
-    model = auto.from_config(twin, **kwargs)
+    model = auto.from_config(twin, **pooler_switch(auto._model_mapping[type(twin)], pooled))
     return torch_oracle(model, kwargs=_transformers_inputs(model, twin))[0]
+
+
+def pooler_switch(base, pooled: bool) -> dict:
+    """What the twin's base class `base` is built with: `add_pooling_layer=False` where the
+    keras-hub backbone has no pooled output and the class takes that switch, else nothing (a
+    class without one has no pooler, or always one)."""
+    takes_it = "add_pooling_layer" in inspect.signature(base.__init__).parameters
+    return {"add_pooling_layer": False} if takes_it and not pooled else {}
