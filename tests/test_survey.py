@@ -464,3 +464,15 @@ def test_a_twin_has_a_pooler_only_where_the_keras_hub_backbone_pools():
     assert pooler_switch(WithSwitch, pooled=False) == {"add_pooling_layer": False}
     assert pooler_switch(WithSwitch, pooled=True) == {}
     assert pooler_switch(WithoutSwitch, pooled=False) == {}
+
+
+def test_a_keras_hub_switch_the_docstring_types_as_a_choice_takes_the_choice():
+    """SD3's `mmdit_qk_norm` reads as a switch (False) by its name; its docstring types it a
+    string with the options None and "rms_norm", and False was refused."""
+    from onnxflops.survey.keras import required_value
+
+    doc = ('Optional str. Whether to normalize the query and key tensors. Available options '
+           'are `None` and `"rms_norm"`.')
+    assert required_value("mmdit_qk_norm", doc) == "rms_norm"
+    assert required_value("use_qk_norm", "bool. Whether to normalize.") is False
+    assert required_value("global_attn_indexes", "list of ints. The layers.") == [0, 0]
