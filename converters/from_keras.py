@@ -259,6 +259,7 @@ def _convert(fn, specs: list, stand_ins: list[Weight] | None, opset: int,
         stack.enter_context(framework_logging_silenced())  # tf2onnx's and absl's Python logging
         stack.enter_context(_without_conv_batchnorm_fusion())
         stack.enter_context(_filled_constants_kept_small(stand_ins is not None))
+        stack.enter_context(_work_written_twice_kept())
         try:
             concrete = fn.get_concrete_function(*specs)
             # The arguments only: tensors the model captured (a Normalization layer's mean and
@@ -635,6 +636,21 @@ def _without_conv_batchnorm_fusion():
     finally:
         rewrites.clear()
         rewrites.update(original)
+
+
+@contextlib.contextmanager
+def _work_written_twice_kept():
+    """tf2onnx merges nodes of one op on the same inputs: a layer applied twice to one tensor
+    (PARSeq's decoder, whose two streams project the same keys) was counted once, where Keras
+    computes it twice and torch's exporter keeps both. Only constants are merged."""
+    from tf2onnx.optimizer.merge_duplicated_nodes_optimizer import MergeDuplicatedNodesOptimizer
+
+    skip = MergeDuplicatedNodesOptimizer._skip_node_type
+    MergeDuplicatedNodesOptimizer._skip_node_type = staticmethod(lambda node: not node.is_const())
+    try:
+        yield
+    finally:
+        MergeDuplicatedNodesOptimizer._skip_node_type = skip
 
 
 def _erfc_as_erf(ctx, node, name, args):

@@ -224,6 +224,8 @@ def small_config(cls, depth: int = 0, fill_open: int = 0, stages: int = STAGES,
             config[name] = [SMALL[name]] * stages if documented_nesting(doc) == 1 else SMALL[name]
         elif required and depth < 2 and (part := sub_model(cls, name)) is not None:
             config[name] = build_small(part, depth + 1, stages)[0]
+            # what the composite gives per feature map, it gives for each the sub-model makes
+            stages = len(getattr(config[name], "pyramid_outputs", None) or ()) or stages
         elif required and (value := required_value(name, doc, stages)) is not None:
             config[name] = value
         elif shrink_defaults and smaller_default(name, default) not in (None, default):

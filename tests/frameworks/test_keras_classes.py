@@ -127,6 +127,18 @@ def test_a_tensor_array_stacked_before_every_item_is_written_is_refused_by_name(
         onnxflops.count(model, strict=True)
 
 
+def test_a_layer_applied_twice_to_one_tensor_is_computed_twice():
+    """tf2onnx merged nodes of one op on the same inputs: PARSeq's decoder projects the same
+    keys for both of its streams, and the count was one projection short of Keras's (and of
+    torch's exporter, which keeps both)."""
+    i = keras.Input((3, 4))
+    dense = L.Dense(5)
+    total, oracle = counted_and_oracle(keras.Model(i, dense(i) * dense(i)))
+    # twice 3 rows · 4 · 5 = 60 MACs; 2 × 15 bias adds + 15 products; params 20 + 5
+    assert (total.macs, total.flops, total.params) == (2 * 60, 2 * 120 + 2 * 15 + 15, 25)
+    assert_agree(total, oracle)
+
+
 def test_normalization_statistics_are_buffers_and_unread_weights_unused_params():
     """A Normalization layer reads its mean and variance from a snapshot TensorFlow folds into
     constants, and never its count: all three are buffers, as Keras's non-trainable weights. A
