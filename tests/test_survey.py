@@ -476,3 +476,23 @@ def test_a_keras_hub_switch_the_docstring_types_as_a_choice_takes_the_choice():
     assert required_value("mmdit_qk_norm", doc) == "rms_norm"
     assert required_value("use_qk_norm", "bool. Whether to normalize.") is False
     assert required_value("global_attn_indexes", "list of ints. The layers.") == [0, 0]
+
+
+def test_a_composite_gives_a_per_feature_map_list_one_entry_per_sub_model_level(monkeypatch):
+    """Depth Anything's `reassemble_factors` must be as long as its image encoder's feature
+    maps: a per-stage list given after a sub-model with three pyramid outputs has three."""
+    import onnxflops.survey.keras as rule
+
+    class Encoder:
+        pyramid_outputs = {"stem": 0, "stage1": 1, "stage2": 2}
+
+    class Composite:
+        def __init__(self, image_encoder, reassemble_factors, neck_hidden_dims):
+            pass
+
+    monkeypatch.setattr(rule, "sub_model", lambda cls, name: Encoder if name == "image_encoder"
+                        else None)
+    monkeypatch.setattr(rule, "build_small", lambda cls, depth=0, stages=None: (Encoder(), {}))
+    config = rule.small_config(Composite)
+    assert config["reassemble_factors"] == [1, 1, 1]
+    assert config["neck_hidden_dims"] == [64, 128, 256]  # more than 2 stages: a pyramid
