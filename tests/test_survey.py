@@ -496,3 +496,24 @@ def test_a_composite_gives_a_per_feature_map_list_one_entry_per_sub_model_level(
     config = rule.small_config(Composite)
     assert config["reassemble_factors"] == [1, 1, 1]
     assert config["neck_hidden_dims"] == [64, 128, 256]  # more than 2 stages: a pyramid
+
+
+def test_a_keras_hub_choice_that_does_not_build_gives_way_to_the_next_option():
+    """CSPNet's docstring offers "csp", "dark" and "cs3"; with its default ratios only "dark"
+    builds, and the rule tried the first option alone."""
+    from onnxflops.survey.keras import build_small
+
+    class Backbone:
+        """A backbone.
+
+        Args:
+            stage_type: str. One of `"csp"`, `"dark"`, or `"cs3"`.
+        """
+
+        def __init__(self, stage_type):
+            if stage_type != "dark":
+                raise ValueError(f"incompatible shapes with {stage_type}")
+            self.stage_type = stage_type
+
+    model, config = build_small(Backbone)
+    assert (model.stage_type, config) == ("dark", {"stage_type": "dark"})

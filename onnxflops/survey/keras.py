@@ -178,18 +178,28 @@ def build_small(cls, depth: int = 0, stages: int | None = None):
     `hidden_dims`), then with open input shapes bound (ViTDet's `image_shape`: a composite's
     sub-model is tried first with its input left open), then with DEEP stages (a head
     that reads four pyramid levels); each first with the size-like library defaults made small
-    (`smaller_default`), and, where no try builds, again with the library's. A sub-model is
-    built with its composite's `stages`. The error is the first try's and the last's."""
+    (`smaller_default`), and, where no try builds, again with the library's; where none of
+    those builds, each again with one argument given another option its docstring offers. A
+    sub-model is built with its composite's `stages`. The error is the first try's and the
+    last's."""
     tries = [(STAGES, 0), (STAGES, 1), (STAGES, 2), (DEEP, 1), (DEEP, 2)]
     errors = []
-    for shrink_defaults, deep, fill_open in [
-            (shrink, depth_, fill) for shrink in (True, False) for depth_, fill in tries
-            if stages in (None, depth_)]:
-        try:
-            config = small_config(cls, depth, fill_open, deep, shrink_defaults)
-            return cls(**config), config
-        except Exception as error:  # noqa: BLE001 - whatever the library raises is the reason
-            errors.append(f"{type(error).__name__}: {error}".split("\n")[0][:300])
+    tries = [(shrink, depth_, fill) for shrink in (True, False) for depth_, fill in tries
+             if stages in (None, depth_)]
+    # then each other option a choice's docstring offers, one argument at a time (CSPNet's
+    # first stage type does not fit its default ratios; its third does)
+    others = [{name: option} for name in inspect.signature(cls.__init__).parameters
+              for option in documented_choices(documented(cls, name))[1:]]
+    for chosen in [{}, *others]:
+        for shrink_defaults, deep, fill_open in tries:
+            try:
+                config = {**small_config(cls, depth, fill_open, deep, shrink_defaults)}
+                config.update({k: v for k, v in chosen.items() if k in config})
+                if chosen and not set(chosen) & set(config):
+                    continue  # this try does not give that argument: nothing to change
+                return cls(**config), config
+            except Exception as error:  # noqa: BLE001 - whatever the library raises is the reason
+                errors.append(f"{type(error).__name__}: {error}".split("\n")[0][:300])
     raise ValueError(" / ".join(dict.fromkeys([errors[0], errors[-1]])))
 
 
@@ -437,18 +447,24 @@ def documented_choice(doc: str):
     """The first value a string argument's docstring entry offers ('One of `"dark_block"`,
     ...', 'either 'v1', ...'), or the number an int's entry gives as an example ('(e.g., 3)');
     None where it offers none."""
+    return next(iter(documented_choices(doc)), None)
+
+
+def documented_choices(doc: str) -> list:
+    """Every value a string argument's docstring entry offers, in order (or the one number an
+    int's entry gives as an example); [] where it offers none."""
     words = doc.lower()
     if re.match(r"(a |optional )?int\b", words) and (example := re.search(
             r"e\.g\.,? (\d+)", words)):
-        return int(example.group(1))
+        return [int(example.group(1))]
     if not re.match(r"(a |optional )?(str|string|list of (list of )?strings)\b", words) or not (
             re.search(r"\b(one of|either|options?|such as)\b", words)):
-        return None
-    for quote in ('"', "'", "`"):  # a quoted value before a named identifier
+        return []
+    for quote in ('"', "'", "`"):  # quoted values before named identifiers
         quoted = [v for v in re.findall(rf"{quote}([\w.-]+){quote}", doc) if v != "None"]
         if quoted:
-            return quoted[0]
-    return None
+            return list(dict.fromkeys(quoted))
+    return []
 
 
 # the transformers twin ------------------------------------------------------------------------
