@@ -517,3 +517,31 @@ def test_a_keras_hub_choice_that_does_not_build_gives_way_to_the_next_option():
 
     model, config = build_small(Backbone)
     assert (model.stage_type, config) == ("dark", {"stage_type": "dark"})
+
+
+def test_a_keras_hub_argument_no_rule_names_takes_the_value_the_docstring_example_gives():
+    """MobileNetV5's block types ("er", "uir", ...) are listed by no docstring entry; its
+    example writes a whole config as literals, read as the last try."""
+    from onnxflops.survey.keras import build_small, example_arguments
+
+    class Backbone:
+        """A backbone.
+
+        Example:
+        ```python
+        model_args = {
+            "stackwise_block_types": [["er"], ["uir", "uir"]],
+            "stackwise_num_blocks": [1, 2],
+        }
+        model = Backbone(**model_args, use_msfa=False)
+        ```
+        """
+
+        def __init__(self, stackwise_block_types, stackwise_num_blocks, use_msfa=True):
+            if [len(types) for types in stackwise_block_types] != stackwise_num_blocks:
+                raise ValueError("a block type per block")
+            self.types = stackwise_block_types
+
+    assert example_arguments(Backbone) == {"stackwise_block_types": [["er"], ["uir", "uir"]],
+                                           "stackwise_num_blocks": [1, 2], "use_msfa": False}
+    assert build_small(Backbone)[0].types == [["er"], ["uir", "uir"]]

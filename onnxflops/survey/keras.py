@@ -190,17 +190,47 @@ def build_small(cls, depth: int = 0, stages: int | None = None):
     # first stage type does not fit its default ratios; its third does)
     others = [{name: option} for name in inspect.signature(cls.__init__).parameters
               for option in documented_choices(documented(cls, name))[1:]]
-    for chosen in [{}, *others]:
+    # last, the values an example in the docstring gives (MobileNetV5's block types, which no
+    # docstring entry lists)
+    example = example_arguments(cls)
+    for chosen in [{}, *others, *([example] if example else [])]:
         for shrink_defaults, deep, fill_open in tries:
             try:
                 config = {**small_config(cls, depth, fill_open, deep, shrink_defaults)}
-                config.update({k: v for k, v in chosen.items() if k in config})
+                given = config if chosen is not example else inspect.signature(
+                    cls.__init__).parameters  # an example's value is given where none was
+                config.update({k: v for k, v in chosen.items() if k in given})
                 if chosen and not set(chosen) & set(config):
                     continue  # this try does not give that argument: nothing to change
                 return cls(**config), config
             except Exception as error:  # noqa: BLE001 - whatever the library raises is the reason
                 errors.append(f"{type(error).__name__}: {error}".split("\n")[0][:300])
     raise ValueError(" / ".join(dict.fromkeys([errors[0], errors[-1]])))
+
+
+def example_arguments(cls) -> dict:
+    """The arguments of `cls` that an example in its docstring gives as Python literals
+    (`"stackwise_block_types": [["er"], ["uir", "uir"]],` or `num_layers=2,`); {} where none."""
+    import ast
+
+    doc = inspect.getdoc(cls) or ""
+    found = {}
+    for name in inspect.signature(cls.__init__).parameters:
+        start = re.search(rf"(?:[\"']{re.escape(name)}[\"']\s*:|\b{re.escape(name)}\s*=)\s*", doc)
+        if not start:
+            continue
+        text, depth, end = doc[start.end():], 0, None
+        for i, char in enumerate(text):
+            depth += char in "([{"
+            depth -= char in ")]}"
+            if depth < 0 or depth == 0 and char in ",\n":
+                end = i
+                break
+        try:
+            found[name] = ast.literal_eval(text[:end].strip())
+        except (ValueError, SyntaxError):
+            continue
+    return found
 
 
 def small_config(cls, depth: int = 0, fill_open: int = 0, stages: int = STAGES,
