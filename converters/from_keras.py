@@ -33,6 +33,7 @@ from onnxflops.converters.common import (check_container, framework_logging_sile
                                          is_single_input, native_output_silenced)
 from onnxflops.converters.filled import drop_fill_notes, fill_value, filled_tensors_as_headers
 from onnxflops.converters.structure import StandInValues, is_float_dtype
+from onnxflops.converters.tensor_lists import unrolled_tensor_lists
 from onnxflops.dims import format_shape
 from onnxflops.converters.weight_match import (
     MONOTONE_MIN,
@@ -258,6 +259,7 @@ def _convert(fn, specs: list, stand_ins: list[Weight] | None, opset: int,
         stack.enter_context(framework_logging_silenced())  # tf2onnx's and absl's Python logging
         stack.enter_context(_without_conv_batchnorm_fusion())
         stack.enter_context(_filled_constants_kept_small(stand_ins is not None))
+        stack.enter_context(_work_written_twice_kept())
         try:
             concrete = fn.get_concrete_function(*specs)
             # The arguments only: tensors the model captured (a Normalization layer's mean and
@@ -269,6 +271,7 @@ def _convert(fn, specs: list, stand_ins: list[Weight] | None, opset: int,
             with tf.Graph().as_default():  # Grappler runs on the GraphDef, in graph mode
                 fed = _weights_fed(frozen) if stand_ins is not None else []
                 frozen = tf_loader.tf_optimize(input_names, output_names, frozen)
+            unrolled_tensor_lists(frozen)  # a TensorArray a Python loop fills
 
             def convert_frozen():
                 with tf.device("/cpu:0"):
@@ -633,6 +636,21 @@ def _without_conv_batchnorm_fusion():
     finally:
         rewrites.clear()
         rewrites.update(original)
+
+
+@contextlib.contextmanager
+def _work_written_twice_kept():
+    """tf2onnx merges nodes of one op on the same inputs: a layer applied twice to one tensor
+    (PARSeq's decoder, whose two streams project the same keys) was counted once, where Keras
+    computes it twice and torch's exporter keeps both. Only constants are merged."""
+    from tf2onnx.optimizer.merge_duplicated_nodes_optimizer import MergeDuplicatedNodesOptimizer
+
+    skip = MergeDuplicatedNodesOptimizer._skip_node_type
+    MergeDuplicatedNodesOptimizer._skip_node_type = staticmethod(lambda node: not node.is_const())
+    try:
+        yield
+    finally:
+        MergeDuplicatedNodesOptimizer._skip_node_type = skip
 
 
 def _erfc_as_erf(ctx, node, name, args):

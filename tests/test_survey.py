@@ -364,3 +364,184 @@ def test_config_keys_of_either_framework_are_read_by_what_they_size():
         ["width"] * 3 + ["heads"] * 2 + ["kv_heads"] + ["layers"] * 2 + ["ffn"] * 3 + \
         ["head_dim"] * 2 + ["vocabulary"] * 2 + [None] + ["ffn", "expert_ffn", "shared_ffn",
                                                           "embedding"]
+
+
+def test_a_keras_hub_size_left_at_its_library_default_is_made_small_too():
+    """Qwen3.5's linear attention is sized by defaults (16 key heads, 32 value heads of 128):
+    the rule left them full size and the row timed out. Every integer default that sizes a
+    width, heads or a depth becomes its kind's small value, never larger than the default."""
+    from onnxflops.survey.keras import small_config, smaller_default
+
+    class Backbone:
+        def __init__(self, vocabulary_size, hidden_dim, linear_num_key_heads=16,
+                     linear_num_value_heads=32, linear_key_head_dim=128, iou_head_depth=3,
+                     linear_conv_kernel_dim=4, sliding_window_size=32768, num_channels=3,
+                     rope_max_wavelength=10000, max_sequence_length=4096, num_groups=32,
+                     use_bias=True, dropout=0.1):
+            pass
+
+    assert small_config(Backbone) == {
+        "vocabulary_size": 1000, "hidden_dim": 64, "linear_num_key_heads": 4,
+        "linear_num_value_heads": 4, "linear_key_head_dim": 16, "iou_head_depth": 2,
+        "num_channels": 3, "max_sequence_length": 64}  # the last two: names the rule sets
+    assert smaller_default("num_channels", 3) == 3  # a width the library keeps small stays
+    assert smaller_default("linear_conv_kernel_dim", 4) is None  # a kernel is no width
+    assert smaller_default("sliding_window_size", 32768) is None  # a window the input sets
+    assert smaller_default("use_bias", True) is None
+    assert "linear_num_key_heads" not in small_config(Backbone, shrink_defaults=False)
+
+
+# The twin mapping: a keras-hub backbone's small config onto its transformers twin's, by meaning.
+_SMALL_LLM = {"vocabulary_size": 1000, "num_layers": 2, "num_query_heads": 4,
+              "num_key_value_heads": 2, "hidden_dim": 64, "intermediate_dim": 128, "head_dim": 16}
+
+
+@pytest.mark.slow  # transformers' configs import torch
+def test_a_twin_config_carries_every_size_by_what_it_sizes():
+    pytest.importorskip("transformers")
+    from onnxflops.survey.keras import twin_config
+
+    llama = twin_config("LlamaBackbone", _SMALL_LLM)
+    assert (llama.vocab_size, llama.num_hidden_layers, llama.num_attention_heads,
+            llama.num_key_value_heads, llama.hidden_size, llama.intermediate_size,
+            llama.head_dim) == (1000, 2, 4, 2, 64, 128, 16)
+    # GPT-2 names none of heads' size or key/value heads: each head is 64 / 4 wide, its own keys
+    gpt2 = twin_config("GPT2Backbone", {"vocabulary_size": 1000, "num_layers": 2,
+                                        "num_heads": 4, "hidden_dim": 64,
+                                        "intermediate_dim": 128, "max_sequence_length": 64})
+    assert (gpt2.n_layer, gpt2.n_head, gpt2.n_embd, gpt2.n_inner, gpt2.n_positions) == (
+        2, 4, 64, 128, 64)
+    # its token ids (50256) were made for the full vocabulary: within 1000 they are 0
+    assert (gpt2.bos_token_id, gpt2.eos_token_id) == (0, 0)
+
+
+@pytest.mark.slow  # transformers' configs import torch
+def test_a_twin_config_takes_the_switches_that_describe_what_keras_hub_builds():
+    pytest.importorskip("transformers")
+    from onnxflops.survey.keras import twin_config
+
+    falcon = twin_config("FalconBackbone", {**_SMALL_LLM, "num_attention_heads": 4})
+    assert (falcon.multi_query, falcon.parallel_attn, falcon.alibi, falcon.bias,
+            falcon.new_decoder_architecture) == (False, False, True, True, False)
+    # Gemma's intermediate_dim is both gated halves: the twin's FFN is half of it
+    assert twin_config("GemmaBackbone", _SMALL_LLM).intermediate_size == 64
+    # DistilBERT's `hidden_dim` is its FFN (128), `dim` its width (64)
+    distil = twin_config("DistilBertBackbone", {"vocabulary_size": 1000, "num_layers": 2,
+                                                "num_heads": 4, "hidden_dim": 64,
+                                                "intermediate_dim": 128})
+    assert (distil.dim, distil.hidden_dim, distil.n_heads) == (64, 128, 4)
+    t5 = twin_config("T5Backbone", {"vocabulary_size": 1000, "num_layers": 2, "num_heads": 4,
+                                    "hidden_dim": 64, "intermediate_dim": 128,
+                                    "key_value_dim": 16})
+    assert (t5.d_model, t5.d_ff, t5.d_kv, t5.is_gated_act, t5.dense_act_fn) == (
+        64, 128, 16, True, "relu")
+
+
+@pytest.mark.slow  # transformers' configs import torch
+def test_a_twin_config_sizes_experts_apart_from_the_dense_ffn():
+    pytest.importorskip("transformers")
+    from onnxflops.survey.keras import twin_config
+
+    moe = twin_config("Qwen3MoeBackbone", {**_SMALL_LLM, "moe_intermediate_dim": 32,
+                                           "num_experts": 4, "top_k": 2,
+                                           "mlp_only_layers": []})
+    assert (moe.intermediate_size, moe.moe_intermediate_size, moe.num_experts,
+            moe.num_experts_per_tok) == (128, 32, 4, 2)
+    assert moe.mlp_only_layers == []  # a list that reads like a depth is no size
+
+
+def test_a_twin_has_a_pooler_only_where_the_keras_hub_backbone_pools():
+    from onnxflops.survey.keras import pooler_switch
+
+    class WithSwitch:
+        def __init__(self, config, add_pooling_layer=True):
+            pass
+
+    class WithoutSwitch:
+        def __init__(self, config):
+            pass
+
+    assert pooler_switch(WithSwitch, pooled=False) == {"add_pooling_layer": False}
+    assert pooler_switch(WithSwitch, pooled=True) == {}
+    assert pooler_switch(WithoutSwitch, pooled=False) == {}
+
+
+def test_a_keras_hub_switch_the_docstring_types_as_a_choice_takes_the_choice():
+    """SD3's `mmdit_qk_norm` reads as a switch (False) by its name; its docstring types it a
+    string with the options None and "rms_norm", and False was refused."""
+    from onnxflops.survey.keras import required_value
+
+    doc = ('Optional str. Whether to normalize the query and key tensors. Available options '
+           'are `None` and `"rms_norm"`.')
+    assert required_value("mmdit_qk_norm", doc) == "rms_norm"
+    assert required_value("use_qk_norm", "bool. Whether to normalize.") is False
+    assert required_value("global_attn_indexes", "list of ints. The layers.") == [0, 0]
+
+
+def test_a_composite_gives_a_per_feature_map_list_one_entry_per_sub_model_level(monkeypatch):
+    """Depth Anything's `reassemble_factors` must be as long as its image encoder's feature
+    maps: a per-stage list given after a sub-model with three pyramid outputs has three."""
+    import onnxflops.survey.keras as rule
+
+    class Encoder:
+        pyramid_outputs = {"stem": 0, "stage1": 1, "stage2": 2}
+
+    class Composite:
+        def __init__(self, image_encoder, reassemble_factors, neck_hidden_dims):
+            pass
+
+    monkeypatch.setattr(rule, "sub_model", lambda cls, name: Encoder if name == "image_encoder"
+                        else None)
+    monkeypatch.setattr(rule, "build_small", lambda cls, depth=0, stages=None: (Encoder(), {}))
+    config = rule.small_config(Composite)
+    assert config["reassemble_factors"] == [1, 1, 1]
+    assert config["neck_hidden_dims"] == [64, 128, 256]  # more than 2 stages: a pyramid
+
+
+def test_a_keras_hub_choice_that_does_not_build_gives_way_to_the_next_option():
+    """CSPNet's docstring offers "csp", "dark" and "cs3"; with its default ratios only "dark"
+    builds, and the rule tried the first option alone."""
+    from onnxflops.survey.keras import build_small
+
+    class Backbone:
+        """A backbone.
+
+        Args:
+            stage_type: str. One of `"csp"`, `"dark"`, or `"cs3"`.
+        """
+
+        def __init__(self, stage_type):
+            if stage_type != "dark":
+                raise ValueError(f"incompatible shapes with {stage_type}")
+            self.stage_type = stage_type
+
+    model, config = build_small(Backbone)
+    assert (model.stage_type, config) == ("dark", {"stage_type": "dark"})
+
+
+def test_a_keras_hub_argument_no_rule_names_takes_the_value_the_docstring_example_gives():
+    """MobileNetV5's block types ("er", "uir", ...) are listed by no docstring entry; its
+    example writes a whole config as literals, read as the last try."""
+    from onnxflops.survey.keras import build_small, example_arguments
+
+    class Backbone:
+        """A backbone.
+
+        Example:
+        ```python
+        model_args = {
+            "stackwise_block_types": [["er"], ["uir", "uir"]],
+            "stackwise_num_blocks": [1, 2],
+        }
+        model = Backbone(**model_args, use_msfa=False)
+        ```
+        """
+
+        def __init__(self, stackwise_block_types, stackwise_num_blocks, use_msfa=True):
+            if [len(types) for types in stackwise_block_types] != stackwise_num_blocks:
+                raise ValueError("a block type per block")
+            self.types = stackwise_block_types
+
+    assert example_arguments(Backbone) == {"stackwise_block_types": [["er"], ["uir", "uir"]],
+                                           "stackwise_num_blocks": [1, 2], "use_msfa": False}
+    assert build_small(Backbone)[0].types == [["er"], ["uir", "uir"]]

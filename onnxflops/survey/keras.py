@@ -16,9 +16,11 @@ same tokens, counted by torch's FlopCounterMode.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
 
+from onnxflops.survey.shrink import _NOT_A_WIDTH  # sizes the input sets, or no width at all
 from onnxflops.survey.sources import TOKENS, Subject, Task
 
 TRAINED_SIZE = 224  # the ImageNet size of the keras.applications builders whose input is open
@@ -175,26 +177,72 @@ def build_small(cls, depth: int = 0, stages: int | None = None):
     with the arguments it defaults to None given too (a None that stands for "required": MiT's
     `hidden_dims`), then with open input shapes bound (ViTDet's `image_shape`: a composite's
     sub-model is tried first with its input left open), then with DEEP stages (a head
-    that reads four pyramid levels). A sub-model is built with its composite's `stages`. The
-    error is the first try's and the last's."""
+    that reads four pyramid levels); each first with the size-like library defaults made small
+    (`smaller_default`), and, where no try builds, again with the library's; where none of
+    those builds, each again with one argument given another option its docstring offers. A
+    sub-model is built with its composite's `stages`. The error is the first try's and the
+    last's."""
     tries = [(STAGES, 0), (STAGES, 1), (STAGES, 2), (DEEP, 1), (DEEP, 2)]
     errors = []
-    for deep, fill_open in [(depth_, fill) for depth_, fill in tries if stages in (None, depth_)]:
-        try:
-            config = small_config(cls, depth, fill_open, deep)
-            return cls(**config), config
-        except Exception as error:  # noqa: BLE001 - whatever the library raises is the reason
-            errors.append(f"{type(error).__name__}: {error}".split("\n")[0][:300])
+    tries = [(shrink, depth_, fill) for shrink in (True, False) for depth_, fill in tries
+             if stages in (None, depth_)]
+    # then each other option a choice's docstring offers, one argument at a time (CSPNet's
+    # first stage type does not fit its default ratios; its third does)
+    others = [{name: option} for name in inspect.signature(cls.__init__).parameters
+              for option in documented_choices(documented(cls, name))[1:]]
+    # last, the values an example in the docstring gives (MobileNetV5's block types, which no
+    # docstring entry lists)
+    example = example_arguments(cls)
+    for chosen in [{}, *others, *([example] if example else [])]:
+        for shrink_defaults, deep, fill_open in tries:
+            try:
+                config = {**small_config(cls, depth, fill_open, deep, shrink_defaults)}
+                given = config if chosen is not example else inspect.signature(
+                    cls.__init__).parameters  # an example's value is given where none was
+                config.update({k: v for k, v in chosen.items() if k in given})
+                if chosen and not set(chosen) & set(config):
+                    continue  # this try does not give that argument: nothing to change
+                return cls(**config), config
+            except Exception as error:  # noqa: BLE001 - whatever the library raises is the reason
+                errors.append(f"{type(error).__name__}: {error}".split("\n")[0][:300])
     raise ValueError(" / ".join(dict.fromkeys([errors[0], errors[-1]])))
 
 
-def small_config(cls, depth: int = 0, fill_open: int = 0, stages: int = STAGES) -> dict:
+def example_arguments(cls) -> dict:
+    """The arguments of `cls` that an example in its docstring gives as Python literals
+    (`"stackwise_block_types": [["er"], ["uir", "uir"]],` or `num_layers=2,`); {} where none."""
+    import ast
+
+    doc = inspect.getdoc(cls) or ""
+    found = {}
+    for name in inspect.signature(cls.__init__).parameters:
+        start = re.search(rf"(?:[\"']{re.escape(name)}[\"']\s*:|\b{re.escape(name)}\s*=)\s*", doc)
+        if not start:
+            continue
+        text, depth, end = doc[start.end():], 0, None
+        for i, char in enumerate(text):
+            depth += char in "([{"
+            depth -= char in ")]}"
+            if depth < 0 or depth == 0 and char in ",\n":
+                end = i
+                break
+        try:
+            found[name] = ast.literal_eval(text[:end].strip())
+        except (ValueError, SyntaxError):
+            continue
+    return found
+
+
+def small_config(cls, depth: int = 0, fill_open: int = 0, stages: int = STAGES,
+                 shrink_defaults: bool = True) -> dict:
     """The constructor's arguments small: those `SMALL` names (without a default or with a
     numeric one: a size, a count), a sub-model argument (an encoder, a backbone) as the class
-    its docstring names, built by this same rule (`sub_model`), and every other one without a
+    its docstring names, built by this same rule (`sub_model`), every other one without a
     default (with `fill_open` 1, or defaulting to None; 2, or to an open shape) as its name and
-    its docstring entry say (`required_value`), `stages` entries where it is per stage. The
-    backbone is otherwise as its library builds it."""
+    its docstring entry say (`required_value`), `stages` entries where it is per stage, and
+    (with `shrink_defaults`) every integer default that sizes a width, heads or a depth no
+    larger than its small value (`smaller_default`). The backbone is otherwise as its library
+    builds it."""
     parameters = inspect.signature(cls.__init__).parameters
     # The stacks of one backbone share a shape: an undocumented `stackwise_*` nests as deep as
     # the documented ones.
@@ -216,8 +264,12 @@ def small_config(cls, depth: int = 0, fill_open: int = 0, stages: int = STAGES) 
             config[name] = [SMALL[name]] * stages if documented_nesting(doc) == 1 else SMALL[name]
         elif required and depth < 2 and (part := sub_model(cls, name)) is not None:
             config[name] = build_small(part, depth + 1, stages)[0]
+            # what the composite gives per feature map, it gives for each the sub-model makes
+            stages = len(getattr(config[name], "pyramid_outputs", None) or ()) or stages
         elif required and (value := required_value(name, doc, stages)) is not None:
             config[name] = value
+        elif shrink_defaults and smaller_default(name, default) not in (None, default):
+            config[name] = smaller_default(name, default)
     return config
 
 
@@ -233,55 +285,100 @@ def documented(cls, name: str) -> str:
 
 
 _NAMED_CLASS = re.compile(r"keras_hub\.(?:models|layers)\.(\w+)")
+_CLASS_WORD = re.compile(r"\b([A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*)\b")  # ResNet50, BLIP2CustomOPT
 
 
 def sub_model(cls, name: str):
     """The keras-hub class a sub-model argument is built as: the one its docstring entry names
-    (`keras_hub.models.ResNetBackbone`), else the one the docstring's example assigns to it
-    (`image_encoder = keras_hub.models.ViTDetBackbone(`), else the class named by the
-    backbone's family and the argument (CLIP's `vision_encoder`: `CLIPVisionEncoder`); None for
-    an argument that is no sub-model."""
-    import keras_hub
-
-    def found(class_name):
-        for module in (keras_hub.models, keras_hub.layers):
-            candidate = getattr(module, class_name, None)
-            if inspect.isclass(candidate) and candidate is not cls and hasattr(
-                    candidate, "get_config") and class_name not in ("Backbone", "Model"):
-                return candidate
-        return None
-
+    (`keras_hub.models.ResNetBackbone`, `BLIP2CustomOPT`, or a family: "e.g., ResNet50" is
+    `ResNetBackbone`), else the one an example in the docstrings of its family's classes
+    assigns to it (`image_encoder = keras_hub.models.ViTDetBackbone(`, PARSeq's task's
+    `image_encoder = ViTBackbone(`), else the class named by the backbone's family and the
+    argument (CLIP's `vision_encoder`: `CLIPVisionEncoder`); None for an argument that is no
+    sub-model."""
     if not re.match(r".*(encoder|decoder|backbone|model|qformer|vae|clip_\w|^t5)$", name):
         return None
-    for class_name in _NAMED_CLASS.findall(documented(cls, name)):
-        if (named := found(class_name)) is not None:
+    entry = documented(cls, name)
+    for word in [*_NAMED_CLASS.findall(entry), *_CLASS_WORD.findall(entry)]:
+        for class_name in (word, word + "Backbone", re.sub(r"\d+$", "", word) + "Backbone"):
+            if (named := _hub_class(class_name, cls)) is not None:
+                return named
+    assigned = re.compile(rf"\b{re.escape(name)} = (?:keras_hub\.(?:models|layers)\.)?(\w+)\(")
+    for doc in map(inspect.getdoc, _family_classes(cls)):
+        example = assigned.search(doc or "")
+        if example and (named := _hub_class(example.group(1), cls)) is not None:
             return named
-    example = re.search(rf"\b{re.escape(name)} = {_NAMED_CLASS.pattern}\(",
-                        inspect.getdoc(cls) or "")
-    if example and (named := found(example.group(1))) is not None:
-        return named
     family = cls.__name__.removesuffix("Backbone")
-    return found(family + "".join(word.capitalize() for word in name.split("_")))
+    return _hub_class(family + "".join(word.capitalize() for word in name.split("_")), cls)
+
+
+def _hub_class(class_name: str, besides=None):
+    """The keras-hub model or layer class of that name (exported, in a module of the library
+    already imported, or a backbone in its family's module as keras-hub lays them out: SD3's
+    `VAEBackbone` in `models/vae/vae_backbone.py`), not `besides` nor a base class; None where
+    none."""
+    import importlib
+    import sys
+
+    import keras_hub
+
+    if class_name in ("Backbone", "Model"):
+        return None
+    family = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", class_name.removesuffix("Backbone")).lower()
+    with contextlib.suppress(ImportError):
+        importlib.import_module(f"keras_hub.src.models.{family}.{family}_backbone")
+    modules = [keras_hub.models, keras_hub.layers, *(
+        module for module_name, module in list(sys.modules.items())
+        if module_name.startswith("keras_hub.src.models."))]
+    for module in modules:
+        candidate = getattr(module, class_name, None)
+        if inspect.isclass(candidate) and candidate is not besides and hasattr(
+                candidate, "get_config"):
+            return candidate
+    return None
+
+
+def _family_classes(cls) -> list:
+    """`cls`, then every class defined in the modules of its package (its task, its
+    preprocessor: where its family's examples are written)."""
+    import importlib
+    import pkgutil
+
+    package = cls.__module__.rpartition(".")[0]
+    classes = [cls]
+    for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        try:
+            module = importlib.import_module(f"{package}.{info.name}")
+        except Exception:  # noqa: BLE001 - a module that does not import holds no example
+            continue
+        classes += [value for value in vars(module).values() if inspect.isclass(value)
+                    and value.__module__ == module.__name__ and value is not cls]
+    return classes
 
 
 # What an argument without a default holds, read from its name (its last words, lowercased): the
 # first pattern that matches gives the value of one item. A sub-model (an encoder, a backbone)
 # has none: such a backbone is composed by its user and is not built.
+_KV_HEADS = re.compile(r".*(key_value_heads|kv_heads)$")
+_HEADS = re.compile(r".*heads?$")
+_HEAD_DIMS = re.compile(r".*(head_size|head_dims?|key_dims?|value_dims?)$")
+_FFN = re.compile(r".*(intermediate_(dim|size)|ffn_dim|mlp_dim)$")
+_DEPTHS = re.compile(r".*(num_layers|layers_(enc|dec)|_layers|depths?|blocks|repeats|num_inputs)$")
+_WIDTHS = re.compile(r".*(dim|dims|size|sizes|filter|filters|channels|_input)$")
 _ITEM_VALUES = (
     (re.compile(r".*(image|input)_shape$"), (IMAGE, IMAGE, 3)),
     (re.compile(r".*vocab(ulary)?_size.*"), SMALL["vocabulary_size"]),
-    (re.compile(r".*(key_value_heads|kv_heads)$"), SMALL["num_key_value_heads"]),
-    (re.compile(r".*heads?$"), SMALL["num_heads"]),
-    (re.compile(r".*(head_size|head_dims?|key_dims?|value_dims?)$"), SMALL["head_dim"]),
-    (re.compile(r".*(intermediate_(dim|size)|ffn_dim|mlp_dim)$"), SMALL["intermediate_dim"]),
-    (re.compile(r".*(num_layers|layers_(enc|dec)|_layers|depths?|blocks|repeats|num_inputs)$"),
-     2),
+    (_KV_HEADS, SMALL["num_key_value_heads"]),
+    (_HEADS, SMALL["num_heads"]),
+    (_HEAD_DIMS, SMALL["head_dim"]),
+    (_FFN, SMALL["intermediate_dim"]),
+    (_DEPTHS, 2),
     (re.compile(r".*(kernel_sizes?|patch_sizes)$"), 3),  # per-stage patches overlap: kernels
     (re.compile(r".*strides?$"), 2),
     (re.compile(r".*(se_ratio|squeeze_and_excite_ratios|se_ratios)$"), 0.25),
     (re.compile(r".*(ratios?|expansion|factors?|multiplier|coefficients|rates|upsampling_size)$"),
      1),
-    (re.compile(r".*(dim|dims|size|sizes|filter|filters|channels|_input)$"), SMALL["hidden_dim"]),
+    (_WIDTHS, SMALL["hidden_dim"]),
     (re.compile(r".*rank$"), SMALL["head_dim"]),
     (re.compile(r".*layer_types$"), "full_attention"),  # transformers' name for global attention
     (re.compile(r".*(dropout|dropout_rate|drop_path_rate)$"), 0.0),
@@ -297,10 +394,27 @@ _ITEM_VALUES = (
     (re.compile(r".*padding$"), "same"),
     (re.compile(r".*(enabled_list)$"), True),
     (re.compile(r".*((^|_)use_|^apply_|_bias$|_norm$|residual$|^learn_|pooling$).*"), False),
-    (re.compile(r".*(token_id|index|indices|idx)$"), 0),
+    (re.compile(r".*(token_id|index|indexes|indices|idx)$"), 0),
     (re.compile(r".*(num_classes|num_labels)$"), 2),
     (re.compile(r"^(num|n)_\w+$|.*_n_\w+$"), 2),  # any other count
 )
+# What a size-like argument sizes: a width, a count of heads, a head's size, an FFN's width, a
+# depth. A library default of one of these is made small too (`smaller_default`).
+_SIZE_LIKE = (_KV_HEADS, _HEADS, _HEAD_DIMS, _FFN, _DEPTHS, _WIDTHS)
+
+
+def smaller_default(name: str, default) -> int | None:
+    """min(`default`, the small value of its kind) for an integer library default of an argument
+    whose name reads as a width, a head count, a head's size, an FFN's width or a depth (Qwen3.5's
+    `linear_num_value_heads=32`, `linear_key_head_dim=128` → 4, 16); None for any other argument.
+    Never larger than the default: a size the library keeps small stays."""
+    key = name.lower()
+    if not isinstance(default, int) or isinstance(default, bool) or _NOT_A_WIDTH.match(key):
+        return None
+    pattern, small = next(((p, v) for p, v in _ITEM_VALUES if p.match(key)), (None, None))
+    return min(default, small) if pattern in _SIZE_LIKE else None
+
+
 _PER_STAGE = re.compile(r"^(stackwise|layerwise)_|.*(sizes|dims|depths|strides|rates|factors|"
                         r"indices|filters|channels|list|types|pooling)$")
 
@@ -315,8 +429,8 @@ def required_value(name: str, doc: str = "", stages: int = STAGES):
     if fields := documented_tuple(doc):
         return [tuple(required_value(field, "int", stages) for field in fields)] * stages
     item = next((value for pattern, value in _ITEM_VALUES if pattern.match(key)), None)
-    if item is None:
-        item = documented_choice(doc)
+    if item is None or isinstance(item, bool) and documented_choice(doc) is not None:
+        item = documented_choice(doc)  # a name read as a switch the docstring types as a choice
     if item is None:
         return None
     if isinstance(item, tuple):  # a shape is one item
@@ -363,18 +477,24 @@ def documented_choice(doc: str):
     """The first value a string argument's docstring entry offers ('One of `"dark_block"`,
     ...', 'either 'v1', ...'), or the number an int's entry gives as an example ('(e.g., 3)');
     None where it offers none."""
+    return next(iter(documented_choices(doc)), None)
+
+
+def documented_choices(doc: str) -> list:
+    """Every value a string argument's docstring entry offers, in order (or the one number an
+    int's entry gives as an example); [] where it offers none."""
     words = doc.lower()
     if re.match(r"(a |optional )?int\b", words) and (example := re.search(
             r"e\.g\.,? (\d+)", words)):
-        return int(example.group(1))
+        return [int(example.group(1))]
     if not re.match(r"(a |optional )?(str|string|list of (list of )?strings)\b", words) or not (
             re.search(r"\b(one of|either|options?|such as)\b", words)):
-        return None
-    for quote in ('"', "'", "`"):  # a quoted value before a named identifier
+        return []
+    for quote in ('"', "'", "`"):  # quoted values before named identifiers
         quoted = [v for v in re.findall(rf"{quote}([\w.-]+){quote}", doc) if v != "None"]
         if quoted:
-            return quoted[0]
-    return None
+            return list(dict.fromkeys(quoted))
+    return []
 
 
 # the transformers twin ------------------------------------------------------------------------
@@ -457,12 +577,15 @@ def twin_macs(backbone: str, config: dict, pooled: bool = True) -> int:
     from onnxflops.survey.oracle import torch_oracle
     from onnxflops.survey.sources import _transformers, _transformers_inputs
 
-    import inspect
-
     twin = twin_config(backbone, config)
     auto = _transformers().AutoModel
-    base = auto._model_mapping[type(twin)]
-    kwargs = {} if pooled or "add_pooling_layer" not in inspect.signature(
-        base.__init__).parameters else {"add_pooling_layer": False}
-    model = auto.from_config(twin, **kwargs)
+    model = auto.from_config(twin, **pooler_switch(auto._model_mapping[type(twin)], pooled))
     return torch_oracle(model, kwargs=_transformers_inputs(model, twin))[0]
+
+
+def pooler_switch(base, pooled: bool) -> dict:
+    """What the twin's base class `base` is built with: `add_pooling_layer=False` where the
+    keras-hub backbone has no pooled output and the class takes that switch, else nothing (a
+    class without one has no pooler, or always one)."""
+    takes_it = "add_pooling_layer" in inspect.signature(base.__init__).parameters
+    return {"add_pooling_layer": False} if takes_it and not pooled else {}

@@ -74,6 +74,71 @@ def test_fourier_transforms_convert_to_dft_and_compute_what_keras_does():
     np.testing.assert_allclose(out, np.real(np.fft.fft2(x)), rtol=1e-4, atol=1e-4)
 
 
+class _Recurrence(L.Layer):
+    """s_t = s_(t-1) @ W + x_t, each s_t written to a TensorArray by a Python loop over the
+    `steps` it writes (RWKV-7's time mixing in keras-hub is written so), then stacked."""
+
+    def __init__(self, steps=None, **kwargs):
+        super().__init__(**kwargs)
+        self.steps = steps
+
+    def build(self, shape):
+        self.w = self.add_weight(shape=(shape[-1], shape[-1]), name="w")
+
+    def call(self, x):
+        import tensorflow as tf
+
+        steps = self.steps or range(x.shape[1])
+        state = keras.ops.zeros_like(x[:, 0, :])
+        out = tf.TensorArray(x.dtype, size=x.shape[1])
+        for t in steps:
+            state = keras.ops.matmul(state, self.w) + x[:, t, :]
+            out = out.write(t, state)
+        return keras.ops.transpose(out.stack(), [1, 0, 2])
+
+
+def test_a_tensor_array_a_python_loop_fills_converts_and_computes_what_keras_does():
+    """tf2onnx converted TensorLists only as a While loop's state: a TensorArray written at
+    constant indices and stacked (RWKV-7) was refused. It is the stack of what was written."""
+    import numpy as np
+    import onnxruntime
+
+    from onnxflops.converters import keras_to_onnx
+
+    i = keras.Input((3, 4))
+    model = keras.Model(i, L.Dense(2)(_Recurrence()(i)))
+    total, oracle = counted_and_oracle(model)
+    # 3 steps of (1·4)·(4·4) = 16 MACs; the dense layer 3 rows · 4 · 2 = 24; params 16 + 8 + 2
+    assert (total.macs, total.params) == (3 * 16 + 24, 16 + 10)
+    assert_agree(total, oracle)
+    proto = keras_to_onnx(model, keep_weights=True)
+    x = np.random.default_rng(0).standard_normal((1, 3, 4)).astype("float32")
+    session = onnxruntime.InferenceSession(proto.SerializeToString())
+    (out,) = session.run(None, {session.get_inputs()[0].name: x})
+    np.testing.assert_allclose(out, keras.ops.convert_to_numpy(model(x)), rtol=1e-5, atol=1e-5)
+
+
+def test_a_tensor_array_stacked_before_every_item_is_written_is_refused_by_name():
+    """Item 1 never written: TensorFlow stacks zeros there; the rewrite leaves such a list alone
+    and the refusal names its op."""
+    i = keras.Input((3, 4))
+    model = keras.Model(i, _Recurrence(steps=(0, 2))(i))
+    with pytest.raises(onnxflops.OnnxFlopsError, match="TensorList.* has no ONNX conversion"):
+        onnxflops.count(model, strict=True)
+
+
+def test_a_layer_applied_twice_to_one_tensor_is_computed_twice():
+    """tf2onnx merged nodes of one op on the same inputs: PARSeq's decoder projects the same
+    keys for both of its streams, and the count was one projection short of Keras's (and of
+    torch's exporter, which keeps both)."""
+    i = keras.Input((3, 4))
+    dense = L.Dense(5)
+    total, oracle = counted_and_oracle(keras.Model(i, dense(i) * dense(i)))
+    # twice 3 rows · 4 · 5 = 60 MACs; 2 × 15 bias adds + 15 products; params 20 + 5
+    assert (total.macs, total.flops, total.params) == (2 * 60, 2 * 120 + 2 * 15 + 15, 25)
+    assert_agree(total, oracle)
+
+
 def test_normalization_statistics_are_buffers_and_unread_weights_unused_params():
     """A Normalization layer reads its mean and variance from a snapshot TensorFlow folds into
     constants, and never its count: all three are buffers, as Keras's non-trainable weights. A
