@@ -103,6 +103,7 @@ def main() -> int:
     parser.add_argument("--timeout", type=int, default=300)
     parser.add_argument("--markdown", help="write the table here too")
     parser.add_argument("--only", help="the classes whose name contains this")
+    parser.add_argument("--max-seconds", help="profile's time budget (default: profile's own)")
     args = parser.parse_args()
     rows = ["| class | command | exit | wall s | peak RSS MB | what it said |", "|---|---|---|---|---|---|"]
     broken = 0
@@ -112,7 +113,10 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             path, made = first_case(generator, what, Path(tmp))
             print(f"{name}: {made}", flush=True)
-            for command, argv in (("count", [*options] or ["-b", "1"]), ("profile", list(PROFILE))):
+            # profile binds a symbolic chain's dims (it runs no symbolic shape).
+            profile = [*PROFILE, *(["--input", "x=2x3"] if options else []),
+                       *(["--max-seconds", args.max_seconds] if args.max_seconds else [])]
+            for command, argv in (("count", [*options] or ["-b", "1"]), ("profile", profile)):
                 result = run([command, str(path), *argv], args.cap_gb, args.timeout)
                 ok = result["exit"] in (0, 1) or (result["exit"] == 2 and result["stderr_lines"] == 1)
                 broken += not ok
