@@ -48,6 +48,8 @@ def check_model(model: onnx.ModelProto, where: str, *, names_text: bool = False)
     while graphs:
         graph = graphs.pop()
         _check_values(graph, where)
+        if 1 <= model.ir_version < 4:
+            _check_initializers_are_inputs(graph, model.ir_version, where)
         for node in graph.node:
             if not names_text:
                 _check_node(node, where)
@@ -162,11 +164,26 @@ def _check_values(graph: onnx.GraphProto, where: str) -> None:
             _check_name(vi.name, f"a graph {kind}", where)
             if vi.type.HasField("tensor_type"):
                 elem_type = vi.type.tensor_type.elem_type
-                if elem_type and elem_type not in _KNOWN_DTYPES:
+                if not elem_type:  # a value with no type at all is fine: it has no tensor_type
+                    raise OnnxFlopsError(f"{where}: tensor '{vi.name}' (a graph {kind}) is "
+                                         "declared a tensor of no element type (0), which "
+                                         "onnxruntime refuses")
+                if elem_type not in _KNOWN_DTYPES:
                     raise OnnxFlopsError(f"{where}: tensor '{vi.name}' has element type "
                                          f"{elem_type}, which onnx does not define")
     for t in graph.initializer:
         _check_tensor(t, where)
+
+
+def _check_initializers_are_inputs(graph: onnx.GraphProto, ir_version: int, where: str) -> None:
+    """Before IR version 4 every initializer is also a graph input (onnx's checker: "in
+    initializer but not in graph input"); onnxruntime refuses one that is not where only a
+    nested graph reads it ("Graph ctor should have created NodeArg for initializer")."""
+    inputs = {vi.name for vi in graph.input}
+    for t in graph.initializer:
+        if t.name not in inputs:
+            raise OnnxFlopsError(f"{where}: initializer '{_text(t.name)}' is not a graph input, "
+                                 f"as IR version {ir_version} (before 4) requires")
 
 
 def _check_node(node: onnx.NodeProto, where: str) -> None:

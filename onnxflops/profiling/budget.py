@@ -44,11 +44,13 @@ TRACE_EVENT_BYTES = 7 << 10
 # The profile holds the weights about five times at once (peak RSS 3.0 GB profiling 0.6 GB of
 # weights): the loaded model, its copy with every node named, serialized, and onnxruntime's.
 WEIGHT_COPIES = 5
-# onnxruntime's load of the nodes it inlines from local-function calls grows faster than their
-# number: 0.77 CPU s for 4,096, 2.1 for 8,192 (onnxruntime 1.32, this 2-core machine; a 65,536-
-# node bomb took minutes): half that fit, so the estimate stays low. A profile loads the model
-# in SESSIONS sessions (a check that it loads, the timed one, the profiled one).
-INLINE_LOAD_COEFFICIENT = 1.4e-6
+# onnxruntime's load of the nodes it inlines from local-function calls grows as their square:
+# 0.70 CPU s for 4,096, 1.76 for 8,192, 6.6 for 16,384, 25.6 for 32,768 (onnxruntime 1.32, this
+# 2-core machine; 65,536 ran past 30). About half the smallest n² coefficient (2.4e-8), so the
+# estimate stays low: a 2^16 bomb is at least 54 s a session, a 2^18 one 859 s (the n^1.5 fit
+# of the two smallest said 23 and 188, and both ran past 300 s under a 600 s budget). A profile
+# loads the model in SESSIONS sessions (a check that it loads, the timed one, the profiled one).
+INLINE_LOAD_COEFFICIENT = 1.25e-8
 SESSIONS = 3
 # onnxruntime's own: thread stacks and allocator arenas (address space, most of it untouched).
 RUNTIME_BYTES = 256 << 20
@@ -70,8 +72,9 @@ class Estimate:
     def describe(self) -> str:
         unknown = f", {self.unknown_trips} Loop/Scan trip count(s) unknown and taken as 1" \
             if self.unknown_trips else ""
-        return (f"{human(self.flops)} FLOPs and {self.node_runs:,} node runs a run, "
-                f"{self.runs:,} runs, {self.trace_events:,} trace events; weights "
+        flops = human(self.flops) if self.flops < 1e18 else f"{self.flops:.1e}"
+        return (f"{flops} FLOPs and {_many(self.node_runs)} node runs a run, "
+                f"{self.runs:,} runs, {_many(self.trace_events)} trace events; weights "
                 f"{_gib(self.weights_bytes)}, largest node '{self.largest_node}' "
                 f"{_gib(self.largest_node_bytes)}{unknown}")
 
@@ -105,6 +108,12 @@ def estimate(report: Report, view: GraphView, provider: str, *, runs: int, warmu
                     events, unknown)
 
 
+def _many(number: float) -> str:
+    """`number` in digits with thousands separators; past 10^12 as 1.0e+106 (30 nested Loops
+    multiply to 10^106 node runs, a line of a hundred digits)."""
+    return f"{number:,.0f}" if number < 1e12 else f"{float(number):.1e}"
+
+
 def check(need: Estimate, max_seconds: float | None = DEFAULT_MAX_SECONDS,
           max_memory_bytes: int | None = None) -> None:
     """Refuse in one line what would take longer than `max_seconds` (None: no bound) or more
@@ -112,7 +121,7 @@ def check(need: Estimate, max_seconds: float | None = DEFAULT_MAX_SECONDS,
     budget, never the hard limits (address space, data segment, cgroup)."""
     if max_seconds is not None and need.seconds > max_seconds:
         raise OnnxFlopsError(
-            f"profiling would take at least {need.seconds:,.0f} s ({need.describe()}), more than "
+            f"profiling would take at least {_many(need.seconds)} s ({need.describe()}), more than "
             f"the {max_seconds:,.0f} s budget: raise it with --max-seconds, or make fewer runs "
             "or bind smaller shapes")
     check_memory(need.memory_bytes, f"profiling would need about {_gib(need.memory_bytes)} "
@@ -140,9 +149,9 @@ def check_memory(need_bytes: float, what: str, otherwise: str,
 
 
 def inline_load_seconds(nodes: int) -> float:
-    """seconds = INLINE_LOAD_COEFFICIENT · nodes^1.5: onnxruntime's load of `nodes` nodes that it
+    """seconds = INLINE_LOAD_COEFFICIENT · nodes²: onnxruntime's load of `nodes` nodes that it
     inlines from local-function calls, at least."""
-    return INLINE_LOAD_COEFFICIENT * nodes ** 1.5
+    return INLINE_LOAD_COEFFICIENT * nodes ** 2
 
 
 def inlined_nodes(graph: onnx.GraphProto, call_sizes: Mapping[tuple[str, str], int]) -> int:

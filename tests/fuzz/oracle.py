@@ -112,7 +112,8 @@ _NO_VERDICT = ("bad_alloc", "out of memory", "failed to allocate")
 
 def check_runtime(path: str | Path) -> tuple[str, str]:
     """OK where onnxruntime loads the model (or refuses it only for what onnxflops accepts on
-    purpose); INVALID with onnxruntime's reason otherwise."""
+    purpose; or runs out of memory, which is no verdict, and says so); INVALID with
+    onnxruntime's reason otherwise."""
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
@@ -122,13 +123,48 @@ def check_runtime(path: str | Path) -> tuple[str, str]:
         onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except Exception as e:  # noqa: BLE001 - onnxruntime's refusals come in several kinds
         text = str(e).lower()
-        if any(reason in text for reason in _ACCEPTED_ON_PURPOSE + _NO_VERDICT) \
-                or _custom_domain_op(text):
+        if any(reason in text for reason in _NO_VERDICT):
+            return OK, "onnxruntime out of memory"
+        if any(reason in text for reason in _ACCEPTED_ON_PURPOSE) or _custom_domain_op(text):
             return OK, ""
         reason = str(e).replace(str(path), "FILE").strip().splitlines()[0]
         reason = reason.split("failed:")[-1].split(" : ")[-1]
         return INVALID, reason[:100]
     return OK, ""
+
+
+def inlined_nodes(path: str | Path) -> int:
+    """nodes = Σ over the graphs' nodes of (size(f) where the node calls local function f, else 1),
+    size(f) the same sum over f's body: the nodes onnxruntime makes when it inlines the model's
+    local functions (2^24 for a function calling the one below twice, 24 levels deep). 0 where
+    onnx cannot parse the file, or a function calls itself (onnxruntime judges those)."""
+    import onnx
+
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception:  # noqa: BLE001 - a file onnx cannot read is onnxruntime's to refuse
+        return 0
+    bodies = {(f.domain, f.name): f for f in model.functions}
+    sizes: dict[tuple[str, str], int] = {}
+
+    def size(nodes, calling: frozenset) -> int:
+        total = 0
+        for node in nodes:
+            key = (node.domain, node.op_type)
+            if key in calling:
+                raise RecursionError(key)
+            if key in bodies:
+                if key not in sizes:
+                    sizes[key] = size(bodies[key].node, calling | {key})
+                total += sizes[key]
+            else:
+                total += 1 + sum(size(g.node, calling) for a in node.attribute
+                                 for g in [*([a.g] if a.HasField("g") else []), *a.graphs])
+        return total
+    try:
+        return size(model.graph.node, frozenset())
+    except RecursionError:
+        return 0
 
 
 def _custom_domain_op(text: str) -> bool:
