@@ -252,6 +252,23 @@ def test_a_size_equal_to_a_width_that_was_cut_follows_it():
                             "classifier_proj_size": 77}
 
 
+def test_key_value_heads_follow_the_heads_of_their_own_part():
+    # Moonshine: encoder and decoder each name their heads; 8 kv heads of 8 heads, cut to 4
+    # heads, are 8 · 4 / 8 = 4 (against the default key they stayed 8 > 4, and its forward failed)
+    config = shrink(Config(encoder_num_attention_heads=8, encoder_num_key_value_heads=8,
+                           decoder_num_attention_heads=16, decoder_num_key_value_heads=4))
+    assert vars(config) == {"encoder_num_attention_heads": 4, "encoder_num_key_value_heads": 4,
+                            "decoder_num_attention_heads": 4, "decoder_num_key_value_heads": 1}
+
+
+def test_a_per_layer_tuple_is_cut_with_its_depth_as_a_list_is():
+    # SEW's 13 feature-extractor layers, each with a width, stride and kernel in a tuple: cut to 2
+    config = shrink(Config(num_feat_extract_layers=13, conv_dim=(64,) + (128,) * 12,
+                           conv_stride=(5,) + (2,) * 12, conv_kernel=(10,) + (3,) * 12))
+    assert vars(config) == {"num_feat_extract_layers": 2, "conv_dim": (64, 128),
+                            "conv_stride": (5, 2), "conv_kernel": (10, 3)}
+
+
 # one process per row, under its caps -------------------------------------------------------------
 
 def test_a_folder_of_onnx_files_is_counted_each_in_its_own_process(tmp_path):

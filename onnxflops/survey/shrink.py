@@ -79,7 +79,8 @@ def shrink(config, seen: set | None = None):
     _kv_heads_in_proportion(config, values, heads_before)
     _tied_sizes_follow(config, values)
     for key, value in vars(config).items():
-        if isinstance(value, list) and len(value) in depths_cut and not _TOKEN_ID.match(key):
+        if isinstance(value, (list, tuple)) and len(value) in depths_cut \
+                and not _TOKEN_ID.match(key):
             setattr(config, key, value[:DEPTH])
         elif _TOKEN_ID.match(key.lower()) and _is_count(value) and value >= vocab:
             setattr(config, key, value % vocab)
@@ -107,12 +108,26 @@ def _tied_sizes_follow(config, before: dict) -> None:
 
 
 def _kv_heads_in_proportion(config, before: dict, heads_before: dict) -> None:
-    heads = next((k for k in ("num_attention_heads", "n_head", "num_heads", "encoder_attention_heads")
-                  if k in heads_before), None)
+    """Key/value heads · new heads / old heads, each against the head count of its own part (an
+    encoder's and a decoder's: the heads key sharing its prefix), else the model's own."""
+    default = next((k for k in ("num_attention_heads", "n_head", "num_heads",
+                                "encoder_attention_heads") if k in heads_before), None)
     for key, value in before.items():
-        if _is_count(value) and re.match(_RULES[0][0], key.lower()) and heads:
+        if not (_is_count(value) and re.match(_RULES[0][0], key.lower())):
+            continue
+        heads = _heads_of_part(key, heads_before) or default
+        if heads:
             old_heads, new_heads = heads_before[heads], vars(config).get(heads)
             setattr(config, key, max(1, value * new_heads // old_heads))
+
+
+def _heads_of_part(kv_key: str, heads_before: dict) -> str | None:
+    """The query head count beside `kv_key`, by the part's prefix (encoder_num_key_value_heads:
+    encoder_num_attention_heads); None where the key has no prefix or no one count shares it."""
+    prefix = re.sub(r"(num_)?(key_value_heads|kv_heads|num_kv_groups)$", "", kv_key.lower())
+    shared = [k for k in heads_before if prefix and k.lower().startswith(prefix)
+              and not re.match(_RULES[0][0], k.lower())]
+    return shared[0] if len(shared) == 1 else None
 
 
 def _is_count(value) -> bool:
