@@ -269,6 +269,23 @@ def test_a_per_layer_tuple_is_cut_with_its_depth_as_a_list_is():
                             "conv_stride": (5, 2), "conv_kernel": (10, 3)}
 
 
+@pytest.mark.slow  # imports torch
+def test_a_vlm_prompt_holds_one_image_token_per_feature_its_vision_tower_gives():
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import _with_image_tokens
+
+    class Vlm:  # a LLaVA-like model: 2 images of 3 and 2 feature vectors of width 8
+        def get_image_features(self, pixel_values):
+            return types.SimpleNamespace(pooler_output=[torch.zeros(3, 8), torch.zeros(2, 8)])
+
+    text = torch.tensor([[7, 5, 9]])
+    inputs = {"input_ids": text, "pixel_values": torch.zeros(1, 3, 4, 4)}
+    ids = _with_image_tokens(Vlm(), Config(image_token_index=5), inputs, vocab=10)
+    # 3 + 2 = 5 image tokens first; the text's own 5 moves to 6 so that it is no image token
+    assert ids.tolist() == [[5, 5, 5, 5, 5, 7, 6, 9]]
+    assert _with_image_tokens(Vlm(), Config(), inputs, vocab=10) is text  # no token id: as it was
+
+
 # one process per row, under its caps -------------------------------------------------------------
 
 def test_a_folder_of_onnx_files_is_counted_each_in_its_own_process(tmp_path):

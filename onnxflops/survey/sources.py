@@ -234,7 +234,36 @@ def _transformers_inputs(model, config) -> dict:
                                         getattr(vision, "num_channels", 3), *side)
     if getattr(config, "is_encoder_decoder", False) and "decoder_input_ids" in takes:
         inputs["decoder_input_ids"] = _ids(1, TOKENS, high=vocab)
+    if "input_ids" in inputs and "pixel_values" in inputs:
+        inputs["input_ids"] = _with_image_tokens(model, config, inputs, vocab)
     return inputs
+
+
+def _with_image_tokens(model, config, inputs: dict, vocab: int):
+    """The prompt of a model that merges image features into its text (a LLaVA-like VLM): one
+    image token per feature its vision tower gives, then the text tokens, none of them that id.
+    A model without a token id in its config, or that does not say its features, keeps its text."""
+    import torch
+
+    token = next((getattr(config, k) for k in ("image_token_id", "image_token_index")
+                  if isinstance(getattr(config, k, None), int)), None)
+    features = getattr(model, "get_image_features", None)
+    text = inputs["input_ids"]
+    if token is None or features is None:
+        return text
+    try:
+        with torch.no_grad():
+            found = features(pixel_values=inputs["pixel_values"])
+    except Exception:  # noqa: BLE001 - it needs more than pixels (image sizes, grids)
+        return text
+    if hasattr(found, "pooler_output") and found.pooler_output is not None:
+        found = found.pooler_output  # transformers 5: the projected features per image
+    parts = found if isinstance(found, (list, tuple)) else [found]
+    if not all(isinstance(p, torch.Tensor) for p in parts):
+        return text
+    images = sum(p.numel() // p.shape[-1] for p in parts)  # one token per feature vector
+    text = torch.where(text == token, (text + 1) % vocab, text)
+    return torch.cat([torch.full((1, images), token, dtype=text.dtype), text], dim=1)
 
 
 # a user's factory specs, and folders of .onnx files ----------------------------------------
