@@ -261,6 +261,13 @@ def test_key_value_heads_follow_the_heads_of_their_own_part():
                             "decoder_num_attention_heads": 4, "decoder_num_key_value_heads": 1}
 
 
+def test_a_head_dim_left_unset_is_width_over_heads():
+    # Ministral's config leaves head_dim None and its attention reads head_dim ** -0.5: 96 / 4
+    config = shrink(Config(hidden_size=4096, num_attention_heads=32, head_dim=None))
+    assert vars(config) == {"hidden_size": 96, "num_attention_heads": 4, "head_dim": 24}
+    assert vars(shrink(Config(head_dim=None))) == {"head_dim": None}  # nothing to derive it from
+
+
 def test_a_per_layer_tuple_is_cut_with_its_depth_as_a_list_is():
     # SEW's 13 feature-extractor layers, each with a width, stride and kernel in a tuple: cut to 2
     config = shrink(Config(num_feat_extract_layers=13, conv_dim=(64,) + (128,) * 12,

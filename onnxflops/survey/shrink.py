@@ -27,7 +27,8 @@ _RULES = (  # (key pattern, new value from the old one); the first that matches 
     (re.compile(r".*(layers|n_layer|depth)$"), lambda v: min(v, DEPTH)),
     (re.compile(r".*(intermediate_size|ffn_dim|d_ff|n_inner|mlp_dim|ffn_hidden_size|"
                 r"intermediate_dim|feed_forward_size)$"), lambda v: FFN),
-    (re.compile(r".*(head_dim|d_kv|kv_channels|head_size|rotary_dim)$"), lambda v: HEAD_DIM),
+    (_HEAD_DIM := re.compile(r".*(head_dim|d_kv|kv_channels|head_size|rotary_dim)$"),
+     lambda v: HEAD_DIM),
     (re.compile(r".*lora_rank$"), lambda v: RANK),
     (re.compile(r".*(sliding_window|attention_chunk_size)$"), lambda v: min(v, WINDOW)),
     (re.compile(r".*(hidden_size|d_model|n_embd|n_embed|embed_dim|embedding_size|hidden_dim|"
@@ -77,6 +78,7 @@ def shrink(config, seen: set | None = None):
             elif lowered.endswith("heads"):
                 setattr(config, key, [min(v, HEADS) for v in value])
     _kv_heads_in_proportion(config, values, heads_before)
+    _unset_head_dims_derived(config, values)
     _tied_sizes_follow(config, values)
     for key, value in vars(config).items():
         if isinstance(value, (list, tuple)) and len(value) in depths_cut \
@@ -119,6 +121,18 @@ def _kv_heads_in_proportion(config, before: dict, heads_before: dict) -> None:
         if heads:
             old_heads, new_heads = heads_before[heads], vars(config).get(heads)
             setattr(config, key, max(1, value * new_heads // old_heads))
+
+
+def _unset_head_dims_derived(config, before: dict) -> None:
+    """A head dim left unset (None) is width / heads, as the model would derive it, where the
+    config names both: some models read it without deriving it (Ministral: head_dim ** -0.5)."""
+    width = next((vars(config)[k] for k in ("hidden_size", "d_model", "n_embd")
+                  if _is_count(vars(config).get(k))), None)
+    heads = next((vars(config)[k] for k in ("num_attention_heads", "n_head", "num_heads")
+                  if _is_count(vars(config).get(k))), None)
+    for key, value in before.items():
+        if value is None and _HEAD_DIM.match(key.lower()) and width and heads:
+            setattr(config, key, width // heads)
 
 
 def _heads_of_part(kv_key: str, heads_before: dict) -> str | None:
