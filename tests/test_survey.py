@@ -261,6 +261,16 @@ def test_key_value_heads_follow_the_heads_of_their_own_part():
                             "decoder_num_attention_heads": 4, "decoder_num_key_value_heads": 1}
 
 
+def test_a_cut_keeps_one_layer_of_each_kind_and_the_lists_beside_them_alike():
+    # Qwen3.5's [linear, linear, linear, full] × 2: the first two layers were both linear (its
+    # forward then failed on a cache without attention); kept are layers 0 and 3, in every
+    # per-layer list of that depth
+    kinds = ["linear", "linear", "linear", "full"] * 2
+    config = shrink(Config(num_hidden_layers=8, layer_types=kinds, window=[1, 2, 3, 4, 5, 6, 7, 8]))
+    assert vars(config) == {"num_hidden_layers": 2, "layer_types": ["linear", "full"],
+                            "window": [1, 4]}
+
+
 def test_a_head_dim_left_unset_is_width_over_heads():
     # Ministral's config leaves head_dim None and its attention reads head_dim ** -0.5: 96 / 4
     config = shrink(Config(hidden_size=4096, num_attention_heads=32, head_dim=None))

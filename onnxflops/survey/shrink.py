@@ -80,15 +80,28 @@ def shrink(config, seen: set | None = None):
     _kv_heads_in_proportion(config, values, heads_before)
     _unset_head_dims_derived(config, values)
     _tied_sizes_follow(config, values)
+    kept = {depth: _layers_kept(config, depth) for depth in depths_cut}
     for key, value in vars(config).items():
         if isinstance(value, (list, tuple)) and len(value) in depths_cut \
                 and not _TOKEN_ID.match(key):
-            setattr(config, key, value[:DEPTH])
+            setattr(config, key, type(value)(value[i] for i in kept[len(value)]))
         elif _TOKEN_ID.match(key.lower()) and _is_count(value) and value >= vocab:
             setattr(config, key, value % vocab)
         elif _TOKEN_ID.match(key.lower()) and _is_counts(value):
             setattr(config, key, [v % vocab for v in value])
     return config
+
+
+def _layers_kept(config, depth: int) -> list[int]:
+    """Which of `depth` layers a cut keeps: the first of each kind of layer the per-layer lists
+    of names say (a hybrid's linear and full attention, [linear ×3, full] × 12: layers 0 and 3),
+    then the first others, DEPTH in all, in order; the first DEPTH where no list names kinds."""
+    named = [v for v in vars(config).values() if isinstance(v, (list, tuple)) and len(v) == depth
+             and all(isinstance(x, str) for x in v)]
+    kinds = list(zip(*named)) if named else [()] * depth
+    firsts = [i for i, kind in enumerate(kinds) if kinds.index(kind) == i][:DEPTH]
+    others = [i for i in range(depth) if i not in firsts][:DEPTH - len(firsts)]
+    return sorted(firsts + others)
 
 
 def _shrunk(key: str, value: int) -> int:

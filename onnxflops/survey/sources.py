@@ -203,7 +203,8 @@ def _transformers_build(task: Task) -> Subject:
     t = _transformers()
     config = shrink(t.AutoConfig.for_model(task.name))
     model = t.AutoModel.from_config(config)
-    return Subject(model, kwargs=_transformers_inputs(model, config))
+    return Subject(model, kwargs=_text_only_if_pixels_fail(model, _transformers_inputs(model,
+                                                                                      config)))
 
 
 def _transformers_inputs(model, config) -> dict:
@@ -236,6 +237,25 @@ def _transformers_inputs(model, config) -> dict:
         inputs["decoder_input_ids"] = _ids(1, TOKENS, high=vocab)
     if "input_ids" in inputs and "pixel_values" in inputs:
         inputs["input_ids"] = _with_image_tokens(model, config, inputs, vocab)
+    return inputs
+
+
+def _text_only_if_pixels_fail(model, inputs: dict) -> dict:
+    """A model whose main input is text and whose forward fails with the pixels beside it (a VLM
+    that needs more than pixels: image grids, sizes) is surveyed on its text path alone; its
+    vision tower's weights are then params the forward never reads."""
+    import torch
+
+    if "pixel_values" not in inputs or "input_ids" not in inputs \
+            or any(p.is_meta for p in model.parameters()):
+        return inputs
+    try:
+        with torch.no_grad():
+            model(**inputs)
+    except Exception:  # noqa: BLE001 - whatever the model raises on these pixels
+        text = {k: v for k, v in inputs.items() if k != "pixel_values"}
+        text["input_ids"] = text["input_ids"][:, -TOKENS:]  # no image tokens without an image
+        return text
     return inputs
 
 
