@@ -303,6 +303,28 @@ def test_a_vlm_prompt_holds_one_image_token_per_feature_its_vision_tower_gives()
     assert _with_image_tokens(Vlm(), Config(), inputs, vocab=10) is text  # no token id: as it was
 
 
+@pytest.mark.slow  # imports torch
+def test_a_vlm_whose_forward_fails_with_pixels_is_surveyed_on_its_text():
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import TOKENS, _text_only_if_pixels_fail
+
+    class NeedsGrids(torch.nn.Module):  # a Qwen-VL-like model: pixels alone are not enough
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(1))
+
+        def forward(self, input_ids, pixel_values=None):
+            if pixel_values is not None:
+                raise ValueError("image_grid_thw is needed")
+            return input_ids * self.w
+
+    ids, pixels = torch.zeros(1, 5 + TOKENS, dtype=torch.long), torch.zeros(1, 3, 4, 4)
+    text = _text_only_if_pixels_fail(NeedsGrids(), {"input_ids": ids, "pixel_values": pixels})
+    assert list(text) == ["input_ids"] and text["input_ids"].shape == (1, TOKENS)
+    fine = {"input_ids": ids}  # no pixels: nothing to drop
+    assert _text_only_if_pixels_fail(NeedsGrids(), fine) is fine
+
+
 # one process per row, under its caps -------------------------------------------------------------
 
 def test_a_folder_of_onnx_files_is_counted_each_in_its_own_process(tmp_path):
