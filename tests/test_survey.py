@@ -271,6 +271,15 @@ def test_a_cut_keeps_one_layer_of_each_kind_and_the_lists_beside_them_alike():
                             "window": [1, 4]}
 
 
+def test_a_cut_shows_every_kind_of_two_per_layer_lists_where_two_layers_can():
+    # Kimi-Linear: attention [linear ×4, full] × 2 beside MLPs [dense, sparse ×9]. Layer 0 shows
+    # linear and dense; of the rest, layer 4 shows two new kinds (full, sparse), layer 1 only one
+    attention = (["linear"] * 4 + ["full"]) * 2
+    config = shrink(Config(num_hidden_layers=10, layer_types=attention,
+                           mlp_layer_types=["dense"] + ["sparse"] * 9))
+    assert (config.layer_types, config.mlp_layer_types) == (["linear", "full"], ["dense", "sparse"])
+
+
 def test_a_head_dim_left_unset_is_width_over_heads():
     # Ministral's config leaves head_dim None and its attention reads head_dim ** -0.5: 96 / 4
     config = shrink(Config(hidden_size=4096, num_attention_heads=32, head_dim=None))
@@ -306,7 +315,7 @@ def test_a_vlm_prompt_holds_one_image_token_per_feature_its_vision_tower_gives()
 @pytest.mark.slow  # imports torch
 def test_a_vlm_whose_forward_fails_with_pixels_is_surveyed_on_its_text():
     torch = pytest.importorskip("torch")
-    from onnxflops.survey.sources import TOKENS, _text_only_if_pixels_fail
+    from onnxflops.survey.sources import TOKENS, _inputs_that_run
 
     class NeedsGrids(torch.nn.Module):  # a Qwen-VL-like model: pixels alone are not enough
         def __init__(self):
@@ -319,10 +328,25 @@ def test_a_vlm_whose_forward_fails_with_pixels_is_surveyed_on_its_text():
             return input_ids * self.w
 
     ids, pixels = torch.zeros(1, 5 + TOKENS, dtype=torch.long), torch.zeros(1, 3, 4, 4)
-    text = _text_only_if_pixels_fail(NeedsGrids(), {"input_ids": ids, "pixel_values": pixels})
+    text = _inputs_that_run(NeedsGrids(), {"input_ids": ids, "pixel_values": pixels})
     assert list(text) == ["input_ids"] and text["input_ids"].shape == (1, TOKENS)
     fine = {"input_ids": ids}  # no pixels: nothing to drop
-    assert _text_only_if_pixels_fail(NeedsGrids(), fine) is fine
+    assert _inputs_that_run(NeedsGrids(), fine) is fine
+
+
+@pytest.mark.slow  # imports torch
+def test_audio_features_a_model_reads_as_time_by_bins_are_given_so():
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import _inputs_that_run
+
+    class Conformer(torch.nn.Linear):  # reads (batch, time, 8 bins)
+        def forward(self, input_features):
+            return super().forward(input_features)
+
+    conformer = Conformer(8, 4)
+    bins_by_time = torch.zeros(1, 8, 5)  # as Whisper takes them: fails here
+    given = _inputs_that_run(conformer, {"input_features": bins_by_time})
+    assert given["input_features"].shape == (1, 5, 8)
 
 
 # one process per row, under its caps -------------------------------------------------------------

@@ -93,15 +93,21 @@ def shrink(config, seen: set | None = None):
 
 
 def _layers_kept(config, depth: int) -> list[int]:
-    """Which of `depth` layers a cut keeps: the first of each kind of layer the per-layer lists
-    of names say (a hybrid's linear and full attention, [linear ×3, full] × 12: layers 0 and 3),
-    then the first others, DEPTH in all, in order; the first DEPTH where no list names kinds."""
+    """Which of `depth` layers a cut keeps, DEPTH of them in order: first those that show a kind
+    of layer the per-layer lists of names have not shown yet, most new kinds first (Kimi's
+    attention [linear ×4, full] beside its MLPs [dense, sparse ×26]: layers 0 and 4, dense and
+    sparse, linear and full), then the first others."""
     named = [v for v in vars(config).values() if isinstance(v, (list, tuple)) and len(v) == depth
              and all(isinstance(x, str) for x in v)]
-    kinds = list(zip(*named)) if named else [()] * depth
-    firsts = [i for i, kind in enumerate(kinds) if kinds.index(kind) == i][:DEPTH]
-    others = [i for i in range(depth) if i not in firsts][:DEPTH - len(firsts)]
-    return sorted(firsts + others)
+    kept: list[int] = []
+    shown: set = set()
+    while len(kept) < min(DEPTH, depth):
+        new = {i: len({(k, v[i]) for k, v in enumerate(named)} - shown)
+               for i in range(depth) if i not in kept}
+        best = max(new, key=lambda i: (new[i], -i))  # most new kinds, the first of equals
+        kept.append(best)
+        shown |= {(k, v[best]) for k, v in enumerate(named)}
+    return sorted(kept)
 
 
 def _shrunk(key: str, value: int) -> int:

@@ -203,8 +203,7 @@ def _transformers_build(task: Task) -> Subject:
     t = _transformers()
     config = shrink(t.AutoConfig.for_model(task.name))
     model = t.AutoModel.from_config(config)
-    return Subject(model, kwargs=_text_only_if_pixels_fail(model, _transformers_inputs(model,
-                                                                                      config)))
+    return Subject(model, kwargs=_inputs_that_run(model, _transformers_inputs(model, config)))
 
 
 def _transformers_inputs(model, config) -> dict:
@@ -240,22 +239,30 @@ def _transformers_inputs(model, config) -> dict:
     return inputs
 
 
-def _text_only_if_pixels_fail(model, inputs: dict) -> dict:
-    """A model whose main input is text and whose forward fails with the pixels beside it (a VLM
-    that needs more than pixels: image grids, sizes) is surveyed on its text path alone; its
-    vision tower's weights are then params the forward never reads."""
+def _inputs_that_run(model, inputs: dict) -> dict:
+    """`inputs`, or the first variant of them that the model's forward runs on where it fails on
+    them: audio features as time × bins rather than bins × time (a conformer's layout), or a
+    VLM's text alone (one that needs more than pixels: image grids, sizes; its vision tower's
+    weights are then params the forward never reads)."""
     import torch
 
-    if "pixel_values" not in inputs or "input_ids" not in inputs \
-            or any(p.is_meta for p in model.parameters()):
-        return inputs
-    try:
-        with torch.no_grad():
-            model(**inputs)
-    except Exception:  # noqa: BLE001 - whatever the model raises on these pixels
+    variants = []
+    if "input_features" in inputs and inputs["input_features"].dim() == 3:
+        variants.append({**inputs, "input_features": inputs["input_features"].transpose(1, 2)
+                         .contiguous()})
+    if "pixel_values" in inputs and "input_ids" in inputs:
         text = {k: v for k, v in inputs.items() if k != "pixel_values"}
         text["input_ids"] = text["input_ids"][:, -TOKENS:]  # no image tokens without an image
-        return text
+        variants.append(text)
+    if not variants or any(p.is_meta for p in model.parameters()):
+        return inputs
+    for variant in (inputs, *variants):
+        try:
+            with torch.no_grad():
+                model(**variant)
+        except Exception:  # noqa: BLE001 - whatever the model raises on this variant
+            continue
+        return variant
     return inputs
 
 
