@@ -252,6 +252,12 @@ def test_a_size_equal_to_a_width_that_was_cut_follows_it():
                             "classifier_proj_size": 77}
 
 
+def test_experts_per_token_spelled_out_are_cut_with_the_experts():
+    # Kimi-Linear's num_experts_per_token = 8 of 64 experts: 8 of the 4 left made its top-k fail
+    config = shrink(Config(num_experts=64, num_experts_per_token=8))
+    assert vars(config) == {"num_experts": 4, "num_experts_per_token": 2}
+
+
 def test_key_value_heads_follow_the_heads_of_their_own_part():
     # Moonshine: encoder and decoder each name their heads; 8 kv heads of 8 heads, cut to 4
     # heads, are 8 · 4 / 8 = 4 (against the default key they stayed 8 > 4, and its forward failed)

@@ -21,7 +21,7 @@ _RULES = (  # (key pattern, new value from the old one); the first that matches 
     (re.compile(r".*(key_value_heads|kv_heads|num_kv_groups)$"), None),  # in proportion: below
     (re.compile(r".*heads?$"), lambda v: min(v, HEADS)),
     (re.compile(r"^(n_|num_)?(shared_experts|n_shared_experts)$"), lambda v: min(v, 1)),
-    (re.compile(r".*(experts_per_tok|top_?k|moe_topk|topk_group|n_group)$"),
+    (re.compile(r".*(experts_per_tok|experts_per_token|top_?k|moe_topk|topk_group|n_group)$"),
      lambda v: min(v, ROUTED)),
     (re.compile(r".*experts$"), lambda v: min(v, EXPERTS)),
     (re.compile(r".*(layers|n_layer|depth)$"), lambda v: min(v, DEPTH)),
