@@ -258,6 +258,13 @@ def test_experts_per_token_spelled_out_are_cut_with_the_experts():
     assert vars(config) == {"num_experts": 4, "num_experts_per_token": 2}
 
 
+def test_state_space_head_groups_are_at_most_the_heads_left():
+    # Nemotron-H's Mamba layers: 128 heads in 8 groups; the heads cut to 4 in 8 groups left 0
+    # heads a group (its repeat_interleave failed): the groups are cut to 4, a head each
+    config = shrink(Config(mamba_num_heads=128, n_groups=8))
+    assert vars(config) == {"mamba_num_heads": 4, "n_groups": 4}
+
+
 def test_key_value_heads_follow_the_heads_of_their_own_part():
     # Moonshine: encoder and decoder each name their heads; 8 kv heads of 8 heads, cut to 4
     # heads, are 8 · 4 / 8 = 4 (against the default key they stayed 8 > 4, and its forward failed)

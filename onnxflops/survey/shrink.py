@@ -20,6 +20,8 @@ WINDOW = 32
 _RULES = (  # (key pattern, new value from the old one); the first that matches applies
     (re.compile(r".*(key_value_heads|kv_heads|num_kv_groups)$"), None),  # in proportion: below
     (re.compile(r".*heads?$"), lambda v: min(v, HEADS)),
+    # a state-space layer's head groups: at most its heads (each group at least one head)
+    (re.compile(r".*n_groups$"), lambda v: min(v, HEADS)),
     (re.compile(r"^(n_|num_)?(shared_experts|n_shared_experts)$"), lambda v: min(v, 1)),
     (re.compile(r".*(experts_per_tok|experts_per_token|top_?k|moe_topk|topk_group|n_group)$"),
      lambda v: min(v, ROUTED)),
