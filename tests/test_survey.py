@@ -347,6 +347,23 @@ def test_a_vlm_whose_forward_fails_with_pixels_is_surveyed_on_its_text():
     assert _inputs_that_run(NeedsGrids(), fine) is fine
 
 
+def test_a_main_input_the_forward_does_not_take_is_the_first_pixels_it_takes():
+    import inspect
+
+    from onnxflops.survey.sources import _main_input
+
+    class VisionTower:  # SmolVLM's: main_input_name inherited as input_ids
+        main_input_name = "input_ids"
+
+        def forward(self, pixel_values, patch_attention_mask=None):
+            pass
+
+    takes = inspect.signature(VisionTower().forward).parameters
+    assert _main_input(VisionTower(), takes) == "pixel_values"
+    VisionTower.main_input_name = "pixel_values"  # as it says, where the forward takes it
+    assert _main_input(VisionTower(), takes) == "pixel_values"
+
+
 @pytest.mark.slow  # imports torch
 def test_audio_features_a_model_reads_as_time_by_bins_are_given_so():
     torch = pytest.importorskip("torch")

@@ -211,8 +211,8 @@ def _transformers_inputs(model, config) -> dict:
     decoder tokens for an encoder-decoder and pixels for a model that also takes an image."""
     import inspect
 
-    main = getattr(model, "main_input_name", "input_ids")
     takes = inspect.signature(model.forward).parameters
+    main = _main_input(model, takes)
     text = getattr(config, "get_text_config", lambda: config)()
     vocab = getattr(text, "vocab_size", None) or 100
     inputs = {}
@@ -237,6 +237,17 @@ def _transformers_inputs(model, config) -> dict:
     if "input_ids" in inputs and "pixel_values" in inputs:
         inputs["input_ids"] = _with_image_tokens(model, config, inputs, vocab)
     return inputs
+
+
+def _main_input(model, takes) -> str:
+    """The model's main input, as it says (`main_input_name`); where its forward takes no such
+    argument (a vision tower that inherits the text default, input_ids), the first pixels,
+    audio features or waveform argument its forward does take."""
+    main = getattr(model, "main_input_name", "input_ids")
+    if main in takes:
+        return main
+    return next((name for name in takes
+                 if name.startswith(("pixel_values", "input_features", "input_values"))), main)
 
 
 def _inputs_that_run(model, inputs: dict) -> dict:
