@@ -11,6 +11,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnxflops
+from onnxflops.graph import GraphView
 from helpers import model, node, typed_model, weight
 
 FLOAT, INT64 = TensorProto.FLOAT, TensorProto.INT64
@@ -280,6 +281,27 @@ def test_a_box_expanded_about_its_centre_is_bounded_by_its_own_width_not_its_cor
     resize = next(n for n in report.nodes if n.op_type == "Resize")
     assert resize.output_shapes == [[1, 1, 151, 151]]
     assert resize.flops == 151 * 151 * 9 and resize.bound
+
+
+def test_an_affine_form_follows_a_value_read_twice_once(monkeypatch):
+    # 30 doublings x ← x + x of clipped boxes: 2^30 paths back to the boxes; each value is
+    # followed once (31 forms). Nothing cancels: x30 ∈ [0, 2^30·100], the intervals' range.
+    from onnxflops.analysis import ranges
+
+    nodes = [node("Clip", ["raw", "low", "high"], ["x0"])]
+    nodes += [node("Add", [f"x{k}", f"x{k}"], [f"x{k + 1}"]) for k in range(30)]
+    typed = onnx.shape_inference.infer_shapes(
+        typed_model(nodes, {"raw": (FLOAT, [3, 4])}, _PASTE_CONSTANTS))
+    followed, follow = [], ranges._Ranges._affine_of
+
+    def counted(self, name, picks, depth):
+        followed.append(name)
+        return follow(self, name, picks, depth)
+
+    monkeypatch.setattr(ranges._Ranges, "_affine_of", counted)
+    lo, hi = ranges.value_range(GraphView(typed.graph), "x30")
+    assert (float(np.min(lo)), float(np.max(hi))) == (0.0, 2.0 ** 30 * 100)
+    assert len(followed) <= 31 * 30  # each value once per Add that starts a form, not 2^30
 
 
 def test_a_resize_to_sizes_from_unclipped_data_stays_uncosted_not_bounded():

@@ -64,6 +64,7 @@ class _Ranges:
         self.view = view
         self.around = _AROUND.get()
         self.found: dict[str, Range] = {}
+        self.forms: dict[tuple, tuple | None] = {}  # affine forms by (name, picks): shared once
 
     def of(self, name: str, depth: int) -> Range:
         if not name or depth <= 0:
@@ -164,6 +165,12 @@ class _Ranges:
     def _affine(self, name: str, picks: tuple, depth: int):
         """(terms {(leaf, picks): coefficient}, constant, error interval) of `name` at `picks`
         ((axis, index) pairs, an index an int or the name of a tensor read as one), or None."""
+        key = (name, tuple(sorted(picks, key=str)))
+        if key not in self.forms:  # a value read twice (a diamond) is followed once
+            self.forms[key] = self._affine_of(name, picks, depth)
+        return self.forms[key]
+
+    def _affine_of(self, name: str, picks: tuple, depth: int):
         leaf = ({(name, tuple(sorted(picks, key=str))): 1.0}, 0.0, (0.0, 0.0))
         value = self.view.value(name)
         if value is not None:
