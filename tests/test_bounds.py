@@ -11,6 +11,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnxflops
+from onnxflops.graph import GraphView
 from helpers import model, node, typed_model, weight
 
 FLOAT, INT64 = TensorProto.FLOAT, TensorProto.INT64
@@ -242,6 +243,65 @@ def test_a_resize_in_a_loop_over_boxes_takes_their_largest_each_iteration():
     assert not report.uncosted
     loop = next(n for n in report.nodes if n.op_type == "Loop")
     assert loop.flops == 3 * _PASTE_FLOPS
+
+
+def _expanded_boxes_nodes(scale: float) -> tuple[list, dict]:
+    """torchvision's expand_boxes before the paste: each box about its centre, scaled,
+    x0' = xc − s·(x1 − x0)/2 and x1' = xc + s·(x1 − x0)/2, then made integers."""
+    nodes, columns = [], {}
+    for k in range(4):
+        nodes.append(node("Gather", ["clipped", f"col{k}"], [f"g{k}"], axis=1))
+    for side, (start, end) in (("x", (0, 2)), ("y", (1, 3))):
+        nodes += [node("Sub", [f"g{end}", f"g{start}"], [f"{side}_span"]),
+                  node("Mul", [f"{side}_span", "half_scale"], [f"{side}_half"]),
+                  node("Add", [f"g{end}", f"g{start}"], [f"{side}_sum"]),
+                  node("Mul", [f"{side}_sum", "half"], [f"{side}_c"]),
+                  node("Sub", [f"{side}_c", f"{side}_half"], [f"{side}0"]),
+                  node("Add", [f"{side}_c", f"{side}_half"], [f"{side}1"])]
+    for k, corner in enumerate(("x0", "y0", "x1", "y1")):
+        nodes.append(node("Unsqueeze", [corner, "axis1"], [f"u{k}"]))
+        columns[f"col{k}"] = np.int64(k)
+    nodes += [node("Concat", ["u0", "u1", "u2", "u3"], ["expanded"], axis=1),
+              node("Cast", ["expanded"], ["boxes"], to=INT64)]
+    return nodes, {**columns, "half": np.float32(0.5), "half_scale": np.float32(scale / 2),
+                   "axis1": np.array([1], np.int64)}
+
+
+def test_a_box_expanded_about_its_centre_is_bounded_by_its_own_width_not_its_corners():
+    # Mask R-CNN pastes masks at boxes expanded by 30/28; here by 1.5, boxes clipped to [0, 100].
+    # As affine forms x0' = 1.25·x0 − 0.25·x1 ∈ [−25, 125], and so x1', and x1' − x0' =
+    # 1.5·(x1 − x0) ≤ 150: w ≤ 151, met at x0 = 0, x1 = 100 (corners −25 and 125, integers
+    # already). Intervals forget that both corners share the centre: xc ∈ [0, 100] and the
+    # half-width ∈ [−75, 75] gave corners in [−75, 175], x1' − x0' ≤ 250, w ≤ 251.
+    expand, constants = _expanded_boxes_nodes(1.5)
+    nodes = [node("Clip", ["raw", "low", "high"], ["clipped"]), *expand,
+             *_pasted_mask_nodes("boxes", "zero")]
+    report = onnxflops.count(typed_model(nodes, {"raw": (FLOAT, [3, 4])},
+                                         {**_PASTE_CONSTANTS, **constants}))
+    resize = next(n for n in report.nodes if n.op_type == "Resize")
+    assert resize.output_shapes == [[1, 1, 151, 151]]
+    assert resize.flops == 151 * 151 * 9 and resize.bound
+
+
+def test_an_affine_form_follows_a_value_read_twice_once(monkeypatch):
+    # 30 doublings x ← x + x of clipped boxes: 2^30 paths back to the boxes; each value is
+    # followed once (31 forms). Nothing cancels: x30 ∈ [0, 2^30·100], the intervals' range.
+    from onnxflops.analysis import ranges
+
+    nodes = [node("Clip", ["raw", "low", "high"], ["x0"])]
+    nodes += [node("Add", [f"x{k}", f"x{k}"], [f"x{k + 1}"]) for k in range(30)]
+    typed = onnx.shape_inference.infer_shapes(
+        typed_model(nodes, {"raw": (FLOAT, [3, 4])}, _PASTE_CONSTANTS))
+    followed, follow = [], ranges._Ranges._affine_of
+
+    def counted(self, name, picks, depth):
+        followed.append(name)
+        return follow(self, name, picks, depth)
+
+    monkeypatch.setattr(ranges._Ranges, "_affine_of", counted)
+    lo, hi = ranges.value_range(GraphView(typed.graph), "x30")
+    assert (float(np.min(lo)), float(np.max(hi))) == (0.0, 2.0 ** 30 * 100)
+    assert len(followed) <= 31 * 30  # each value once per Add that starts a form, not 2^30
 
 
 def test_a_resize_to_sizes_from_unclipped_data_stays_uncosted_not_bounded():

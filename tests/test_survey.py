@@ -252,6 +252,133 @@ def test_a_size_equal_to_a_width_that_was_cut_follows_it():
                             "classifier_proj_size": 77}
 
 
+def test_experts_per_token_spelled_out_are_cut_with_the_experts():
+    # Kimi-Linear's num_experts_per_token = 8 of 64 experts: 8 of the 4 left made its top-k fail
+    config = shrink(Config(num_experts=64, num_experts_per_token=8))
+    assert vars(config) == {"num_experts": 4, "num_experts_per_token": 2}
+
+
+def test_state_space_head_groups_are_at_most_the_heads_left():
+    # Nemotron-H's Mamba layers: 128 heads in 8 groups; the heads cut to 4 in 8 groups left 0
+    # heads a group (its repeat_interleave failed): the groups are cut to 4, a head each
+    config = shrink(Config(mamba_num_heads=128, n_groups=8))
+    assert vars(config) == {"mamba_num_heads": 4, "n_groups": 4}
+
+
+def test_key_value_heads_follow_the_heads_of_their_own_part():
+    # Moonshine: encoder and decoder each name their heads; 8 kv heads of 8 heads, cut to 4
+    # heads, are 8 · 4 / 8 = 4 (against the default key they stayed 8 > 4, and its forward failed)
+    config = shrink(Config(encoder_num_attention_heads=8, encoder_num_key_value_heads=8,
+                           decoder_num_attention_heads=16, decoder_num_key_value_heads=4))
+    assert vars(config) == {"encoder_num_attention_heads": 4, "encoder_num_key_value_heads": 4,
+                            "decoder_num_attention_heads": 4, "decoder_num_key_value_heads": 1}
+
+
+def test_a_cut_keeps_one_layer_of_each_kind_and_the_lists_beside_them_alike():
+    # Qwen3.5's [linear, linear, linear, full] × 2: the first two layers were both linear (its
+    # forward then failed on a cache without attention); kept are layers 0 and 3, in every
+    # per-layer list of that depth
+    kinds = ["linear", "linear", "linear", "full"] * 2
+    config = shrink(Config(num_hidden_layers=8, layer_types=kinds, window=[1, 2, 3, 4, 5, 6, 7, 8]))
+    assert vars(config) == {"num_hidden_layers": 2, "layer_types": ["linear", "full"],
+                            "window": [1, 4]}
+
+
+def test_a_cut_shows_every_kind_of_two_per_layer_lists_where_two_layers_can():
+    # Kimi-Linear: attention [linear ×4, full] × 2 beside MLPs [dense, sparse ×9]. Layer 0 shows
+    # linear and dense; of the rest, layer 4 shows two new kinds (full, sparse), layer 1 only one
+    attention = (["linear"] * 4 + ["full"]) * 2
+    config = shrink(Config(num_hidden_layers=10, layer_types=attention,
+                           mlp_layer_types=["dense"] + ["sparse"] * 9))
+    assert (config.layer_types, config.mlp_layer_types) == (["linear", "full"], ["dense", "sparse"])
+
+
+def test_a_head_dim_left_unset_is_width_over_heads():
+    # Ministral's config leaves head_dim None and its attention reads head_dim ** -0.5: 96 / 4
+    config = shrink(Config(hidden_size=4096, num_attention_heads=32, head_dim=None))
+    assert vars(config) == {"hidden_size": 96, "num_attention_heads": 4, "head_dim": 24}
+    assert vars(shrink(Config(head_dim=None))) == {"head_dim": None}  # nothing to derive it from
+
+
+def test_a_per_layer_tuple_is_cut_with_its_depth_as_a_list_is():
+    # SEW's 13 feature-extractor layers, each with a width, stride and kernel in a tuple: cut to 2
+    config = shrink(Config(num_feat_extract_layers=13, conv_dim=(64,) + (128,) * 12,
+                           conv_stride=(5,) + (2,) * 12, conv_kernel=(10,) + (3,) * 12))
+    assert vars(config) == {"num_feat_extract_layers": 2, "conv_dim": (64, 128),
+                            "conv_stride": (5, 2), "conv_kernel": (10, 3)}
+
+
+@pytest.mark.slow  # imports torch
+def test_a_vlm_prompt_holds_one_image_token_per_feature_its_vision_tower_gives():
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import _with_image_tokens
+
+    class Vlm:  # a LLaVA-like model: 2 images of 3 and 2 feature vectors of width 8
+        def get_image_features(self, pixel_values):
+            return types.SimpleNamespace(pooler_output=[torch.zeros(3, 8), torch.zeros(2, 8)])
+
+    text = torch.tensor([[7, 5, 9]])
+    inputs = {"input_ids": text, "pixel_values": torch.zeros(1, 3, 4, 4)}
+    ids = _with_image_tokens(Vlm(), Config(image_token_index=5), inputs, vocab=10)
+    # 3 + 2 = 5 image tokens first; the text's own 5 moves to 6 so that it is no image token
+    assert ids.tolist() == [[5, 5, 5, 5, 5, 7, 6, 9]]
+    assert _with_image_tokens(Vlm(), Config(), inputs, vocab=10) is text  # no token id: as it was
+
+
+@pytest.mark.slow  # imports torch
+def test_a_vlm_whose_forward_fails_with_pixels_is_surveyed_on_its_text():
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import TOKENS, _inputs_that_run
+
+    class NeedsGrids(torch.nn.Module):  # a Qwen-VL-like model: pixels alone are not enough
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(1))
+
+        def forward(self, input_ids, pixel_values=None):
+            if pixel_values is not None:
+                raise ValueError("image_grid_thw is needed")
+            return input_ids * self.w
+
+    ids, pixels = torch.zeros(1, 5 + TOKENS, dtype=torch.long), torch.zeros(1, 3, 4, 4)
+    text = _inputs_that_run(NeedsGrids(), {"input_ids": ids, "pixel_values": pixels})
+    assert list(text) == ["input_ids"] and text["input_ids"].shape == (1, TOKENS)
+    fine = {"input_ids": ids}  # no pixels: nothing to drop
+    assert _inputs_that_run(NeedsGrids(), fine) is fine
+
+
+def test_a_main_input_the_forward_does_not_take_is_the_first_pixels_it_takes():
+    import inspect
+
+    from onnxflops.survey.sources import _main_input
+
+    class VisionTower:  # SmolVLM's: main_input_name inherited as input_ids
+        main_input_name = "input_ids"
+
+        def forward(self, pixel_values, patch_attention_mask=None):
+            pass
+
+    takes = inspect.signature(VisionTower().forward).parameters
+    assert _main_input(VisionTower(), takes) == "pixel_values"
+    VisionTower.main_input_name = "pixel_values"  # as it says, where the forward takes it
+    assert _main_input(VisionTower(), takes) == "pixel_values"
+
+
+@pytest.mark.slow  # imports torch
+def test_audio_features_a_model_reads_as_time_by_bins_are_given_so():
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import _inputs_that_run
+
+    class Conformer(torch.nn.Linear):  # reads (batch, time, 8 bins)
+        def forward(self, input_features):
+            return super().forward(input_features)
+
+    conformer = Conformer(8, 4)
+    bins_by_time = torch.zeros(1, 8, 5)  # as Whisper takes them: fails here
+    given = _inputs_that_run(conformer, {"input_features": bins_by_time})
+    assert given["input_features"].shape == (1, 5, 8)
+
+
 # one process per row, under its caps -------------------------------------------------------------
 
 def test_a_folder_of_onnx_files_is_counted_each_in_its_own_process(tmp_path):

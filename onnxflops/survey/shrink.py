@@ -20,14 +20,17 @@ WINDOW = 32
 _RULES = (  # (key pattern, new value from the old one); the first that matches applies
     (re.compile(r".*(key_value_heads|kv_heads|num_kv_groups)$"), None),  # in proportion: below
     (re.compile(r".*heads?$"), lambda v: min(v, HEADS)),
+    # a state-space layer's head groups: at most its heads (each group at least one head)
+    (re.compile(r".*n_groups$"), lambda v: min(v, HEADS)),
     (re.compile(r"^(n_|num_)?(shared_experts|n_shared_experts)$"), lambda v: min(v, 1)),
-    (re.compile(r".*(experts_per_tok|top_?k|moe_topk|topk_group|n_group)$"),
+    (re.compile(r".*(experts_per_tok|experts_per_token|top_?k|moe_topk|topk_group|n_group)$"),
      lambda v: min(v, ROUTED)),
     (re.compile(r".*experts$"), lambda v: min(v, EXPERTS)),
     (re.compile(r".*(layers|n_layer|depth)$"), lambda v: min(v, DEPTH)),
     (re.compile(r".*(intermediate_size|ffn_dim|d_ff|n_inner|mlp_dim|ffn_hidden_size|"
                 r"intermediate_dim|feed_forward_size)$"), lambda v: FFN),
-    (re.compile(r".*(head_dim|d_kv|kv_channels|head_size|rotary_dim)$"), lambda v: HEAD_DIM),
+    (_HEAD_DIM := re.compile(r".*(head_dim|d_kv|kv_channels|head_size|rotary_dim)$"),
+     lambda v: HEAD_DIM),
     (re.compile(r".*lora_rank$"), lambda v: RANK),
     (re.compile(r".*(sliding_window|attention_chunk_size)$"), lambda v: min(v, WINDOW)),
     (re.compile(r".*(hidden_size|d_model|n_embd|n_embed|embed_dim|embedding_size|hidden_dim|"
@@ -77,15 +80,36 @@ def shrink(config, seen: set | None = None):
             elif lowered.endswith("heads"):
                 setattr(config, key, [min(v, HEADS) for v in value])
     _kv_heads_in_proportion(config, values, heads_before)
+    _unset_head_dims_derived(config, values)
     _tied_sizes_follow(config, values)
+    kept = {depth: _layers_kept(config, depth) for depth in depths_cut}
     for key, value in vars(config).items():
-        if isinstance(value, list) and len(value) in depths_cut and not _TOKEN_ID.match(key):
-            setattr(config, key, value[:DEPTH])
+        if isinstance(value, (list, tuple)) and len(value) in depths_cut \
+                and not _TOKEN_ID.match(key):
+            setattr(config, key, type(value)(value[i] for i in kept[len(value)]))
         elif _TOKEN_ID.match(key.lower()) and _is_count(value) and value >= vocab:
             setattr(config, key, value % vocab)
         elif _TOKEN_ID.match(key.lower()) and _is_counts(value):
             setattr(config, key, [v % vocab for v in value])
     return config
+
+
+def _layers_kept(config, depth: int) -> list[int]:
+    """Which of `depth` layers a cut keeps, DEPTH of them in order: first those that show a kind
+    of layer the per-layer lists of names have not shown yet, most new kinds first (Kimi's
+    attention [linear ×4, full] beside its MLPs [dense, sparse ×26]: layers 0 and 4, dense and
+    sparse, linear and full), then the first others."""
+    named = [v for v in vars(config).values() if isinstance(v, (list, tuple)) and len(v) == depth
+             and all(isinstance(x, str) for x in v)]
+    kept: list[int] = []
+    shown: set = set()
+    while len(kept) < min(DEPTH, depth):
+        new = {i: len({(k, v[i]) for k, v in enumerate(named)} - shown)
+               for i in range(depth) if i not in kept}
+        best = max(new, key=lambda i: (new[i], -i))  # most new kinds, the first of equals
+        kept.append(best)
+        shown |= {(k, v[best]) for k, v in enumerate(named)}
+    return sorted(kept)
 
 
 def _shrunk(key: str, value: int) -> int:
@@ -107,12 +131,38 @@ def _tied_sizes_follow(config, before: dict) -> None:
 
 
 def _kv_heads_in_proportion(config, before: dict, heads_before: dict) -> None:
-    heads = next((k for k in ("num_attention_heads", "n_head", "num_heads", "encoder_attention_heads")
-                  if k in heads_before), None)
+    """Key/value heads · new heads / old heads, each against the head count of its own part (an
+    encoder's and a decoder's: the heads key sharing its prefix), else the model's own."""
+    default = next((k for k in ("num_attention_heads", "n_head", "num_heads",
+                                "encoder_attention_heads") if k in heads_before), None)
     for key, value in before.items():
-        if _is_count(value) and re.match(_RULES[0][0], key.lower()) and heads:
+        if not (_is_count(value) and re.match(_RULES[0][0], key.lower())):
+            continue
+        heads = _heads_of_part(key, heads_before) or default
+        if heads:
             old_heads, new_heads = heads_before[heads], vars(config).get(heads)
             setattr(config, key, max(1, value * new_heads // old_heads))
+
+
+def _unset_head_dims_derived(config, before: dict) -> None:
+    """A head dim left unset (None) is width / heads, as the model would derive it, where the
+    config names both: some models read it without deriving it (Ministral: head_dim ** -0.5)."""
+    width = next((vars(config)[k] for k in ("hidden_size", "d_model", "n_embd")
+                  if _is_count(vars(config).get(k))), None)
+    heads = next((vars(config)[k] for k in ("num_attention_heads", "n_head", "num_heads")
+                  if _is_count(vars(config).get(k))), None)
+    for key, value in before.items():
+        if value is None and _HEAD_DIM.match(key.lower()) and width and heads:
+            setattr(config, key, width // heads)
+
+
+def _heads_of_part(kv_key: str, heads_before: dict) -> str | None:
+    """The query head count beside `kv_key`, by the part's prefix (encoder_num_key_value_heads:
+    encoder_num_attention_heads); None where the key has no prefix or no one count shares it."""
+    prefix = re.sub(r"(num_)?(key_value_heads|kv_heads|num_kv_groups)$", "", kv_key.lower())
+    shared = [k for k in heads_before if prefix and k.lower().startswith(prefix)
+              and not re.match(_RULES[0][0], k.lower())]
+    return shared[0] if len(shared) == 1 else None
 
 
 def _is_count(value) -> bool:

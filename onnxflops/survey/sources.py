@@ -203,7 +203,7 @@ def _transformers_build(task: Task) -> Subject:
     t = _transformers()
     config = shrink(t.AutoConfig.for_model(task.name))
     model = t.AutoModel.from_config(config)
-    return Subject(model, kwargs=_transformers_inputs(model, config))
+    return Subject(model, kwargs=_inputs_that_run(model, _transformers_inputs(model, config)))
 
 
 def _transformers_inputs(model, config) -> dict:
@@ -211,8 +211,8 @@ def _transformers_inputs(model, config) -> dict:
     decoder tokens for an encoder-decoder and pixels for a model that also takes an image."""
     import inspect
 
-    main = getattr(model, "main_input_name", "input_ids")
     takes = inspect.signature(model.forward).parameters
+    main = _main_input(model, takes)
     text = getattr(config, "get_text_config", lambda: config)()
     vocab = getattr(text, "vocab_size", None) or 100
     inputs = {}
@@ -234,7 +234,74 @@ def _transformers_inputs(model, config) -> dict:
                                         getattr(vision, "num_channels", 3), *side)
     if getattr(config, "is_encoder_decoder", False) and "decoder_input_ids" in takes:
         inputs["decoder_input_ids"] = _ids(1, TOKENS, high=vocab)
+    if "input_ids" in inputs and "pixel_values" in inputs:
+        inputs["input_ids"] = _with_image_tokens(model, config, inputs, vocab)
     return inputs
+
+
+def _main_input(model, takes) -> str:
+    """The model's main input, as it says (`main_input_name`); where its forward takes no such
+    argument (a vision tower that inherits the text default, input_ids), the first pixels,
+    audio features or waveform argument its forward does take."""
+    main = getattr(model, "main_input_name", "input_ids")
+    if main in takes:
+        return main
+    return next((name for name in takes
+                 if name.startswith(("pixel_values", "input_features", "input_values"))), main)
+
+
+def _inputs_that_run(model, inputs: dict) -> dict:
+    """`inputs`, or the first variant of them that the model's forward runs on where it fails on
+    them: audio features as time × bins rather than bins × time (a conformer's layout), or a
+    VLM's text alone (one that needs more than pixels: image grids, sizes; its vision tower's
+    weights are then params the forward never reads)."""
+    import torch
+
+    variants = []
+    if "input_features" in inputs and inputs["input_features"].dim() == 3:
+        variants.append({**inputs, "input_features": inputs["input_features"].transpose(1, 2)
+                         .contiguous()})
+    if "pixel_values" in inputs and "input_ids" in inputs:
+        text = {k: v for k, v in inputs.items() if k != "pixel_values"}
+        text["input_ids"] = text["input_ids"][:, -TOKENS:]  # no image tokens without an image
+        variants.append(text)
+    if not variants or any(p.is_meta for p in model.parameters()):
+        return inputs
+    for variant in (inputs, *variants):
+        try:
+            with torch.no_grad():
+                model(**variant)
+        except Exception:  # noqa: BLE001 - whatever the model raises on this variant
+            continue
+        return variant
+    return inputs
+
+
+def _with_image_tokens(model, config, inputs: dict, vocab: int):
+    """The prompt of a model that merges image features into its text (a LLaVA-like VLM): one
+    image token per feature its vision tower gives, then the text tokens, none of them that id.
+    A model without a token id in its config, or that does not say its features, keeps its text."""
+    import torch
+
+    token = next((getattr(config, k) for k in ("image_token_id", "image_token_index")
+                  if isinstance(getattr(config, k, None), int)), None)
+    features = getattr(model, "get_image_features", None)
+    text = inputs["input_ids"]
+    if token is None or features is None:
+        return text
+    try:
+        with torch.no_grad():
+            found = features(pixel_values=inputs["pixel_values"])
+    except Exception:  # noqa: BLE001 - it needs more than pixels (image sizes, grids)
+        return text
+    if hasattr(found, "pooler_output") and found.pooler_output is not None:
+        found = found.pooler_output  # transformers 5: the projected features per image
+    parts = found if isinstance(found, (list, tuple)) else [found]
+    if not all(isinstance(p, torch.Tensor) for p in parts):
+        return text
+    images = sum(p.numel() // p.shape[-1] for p in parts)  # one token per feature vector
+    text = torch.where(text == token, (text + 1) % vocab, text)
+    return torch.cat([torch.full((1, images), token, dtype=text.dtype), text], dim=1)
 
 
 # a user's factory specs, and folders of .onnx files ----------------------------------------
