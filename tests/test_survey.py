@@ -364,3 +364,17 @@ def test_config_keys_of_either_framework_are_read_by_what_they_size():
         ["width"] * 3 + ["heads"] * 2 + ["kv_heads"] + ["layers"] * 2 + ["ffn"] * 3 + \
         ["head_dim"] * 2 + ["vocabulary"] * 2 + [None] + ["ffn", "expert_ffn", "shared_ffn",
                                                           "embedding"]
+
+
+def test_a_depth_cut_keeps_one_layer_of_each_kind():
+    # Qwen3.5: three linear-attention layers, then a full one, 8 times; cut to 2 layers the first
+    # two would both be linear: the cut keeps layer 0 and layer 3, its per-layer sizes with them
+    kinds = ["linear_attention"] * 3 + ["full_attention"]
+    config = shrink(Config(num_hidden_layers=32, layer_types=kinds * 8,
+                           window_per_layer=list(range(100, 132))))
+    assert (config.num_hidden_layers, config.layer_types, config.window_per_layer) == \
+        (2, ["linear_attention", "full_attention"], [100, 103])
+    # three kinds (LFM: conv, full, sliding) take three layers; the depth follows
+    lfm = shrink(Config(num_hidden_layers=6, layer_types=["conv", "conv", "full", "conv",
+                                                          "sliding", "full"]))
+    assert (lfm.num_hidden_layers, lfm.layer_types) == (3, ["conv", "full", "sliding"])

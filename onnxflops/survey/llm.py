@@ -59,17 +59,32 @@ def _get(config: Mapping[str, Any], keys: tuple[str, ...]) -> int:
     return 0
 
 
-def layer_windows(config: Mapping[str, Any]) -> list[int | None]:
-    """Each decoder layer's attention window (None: every token): `sliding_window` on a
-    "sliding_attention" layer, `attention_chunk_size` on a "chunked_attention" one; without
-    `layer_types`, `sliding_window` on every layer unless `use_sliding_window` is false."""
+def layer_types(config: Mapping[str, Any]) -> list[str]:
+    """Each decoder layer's type: `layer_types`; without it, "sliding_attention" on every layer
+    unless `use_sliding_window` is false, else "full_attention"."""
     layers = _get(config, ("num_hidden_layers", "n_layer", "num_layers"))
     types = config.get("layer_types")
     if not isinstance(types, (list, tuple)):
         on = config.get("use_sliding_window") is not False
         types = ["sliding_attention" if on else "full_attention"] * layers
+    return list(types)[:layers]
+
+
+def holds_keys(layer_type: str) -> bool:
+    """Whether a layer of this type caches keys and values: its type names attention other than
+    linear attention ("full_attention", "sliding_attention", "indexed_attention", ...), or a
+    hybrid of both; a linear-attention, Mamba-like or convolution layer ("linear_attention",
+    "conv") holds a recurrent state of fixed size instead."""
+    return ("attention" in layer_type and layer_type != "linear_attention") or \
+        layer_type.startswith("hybrid")
+
+
+def layer_windows(config: Mapping[str, Any]) -> list[int | None]:
+    """Each decoder layer's attention window (None: every token): `sliding_window` on a
+    "sliding_attention" layer, `attention_chunk_size` on a "chunked_attention" one; without
+    `layer_types`, `sliding_window` on every layer unless `use_sliding_window` is false."""
     return [_get(config, (_WINDOWS[t],)) or None if t in _WINDOWS else None
-            for t in list(types)[:layers]]
+            for t in layer_types(config)]
 
 
 def kv_heads(config: Mapping[str, Any]) -> int:
@@ -90,28 +105,36 @@ def head_dim(config: Mapping[str, Any]) -> int:
 
 def hand_kv_bytes(config: Mapping[str, Any], tokens: int, batch: int = 1,
                   bytes_per_element: int = KV_BYTES_PER_ELEMENT) -> int:
-    """Σ_layers batch × min(tokens, window) × elements × bytes: elements per token and layer
-    2 × kv_heads × head_dim (keys and values), or kv_lora_rank + qk_rope_head_dim for latent
-    attention (the compressed latent and the shared rotary key); window = tokens on a full layer."""
+    """Σ_layers with keys batch × min(tokens, window) × elements × bytes: elements per token and
+    layer 2 × kv_heads × head_dim (keys and values), or kv_lora_rank + qk_rope_head_dim for
+    latent attention (the compressed latent and the shared rotary key), + index_head_dim on an
+    "indexed_attention" layer (the sparse attention's indexer key); window = tokens on a full
+    layer; a layer that holds no keys (holds_keys: linear attention, Mamba-like) adds none."""
     latent = _get(config, ("kv_lora_rank",))
     elements = latent + _get(config, ("qk_rope_head_dim",)) if latent else \
         2 * kv_heads(config) * head_dim(config)
-    return sum(batch * min(tokens, window or tokens) * elements * bytes_per_element
-               for window in layer_windows(config))
+    indexer = _get(config, ("index_head_dim",))
+    return sum(batch * min(tokens, window or tokens) * bytes_per_element
+               * (elements + (indexer if kind == "indexed_attention" else 0))
+               for kind, window in zip(layer_types(config), layer_windows(config))
+               if holds_keys(kind))
 
 
 def attention_kind(config: Mapping[str, Any]) -> str:
     """latent, multi-query (1 KV head), grouped (fewer KV heads than heads) or full; then
-    "sliding" where every layer has a window, "local/global" where some have."""
+    "sliding" where every layer with keys has a window, "local/global" where some have; then
+    "+ recurrent" where some layers hold a recurrent state instead of keys (holds_keys)."""
     heads = _get(config, ("num_attention_heads", "n_head", "num_heads"))
     kv = kv_heads(config)
     kind = "latent" if _get(config, ("kv_lora_rank",)) else \
         "multi-query" if kv == 1 < heads else "grouped" if kv < heads else "full"
-    windows = layer_windows(config)
+    windows = [w for t, w in zip(layer_types(config), layer_windows(config)) if holds_keys(t)]
     if windows and all(windows):
         kind += " sliding"
     elif any(windows):
         kind += " local/global"
+    if not all(map(holds_keys, layer_types(config))):
+        kind += " + recurrent"
     return kind
 
 

@@ -17,6 +17,7 @@ import re
 WIDTH, DEPTH, HEADS, HEAD_DIM, FFN, VOCAB, EXPERTS, ROUTED, RANK = 96, 2, 4, 24, 192, 1000, 4, 2, 32
 WINDOW = 32
 
+_DEPTH_KEY = re.compile(r".*(layers|n_layer|depth)$")
 _RULES = (  # (key pattern, new value from the old one); the first that matches applies
     (re.compile(r".*(key_value_heads|kv_heads|num_kv_groups)$"), None),  # in proportion: below
     (re.compile(r".*heads?$"), lambda v: min(v, HEADS)),
@@ -24,7 +25,7 @@ _RULES = (  # (key pattern, new value from the old one); the first that matches 
     (re.compile(r".*(experts_per_tok|top_?k|moe_topk|topk_group|n_group)$"),
      lambda v: min(v, ROUTED)),
     (re.compile(r".*experts$"), lambda v: min(v, EXPERTS)),
-    (re.compile(r".*(layers|n_layer|depth)$"), lambda v: min(v, DEPTH)),
+    (_DEPTH_KEY, lambda v: min(v, DEPTH)),
     (re.compile(r".*(intermediate_size|ffn_dim|d_ff|n_inner|mlp_dim|ffn_hidden_size|"
                 r"intermediate_dim|feed_forward_size)$"), lambda v: FFN),
     (re.compile(r".*(head_dim|d_kv|kv_channels|head_size|rotary_dim)$"), lambda v: HEAD_DIM),
@@ -78,14 +79,43 @@ def shrink(config, seen: set | None = None):
                 setattr(config, key, [min(v, HEADS) for v in value])
     _kv_heads_in_proportion(config, values, heads_before)
     _tied_sizes_follow(config, values)
+    kept = {length: _layers_kept([v for k, v in vars(config).items() if isinstance(v, list)
+                                  and len(v) == length and not _TOKEN_ID.match(k)], DEPTH)
+            for length in depths_cut}
+    _depth_holds_each_kind(config, values, max(map(len, kept.values()), default=DEPTH))
     for key, value in vars(config).items():
         if isinstance(value, list) and len(value) in depths_cut and not _TOKEN_ID.match(key):
-            setattr(config, key, value[:DEPTH])
+            setattr(config, key, [value[i] for i in kept[len(value)]])
         elif _TOKEN_ID.match(key.lower()) and _is_count(value) and value >= vocab:
             setattr(config, key, value % vocab)
         elif _TOKEN_ID.match(key.lower()) and _is_counts(value):
             setattr(config, key, [v % vocab for v in value])
     return config
+
+
+def _layers_kept(per_layer: list[list], depth: int) -> list[int]:
+    """The layers a depth cut keeps, by index: the first layer of each kind (a kind: the layer's
+    names in the per-layer lists of names, as `layer_types`), then the first others, up to
+    `depth` in all; more where there are more kinds. A hybrid model's first two layers are often
+    of one kind (Qwen3.5: three linear-attention layers, then one full): cut to them it would
+    be another model, one that some models refuse to run."""
+    named = [values for values in per_layer if all(isinstance(v, str) for v in values)]
+    length = len(per_layer[0]) if per_layer else depth
+    firsts: dict[tuple, int] = {}
+    for index in range(length):
+        firsts.setdefault(tuple(values[index] for values in named), index)
+    kept = set(firsts.values())
+    kept |= set([i for i in range(length) if i not in kept][:max(0, depth - len(kept))])
+    return sorted(kept)
+
+
+def _depth_holds_each_kind(config, before: dict, depth: int) -> None:
+    """Each depth the rule cut to DEPTH made `depth` where a cut keeps more layers, one per kind
+    (_layers_kept)."""
+    for key, value in before.items():
+        if depth > DEPTH and _is_count(value) and vars(config).get(key) == DEPTH < value \
+                and _DEPTH_KEY.match(key.lower()):
+            setattr(config, key, min(value, depth))
 
 
 def _shrunk(key: str, value: int) -> int:
