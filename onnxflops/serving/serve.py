@@ -203,7 +203,8 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
     with steps("llm"):
         with step("measuring the hardware"):
             hw = find_hardware(hardware)
-        lm, prefill, decode = _counted(model, Traffic(DTYPE_BITS[dtype], DTYPE_BITS[kv_dtype]))
+        lm, prefill, decode = _counted(model, Traffic(DTYPE_BITS[dtype], DTYPE_BITS[kv_dtype]),
+                                       prompt)
     config = _config_mapping(getattr(lm, "config", None), model)
     last = prompt + generate - 1
     first_step, last_step = (decode.at(batch=batch, context=c) for c in (prompt, last))
@@ -227,9 +228,14 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
                      cache + states, sum(layer.bytes for layer in states))
 
 
-def _counted(model, traffic: Traffic):
-    """The causal LM exported (cut to fewer layers where they are alike) and its phases."""
-    lm = causal_lm(model, extend_layers=True)
+def _counted(model, traffic: Traffic, prompt: int):
+    """The causal LM exported (cut to fewer layers where they are alike) and its phases; its
+    prefill at `prompt` tokens where the model's code fixes the prompt's length."""
+    lm = causal_lm(model, extend_layers=True, prompt=prompt)
+    fixed = getattr(lm, "prefill_prompt", None)
+    if fixed is not None and fixed != prompt:
+        raise OnnxFlopsError(f"{lm.name}: its prefill graph was exported at a prompt of {fixed} "
+                             f"tokens (its code fixes the length), not {prompt}")
     try:
         return (lm, *_phases(lm, traffic))
     except LayersNotAlike as e:
@@ -237,7 +243,7 @@ def _counted(model, traffic: Traffic):
             raise OnnxFlopsError(f"{lm.name}: its counts cut to one and two layers do not extend "
                                  f"to {lm.layers} ({e}); export it with causal_lm_to_onnx("
                                  "model) instead") from None
-        lm = causal_lm(model)  # all layers, as the model has them
+        lm = causal_lm(model, prompt=prompt)  # all layers, as the model has them
         return (lm, *_phases(lm, traffic))
 
 
