@@ -378,3 +378,18 @@ def test_a_depth_cut_keeps_one_layer_of_each_kind():
     lfm = shrink(Config(num_hidden_layers=6, layer_types=["conv", "conv", "full", "conv",
                                                           "sliding", "full"]))
     assert (lfm.num_hidden_layers, lfm.layer_types) == (3, ["conv", "full", "sliding"])
+
+
+def test_a_layer_pattern_or_period_keeps_each_kind_within_the_depth():
+    # RecurrentGemma: block_types repeat along 26 layers; its attention is the third: depth 3
+    gemma = shrink(Config(num_hidden_layers=26, block_types=["recurrent", "recurrent",
+                                                             "attention"]))
+    assert (gemma.num_hidden_layers, gemma.block_types) == (3, ["recurrent", "recurrent",
+                                                               "attention"])
+    # Jamba: an attention layer every 8 at offset 4, experts every 2 at offset 1: within 2
+    # layers, attention every 2 at 4 % 2 = 0; the experts' period is within the depth already
+    jamba = shrink(Config(num_hidden_layers=32, attn_layer_period=8, attn_layer_offset=4,
+                          expert_layer_period=2, expert_layer_offset=1))
+    assert vars(jamba) == {"num_hidden_layers": 2, "attn_layer_period": 2,
+                           "attn_layer_offset": 0, "expert_layer_period": 2,
+                           "expert_layer_offset": 1}

@@ -41,6 +41,7 @@ _NOT_A_WIDTH = re.compile(r".*(image|patch|position|vocab|window|chunk|bucket|ke
                           r"sampling|frame|mel|length|batch)")
 _TOKEN_ID = re.compile(r".*(token_id|token_index|token_ids)$")
 _LIST_WIDTHS = re.compile(r".*(hidden_sizes|embed_dims|dims|channels|conv_dim)$")
+_KIND_LIST = re.compile(r".*_types$")  # the kind of each layer, or a pattern of them
 _LIST_DEPTHS = re.compile(r".*(depths|layers)$")
 
 
@@ -82,7 +83,9 @@ def shrink(config, seen: set | None = None):
     kept = {length: _layers_kept([v for k, v in vars(config).items() if isinstance(v, list)
                                   and len(v) == length and not _TOKEN_ID.match(k)], DEPTH)
             for length in depths_cut}
-    _depth_holds_each_kind(config, values, max(map(len, kept.values()), default=DEPTH))
+    _depth_holds_each_kind(config, values, max([*map(len, kept.values()), DEPTH,
+                                                *_pattern_depths(config, depths_cut)]))
+    _periods_within_depth(config)
     for key, value in vars(config).items():
         if isinstance(value, list) and len(value) in depths_cut and not _TOKEN_ID.match(key):
             setattr(config, key, [value[i] for i in kept[len(value)]])
@@ -107,6 +110,32 @@ def _layers_kept(per_layer: list[list], depth: int) -> list[int]:
     kept = set(firsts.values())
     kept |= set([i for i in range(length) if i not in kept][:max(0, depth - len(kept))])
     return sorted(kept)
+
+
+def _pattern_depths(config, depths_cut: set[int]) -> list[int]:
+    """The layers each per-layer pattern needs to show every kind of layer it names once: a list
+    of names shorter than a depth that was cut repeats along the layers (RecurrentGemma's
+    block_types: recurrent, recurrent, attention), so its last kind's first layer + 1."""
+    needed = []
+    for key, value in vars(config).items():
+        if _KIND_LIST.match(key.lower()) and isinstance(value, list) \
+                and all(isinstance(v, str) for v in value) \
+                and any(1 < len(value) < depth for depth in depths_cut):
+            needed.append(max(value.index(v) for v in set(value)) + 1)
+    return needed
+
+
+def _periods_within_depth(config) -> None:
+    """Every layer period (`attn_layer_period`: one attention layer every 8, at `…_offset` 4;
+    Jamba) made at most DEPTH and its offset taken modulo it, so that the layers left hold each
+    kind; the period and offset as the rule found them otherwise."""
+    for key, value in list(vars(config).items()):
+        offset_key = key[:-len("period")] + "offset" if key.endswith("period") else None
+        offset = vars(config).get(offset_key) if offset_key else None
+        if _is_count(value) and value > DEPTH and isinstance(offset, int) \
+                and not isinstance(offset, bool):
+            setattr(config, key, DEPTH)
+            setattr(config, offset_key, offset % DEPTH)
 
 
 def _depth_holds_each_kind(config, before: dict, depth: int) -> None:
