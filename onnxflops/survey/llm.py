@@ -49,6 +49,24 @@ def build_causal_lm(name: str):
     return t.AutoModelForCausalLM.from_config(config).eval()
 
 
+def fails_unshrunk(name: str, error: Exception) -> bool:
+    """Whether the default config of model type `name`, not shrunk, fails to build with the
+    same kind of error as `error` (built on the meta device: no memory for weights): then the
+    rule is not why the row is not built."""
+    import torch
+
+    from onnxflops.converters.causal_lm import as_decoder
+    from onnxflops.survey.sources import _transformers
+
+    t = _transformers()
+    try:
+        with torch.device("meta"):
+            t.AutoModelForCausalLM.from_config(as_decoder(t.AutoConfig.for_model(name)))
+    except Exception as e:  # noqa: BLE001 - the builder raises anything
+        return type(e) is type(error)
+    return False
+
+
 # hand counts, from the config alone --------------------------------------------------------
 
 def _get(config: Mapping[str, Any], keys: tuple[str, ...]) -> int:
@@ -243,7 +261,10 @@ def measure_llm(task, memory_gb: float, stage: Callable[[str], None] = lambda s:
         routed = routed_expert_params(model)
         row.update(attention=attention_kind(config), experts=expert_kind(config, routed))
     except Exception as e:  # noqa: BLE001 - a config or builder raises anything
-        return {**judge_llm(row, {"build": failure(e)}), "peak_mb": peak_mb()}
+        reason = failure(e)
+        if fails_unshrunk(task.name, e):
+            reason += " (its default config, unshrunk, fails alike)"
+        return {**judge_llm(row, {"build": reason}), "peak_mb": peak_mb()}
     stage("oracle")
     vocab = getattr(text_config(model.config), "vocab_size", None) or 100
     ids = torch.randint(0, vocab, (1, PROMPT), generator=torch.Generator().manual_seed(0))
