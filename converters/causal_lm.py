@@ -352,9 +352,11 @@ def _recurrent_states(layer) -> dict[str, tuple]:
 
 
 def _name_state_inputs(model: onnx.ModelProto, states: list[dict]) -> None:
-    """The decode graph's further cache inputs named `state_{layer}_{attribute}` (state_0_
-    conv_states_0, state_3_index_keys), in the order the step takes them, wherever read."""
-    names = [f"state_{layer}_{key.replace('.', '_')}"
+    """The decode graph's further cache inputs named `state_{attribute}_{layer}`
+    (state_conv_states_0_3: layer 3's first convolution state; state_indexer_keys_0), in the
+    order the step takes them, wherever read; the layer last, as past_key_{layer} has it (the
+    name a layer's input takes in a further layer: Phase.extended)."""
+    names = [f"state_{key.replace('.', '_')}_{layer}"
              for layer, found in enumerate(states) for key in found]
     cache_inputs = {"input_ids"} | {vi.name for vi in model.graph.input
                                     if vi.name.startswith("past_")}

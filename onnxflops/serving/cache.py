@@ -32,8 +32,8 @@ from onnxflops.errors import OnnxFlopsError
 
 # The decode graph's cache inputs, one key and one value per layer (converters.causal_lm).
 _CACHE_INPUT = re.compile(r"past_(key|value)_(\d+)")
-# Its further inputs per layer (converters.causal_lm): state_{layer}_{what the cache calls it}.
-_STATE_INPUT = re.compile(r"state_(\d+)_(.+)")
+# Its further inputs per layer (converters.causal_lm): state_{what the cache calls it}_{layer}.
+_STATE_INPUT = re.compile(r"state_(.+)_(\d+)")
 # Where a cache input keeps its tokens: [batch, kv_heads, tokens, head_dim], and its batch.
 _BATCH_AXIS, _TOKEN_AXIS = 0, 2
 # Attention kinds whose layers attend to a bounded span, and the config key that bounds it.
@@ -132,8 +132,8 @@ def kv_layers(inputs: Mapping[str, list], config: Mapping[str, Any] | None, bits
 
     positions = form.positions(tokens); elements per token: the latent width, or the key's and
     the value's dims but batch and tokens, summed; plus the layer's further per-token inputs
-    `state_i_…` ([batch, tokens, …]: a sparse attention's indexer keys). A layer's inputs
-    `state_i_…` of fixed size (a linear-attention or Mamba-like layer's convolution and
+    `state_…_i` ([batch, tokens, …]: a sparse attention's indexer keys). A layer's inputs
+    `state_…_i` of fixed size (a linear-attention or Mamba-like layer's convolution and
     recurrent states, [batch, …] with no tokens axis) are its recurrent state (state_layers),
     not among these."""
     widths: dict[int, int] = {}
@@ -145,7 +145,7 @@ def kv_layers(inputs: Mapping[str, list], config: Mapping[str, Any] | None, bits
             widths[layer] = widths.get(layer, 0) + _per_token(name, shape)
         state = _STATE_INPUT.fullmatch(name)
         if state and _grows(shape):
-            layer = int(state.group(1))
+            layer = int(state.group(2))
             extra[layer] = extra.get(layer, 0) + _per_token(name, shape, _grows(shape))
     forms = kv_forms(config, max(widths, default=-1) + 1)
     layers = []
@@ -162,7 +162,7 @@ def kv_layers(inputs: Mapping[str, list], config: Mapping[str, Any] | None, bits
 
 def state_layers(inputs: Mapping[str, list], bits: int, batch: int) -> list[KvLayer]:
     """Each layer's recurrent state, `bits` per element, from the decode graph's inputs
-    `state_i_…` of fixed size ([batch, …], no tokens axis: a linear-attention, Mamba-like or
+    `state_…_i` of fixed size ([batch, …], no tokens axis: a linear-attention, Mamba-like or
     short-convolution layer's convolution and recurrent states), whatever the tokens seen:
 
         bytes = ⌈batch × Σ_inputs elements per sequence × bits / 8⌉, kind "state"."""
@@ -170,7 +170,7 @@ def state_layers(inputs: Mapping[str, list], bits: int, batch: int) -> list[KvLa
     for name, shape in inputs.items():
         state = _STATE_INPUT.fullmatch(name)
         if state and not _grows(shape):
-            held.setdefault(int(state.group(1)), {})[state.group(2)] = \
+            held.setdefault(int(state.group(2)), {})[state.group(1)] = \
                 _per_token(name, shape, None)
     return [KvLayer(layer, "state", 0, 0, -(-batch * sum(parts.values()) * bits // 8),
                     "recurrent state of fixed size, whatever the tokens: " + ", ".join(
