@@ -22,6 +22,7 @@ per-expert loop does not export). torch and transformers are imported only here.
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import json
 import warnings
@@ -64,6 +65,9 @@ class CausalLM:
     # The model's config as a plain dict (transformers' to_dict()): what the serving layer reads
     # of the cache's form per layer (layer_types, sliding_window, kv_lora_rank, ...).
     config: dict = field(default_factory=dict)
+    # The prompt length the prefill graph holds where the model's code fixes it (a chunked
+    # linear attention's Python loop over chunks); None: the graph's prompt is symbolic.
+    prefill_prompt: int | None = None
 
 
 def load_causal_lm(source):
@@ -113,15 +117,18 @@ def as_decoder(config):
     return config
 
 
-def causal_lm_to_onnx(model, *, extend_layers: bool = False) -> CausalLM:
+def causal_lm_to_onnx(model, *, extend_layers: bool = False,
+                      prompt: int | None = None) -> CausalLM:
     """Export `model` (see `load_causal_lm` for what it may be) once for prefill, once for decode;
     with `extend_layers`, a model of three or more alike layers cut to two layers and to one
-    (`CausalLM.one_layer`), whatever its depth."""
+    (`CausalLM.one_layer`), whatever its depth. A model whose code fixes the prompt's length in
+    its trace (a Python loop over chunks of the prompt) has its prefill exported at `prompt`
+    tokens (`CausalLM.prefill_prompt`); without `prompt`, it is one line."""
     with framework_needed("a causal LM"):
-        return _causal_lm_to_onnx(model, extend_layers)
+        return _causal_lm_to_onnx(model, extend_layers, prompt)
 
 
-def _causal_lm_to_onnx(model, extend_layers: bool) -> CausalLM:
+def _causal_lm_to_onnx(model, extend_layers: bool, prompt: int | None = None) -> CausalLM:
     model = load_causal_lm(model)
     name = type(model).__name__
     config = text_config(model.config)
@@ -131,17 +138,18 @@ def _causal_lm_to_onnx(model, extend_layers: bool) -> CausalLM:
     with experts_exported_as(model, only_from=None), eval_mode(model):
         if cut:
             with _cut_to(model, stack, 1):
-                one_layer = _named_phases(model, name)
+                one_layer = _named_phases(model, name, prompt)
             with _cut_to(model, stack, 2):
-                prefill, decode = _named_phases(model, name)
+                prefill, decode = _named_phases(model, name, prompt)
         else:
-            prefill, decode = _named_phases(model, name)
+            prefill, decode = _named_phases(model, name, prompt)
+    fixed = _fixed_prompt(prefill)
     expert_params = sum(p.numel() for n, p in model.named_parameters() if ".experts." in n)
     return CausalLM(name, prefill, decode, experts,
                     experts_per_token(config) if experts else 0,
                     sum(p.numel() for p in model.parameters()), expert_params,
                     len(stack[2]) if stack is not None else 0, one_layer if cut else None,
-                    config.to_dict())
+                    config.to_dict(), fixed)
 
 
 # What configs call the experts a token is routed to (Mixtral, gpt-oss, Aria, Qwen-MoE forms).
@@ -167,9 +175,16 @@ def _experts_per_layer(model) -> int:
     return max(counts, default=0)
 
 
-def _named_phases(model, name: str) -> tuple[onnx.ModelProto, onnx.ModelProto]:
-    prefill, decode, layers = _export_phases(model, name)
-    _name_cache_inputs(decode, layers)
+def _fixed_prompt(prefill: onnx.ModelProto) -> int | None:
+    """The prompt length the prefill graph's input_ids hold as a number; None where symbolic."""
+    dims = prefill.graph.input[0].type.tensor_type.shape.dim
+    return dims[1].dim_value if len(dims) > 1 and dims[1].HasField("dim_value") else None
+
+
+def _named_phases(model, name: str, prompt: int | None = None
+                  ) -> tuple[onnx.ModelProto, onnx.ModelProto]:
+    prefill, decode, attention = _export_phases(model, name, prompt)
+    _name_cache_inputs(decode, attention)
     prefill.graph.name = decode.graph.name = name
     return prefill, decode
 
@@ -236,8 +251,10 @@ def _cut_to(model, stack, count: int):
             setattr(config, key, value)
 
 
-def _export_phases(model, name: str) -> tuple[onnx.ModelProto, onnx.ModelProto, int]:
-    """The prefill and decode-step graphs, and the number of layers with a KV cache."""
+def _export_phases(model, name: str, served_prompt: int | None = None
+                   ) -> tuple[onnx.ModelProto, onnx.ModelProto, list[int]]:
+    """The prefill and decode-step graphs, and the layers with keys and values in the cache; the
+    prefill at `served_prompt` tokens where the model's code fixes the prompt's length."""
     import torch
 
     config = model.config
@@ -262,21 +279,36 @@ def _export_phases(model, name: str) -> tuple[onnx.ModelProto, onnx.ModelProto, 
     if past is None:
         raise OnnxFlopsError(f"causal LM '{name}': its cache is not one of keys and values per "
                              "layer (a transformers DynamicCache, or one inside an "
-                             "EncoderDecoderCache); only such caches are served")
-    past = [tuple(_resized(t, _EXAMPLE_CONTEXT) for t in pair) for pair in past]
+                             "EncoderDecoderCache) and recurrent states; only such caches are "
+                             "served")
+    attention = [layer for layer, pair in enumerate(past) if pair is not None]
+    past = [tuple(_resized(t, _EXAMPLE_CONTEXT) for t in past[layer]) for layer in attention]
     states = _layer_states(getattr(cache, "self_attention_cache", cache))
-    prefill = _export(_prefill_module(model), (ids,), {"input_ids": {0: batch, 1: prompt}}, name)
+    recurrent = any(_recurrent_states(layer) for layer in getattr(
+        getattr(cache, "self_attention_cache", cache), "layers", None) or [])
+    prefill = _export(_prefill_module(model, recurrent), (ids,),
+                      {"input_ids": {0: batch, 1: prompt}}, name)
+    if _fixed_prompt(prefill) is not None:  # the exporter's fallback trace fixed it
+        if served_prompt is None:
+            raise OnnxFlopsError(f"causal LM '{name}': its code fixes the prompt's length when "
+                                 "traced (a Python loop over the prompt), so its prefill is "
+                                 "exported at one prompt: give the prompt to serve it at")
+        served = torch.randint(0, text_config(config).vocab_size, (_EXAMPLE_BATCH, served_prompt),
+                               generator=generator).to(device)
+        prefill = _export(_prefill_module(model, recurrent), (served,), {"input_ids": {0: batch}},
+                          name)
     args = (ids[:, :1], past)
     shapes = {"input_ids": {0: batch},
               "past": [({0: batch, _TOKEN_AXIS: context},) * 2 for _ in past]}
-    if any(states):  # the decode step's further cache inputs, only where a model has them
+    if any(states):  # the decode step's further cache inputs, of the layers that have them
         args += ([{key: _resized(t, _EXAMPLE_CONTEXT, axis) for key, (t, axis, _) in s.items()}
-                  for s in states],)
-        shapes["states"] = [{key: {0: batch, axis: context} for key, (_, axis, _) in s.items()}
-                            for s in states]
+                  for s in states if s],)
+        shapes["states"] = [{key: {0: batch, **({axis: context} if axis else {})}
+                             for key, (_, axis, _) in s.items()} for s in states if s]
     with _window_sizes_branch_free():
-        decode = _export(_decode_module(model, cross, states), args, shapes, name)
-    return prefill, decode, len(past)
+        decode = _export(_decode_module(model, cross, states, attention), args, shapes, name)
+    _name_state_inputs(decode, states)
+    return prefill, decode, attention
 
 
 def _layer_states(cache) -> list[dict[str, tuple]]:
@@ -288,7 +320,7 @@ def _layer_states(cache) -> list[dict[str, tuple]]:
 
     states = []
     for layer in getattr(cache, "layers", None) or []:
-        found = {}
+        found = _recurrent_states(layer)
         for key, t in vars(layer).items():
             if key in ("keys", "values") or not isinstance(t, torch.Tensor) or t.dim() < 2 \
                     or t.shape[0] != _EXAMPLE_BATCH or _EXAMPLE_PROMPT not in t.shape[1:]:
@@ -299,6 +331,45 @@ def _layer_states(cache) -> list[dict[str, tuple]]:
             found[key] = (t, 1 + list(t.shape[1:]).index(_EXAMPLE_PROMPT), own)
         states.append(found)
     return states
+
+
+def _recurrent_states(layer) -> dict[str, tuple]:
+    """A linear-attention (Mamba-like, convolutional) cache layer's fixed-size states as
+    _layer_states gives them: {"conv_states.0": (tensor, None: no token axis, the attributes
+    transformers' LinearAttentionLayer keeps beside them: initialized flags, kernel sizes)}."""
+    import torch
+    from transformers.cache_utils import LinearAttentionCacheLayerMixin, LinearAttentionLayer
+
+    if not isinstance(layer, LinearAttentionCacheLayerMixin):
+        return {}
+    held = ("conv_states", "recurrent_states")
+    own = {key: copy.deepcopy(getattr(layer, key)) for key in vars(LinearAttentionLayer())
+           if key not in held}
+    return {f"{key}.{index}": (t, None, own)
+            for key in held
+            for index, t in (getattr(layer, key, None) or {}).items()
+            if isinstance(t, torch.Tensor)}
+
+
+def _name_state_inputs(model: onnx.ModelProto, states: list[dict]) -> None:
+    """The decode graph's further cache inputs named `state_{attribute}_{layer}`
+    (state_conv_states_0_3: layer 3's first convolution state; state_indexer_keys_0), in the
+    order the step takes them, wherever read; the layer last, as past_key_{layer} has it (the
+    name a layer's input takes in a further layer: Phase.extended)."""
+    names = [f"state_{key.replace('.', '_')}_{layer}"
+             for layer, found in enumerate(states) for key in found]
+    cache_inputs = {"input_ids"} | {vi.name for vi in model.graph.input
+                                    if vi.name.startswith("past_")}
+    inputs = [vi for vi in model.graph.input if vi.name not in cache_inputs]
+    if len(inputs) != len(names):
+        return
+    renames = {vi.name: new for vi, new in zip(inputs, names)}
+    for vi in inputs:
+        vi.name = renames[vi.name]
+    for node in model.graph.node:
+        for k, name in enumerate(node.input):
+            if name in renames:
+                node.input[k] = renames[name]
 
 
 @contextlib.contextmanager
@@ -324,8 +395,10 @@ def _window_sizes_branch_free():
         DynamicSlidingWindowLayer.get_mask_sizes = original
 
 
-def _prefill_module(model):
-    """The model on a prompt, its logits the output."""
+def _prefill_module(model, states: bool = False):
+    """The model on a prompt, its logits the output; with `states`, its cache's recurrent states
+    too (_recurrent_states: what a linear-attention layer's last chunk computes for the decode
+    steps only, which a graph of the logits alone would leave out)."""
     import torch
 
     class Prefill(torch.nn.Module):
@@ -334,14 +407,20 @@ def _prefill_module(model):
             self.lm = lm
 
         def forward(self, input_ids):
-            return self.lm(input_ids=input_ids, use_cache=False).logits
+            if not states:
+                return self.lm(input_ids=input_ids, use_cache=False).logits
+            out = self.lm(input_ids=input_ids, use_cache=True)
+            cache = out.past_key_values
+            return (out.logits, *(t for layer in getattr(cache, "layers", [])
+                                  for t, _, _ in _recurrent_states(layer).values()))
 
     return Prefill(model)
 
 
 def _self_attention_past(cache) -> tuple[list | None, bool]:
     """(each layer's (keys, values) of the cache's self-attention, whether they came inside an
-    EncoderDecoderCache): a transformers DynamicCache's layers; the self-attention half of an
+    EncoderDecoderCache): a transformers DynamicCache's layers, None for a layer that holds
+    recurrent states only (a hybrid model's linear-attention layers); the self-attention half of an
     EncoderDecoderCache whose cross-attention half is empty (a decoder-only model of an
     encoder-decoder family: RemBERT, Megatron-BERT); a legacy tuple of (keys, values) per layer.
     None where the cache is none of these."""
@@ -352,19 +431,23 @@ def _self_attention_past(cache) -> tuple[list | None, bool]:
             return None, cross
         cache = cache.self_attention_cache
     layers = getattr(cache, "layers", None)
-    if layers and all(getattr(layer, "keys", None) is not None
-                      and getattr(layer, "values", None) is not None for layer in layers):
-        return [(layer.keys, layer.values) for layer in layers], cross
+    pairs = [(layer.keys, layer.values) if getattr(layer, "keys", None) is not None
+             and getattr(layer, "values", None) is not None else None
+             for layer in layers or []]
+    if pairs and all(pair or _recurrent_states(layer) for pair, layer in zip(pairs, layers)):
+        return pairs, cross
     if isinstance(cache, (tuple, list)) and cache and all(
             isinstance(pair, (tuple, list)) and len(pair) == 2 for pair in cache):
         return [tuple(pair) for pair in cache], cross
     return None, cross
 
 
-def _decode_module(model, cross: bool = False, states: list | None = None):
+def _decode_module(model, cross: bool = False, states: list | None = None,
+                   attention: list[int] | None = None):
     """The model on one token with a KV cache of `context` tokens, its logits the output; the
     cache inside an EncoderDecoderCache (its cross-attention half empty) where `cross`; each
-    layer's further states (_layer_states) set on its cache layer where `states` has any."""
+    layer's further states (_layer_states) set on its cache layer where `states` has any (the
+    step takes those of the layers that have some, in order); `past` holding the keys and values of the layers `attention` names (default: all)."""
     import torch
     from transformers import DynamicCache, EncoderDecoderCache
 
@@ -376,12 +459,21 @@ def _decode_module(model, cross: bool = False, states: list | None = None):
             self.lm = lm
 
         def forward(self, input_ids, past, states=()):
-            cache = DynamicCache(ddp_cache_data=list(past), config=self.lm.config)
-            for layer, values, kept in zip(cache.layers, states, found):
+            data = list(past)
+            if attention is not None:  # a layer of recurrent states only holds no keys
+                by_layer = dict(zip(attention, data))
+                data = [by_layer.get(i, (None, None)) for i in range(max(attention, default=-1) + 1)]
+            cache = DynamicCache(ddp_cache_data=data, config=self.lm.config)
+            stateful = [(layer, kept) for layer, kept in zip(cache.layers, found) if kept]
+            for (layer, kept), values in zip(stateful, states):
                 for key, tensor in values.items():
                     for attribute, value in kept[key][2].items():
-                        setattr(layer, attribute, value)
-                    setattr(layer, key, tensor)
+                        setattr(layer, attribute, copy.deepcopy(value))
+                    attribute, _, index = key.partition(".")
+                    if index:  # a recurrent state: one of the layer's dict of them
+                        getattr(layer, attribute)[int(index)] = tensor
+                    else:
+                        setattr(layer, key, tensor)
             if cross:
                 cache = EncoderDecoderCache(cache, DynamicCache(config=self.lm.config))
             return self.lm(input_ids=input_ids, past_key_values=cache, use_cache=True).logits
@@ -389,11 +481,12 @@ def _decode_module(model, cross: bool = False, states: list | None = None):
     return DecodeStep(model)
 
 
-def _resized(t, tokens: int, axis: int = _TOKEN_AXIS):
+def _resized(t, tokens: int, axis: int | None = _TOKEN_AXIS):
     import torch
 
     shape = list(t.shape)
-    shape[axis] = tokens
+    if axis is not None:  # None: a state of fixed size
+        shape[axis] = tokens
     return torch.randn(shape, dtype=t.dtype, device=t.device)
 
 
@@ -465,10 +558,11 @@ def _dims_of(shapes) -> list:
     return [shapes]
 
 
-def _name_cache_inputs(model: onnx.ModelProto, layers: int) -> None:
-    """past_{layer}_{0,1} → past_key_{layer} / past_value_{layer}, wherever they are read."""
-    renames = {f"past_{i}_{j}": f"past_{'value' if j else 'key'}_{i}"
-               for i in range(layers) for j in (0, 1)}
+def _name_cache_inputs(model: onnx.ModelProto, attention: list[int]) -> None:
+    """past_{i}_{0,1} → past_key_{layer} / past_value_{layer}, wherever they are read: the i-th
+    of the layers with keys and values is decoder layer attention[i]."""
+    renames = {f"past_{i}_{j}": f"past_{'value' if j else 'key'}_{layer}"
+               for i, layer in enumerate(attention) for j in (0, 1)}
     for vi in model.graph.input:
         vi.name = renames.get(vi.name, vi.name)
     for node in model.graph.node:

@@ -183,11 +183,11 @@ def _unconvertible(model, *args) -> onnx.ModelProto:
                          "keras.Model, a torch nn.Module, or a path or factory spec of one")
 
 
-def _causal_lm_graphs(model, *unused, extend_layers: bool = False):
+def _causal_lm_graphs(model, *unused, extend_layers: bool = False, prompt: int | None = None):
     """Serving's two graphs, prefill and decode step (converters.causal_lm.CausalLM)."""
     from onnxflops.converters.causal_lm import causal_lm_to_onnx
 
-    return causal_lm_to_onnx(model, extend_layers=extend_layers)
+    return causal_lm_to_onnx(model, extend_layers=extend_layers, prompt=prompt)
 
 
 def _inputs_once_loaded(source) -> dict[str, tuple | None]:
@@ -300,13 +300,14 @@ def to_onnx(source, inputs=None, *, batch: int | None = None, exporter: str = "d
     return Prepared(proto, Path(str(source)).name, True, proto)
 
 
-def causal_lm(source, *, extend_layers: bool = False):
+def causal_lm(source, *, extend_layers: bool = False, prompt: int | None = None):
     """A causal LM's prefill and decode-step graphs (converters.causal_lm.CausalLM) from a
     transformers model, its config (object, config.json or a folder holding one) or a factory
-    spec; graphs already exported come back as they are."""
+    spec; graphs already exported come back as they are. `prompt`: the length a prefill is
+    exported at where the model's code fixes it (causal_lm_to_onnx)."""
     if is_causal_lm(source):
         return source
-    return CAUSAL_LM.convert(source, extend_layers=extend_layers)
+    return CAUSAL_LM.convert(source, extend_layers=extend_layers, prompt=prompt)
 
 
 def is_causal_lm(model) -> bool:

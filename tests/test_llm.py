@@ -593,6 +593,30 @@ def test_kv_cache_bytes_per_layer_kind_by_hand():
     assert [(x.kind, x.bytes_per_token, x.bytes) for x in plain] == [("full", 32, 160)] * 2
 
 
+def test_recurrent_states_and_indexer_keys_by_hand():
+    from onnxflops.serving.cache import kv_layers, state_layers
+
+    # Qwen3.5-like: layer 0 linear attention (a convolution state of 288 × 4 and a recurrent
+    # state of 4 heads × 24 × 24), layer 1 full attention (1 KV head of 24: 48 elements).
+    inputs = {"past_key_1": ["batch", 1, "context", 24], "past_value_1": ["batch", 1, "context", 24],
+              "state_conv_states_0_0": ["batch", 288, 4],
+              "state_recurrent_states_0_0": ["batch", 4, 24, 24]}
+    config = {"layer_types": ["linear_attention", "full_attention"]}
+    # bf16, batch 2, 72 tokens: layer 1 holds 2 × 72 × 48 × 2 B = 13,824 B; layer 0 none
+    assert [(x.layer, x.kind, x.bytes) for x in kv_layers(inputs, config, 16, 2, 72)] == \
+        [(1, "full", 13824)]
+    # layer 0's state, whatever the tokens: 2 × (1152 + 2304) × 2 B = 13,824 B
+    states = state_layers(inputs, 16, batch=2)
+    assert [(x.layer, x.kind, x.positions, x.bytes) for x in states] == [(0, "state", 0, 13824)]
+    assert "conv_states_0 1152 elements, recurrent_states_0 2304 elements" in states[0].note
+    # DeepSeek-V3.2: an indexer key of 24 per token beside the latent (32 + 8): 64 elements,
+    # 1 × 10 × 64 × 2 B = 1280 B; it has a tokens axis, so it is no state
+    indexed = {**_cache_inputs(1), "state_indexer_keys_0": ["batch", "context", 24]}
+    layers = kv_layers(indexed, {"kv_lora_rank": 32, "qk_rope_head_dim": 8}, 16, 1, 10)
+    assert [(x.kind, x.bytes_per_token, x.bytes) for x in layers] == [("latent", 128, 1280)]
+    assert state_layers(indexed, 16, 1) == []
+
+
 def test_the_config_comes_from_the_record_or_the_model_given():
     from types import SimpleNamespace
 

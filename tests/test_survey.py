@@ -672,3 +672,30 @@ def test_a_keras_hub_argument_no_rule_names_takes_the_value_the_docstring_exampl
     assert example_arguments(Backbone) == {"stackwise_block_types": [["er"], ["uir", "uir"]],
                                            "stackwise_num_blocks": [1, 2], "use_msfa": False}
     assert build_small(Backbone)[0].types == [["er"], ["uir", "uir"]]
+def test_a_depth_cut_keeps_one_layer_of_each_kind():
+    # Qwen3.5: three linear-attention layers, then a full one, 8 times; cut to 2 layers the first
+    # two would both be linear: the cut keeps layer 0 and layer 3, its per-layer sizes with them
+    kinds = ["linear_attention"] * 3 + ["full_attention"]
+    config = shrink(Config(num_hidden_layers=32, layer_types=kinds * 8,
+                           window_per_layer=list(range(100, 132))))
+    assert (config.num_hidden_layers, config.layer_types, config.window_per_layer) == \
+        (2, ["linear_attention", "full_attention"], [100, 103])
+    # three kinds (LFM: conv, full, sliding) take three layers; the depth follows
+    lfm = shrink(Config(num_hidden_layers=6, layer_types=["conv", "conv", "full", "conv",
+                                                          "sliding", "full"]))
+    assert (lfm.num_hidden_layers, lfm.layer_types) == (3, ["conv", "full", "sliding"])
+
+
+def test_a_layer_pattern_or_period_keeps_each_kind_within_the_depth():
+    # RecurrentGemma: block_types repeat along 26 layers; its attention is the third: depth 3
+    gemma = shrink(Config(num_hidden_layers=26, block_types=["recurrent", "recurrent",
+                                                             "attention"]))
+    assert (gemma.num_hidden_layers, gemma.block_types) == (3, ["recurrent", "recurrent",
+                                                               "attention"])
+    # Jamba: an attention layer every 8 at offset 4, experts every 2 at offset 1: within 2
+    # layers, attention every 2 at 4 % 2 = 0; the experts' period is within the depth already
+    jamba = shrink(Config(num_hidden_layers=32, attn_layer_period=8, attn_layer_offset=4,
+                          expert_layer_period=2, expert_layer_offset=1))
+    assert vars(jamba) == {"num_hidden_layers": 2, "attn_layer_period": 2,
+                           "attn_layer_offset": 0, "expert_layer_period": 2,
+                           "expert_layer_offset": 1}

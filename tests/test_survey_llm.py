@@ -35,6 +35,16 @@ TOKENS = 72  # prompt 64 + 8 generated
     # DeepSeek: the latent (32) and the rotary key (8) per token, keys and values alike
     ({"kv_lora_rank": 32, "qk_rope_head_dim": 8, "num_key_value_heads": 4}, "latent",
      2 * 72 * 40 * 2),
+    # DeepSeek-V3.2: its sparse attention's indexer key (24) beside the latent, per token
+    ({"kv_lora_rank": 32, "qk_rope_head_dim": 8, "index_head_dim": 24,
+      "layer_types": ["indexed_attention"] * 2}, "latent", 2 * 72 * (40 + 24) * 2),
+    # Qwen3.5: a linear-attention layer holds a recurrent state, no keys: one layer of 72
+    ({"num_key_value_heads": 1, "layer_types": ["linear_attention", "full_attention"]},
+     "multi-query + recurrent", 72 * 48 * 2),
+    # LFM: a convolution layer, a full one and a sliding one
+    ({"num_key_value_heads": 1, "sliding_window": 32, "num_hidden_layers": 3,
+      "layer_types": ["conv", "full_attention", "sliding_attention"]},
+     "multi-query local/global + recurrent", (72 + 32) * 48 * 2),
 ])
 def test_kv_bytes_by_hand_for_each_kind_of_attention(extra, kind, expected):
     config = {**BASE, **extra}

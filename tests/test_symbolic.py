@@ -64,6 +64,21 @@ class TestFormulas:
         assert report.total.macs == 4 * batch * seq * 3 * 5
         assert report.constant_nodes == 5  # the shape arithmetic, as when the dims are bound
 
+    def test_a_reshape_to_a_length_bounded_by_a_table_keeps_the_element_count(self):
+        # GPT-Neo: [batch, seq, 4, 3] → Reshape([batch, min(2048, seq), 12]) → MatMul by [12, 5]:
+        # the element count is kept, so the middle dim is batch·seq·12 / (batch·12) = seq
+        nodes = [node("Shape", ["X"], ["s"]), node("Gather", ["s", "zero"], ["b"], axis=0),
+                 node("Gather", ["s", "one"], ["n"], axis=0), node("Min", ["n", "bound"], ["m"]),
+                 node("Unsqueeze", ["b", "axes"], ["bu"]), node("Unsqueeze", ["m", "axes"], ["mu"]),
+                 node("Concat", ["bu", "mu", "twelve"], ["target"], axis=0),
+                 node("Reshape", ["X", "target"], ["R"]), node("MatMul", ["R", "W"], ["Y"])]
+        weights = [int64("zero", 0), int64("one", 1), int64("bound", 2048), int64("axes", [0]),
+                   int64("twelve", [12]), weight("W", (12, 5))]
+        report = onnxflops.count(model(nodes, {"X": ["batch", "seq", 4, 3]}, weights),
+                                 symbolic=True)
+        assert report.nodes[-2].output_shapes == [["batch", "seq", 12]]
+        assert report.total.macs == batch * seq * 12 * 5
+
     @pytest.mark.parametrize("cast", ["Cast", "CastLike"])
     def test_position_embeddings_looked_up_by_a_range_over_seq(self, cast):
         # x = tokens[ids] + positions[range(seq)], the range's bounds cast from float constants

@@ -249,6 +249,8 @@ def _reshape_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
     allow_zero = _attrs(node).get("allowzero", 0)
     dims = [data[i] if data is not None and i < len(data) and _equals(d, 0) and not allow_zero
             else d for i, d in enumerate(target.flat)]
+    if not any(_equals(d, -1) for d in dims):
+        return _count_kept(data, dims)
     if any(_equals(d, -1) for d in dims):
         known = [d for d in dims if not _equals(d, -1)]
         if data is None or None in data or None in known:
@@ -257,6 +259,25 @@ def _reshape_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
 
         inferred = sympy.Integer(1) * math.prod(data) / math.prod(known)
         dims[[_equals(d, -1) for d in dims].index(True)] = inferred
+    return _count_kept(data, dims)
+
+
+def _count_kept(data: list | None, dims: list) -> list:
+    """A Reshape's target with its one bounded dim (a formula of Min or Max: GPT-Neo's
+    min(2048, prompt), the position table's bound) as numel(data) / Π other dims where that is
+    free of them: a Reshape keeps the element count, so wherever the model runs the two agree."""
+    import sympy
+
+    bounded = [i for i, d in enumerate(dims)
+               if isinstance(d, sympy.Basic) and d.has(sympy.Min, sympy.Max)]
+    if data is None or None in data or None in dims or len(bounded) != 1:
+        return dims
+    others = math.prod(d for i, d in enumerate(dims) if i != bounded[0])
+    count = sympy.cancel(sympy.Integer(1) * math.prod(data) / others)
+    if not count.has(sympy.Min, sympy.Max) and count.is_polynomial() \
+            and _same(count, dims[bounded[0]]) is None:
+        dims = list(dims)
+        dims[bounded[0]] = count
     return dims
 
 

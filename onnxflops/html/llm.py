@@ -27,7 +27,9 @@ def llm_html(r: LlmReport) -> str:
              f"llm. Batch {r.batch}, prompt {r.prompt}, generate {r.generate}; weights "
              f"{r.dtype}, activations and KV cache {r.kv_dtype}. Params {human(r.params.total)} "
              f"total, {human(r.params.active)} active per token; KV cache at the end "
-             f"{human(r.kv_cache_bytes, 'B')}.</p>",
+             f"{human(r.kv_cache_bytes, 'B')}"
+             + (f"; recurrent state {human(r.state_bytes, 'B')}" if r.state_bytes else "")
+             + ".</p>",
              html_table(["phase", "MACs", "FLOPs", "bytes read", "bytes written"],
                     [[name, human(c.macs), human(c.flops), human(c.bytes_read, "B"),
                       human(c.bytes_written, "B")] for name, c in r.phases()]),

@@ -32,6 +32,8 @@ from onnxflops.errors import OnnxFlopsError
 
 # The decode graph's cache inputs, one key and one value per layer (converters.causal_lm).
 _CACHE_INPUT = re.compile(r"past_(key|value)_(\d+)")
+# Its further inputs per layer (converters.causal_lm): state_{what the cache calls it}_{layer}.
+_STATE_INPUT = re.compile(r"state_(.+)_(\d+)")
 # Where a cache input keeps its tokens: [batch, kv_heads, tokens, head_dim], and its batch.
 _BATCH_AXIS, _TOKEN_AXIS = 0, 2
 # Attention kinds whose layers attend to a bounded span, and the config key that bounds it.
@@ -129,22 +131,58 @@ def kv_layers(inputs: Mapping[str, list], config: Mapping[str, Any] | None, bits
         bytes = ⌈batch × positions × elements per token × bits / 8⌉,
 
     positions = form.positions(tokens); elements per token: the latent width, or the key's and
-    the value's dims but batch and tokens, summed."""
+    the value's dims but batch and tokens, summed; plus the layer's further per-token inputs
+    `state_…_i` ([batch, tokens, …]: a sparse attention's indexer keys). A layer's inputs
+    `state_…_i` of fixed size (a linear-attention or Mamba-like layer's convolution and
+    recurrent states, [batch, …] with no tokens axis) are its recurrent state (state_layers),
+    not among these."""
     widths: dict[int, int] = {}
+    extra: dict[int, int] = {}
     for name, shape in inputs.items():
         match = _CACHE_INPUT.fullmatch(name)
         if match:
             layer = int(match.group(2))
             widths[layer] = widths.get(layer, 0) + _per_token(name, shape)
+        state = _STATE_INPUT.fullmatch(name)
+        if state and _grows(shape):
+            layer = int(state.group(2))
+            extra[layer] = extra.get(layer, 0) + _per_token(name, shape, _grows(shape))
     forms = kv_forms(config, max(widths, default=-1) + 1)
     layers = []
     for layer in sorted(widths):
         form = forms[layer]
-        elements = form.latent or widths[layer]
+        elements = (form.latent or widths[layer]) + extra.get(layer, 0)
+        note = form.note + (f"; and {extra[layer]} elements per token of its other per-token "
+                            "inputs (a sparse attention's indexer keys)" if layer in extra else "")
         positions = form.positions(tokens)
         layers.append(KvLayer(layer, form.kind, positions, elements * bits / 8,
-                              -(-batch * positions * elements * bits // 8), form.note))
+                              -(-batch * positions * elements * bits // 8), note))
     return layers
+
+
+def state_layers(inputs: Mapping[str, list], bits: int, batch: int) -> list[KvLayer]:
+    """Each layer's recurrent state, `bits` per element, from the decode graph's inputs
+    `state_…_i` of fixed size ([batch, …], no tokens axis: a linear-attention, Mamba-like or
+    short-convolution layer's convolution and recurrent states), whatever the tokens seen:
+
+        bytes = ⌈batch × Σ_inputs elements per sequence × bits / 8⌉, kind "state"."""
+    held: dict[int, dict[str, int]] = {}
+    for name, shape in inputs.items():
+        state = _STATE_INPUT.fullmatch(name)
+        if state and not _grows(shape):
+            held.setdefault(int(state.group(2)), {})[state.group(1)] = \
+                _per_token(name, shape, None)
+    return [KvLayer(layer, "state", 0, 0, -(-batch * sum(parts.values()) * bits // 8),
+                    "recurrent state of fixed size, whatever the tokens: " + ", ".join(
+                        f"{part} {count} elements" for part, count in parts.items()))
+            for layer, parts in sorted(held.items())]
+
+
+def _grows(shape: list) -> int | None:
+    """The axis of a cache input that grows with the tokens: its first symbolic dim after the
+    batch; None where every other dim is a number (a state of fixed size)."""
+    return next((axis for axis, d in enumerate(shape)
+                 if axis != _BATCH_AXIS and not isinstance(d, int)), None)
 
 
 def layer_runs(layers: list[int]) -> str:
@@ -160,9 +198,10 @@ def layer_runs(layers: list[int]) -> str:
     return text if len(items) <= 6 else f"{len(layers)} layers"
 
 
-def _per_token(name: str, shape: list) -> int:
-    """Elements per sequence and token of a cache input: its dims but batch and tokens."""
-    dims = [d for axis, d in enumerate(shape) if axis not in (_BATCH_AXIS, _TOKEN_AXIS)]
+def _per_token(name: str, shape: list, tokens_axis: int | None = _TOKEN_AXIS) -> int:
+    """Elements per sequence and token of a cache input: its dims but batch and tokens (None:
+    a state without a tokens axis)."""
+    dims = [d for axis, d in enumerate(shape) if axis not in (_BATCH_AXIS, tokens_axis)]
     if not all(isinstance(d, int) for d in dims):
         raise OnnxFlopsError(f"decode graph input '{name}' {shape}: a cache input is "
                              "[batch, heads, tokens, head size] with heads and head size known")

@@ -12,7 +12,7 @@ import numpy as np
 from onnxflops import formats
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.formats import Rows, Table
-from onnxflops.serving.cache import KvLayer, kv_layers, layer_runs
+from onnxflops.serving.cache import KvLayer, kv_layers, layer_runs, state_layers
 from onnxflops.progress import step, steps
 from onnxflops.serving.hardware import Hardware, hardware as find_hardware
 from onnxflops.serving.phases import (DTYPE_BITS, LayersNotAlike, Phase, PhaseCost, Timing,
@@ -69,8 +69,12 @@ class LlmReport(formats.Rendered):
     estimate: Estimate
     decode_phase: Phase = field(repr=False)
     prefill_phase: Phase = field(repr=False)
-    # Each layer's cache at the end of generation: its kind, positions held, bytes per token.
+    # Each layer's cache at the end of generation: its kind, positions held, bytes per token;
+    # then each recurrent layer's state (kind "state").
     kv_layers: list[KvLayer] = field(default_factory=list, repr=False)
+    # The recurrent states of linear-attention and Mamba-like layers: a fixed size per sequence,
+    # whatever the tokens, not in kv_cache_bytes.
+    state_bytes: int = 0
 
     def decode_at(self, context: Any) -> PhaseCost:
         """One decode step with `context` tokens in the cache; a symbol or a name gives formulas."""
@@ -93,7 +97,7 @@ class LlmReport(formats.Rendered):
             "params": {"total": self.params.total, "active": self.params.active},
             "prefill": self.prefill.to_dict(), "decode_first": self.decode_first.to_dict(),
             "decode_last": self.decode_last.to_dict(), "decode_total": self.decode_total.to_dict(),
-            "kv_cache_bytes": self.kv_cache_bytes,
+            "kv_cache_bytes": self.kv_cache_bytes, "state_bytes": self.state_bytes,
             "kv_cache_layers": [layer.to_dict() for layer in self.kv_layers],
             "hardware": {"name": hw.name, "peak_flops_per_s": hw.peak(compute),
                          "precision": hw.precision(compute),
@@ -142,7 +146,9 @@ class LlmReport(formats.Rendered):
             f"{self.model}: batch {self.batch}, prompt {self.prompt}, generate "
             f"{self.generate}, weights {self.dtype}, KV cache {self.kv_dtype}",
             f"params: {human(self.params.total)} total, {human(self.params.active)} active "
-            f"per token; KV cache at the end: {human(self.kv_cache_bytes)}B", "",
+            f"per token; KV cache at the end: {human(self.kv_cache_bytes)}B"
+            + (f"; recurrent state: {human(self.state_bytes)}B" if self.state_bytes else ""),
+            "",
             Table(["phase", "MACs", "FLOPs", "read", "written"],
                   [[name, human(cost.macs), human(cost.flops), human(cost.bytes_read) + "B",
                     human(cost.bytes_written) + "B"] for name, cost in self.phases()],
@@ -197,7 +203,8 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
     with steps("llm"):
         with step("measuring the hardware"):
             hw = find_hardware(hardware)
-        lm, prefill, decode = _counted(model, Traffic(DTYPE_BITS[dtype], DTYPE_BITS[kv_dtype]))
+        lm, prefill, decode = _counted(model, Traffic(DTYPE_BITS[dtype], DTYPE_BITS[kv_dtype]),
+                                       prompt)
     config = _config_mapping(getattr(lm, "config", None), model)
     last = prompt + generate - 1
     first_step, last_step = (decode.at(batch=batch, context=c) for c in (prompt, last))
@@ -214,14 +221,21 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
                         {"prefill": prefill_time.bound, "decode": decode_time.bound},
                         {"prefill": _floats(prefill_time), "decode": _floats(decode_time)})
     cache = kv_layers(decode.inputs, config, DTYPE_BITS[kv_dtype], batch, prompt + generate)
+    states = state_layers(decode.inputs, DTYPE_BITS[kv_dtype], batch)
     return LlmReport(lm.name, batch, prompt, generate, dtype, kv_dtype, Params(total, active, prefill.params),
                      prefill.at(batch=batch, prompt=prompt), first_step, last_step, decode_total,
-                     sum(layer.bytes for layer in cache), hw, estimate, decode, prefill, cache)
+                     sum(layer.bytes for layer in cache), hw, estimate, decode, prefill,
+                     cache + states, sum(layer.bytes for layer in states))
 
 
-def _counted(model, traffic: Traffic):
-    """The causal LM exported (cut to fewer layers where they are alike) and its phases."""
-    lm = causal_lm(model, extend_layers=True)
+def _counted(model, traffic: Traffic, prompt: int):
+    """The causal LM exported (cut to fewer layers where they are alike) and its phases; its
+    prefill at `prompt` tokens where the model's code fixes the prompt's length."""
+    lm = causal_lm(model, extend_layers=True, prompt=prompt)
+    fixed = getattr(lm, "prefill_prompt", None)
+    if fixed is not None and fixed != prompt:
+        raise OnnxFlopsError(f"{lm.name}: its prefill graph was exported at a prompt of {fixed} "
+                             f"tokens (its code fixes the length), not {prompt}")
     try:
         return (lm, *_phases(lm, traffic))
     except LayersNotAlike as e:
@@ -229,7 +243,7 @@ def _counted(model, traffic: Traffic):
             raise OnnxFlopsError(f"{lm.name}: its counts cut to one and two layers do not extend "
                                  f"to {lm.layers} ({e}); export it with causal_lm_to_onnx("
                                  "model) instead") from None
-        lm = causal_lm(model)  # all layers, as the model has them
+        lm = causal_lm(model, prompt=prompt)  # all layers, as the model has them
         return (lm, *_phases(lm, traffic))
 
 

@@ -15,6 +15,7 @@ Row columns: rows.LLM_COLUMNS. torch and transformers are imported only in a row
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any, Callable, Mapping
 
@@ -48,6 +49,24 @@ def build_causal_lm(name: str):
     return t.AutoModelForCausalLM.from_config(config).eval()
 
 
+def fails_unshrunk(name: str, error: Exception) -> bool:
+    """Whether the default config of model type `name`, not shrunk, fails to build with the
+    same kind of error as `error` (built on the meta device: no memory for weights): then the
+    rule is not why the row is not built."""
+    import torch
+
+    from onnxflops.converters.causal_lm import as_decoder
+    from onnxflops.survey.sources import _transformers
+
+    t = _transformers()
+    try:
+        with torch.device("meta"):
+            t.AutoModelForCausalLM.from_config(as_decoder(t.AutoConfig.for_model(name)))
+    except Exception as e:  # noqa: BLE001 - the builder raises anything
+        return type(e) is type(error)
+    return False
+
+
 # hand counts, from the config alone --------------------------------------------------------
 
 def _get(config: Mapping[str, Any], keys: tuple[str, ...]) -> int:
@@ -59,17 +78,32 @@ def _get(config: Mapping[str, Any], keys: tuple[str, ...]) -> int:
     return 0
 
 
-def layer_windows(config: Mapping[str, Any]) -> list[int | None]:
-    """Each decoder layer's attention window (None: every token): `sliding_window` on a
-    "sliding_attention" layer, `attention_chunk_size` on a "chunked_attention" one; without
-    `layer_types`, `sliding_window` on every layer unless `use_sliding_window` is false."""
+def layer_types(config: Mapping[str, Any]) -> list[str]:
+    """Each decoder layer's type: `layer_types`; without it, "sliding_attention" on every layer
+    unless `use_sliding_window` is false, else "full_attention"."""
     layers = _get(config, ("num_hidden_layers", "n_layer", "num_layers"))
     types = config.get("layer_types")
     if not isinstance(types, (list, tuple)):
         on = config.get("use_sliding_window") is not False
         types = ["sliding_attention" if on else "full_attention"] * layers
+    return list(types)[:layers]
+
+
+def holds_keys(layer_type: str) -> bool:
+    """Whether a layer of this type caches keys and values: its type names attention other than
+    linear attention ("full_attention", "sliding_attention", "indexed_attention", ...), or a
+    hybrid of both; a linear-attention, Mamba-like or convolution layer ("linear_attention",
+    "conv") holds a recurrent state of fixed size instead."""
+    return ("attention" in layer_type and layer_type != "linear_attention") or \
+        layer_type.startswith("hybrid")
+
+
+def layer_windows(config: Mapping[str, Any]) -> list[int | None]:
+    """Each decoder layer's attention window (None: every token): `sliding_window` on a
+    "sliding_attention" layer, `attention_chunk_size` on a "chunked_attention" one; without
+    `layer_types`, `sliding_window` on every layer unless `use_sliding_window` is false."""
     return [_get(config, (_WINDOWS[t],)) or None if t in _WINDOWS else None
-            for t in list(types)[:layers]]
+            for t in layer_types(config)]
 
 
 def kv_heads(config: Mapping[str, Any]) -> int:
@@ -90,28 +124,36 @@ def head_dim(config: Mapping[str, Any]) -> int:
 
 def hand_kv_bytes(config: Mapping[str, Any], tokens: int, batch: int = 1,
                   bytes_per_element: int = KV_BYTES_PER_ELEMENT) -> int:
-    """Σ_layers batch × min(tokens, window) × elements × bytes: elements per token and layer
-    2 × kv_heads × head_dim (keys and values), or kv_lora_rank + qk_rope_head_dim for latent
-    attention (the compressed latent and the shared rotary key); window = tokens on a full layer."""
+    """Σ_layers with keys batch × min(tokens, window) × elements × bytes: elements per token and
+    layer 2 × kv_heads × head_dim (keys and values), or kv_lora_rank + qk_rope_head_dim for
+    latent attention (the compressed latent and the shared rotary key), + index_head_dim on an
+    "indexed_attention" layer (the sparse attention's indexer key); window = tokens on a full
+    layer; a layer that holds no keys (holds_keys: linear attention, Mamba-like) adds none."""
     latent = _get(config, ("kv_lora_rank",))
     elements = latent + _get(config, ("qk_rope_head_dim",)) if latent else \
         2 * kv_heads(config) * head_dim(config)
-    return sum(batch * min(tokens, window or tokens) * elements * bytes_per_element
-               for window in layer_windows(config))
+    indexer = _get(config, ("index_head_dim",))
+    return sum(batch * min(tokens, window or tokens) * bytes_per_element
+               * (elements + (indexer if kind == "indexed_attention" else 0))
+               for kind, window in zip(layer_types(config), layer_windows(config))
+               if holds_keys(kind))
 
 
 def attention_kind(config: Mapping[str, Any]) -> str:
     """latent, multi-query (1 KV head), grouped (fewer KV heads than heads) or full; then
-    "sliding" where every layer has a window, "local/global" where some have."""
+    "sliding" where every layer with keys has a window, "local/global" where some have; then
+    "+ recurrent" where some layers hold a recurrent state instead of keys (holds_keys)."""
     heads = _get(config, ("num_attention_heads", "n_head", "num_heads"))
     kv = kv_heads(config)
     kind = "latent" if _get(config, ("kv_lora_rank",)) else \
         "multi-query" if kv == 1 < heads else "grouped" if kv < heads else "full"
-    windows = layer_windows(config)
+    windows = [w for t, w in zip(layer_types(config), layer_windows(config)) if holds_keys(t)]
     if windows and all(windows):
         kind += " sliding"
     elif any(windows):
         kind += " local/global"
+    if not all(map(holds_keys, layer_types(config))):
+        kind += " + recurrent"
     return kind
 
 
@@ -159,7 +201,8 @@ def oracle_passes(model, ids, generated: int) -> tuple[int, list[int], str]:
 
     config = model.config
     before = getattr(config, "_experts_implementation", None)
-    with torch.no_grad(), sdpa_kernel(SDPBackend.MATH), eager_experts(model):
+    with torch.no_grad(), sdpa_kernel(SDPBackend.MATH), eager_experts(model), \
+            export_code_paths(model) as exported:
         switched = getattr(config, "_experts_implementation", None) != before
 
         def counted(**inputs):
@@ -174,7 +217,29 @@ def oracle_passes(model, ids, generated: int) -> tuple[int, list[int], str]:
             macs, out = counted(input_ids=token, past_key_values=out.past_key_values)
             steps.append(macs)
     note = "FlopCounterMode/2, math attention"
-    return prefill, steps, note + (f"; eager experts (its default: {before})" if switched else "")
+    note += f"; eager experts (its default: {before})" if switched else ""
+    return prefill, steps, note + ("; its code's export path" if exported else "")
+
+
+@contextlib.contextmanager
+def export_code_paths(model):
+    """The model's own code on the path it takes when exported, for the duration: its modeling
+    module's `is_torchdynamo_exporting` made true. A chunked linear attention (Qwen3.5's gated
+    delta rule) solves its triangular system with torch.linalg.solve_triangular when run, which
+    FlopCounterMode does not count, and by forward substitution and two products when exported:
+    the oracle counts the program the graphs hold. Yields whether the module has that switch."""
+    import sys
+
+    module = sys.modules.get(type(model).__module__)
+    switch = getattr(module, "is_torchdynamo_exporting", None)
+    if switch is None:
+        yield False
+        return
+    module.is_torchdynamo_exporting = lambda: True
+    try:
+        yield True
+    finally:
+        module.is_torchdynamo_exporting = switch
 
 
 # one row ------------------------------------------------------------------------------------
@@ -196,7 +261,10 @@ def measure_llm(task, memory_gb: float, stage: Callable[[str], None] = lambda s:
         routed = routed_expert_params(model)
         row.update(attention=attention_kind(config), experts=expert_kind(config, routed))
     except Exception as e:  # noqa: BLE001 - a config or builder raises anything
-        return {**judge_llm(row, {"build": failure(e)}), "peak_mb": peak_mb()}
+        reason = failure(e)
+        if fails_unshrunk(task.name, e):
+            reason += " (its default config, unshrunk, fails alike)"
+        return {**judge_llm(row, {"build": reason}), "peak_mb": peak_mb()}
     stage("oracle")
     vocab = getattr(text_config(model.config), "vocab_size", None) or 100
     ids = torch.randint(0, vocab, (1, PROMPT), generator=torch.Generator().manual_seed(0))

@@ -17,6 +17,7 @@ import re
 WIDTH, DEPTH, HEADS, HEAD_DIM, FFN, VOCAB, EXPERTS, ROUTED, RANK = 96, 2, 4, 24, 192, 1000, 4, 2, 32
 WINDOW = 32
 
+_DEPTH_KEY = re.compile(r".*(layers|n_layer|depth)$")
 _RULES = (  # (key pattern, new value from the old one); the first that matches applies
     (re.compile(r".*(key_value_heads|kv_heads|num_kv_groups)$"), None),  # in proportion: below
     (re.compile(r".*heads?$"), lambda v: min(v, HEADS)),
@@ -26,7 +27,7 @@ _RULES = (  # (key pattern, new value from the old one); the first that matches 
     (re.compile(r".*(experts_per_tok|experts_per_token|top_?k|moe_topk|topk_group|n_group)$"),
      lambda v: min(v, ROUTED)),
     (re.compile(r".*experts$"), lambda v: min(v, EXPERTS)),
-    (re.compile(r".*(layers|n_layer|depth)$"), lambda v: min(v, DEPTH)),
+    (_DEPTH_KEY, lambda v: min(v, DEPTH)),
     (re.compile(r".*(intermediate_size|ffn_dim|d_ff|n_inner|mlp_dim|ffn_hidden_size|"
                 r"intermediate_dim|feed_forward_size)$"), lambda v: FFN),
     (_HEAD_DIM := re.compile(r".*(head_dim|d_kv|kv_channels|head_size|rotary_dim)$"),
@@ -43,6 +44,7 @@ _NOT_A_WIDTH = re.compile(r".*(image|patch|position|vocab|window|chunk|bucket|ke
                           r"sampling|frame|mel|length|batch)")
 _TOKEN_ID = re.compile(r".*(token_id|token_index|token_ids)$")
 _LIST_WIDTHS = re.compile(r".*(hidden_sizes|embed_dims|dims|channels|conv_dim)$")
+_KIND_LIST = re.compile(r".*_types$")  # the kind of each layer, or a pattern of them
 _LIST_DEPTHS = re.compile(r".*(depths|layers)$")
 
 
@@ -83,6 +85,9 @@ def shrink(config, seen: set | None = None):
     _unset_head_dims_derived(config, values)
     _tied_sizes_follow(config, values)
     kept = {depth: _layers_kept(config, depth) for depth in depths_cut}
+    _depth_holds_each_kind(config, values, max([*map(len, kept.values()), DEPTH,
+                                                *_pattern_depths(config, depths_cut)]))
+    _periods_within_depth(config)
     for key, value in vars(config).items():
         if isinstance(value, (list, tuple)) and len(value) in depths_cut \
                 and not _TOKEN_ID.match(key):
@@ -95,21 +100,59 @@ def shrink(config, seen: set | None = None):
 
 
 def _layers_kept(config, depth: int) -> list[int]:
-    """Which of `depth` layers a cut keeps, DEPTH of them in order: first those that show a kind
-    of layer the per-layer lists of names have not shown yet, most new kinds first (Kimi's
-    attention [linear ×4, full] beside its MLPs [dense, sparse ×26]: layers 0 and 4, dense and
-    sparse, linear and full), then the first others."""
+    """Which of `depth` layers a cut keeps, in order: first those that show a kind of layer the
+    per-layer lists of names have not shown yet, most new kinds first (Kimi's attention
+    [linear ×4, full] beside its MLPs [dense, sparse ×26]: layers 0 and 4, dense and sparse,
+    linear and full), then the first others; DEPTH of them, more where DEPTH cannot show every
+    kind. Cut to its first layers a hybrid (Qwen3.5: three linear-attention layers, then one
+    full) would be another model, one that some models refuse to run."""
     named = [v for v in vars(config).values() if isinstance(v, (list, tuple)) and len(v) == depth
              and all(isinstance(x, str) for x in v)]
+    kinds = {(k, v[i]) for k, v in enumerate(named) for i in range(depth)}
     kept: list[int] = []
     shown: set = set()
-    while len(kept) < min(DEPTH, depth):
+    while len(kept) < depth and (len(kept) < DEPTH or shown != kinds):
         new = {i: len({(k, v[i]) for k, v in enumerate(named)} - shown)
                for i in range(depth) if i not in kept}
         best = max(new, key=lambda i: (new[i], -i))  # most new kinds, the first of equals
         kept.append(best)
         shown |= {(k, v[best]) for k, v in enumerate(named)}
     return sorted(kept)
+
+
+def _pattern_depths(config, depths_cut: set[int]) -> list[int]:
+    """The layers each per-layer pattern needs to show every kind of layer it names once: a list
+    of names shorter than a depth that was cut repeats along the layers (RecurrentGemma's
+    block_types: recurrent, recurrent, attention), so its last kind's first layer + 1."""
+    needed = []
+    for key, value in vars(config).items():
+        if _KIND_LIST.match(key.lower()) and isinstance(value, list) \
+                and all(isinstance(v, str) for v in value) \
+                and any(1 < len(value) < depth for depth in depths_cut):
+            needed.append(max(value.index(v) for v in set(value)) + 1)
+    return needed
+
+
+def _periods_within_depth(config) -> None:
+    """Every layer period (`attn_layer_period`: one attention layer every 8, at `…_offset` 4;
+    Jamba) made at most DEPTH and its offset taken modulo it, so that the layers left hold each
+    kind; the period and offset as the rule found them otherwise."""
+    for key, value in list(vars(config).items()):
+        offset_key = key[:-len("period")] + "offset" if key.endswith("period") else None
+        offset = vars(config).get(offset_key) if offset_key else None
+        if _is_count(value) and value > DEPTH and isinstance(offset, int) \
+                and not isinstance(offset, bool):
+            setattr(config, key, DEPTH)
+            setattr(config, offset_key, offset % DEPTH)
+
+
+def _depth_holds_each_kind(config, before: dict, depth: int) -> None:
+    """Each depth the rule cut to DEPTH made `depth` where a cut keeps more layers, one per kind
+    (_layers_kept)."""
+    for key, value in before.items():
+        if depth > DEPTH and _is_count(value) and vars(config).get(key) == DEPTH < value \
+                and _DEPTH_KEY.match(key.lower()):
+            setattr(config, key, min(value, depth))
 
 
 def _shrunk(key: str, value: int) -> int:

@@ -6,7 +6,9 @@ HF model's own passes under FlopCounterMode (the survey's oracle, math attention
 - a cache inside an EncoderDecoderCache (Megatron-BERT);
 - a cache layer keeping a further per-token state (DeepSeek-V3.2's indexer keys);
 - complex rotary embeddings (view_as_complex, an unsqueeze of a complex table);
-- a multimodal config whose text decoder's sizes sit in its text_config (Gemma 3).
+- a multimodal config whose text decoder's sizes sit in its text_config (Gemma 3);
+- linear-attention layers beside full ones (Qwen3.5): recurrent states, no keys, fed to the
+  decode step; a prefill whose prompt length the chunked code fixes, exported at the prompt.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from onnxflops.survey.llm import measure_llm
 
 
 @pytest.mark.parametrize("family", ["bert", "megatron-bert", "deepseek_v32", "llama4_text",
-                                    "gemma3"])
+                                    "gemma3", "qwen3_5_text"])
 def test_each_cache_form_is_served_exactly(family):
     row = measure_llm(types.SimpleNamespace(name=family, label=family), memory_gb=4)
     assert row["verdict"] == "exact", row["reason"]
@@ -52,3 +54,24 @@ def test_complex_rotary_exports_and_runs_as_torch_does():
     session = ort.InferenceSession(proto.SerializeToString())
     out = session.run(None, {"x": x.numpy(), "angles": angles.numpy()})[0]
     np.testing.assert_allclose(out, Rotary()(x, angles).numpy(), atol=1e-5)
+
+
+def test_a_recurrent_state_is_reported_beside_the_kv_cache():
+    import onnxflops
+    from onnxflops.survey.llm import build_causal_lm
+
+    # Qwen3.5 shrunk: layer 0 linear attention (a convolution state of 288 × 4, a recurrent
+    # state of 4 heads × 24 × 24), layer 1 full attention with 1 KV head of 24
+    report = onnxflops.llm(build_causal_lm("qwen3_5_text"), prompt=64, generate=8)
+    # bf16: 72 positions × (24 + 24) × 2 B of keys and values; (1152 + 2304) × 2 B of state
+    assert (report.kv_cache_bytes, report.state_bytes) == (72 * 48 * 2, 3456 * 2)
+    assert [(x.layer, x.kind) for x in report.kv_layers] == [(1, "full"), (0, "state")]
+    assert "recurrent state: 6.91 KB" in report.to_table()
+
+
+def test_a_row_not_built_says_where_the_default_config_fails_alike():
+    from onnxflops.survey.llm import fails_unshrunk
+
+    # DBRX's default config lacks the rope_theta its attention reads, shrunk or not; Llama's builds
+    assert fails_unshrunk("dbrx", AttributeError("rope_theta"))
+    assert not fails_unshrunk("llama", AttributeError("rope_theta"))
