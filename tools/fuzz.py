@@ -566,9 +566,10 @@ PHASES = ("wall", "fork", "child cpu", "make", "api", "cli", "oracle")
 
 
 def write_json(path: str, counts: collections.Counter, by_command: dict, failures: dict,
-               profile: dict) -> None:
+               profile: dict, done: bool = False) -> None:
+    """The run's counts so far; `done`: the run ended (a slice whose file says so is complete)."""
     Path(path).write_text(json.dumps({"cases": sum(counts.values()),
-                                      "seconds": round(time.monotonic() - START),
+                                      "seconds": round(time.monotonic() - START), "done": done,
                                       "counts": counts, "by_command": by_command,
                                       "failures": failures, **profile}, indent=1))
 
@@ -721,7 +722,7 @@ def main() -> int:
     print("slowest cases (wall s): " + ", ".join(f"{case} {wall}" for wall, case, *_
                                                  in profile["slowest"]))
     if args.json:
-        write_json(args.json, counts, by_command, failures, profile)
+        write_json(args.json, counts, by_command, failures, profile, done=True)
     return 1 if any(counts[o] for o in oracle.FAILURES) else 0
 
 
