@@ -591,6 +591,7 @@ def warm_up(seeds: dict[str, bytes]) -> None:
     import onnxflops.api  # noqa: F401
     import onnxflops.commands.count  # noqa: F401
     import onnxruntime  # noqa: F401 - the oracle's
+    import sympy  # noqa: F401 - a count of symbolic dims' (a second a case imported it)
     with tempfile.TemporaryDirectory() as tmp:
         datas = list(seeds.values())
         for case in range(max(len(COMMANDS), len(datas))):  # every seed, and every command
