@@ -995,3 +995,19 @@ def test_a_profile_file_cut_short_by_a_full_disk_is_one_line(tmp_path):
     with pytest.raises(OnnxFlopsError, match=r"onnxruntime_profile.json: onnxruntime's profile "
                                               r"could not be read back"):
         read_trace(cut)
+
+
+def test_a_refusal_of_ranks_after_a_size_taken_at_its_bound_is_still_a_refusal():
+    # The fuzz run's cnn_legacy:105721: a Unique (its size taken at its bound, all distinct)
+    # feeding a MaxPool. ONNX refuses a 1-D MaxPool input whatever its size, as onnxruntime
+    # does at load; it was a warning ("sizes are upper bounds") and the model was counted.
+    pooled = model([node("Unique", ["x"], ["u"]), node("MaxPool", ["u"], ["y"], kernel_shape=[2])],
+                   {"x": [2, 8]})
+    with pytest.raises(OnnxFlopsError, match=r"node 'y' \(MaxPool\): ONNX's shape inference "
+                                             r"refuses it.*at least 3 dimensions"):
+        count(pooled)
+    # An Add of the same Unique (16 at its bound) and 3 values refuses a size it may never
+    # have: that stays a warning.
+    added = model([node("Unique", ["x"], ["u"]), node("Add", ["u", "c"], ["y"])],
+                  {"x": [2, 8]}, [weight("c", [3])])
+    assert any("upper bounds" in w for w in count(added).warnings)
