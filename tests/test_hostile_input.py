@@ -1011,3 +1011,16 @@ def test_a_refusal_of_ranks_after_a_size_taken_at_its_bound_is_still_a_refusal()
     added = model([node("Unique", ["x"], ["u"]), node("Add", ["u", "c"], ["y"])],
                   {"x": [2, 8]}, [weight("c", [3])])
     assert any("upper bounds" in w for w in count(added).warnings)
+
+
+def test_an_axis_beyond_the_rank_is_refused_as_onnxruntime_refuses_it():
+    # The fuzz run's mlp_legacy:105005: a LayerNormalization of axis 2^31, which ONNX's
+    # inference lets pass and onnxruntime refuses at load ("Unexpected axis value"), was counted
+    # with the node uncosted.
+    def normed(axis):
+        return model([node("LayerNormalization", ["x", "g"], ["y"], axis=axis)], {"x": [2, 8]},
+                     [weight("g", [8])])
+    assert count(normed(-1)).total.flops > 0
+    with pytest.raises(OnnxFlopsError, match=r"node 'y' \(LayerNormalization\): axis 2147483648 "
+                                             r"is out of range for tensors of rank 2"):
+        count(normed(2**31))
