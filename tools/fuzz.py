@@ -58,9 +58,10 @@ import oracle  # noqa: E402
 
 # (label, command, options) by case number; report's page goes to the case's folder (REPORT).
 REPORT = "report.html"
-# profile's and report's time budget in the cases: what the budget would let run longer is
-# refused in one line (the flag a user raises), not run past the case's CPU seconds.
-BUDGET = ("--max-seconds", "10")
+# profile's and report's budget in the cases: what it would let run longer, or need more memory
+# than a blow-up (half of the default --memory-mb), is refused in one line (the flags a user
+# raises), not run past the case's CPU seconds or memory.
+BUDGET = ("--max-seconds", "10", "--max-memory-gb", "0.5")
 COMMANDS = (("count", "count", ("-b", "2")),
             ("count --by layer", "count", ("-b", "2", "--by", "layer")),
             ("count --json", "count", ("-b", "2", "--json")),
