@@ -58,9 +58,10 @@ import oracle  # noqa: E402
 
 # (label, command, options) by case number; report's page goes to the case's folder (REPORT).
 REPORT = "report.html"
-# profile's and report's time budget in the cases: what the budget would let run longer is
-# refused in one line (the flag a user raises), not run past the case's CPU seconds.
-BUDGET = ("--max-seconds", "10")
+# profile's and report's budget in the cases: what it would let run longer, or need more memory
+# than a blow-up (half of the default --memory-mb), is refused in one line (the flags a user
+# raises), not run past the case's CPU seconds or memory.
+BUDGET = ("--max-seconds", "10", "--max-memory-gb", "0.5")
 COMMANDS = (("count", "count", ("-b", "2")),
             ("count --by layer", "count", ("-b", "2", "--by", "layer")),
             ("count --json", "count", ("-b", "2", "--json")),
@@ -566,9 +567,10 @@ PHASES = ("wall", "fork", "child cpu", "make", "api", "cli", "oracle")
 
 
 def write_json(path: str, counts: collections.Counter, by_command: dict, failures: dict,
-               profile: dict) -> None:
+               profile: dict, done: bool = False) -> None:
+    """The run's counts so far; `done`: the run ended (a slice whose file says so is complete)."""
     Path(path).write_text(json.dumps({"cases": sum(counts.values()),
-                                      "seconds": round(time.monotonic() - START),
+                                      "seconds": round(time.monotonic() - START), "done": done,
                                       "counts": counts, "by_command": by_command,
                                       "failures": failures, **profile}, indent=1))
 
@@ -590,6 +592,7 @@ def warm_up(seeds: dict[str, bytes]) -> None:
     import onnxflops.api  # noqa: F401
     import onnxflops.commands.count  # noqa: F401
     import onnxruntime  # noqa: F401 - the oracle's
+    import sympy  # noqa: F401 - a count of symbolic dims' (a second a case imported it)
     with tempfile.TemporaryDirectory() as tmp:
         datas = list(seeds.values())
         for case in range(max(len(COMMANDS), len(datas))):  # every seed, and every command
@@ -721,7 +724,7 @@ def main() -> int:
     print("slowest cases (wall s): " + ", ".join(f"{case} {wall}" for wall, case, *_
                                                  in profile["slowest"]))
     if args.json:
-        write_json(args.json, counts, by_command, failures, profile)
+        write_json(args.json, counts, by_command, failures, profile, done=True)
     return 1 if any(counts[o] for o in oracle.FAILURES) else 0
 
 

@@ -122,6 +122,28 @@ def _body_shapes_undeclared(model: onnx.ModelProto) -> onnx.ModelProto:
     return model
 
 
+def _refused_at_any_size(schema, proto: onnx.NodeProto, types: dict, opset_imports,
+                         ir_version: int) -> bool:
+    """Whether ONNX's inference refuses the node with every input dim unknown (ranks and types
+    kept, no values): a refusal of ranks or types, which no size the graph meets would lift
+    (a MaxPool of the 1-D output of a Unique, the fuzz run's cnn_legacy:105721)."""
+    blurred = {}
+    for name, type_proto in types.items():
+        tensor = type_proto.tensor_type
+        rank = len(tensor.shape.dim) if tensor.HasField("shape") else None
+        blurred[name] = helper.make_tensor_type_proto(
+            tensor.elem_type, None if rank is None else [None] * rank)
+    try:
+        onnx.shape_inference.infer_node_outputs(schema, proto, blurred, {},
+                                                opset_imports=opset_imports,
+                                                ir_version=ir_version)
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError):
+        return True
+    except Exception:  # noqa: BLE001 - no verdict: the refusal stays the bound's
+        return False
+    return False
+
+
 def _unknown_op(message: str) -> bool:
     """onnx has no schema of the op: of a custom domain (a rule may cost it), or one it
     deprecated (the op's last schema is still what it means)."""
@@ -325,9 +347,12 @@ class NodeTyper:
         except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as e:
             if _unknown_op(str(e)):
                 return unknown
-            return self._refused_at_bound(row, OnnxFlopsError(
-                f"node {_label(row)}: ONNX's shape inference refuses it, as onnxruntime would: "
-                f"{first_line(e)}"))
+            refusal = OnnxFlopsError(f"node {_label(row)}: ONNX's shape inference refuses it, "
+                                     f"as onnxruntime would: {first_line(e)}")
+            if not _refused_at_any_size(schema, proto, types, self.opset_imports,
+                                        self.ir_version):
+                return self._refused_at_bound(row, refusal)
+            raise refusal from None
         except Exception as e:  # noqa: BLE001 - inference raises several kinds; the node stays untyped
             label = proto.name or f"{op_type} node"
             self.warnings.append(f"shape inference: {label} ({op_type}): "

@@ -168,9 +168,11 @@ class Node:
 
 def check_node(node: Node) -> None:
     """What every rule may take for granted, checked before one runs: the node fits its op's
-    schema (input and output counts, required attributes, attribute types, axes within the
-    tensors' rank), else it is Uncostable with the reason; no tensor it reads or writes has a
-    negative dim, else the model contradicts itself and is an error naming the node."""
+    schema (input and output counts, required attributes, attribute types), else it is
+    Uncostable with the reason; no tensor it reads or writes has a negative dim, and no axis it
+    names is beyond their rank (onnxruntime refuses it at load: the fuzz run's mlp_legacy:105005,
+    a LayerNormalization of axis 2^31 that ONNX's inference let pass), else it is an error naming
+    the node."""
     proto = node.proto
     rank = -1  # the largest rank among the node's typed tensors
     for kind, names in (("input", proto.input), ("output", proto.output)):
@@ -205,8 +207,10 @@ def check_node(node: Node) -> None:
                              f"{node.op_type} wants {_attribute_type(wanted)}")
         if a.name in _AXIS_ATTRIBUTES and rank >= 0:
             for axis in [a.i] if a.type == onnx.AttributeProto.INT else a.ints:
-                if not -rank - 1 <= axis <= rank:
-                    raise Uncostable(f"axis {axis} is out of range for tensors of rank {rank}")
+                if not -rank - 1 <= axis <= rank:  # onnxruntime's inference refuses it at load
+                    label = node.name or f"a {node.op_type} node"
+                    raise OnnxFlopsError(f"node '{label}' ({node.op_type}): axis {axis} is out "
+                                         f"of range for tensors of rank {rank}")
     for name in required:
         if name not in present:
             raise Uncostable(f"lacks its required attribute '{name}'")

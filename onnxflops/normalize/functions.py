@@ -22,10 +22,12 @@ MAX_INLINED_NODES = 50_000
 MAX_FUNCTION_DEPTH = 40
 
 
-def normalize(model: onnx.ModelProto) -> onnx.ModelProto:
+def normalize(model: onnx.ModelProto, max_nodes: int | None = None) -> onnx.ModelProto:
+    """`model` with its local functions inlined where that makes at most `max_nodes` nodes
+    (MAX_INLINED_NODES where None)."""
     if model.functions:
         _check_not_recursive(model.functions)
-        if _inlined_size(model) > MAX_INLINED_NODES:
+        if _inlined_size(model) > (MAX_INLINED_NODES if max_nodes is None else max_nodes):
             return model  # each call is costed from its body, once per signature (counter.py)
         try:
             model = onnx.inliner.inline_local_functions(model)

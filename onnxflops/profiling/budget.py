@@ -52,6 +52,11 @@ WEIGHT_COPIES = 5
 # loads the model in SESSIONS sessions (a check that it loads, the timed one, the profiled one).
 INLINE_LOAD_COEFFICIENT = 1.25e-8
 SESSIONS = 3
+# Up to this many nodes, profile hands onnxruntime the functions inlined by onnx (0.4 CPU s for
+# 2^16 nodes, 1.5 for 2^18), which it loads as plain nodes (2.3 and 16.6 CPU s, 280 MB and 960
+# MB): no inlining of its own to estimate. Beyond, the calls stay calls and onnxruntime inlines
+# them (INLINE_LOAD_COEFFICIENT).
+RUNTIME_MAX_INLINED_NODES = 2**17
 # onnxruntime's own: thread stacks and allocator arenas (address space, most of it untouched).
 RUNTIME_BYTES = 256 << 20
 
@@ -101,8 +106,9 @@ def estimate(report: Report, view: GraphView, provider: str, *, runs: int, warmu
     weights = weights_bytes(view.graph)
     memory = WEIGHT_COPIES * weights + largest_bytes + feeds_bytes + RUNTIME_BYTES \
         + events * TRACE_EVENT_BYTES
+    inlined = inlined_nodes(view.graph, inlined_sizes(functions))
     seconds = per_run * (timed + profiled) + events * TRACE_EVENT_SECONDS \
-        + SESSIONS * inline_load_seconds(inlined_nodes(view.graph, inlined_sizes(functions)))
+        + (SESSIONS * inline_load_seconds(inlined) if inlined > RUNTIME_MAX_INLINED_NODES else 0)
     return Estimate(seconds, memory, flops, node_runs, timed + profiled, weights,
                     _short(largest.name or largest.op_type) if largest else "-", largest_bytes,
                     events, unknown)

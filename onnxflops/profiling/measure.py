@@ -306,9 +306,11 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
                            functions=counted.bound.functions)
     budget.check(need, max_seconds, None if max_memory_gb is None else int(max_memory_gb * 2**30))
     feeds = random_feeds(counted.bound, arrays)
-    # onnxruntime inlines local functions in time that grows faster than their nodes (minutes
-    # for 2^16); inlined here first, as the count inlined them, it loads them as plain nodes.
-    model_bytes = runnable(inline_functions(source.weighted()))
+    # onnxruntime inlines local functions in time that grows as the square of their nodes
+    # (minutes for 2^16); inlined here first by onnx (0.4 s for 2^16), it loads them as plain
+    # nodes (2.3 s), up to budget.RUNTIME_MAX_INLINED_NODES.
+    model_bytes = runnable(inline_functions(source.weighted(),
+                                            max_nodes=budget.RUNTIME_MAX_INLINED_NODES))
 
     step("timing", 0.0)
     session = make_session(model_bytes, config)
