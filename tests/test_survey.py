@@ -265,6 +265,16 @@ def test_state_space_head_groups_are_at_most_the_heads_left():
     assert vars(config) == {"mamba_num_heads": 4, "n_groups": 4}
 
 
+def test_multimodal_rotary_sections_split_the_cut_head_dim():
+    # GLM-4V's text model defaults its sections to [8, 12, 12] (half of 64); the head dim cut to
+    # 96 / 4 = 24 has a half of 12: sections 4 + 4 + 4 (its split failed on 12 before)
+    config = shrink(Config(hidden_size=4096, num_attention_heads=32,
+                           rope_parameters={"rope_type": "default"}))
+    assert config.rope_parameters == {"rope_type": "default", "mrope_section": [4, 4, 4]}
+    given = {"mrope_section": [16, 24, 24]}  # a config's own sections stay as they are
+    assert shrink(Config(hidden_size=64, rope_parameters=given)).rope_parameters == given
+
+
 def test_key_value_heads_follow_the_heads_of_their_own_part():
     # Moonshine: encoder and decoder each name their heads; 8 kv heads of 8 heads, cut to 4
     # heads, are 8 · 4 / 8 = 4 (against the default key they stayed 8 > 4, and its forward failed)

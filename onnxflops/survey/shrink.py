@@ -83,6 +83,7 @@ def shrink(config, seen: set | None = None):
                 setattr(config, key, [min(v, HEADS) for v in value])
     _kv_heads_in_proportion(config, values, heads_before)
     _unset_head_dims_derived(config, values)
+    _rope_sections_fit(config)
     _tied_sizes_follow(config, values)
     kept = {depth: _layers_kept(config, depth) for depth in depths_cut}
     _depth_holds_each_kind(config, values, max([*map(len, kept.values()), DEPTH,
@@ -197,6 +198,22 @@ def _unset_head_dims_derived(config, before: dict) -> None:
     for key, value in before.items():
         if value is None and _HEAD_DIM.match(key.lower()) and width and heads:
             setattr(config, key, width // heads)
+
+
+def _rope_sections_fit(config) -> None:
+    """Multimodal rotary sections (transformers' `mrope_section`, time/height/width parts of half
+    the head dim; models default them to their full size's [16, 24, 24]) split the cut head
+    dim's half in three, where the config has rotary parameters and a head dim to split."""
+    rope = vars(config).get("rope_parameters")
+    width = next((vars(config)[k] for k in ("hidden_size", "d_model")
+                  if _is_count(vars(config).get(k))), None)
+    heads = vars(config).get("num_attention_heads")
+    head_dim = vars(config).get("head_dim") or (width // heads if width and _is_count(heads)
+                                                else None)
+    if not isinstance(rope, dict) or "mrope_section" in rope or not _is_count(head_dim):
+        return
+    half = head_dim // 2
+    rope["mrope_section"] = [half - 2 * (half // 3), half // 3, half // 3]
 
 
 def _heads_of_part(kv_key: str, heads_before: dict) -> str | None:
