@@ -1004,7 +1004,7 @@ def test_a_refusal_of_ranks_after_a_size_taken_at_its_bound_is_still_a_refusal()
     pooled = model([node("Unique", ["x"], ["u"]), node("MaxPool", ["u"], ["y"], kernel_shape=[2])],
                    {"x": [2, 8]})
     with pytest.raises(OnnxFlopsError, match=r"node 'y' \(MaxPool\): ONNX's shape inference "
-                                             r"refuses it.*at least 3 dimensions"):
+                                             r"refuses it.*at least [23] dimensions"):
         count(pooled)
     # An Add of the same Unique (16 at its bound) and 3 values refuses a size it may never
     # have: that stays a warning.

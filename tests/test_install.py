@@ -217,7 +217,7 @@ def core_test_runs(environments) -> dict[str, subprocess.CompletedProcess | Exce
             return built
         try:  # from the checkout: the working directory comes first on the path, before the wheel
             return sh(built, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m",
-                      "not slow", cwd=ROOT)
+                      "not slow", "-o", "addopts=", cwd=ROOT)  # no durations: the failure ends it
         except Exception as error:  # noqa: BLE001  (reported by that version's test)
             return error
 

@@ -423,7 +423,8 @@ def test_cli_json_from_a_config_file(tmp_path):
     doc = json.loads(done.stdout)
     assert list(doc) == ["model", "batch", "prompt", "generate", "dtype", "kv_dtype", "params",
                          "prefill", "decode_first", "decode_last", "decode_total",
-                         "kv_cache_bytes", "kv_cache_layers", "hardware", "estimate"]
+                         "kv_cache_bytes", "state_bytes", "kv_cache_layers", "hardware",
+                         "estimate"]
     assert doc["hardware"] == {"name": "NVIDIA L4", "peak_flops_per_s": 121e12,
                                "precision": "bf16", "bandwidth_bytes_per_s": 300e9}
     assert set(doc["estimate"]) == {"prefill_s", "decode_s_per_token", "tokens_per_s", "bound"}
