@@ -47,8 +47,10 @@ def torch_seeds() -> dict[str, onnx.ModelProto]:
 
 
 def _model(graph: onnx.GraphProto, opset: int = 17) -> onnx.ModelProto:
+    # IR 8, as an exporter of opset 17 writes it: the core install at its floor (onnx 1.19) reads
+    # the seeds too, and refuses an IR newer than it knows (this onnx's default may be).
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
-                             producer_name="make_fuzz_seeds")
+                             producer_name="make_fuzz_seeds", ir_version=8)
 
 
 def loop_seed() -> onnx.ModelProto:
