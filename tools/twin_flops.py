@@ -8,8 +8,8 @@ MACs and FLOPs are printed beside the keras row's. #21 asks the FLOPs to agree w
 the same; each backbone and each twin runs in a process of its own (torch and TensorFlow apart).
 """
 import csv
-import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
+
+from onnxflops.survey.keras import apart
 
 
 def keras_config(name):
@@ -17,26 +17,17 @@ def keras_config(name):
     k._keras()
     import keras_hub
     model, config = k.build_small(getattr(keras_hub.models, name))
-    pooled = "pooled_output" in getattr(model, "output_names", []) or (
-        isinstance(model.output, dict) and "pooled_output" in model.output)
-    return config, pooled
+    return config, k.has_pooled_output(model)
 
 
 def twin_count(name, config, pooled):
-    import warnings; warnings.simplefilter("ignore")
+    import warnings
+    warnings.simplefilter("ignore")
     import onnxflops
-    from onnxflops.survey.keras import twin_config, pooler_switch
-    from onnxflops.survey.sources import _transformers, _transformers_inputs
-    twin = twin_config(name, config)
-    auto = _transformers().AutoModel
-    model = auto.from_config(twin, **pooler_switch(auto._model_mapping[type(twin)], pooled)).eval()
-    report = onnxflops.count(model, inputs=_transformers_inputs(model, twin))
+    from onnxflops.survey.keras import twin_model
+    model, inputs = twin_model(name, config, pooled)
+    report = onnxflops.count(model.eval(), inputs=inputs)
     return report.total.macs, report.total.flops
-
-
-def apart(f, *a):
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return pool.submit(f, *a).result()
 
 
 if __name__ == "__main__":

@@ -139,13 +139,18 @@ def hub_build(task: Task) -> Subject:
     model, config = build_small(cls)
     subject = Subject(model, kwargs=bound_inputs(model, IMAGE))
     if twin:
-        pooled = "pooled_output" in getattr(model, "output_names", []) or (
-            isinstance(model.output, dict) and "pooled_output" in model.output)
+        pooled = has_pooled_output(model)
         label = f"transformers:{twin_type}"
         if task.name in TWIN_DIFFERS:
             label += f" (computes a different network: {TWIN_DIFFERS[task.name]})"
         subject.twin = (label, lambda: apart(twin_macs, task.name, config, pooled))
     return subject
+
+
+def has_pooled_output(model) -> bool:
+    """Whether the keras-hub backbone gives a pooled output (its twin is built with a pooler)."""
+    return "pooled_output" in getattr(model, "output_names", []) or (
+        isinstance(model.output, dict) and "pooled_output" in model.output)
 
 
 def _keras():
@@ -572,15 +577,22 @@ def apart(function, *args):
 
 
 def twin_macs(backbone: str, config: dict, pooled: bool = True) -> int:
-    """The MACs torch counts for the twin's base model at the survey's tokens; without a pooler
-    where the keras-hub backbone has no pooled output."""
+    """The MACs torch counts for the twin's base model at the survey's tokens."""
     from onnxflops.survey.oracle import torch_oracle
+
+    model, inputs = twin_model(backbone, config, pooled)
+    return torch_oracle(model, kwargs=inputs)[0]
+
+
+def twin_model(backbone: str, config: dict, pooled: bool = True):
+    """The twin's base model, built from `config` mapped by `twin_config`, and its inputs at the
+    survey's tokens; without a pooler where the keras-hub backbone has no pooled output."""
     from onnxflops.survey.sources import _transformers, _transformers_inputs
 
     twin = twin_config(backbone, config)
     auto = _transformers().AutoModel
     model = auto.from_config(twin, **pooler_switch(auto._model_mapping[type(twin)], pooled))
-    return torch_oracle(model, kwargs=_transformers_inputs(model, twin))[0]
+    return model, _transformers_inputs(model, twin)
 
 
 def pooler_switch(base, pooled: bool) -> dict:
