@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto, helper
+from onnx import GraphProto, TensorProto, helper
 
 import onnxflops
 from helpers import model, node, weight
@@ -32,22 +32,27 @@ def test_loop_body_reads_unsqueeze_axes_from_the_outer_scope():
     assert report.total.params == n * n
 
 
+def _loop_body(nodes: list, carried: str, outputs: list[str]) -> GraphProto:
+    """A Loop body of `nodes` taking the trip index, the condition and one carried value, none of
+    them typed beyond what the Loop gives; `outputs` untyped too."""
+    return helper.make_graph(
+        nodes, "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_value_info(carried, helper.TypeProto())],
+        [helper.make_value_info(name, helper.TypeProto()) for name in outputs])
+
+
 def _loop_over_relu(condition: str = "", passes_condition_on: bool = True):
     """A Loop of 3 trips whose body is a Relu of the carried [2, 4] state, the state also emitted
     as a scan output each trip; a Relu reads the stacked scan output."""
-    body = helper.make_graph(
+    body = _loop_body(
         [node("Relu", ["v"], ["v_next"]),
          node("Identity", ["cond"] if passes_condition_on else ["v"], ["cond_out"])
          if passes_condition_on else node("ReduceMax", ["v"], ["m"]),
          *([] if passes_condition_on else [node("Greater", ["m", "zero"], ["cond_out"])]),
          node("Identity", ["v_next"], ["emitted"])],
-        "body",
-        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
-         helper.make_value_info("v", helper.TypeProto())],
-        [helper.make_value_info("cond_out", helper.TypeProto()),
-         helper.make_value_info("v_next", helper.TypeProto()),
-         helper.make_value_info("emitted", helper.TypeProto())])
+        "v", ["cond_out", "v_next", "emitted"])
     loop = node("Loop", ["trips", condition, "x"], ["y", "stacked"], body=body)
     weights = [weight("trips", (), np.int64, 3), weight("go", (), np.bool_, True),
                weight("zero", (), np.float32, 0.0)]
@@ -105,16 +110,11 @@ def test_a_loop_carried_value_grown_by_a_concat_each_trip_has_all_the_pieces():
     # torchvision's keypoint loop: xy = cat((xy.float(), piece)) from an empty (0, 3) start,
     # the condition an outer constant true (as traced); 4 trips of a 1×3 piece: a 4×3 result,
     # which a MatMul by a 3×2 weight reads: 4·3·2 = 24 MACs.
-    body = helper.make_graph(
+    body = _loop_body(
         [node("Relu", ["x"], ["piece"]), node("Cast", ["acc"], ["acc_float"], to=1),
          node("Concat", ["acc_float", "piece"], ["acc_next"], axis=0),
          node("Identity", ["go"], ["cond_out"])],
-        "body",
-        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
-         helper.make_value_info("acc", helper.TypeProto())],
-        [helper.make_value_info("cond_out", helper.TypeProto()),
-         helper.make_value_info("acc_next", helper.TypeProto())])
+        "acc", ["cond_out", "acc_next"])
     loop = node("Loop", ["trips", "go", "empty"], ["all"], body=body)
     weights = [weight("trips", (), np.int64, 4), weight("go", (), np.bool_, True),
                weight("w", (3, 2)), weight("empty", (0, 3))]
