@@ -284,8 +284,7 @@ def _export_phases(model, name: str, served_prompt: int | None = None
     attention = [layer for layer, pair in enumerate(past) if pair is not None]
     past = [tuple(_resized(t, _EXAMPLE_CONTEXT) for t in past[layer]) for layer in attention]
     states = _layer_states(getattr(cache, "self_attention_cache", cache))
-    recurrent = any(_recurrent_states(layer) for layer in getattr(
-        getattr(cache, "self_attention_cache", cache), "layers", None) or [])
+    recurrent = any(axis is None for s in states for _, axis, _ in s.values())
     prefill = _export(_prefill_module(model, recurrent), (ids,),
                       {"input_ids": {0: batch, 1: prompt}}, name)
     if _fixed_prompt(prefill) is not None:  # the exporter's fallback trace fixed it

@@ -144,9 +144,9 @@ def kv_layers(inputs: Mapping[str, list], config: Mapping[str, Any] | None, bits
             layer = int(match.group(2))
             widths[layer] = widths.get(layer, 0) + _per_token(name, shape)
         state = _STATE_INPUT.fullmatch(name)
-        if state and _grows(shape):
+        if state and (axis := _grows(shape)):
             layer = int(state.group(2))
-            extra[layer] = extra.get(layer, 0) + _per_token(name, shape, _grows(shape))
+            extra[layer] = extra.get(layer, 0) + _per_token(name, shape, axis)
     forms = kv_forms(config, max(widths, default=-1) + 1)
     layers = []
     for layer in sorted(widths):
