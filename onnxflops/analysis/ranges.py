@@ -172,10 +172,11 @@ class _Ranges:
 
     def _affine_of(self, name: str, picks: tuple, depth: int):
         leaf = ({(name, tuple(sorted(picks, key=str))): 1.0}, 0.0, (0.0, 0.0))
-        value = self.view.value(name)
-        if value is not None:
-            return (({}, float(value.reshape(-1)[0]), (0.0, 0.0)) if value.size == 1
-                    and np.issubdtype(value.dtype, np.number) else leaf)
+        scalar = self._scalar(name)
+        if scalar is not None:
+            return {}, scalar, (0.0, 0.0)
+        if self.view.value(name) is not None:
+            return leaf
         node = _producer(self.view, name)
         if node is None and self.around is not None and depth > 0:  # read from the scope around
             return self.around._affine(name, picks, depth - 1)

@@ -249,8 +249,6 @@ def _reshape_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
     allow_zero = _attrs(node).get("allowzero", 0)
     dims = [data[i] if data is not None and i < len(data) and _equals(d, 0) and not allow_zero
             else d for i, d in enumerate(target.flat)]
-    if not any(_equals(d, -1) for d in dims):
-        return _count_kept(data, dims)
     if any(_equals(d, -1) for d in dims):
         known = [d for d in dims if not _equals(d, -1)]
         if data is None or None in data or None in known:
