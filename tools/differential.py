@@ -9,7 +9,8 @@ sample and the model pairs build, counted in every mode, byte-identical JSON or 
     PYTHONPATH=CHECKOUT python tools/differential.py count DIR OUT.json [--cpu-seconds S]
         # count each model the default way, with --training, with --convention exact and, where a
         # model declares a symbolic input dim, --symbolic; a count past S seconds of CPU (default
-        # 60) is recorded as timed out (an old checkout meeting a hostile model fixed since)
+        # 60) is recorded as timed out, in every way (an old checkout meeting a hostile model
+        # fixed since)
     python tools/differential.py diff A.json B.json   # 'byte-identical', or each difference
 
 The models are collected once, so both checkouts count the very same files. `collect` runs the
@@ -194,9 +195,14 @@ def count_all(directory: Path, out: Path, cpu_seconds: float = 60) -> int:
     results = {}
     for path in sorted(directory.glob("*.onnx")):
         bindings = json.loads(path.with_suffix(".json").read_text())
-        results[path.name] = {way: _count(onnxflops, path, bindings, kwargs, cpu_seconds)
-                              for way, kwargs in WAYS.items()}
-        if not bindings["symbolic"] and _declares_symbolic_dims(path):
+        results[path.name] = counted = {}
+        for way, kwargs in WAYS.items():
+            counted[way] = _count(onnxflops, path, bindings, kwargs, cpu_seconds)
+            if counted[way] == TIMED_OUT:  # the other ways would take as long: not tried
+                results[path.name] = dict.fromkeys(WAYS, TIMED_OUT)
+                break
+        if counted.get("default") != TIMED_OUT and not bindings["symbolic"] \
+                and _declares_symbolic_dims(path):
             results[path.name]["symbolic"] = _count(onnxflops, path, {
                 "inputs": None, "batch": None, "symbolic": True}, {}, cpu_seconds)
         print(path.name, flush=True)
@@ -204,6 +210,9 @@ def count_all(directory: Path, out: Path, cpu_seconds: float = 60) -> int:
     print(f"{len(results)} models x {len(WAYS)} ways "
           f"(+ {sum('symbolic' in r for r in results.values())} symbolic) -> {out}")
     return 0
+
+
+TIMED_OUT = {"error": "timed out"}
 
 
 class _OutOfTime(BaseException):
@@ -222,7 +231,7 @@ def _count(onnxflops, path: Path, bindings: dict, kwargs: dict, cpu_seconds: flo
                                  symbolic=bindings["symbolic"], **kwargs)
         return json.loads(report.to_json())
     except _OutOfTime:
-        return {"error": f"timed out ({cpu_seconds:g} s of CPU)"}
+        return TIMED_OUT
     except Exception as error:  # a changed failure is a difference like any other
         lines = str(error).strip().splitlines()
         return {"error": f"{type(error).__name__}: {lines[0] if lines else ''}"}
