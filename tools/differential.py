@@ -10,7 +10,8 @@ sample and the model pairs build, counted in every mode, byte-identical JSON or 
         # count each model the default way, with --training, with --convention exact and, where a
         # model declares a symbolic input dim, --symbolic; a count past S seconds of CPU (default
         # 60) is recorded as timed out, in every way (an old checkout meeting a hostile model
-        # fixed since)
+        # fixed since; the timer cannot stop one stuck inside onnx's C++ code, as a function
+        # bomb gets an old checkout: set such models apart, as tools/differential-house.md did)
     python tools/differential.py diff A.json B.json   # 'byte-identical', or each difference
 
 The models are collected once, so both checkouts count the very same files. `collect` runs the
