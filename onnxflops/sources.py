@@ -37,13 +37,24 @@ class Kind:
     extra: str | None  # pip install 'onnxflops[extra]' installs what converting it needs
     # True for what the user named (an existing path, a spec, an object) when it is of this kind.
     detect: Callable[[Any], bool]
-    # (what the user named, unsafe) → the model object its converter takes.
+    # (what the user named, unsafe) → the model object its converter takes (any object: `load`
+    # keeps the kind beside it).
     load: Callable[[Any, bool], Any]
     # (loaded model, inputs, batch, exporter, keep_weights) → onnx.ModelProto; None: it is ONNX,
     # read as it is (an .onnx path without its weights unless asked for them).
     convert: Callable[..., onnx.ModelProto] | None
     # The loaded model's input names with the shapes it declares (None: any, or a dim left open).
     inputs: Callable[[Any], dict[str, tuple | None]]
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A source loaded by its kind, to be converted later (perhaps twice: with and without its
+    weights). The kind travels with the model, which need not be a kind of its own."""
+
+    kind: Kind
+    model: Any  # what kind.load made of the source (an ONNX source: the source itself)
+    source: Any  # what the user named
 
 
 # -- how each kind is told (no framework imported) -------------------------------------------------
@@ -99,13 +110,6 @@ def _is_causal_lm_config(source) -> bool:
 
 # -- how each kind is loaded and converted (the converters, imported on use) ----------------------
 
-class SavedModel:
-    """A SavedModel directory, converted from its serving signature."""
-
-    def __init__(self, path: Path):
-        self.path = path
-
-
 def _itself(model, unsafe: bool):
     return model
 
@@ -140,10 +144,11 @@ def _keras_to_onnx(model, inputs, batch, exporter, keep_weights) -> onnx.ModelPr
     return keras_to_onnx(model, inputs, batch=batch or 1, keep_weights=keep_weights)
 
 
-def _saved_model_to_onnx(model: SavedModel, inputs, batch, exporter, keep_weights):
+def _saved_model_to_onnx(path: Path, inputs, batch, exporter, keep_weights):
+    """A SavedModel folder, converted from its serving signature."""
     from onnxflops.converters.from_keras import saved_model_to_onnx
 
-    return saved_model_to_onnx(model.path, inputs, batch=batch or 1, keep_weights=keep_weights)
+    return saved_model_to_onnx(path, inputs, batch=batch or 1, keep_weights=keep_weights)
 
 
 def _torch_to_onnx(model, inputs, batch, exporter, keep_weights) -> onnx.ModelProto:
@@ -190,8 +195,9 @@ def _causal_lm_graphs(model, *unused, extend_layers: bool = False, prompt: int |
     return causal_lm_to_onnx(model, extend_layers=extend_layers, prompt=prompt)
 
 
-def _inputs_once_loaded(source) -> dict[str, tuple | None]:
-    return declared_inputs(load(source))
+def _inputs_once_loaded(model) -> dict[str, tuple | None]:
+    """What a file or spec loads to (a keras.Model, a module) declares them as a kind of its own."""
+    return declared_inputs(model)
 
 
 # -- the table ------------------------------------------------------------------------------------
@@ -200,8 +206,8 @@ ONNX = Kind("ONNX model (.onnx file or onnx.ModelProto)", None, _is_proto, _itse
             _onnx_inputs)
 KINDS: tuple[Kind, ...] = (
     ONNX,
-    Kind("TensorFlow SavedModel folder", "keras", _is_saved_model_dir, lambda s, u: SavedModel(
-        Path(s)), _saved_model_to_onnx, _none_declared),
+    Kind("TensorFlow SavedModel folder", "keras", _is_saved_model_dir, lambda s, u: Path(s),
+         _saved_model_to_onnx, _none_declared),
     Kind("torch.export program (.pt2 file)", "torch", lambda s: _existing(s, (".pt2",)),
          _exported_program_file, _torch_to_onnx, _inputs_once_loaded),
     Kind("torch.export.ExportedProgram", "torch", _is_exported_program, _itself, _torch_to_onnx,
@@ -211,8 +217,6 @@ KINDS: tuple[Kind, ...] = (
          lambda s: _existing(s, _PICKLES), _refused_pickle, _unconvertible, _inputs_once_loaded),
     Kind("factory spec (package.module:function)", None, _is_factory, _factory, _loaded_to_onnx,
          _inputs_once_loaded),
-    Kind("SavedModel, loaded", "keras", lambda m: isinstance(m, SavedModel), _itself,
-         _saved_model_to_onnx, _none_declared),
     Kind("Keras model file (.keras, .h5, .hdf5)", "keras", lambda s: _existing(s, _KERAS_FILES),
          _keras_file, _keras_to_onnx, _inputs_once_loaded),
     Kind("keras.Model", "keras", _is_keras_model, _itself, _keras_to_onnx, _keras_inputs),
@@ -225,7 +229,9 @@ CAUSAL_LM = Kind("transformers causal LM (model, config, config.json or its fold
 def kind_of(source) -> Kind:
     """The kind of `source`, told from its type, suffix or spelling alone (no file is read, no
     framework imported). What no kind claims is ONNX, whose reader says in one line what it is
-    not."""
+    not. A source already loaded is of the kind that loaded it."""
+    if isinstance(source, Loaded):
+        return source.kind
     if _is_proto(source) or _is_path(source) and Path(source).suffix.lower() == ".onnx":
         return ONNX
     return next((kind for kind in KINDS if kind.detect(source)), ONNX)
@@ -236,18 +242,22 @@ def needs_conversion(source) -> bool:
     return kind_of(source) is not ONNX
 
 
-def load(source, *, unsafe: bool = False):
-    """The model a source names, loaded but not converted; ONNX sources come back unchanged."""
+def load(source, *, unsafe: bool = False) -> Loaded:
+    """The model a source names, loaded but not converted (`.model`; an ONNX source is its own),
+    with its kind."""
+    if isinstance(source, Loaded):
+        return source
     kind = kind_of(source)
     if kind is ONNX:
-        return source
+        return Loaded(kind, source, source)
     with _framework_needed(source):
-        return kind.load(source, unsafe)
+        return Loaded(kind, kind.load(source, unsafe), source)
 
 
-def declared_inputs(model) -> dict[str, tuple | None]:
-    """A loaded model's input names with the shapes it declares (None: any, or a dim left open)."""
-    return kind_of(model).inputs(model)
+def declared_inputs(source) -> dict[str, tuple | None]:
+    """A source's input names with the shapes it declares (None: any, or a dim left open)."""
+    loaded = load(source)
+    return loaded.kind.inputs(loaded.model)
 
 
 def accepts(declared: tuple | None, shape) -> bool:
@@ -287,17 +297,22 @@ def to_onnx(source, inputs=None, *, batch: int | None = None, exporter: str = "d
     exporter; `keep_weights` converts with the model's own weights (for running it), else with
     stand-ins that no exporter simplification can key on (for counting it).
     """
-    kind = kind_of(source)
-    if kind is ONNX:
-        if isinstance(source, onnx.ModelProto):
-            return Prepared(source, source.graph.name or "model", False, source)
-        if not _is_path(source):  # no model at all: the ONNX reader says so in one line
-            return Prepared(source, type(source).__name__, False)
-        return Prepared(str(source), Path(source).name, False)
-    with step("converting"), _framework_needed(source):
-        model = kind.load(source, unsafe)
-        proto = kind.convert(model, inputs, batch, exporter, keep_weights)
-    return Prepared(proto, Path(str(source)).name, True, proto)
+    if kind_of(source) is ONNX:
+        return _as_it_is(load(source).model)
+    with step("converting"):
+        loaded = load(source, unsafe=unsafe)
+        with _framework_needed(loaded.source):
+            proto = loaded.kind.convert(loaded.model, inputs, batch, exporter, keep_weights)
+    return Prepared(proto, Path(str(loaded.source)).name, True, proto)
+
+
+def _as_it_is(source) -> Prepared:
+    """An ONNX source, read as it is (a path: its weights only when asked for)."""
+    if isinstance(source, onnx.ModelProto):
+        return Prepared(source, source.graph.name or "model", False, source)
+    if not _is_path(source):  # no model at all: the ONNX reader says so in one line
+        return Prepared(source, type(source).__name__, False)
+    return Prepared(str(source), Path(source).name, False)
 
 
 def causal_lm(source, *, extend_layers: bool = False, prompt: int | None = None):

@@ -55,5 +55,16 @@ def test_only_the_source_seam_imports_the_converters():
     seam = contracts()["one-source-seam"]
     assert seam["forbidden_modules"] == ["onnxflops.converters"]
     assert set(seam["source_modules"]) >= {
-        "onnxflops.api", "onnxflops.commands", "onnxflops.comparison", "onnxflops.profiling",
-        "onnxflops.serving"}
+        "onnxflops.api", "onnxflops.cli", "onnxflops.commands", "onnxflops.comparison",
+        "onnxflops.html", "onnxflops.profiling", "onnxflops.serving"}
+
+
+def test_counting_an_onnx_file_imports_no_framework():
+    # Every stage an .onnx file passes through when counted; none may import a framework (a lazy
+    # import inside a function breaks the contract too).
+    stages = contracts()["counting-no-framework"]
+    assert set(stages["forbidden_modules"]) >= {"torch", "tensorflow", "keras", "tf2onnx",
+                                                "onnxruntime"}
+    assert set(stages["source_modules"]) >= {
+        "onnxflops.load", "onnxflops.bind", "onnxflops.normalize", "onnxflops.analysis",
+        "onnxflops.canonical", "onnxflops.costs", "onnxflops.counting", "onnxflops.results"}

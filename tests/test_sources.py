@@ -59,7 +59,7 @@ def test_an_onnx_proto_is_onnx_and_needs_no_conversion():
     proto = _relu()
     assert sources.kind_of(proto) is sources.ONNX
     assert not sources.needs_conversion(proto) and not sources.needs_conversion(SEED)
-    assert sources.load(proto) is proto
+    assert sources.load(proto).model is proto
 
 
 def test_an_onnx_source_is_read_as_it_is_with_its_weights_only_when_asked(tmp_path):

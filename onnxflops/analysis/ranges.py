@@ -165,13 +165,13 @@ class _Ranges:
     def _affine(self, name: str, picks: tuple, depth: int):
         """(terms {(leaf, picks): coefficient}, constant, error interval) of `name` at `picks`
         ((axis, index) pairs, an index an int or the name of a tensor read as one), or None."""
-        key = (name, tuple(sorted(picks, key=str)))
-        if key not in self.forms:  # a value read twice (a diamond) is followed once
-            self.forms[key] = self._affine_of(name, picks, depth)
-        return self.forms[key]
+        picks = tuple(sorted(picks, key=str))  # one order: the same positions are one key
+        if (name, picks) not in self.forms:  # a value read twice (a diamond) is followed once
+            self.forms[name, picks] = self._affine_of(name, picks, depth)
+        return self.forms[name, picks]
 
     def _affine_of(self, name: str, picks: tuple, depth: int):
-        leaf = ({(name, tuple(sorted(picks, key=str))): 1.0}, 0.0, (0.0, 0.0))
+        leaf = ({(name, picks): 1.0}, 0.0, (0.0, 0.0))
         scalar = self._scalar(name)
         if scalar is not None:
             return {}, scalar, (0.0, 0.0)

@@ -184,10 +184,9 @@ def check_node(node: Node) -> None:
             rank = max(rank, len(shape))
             if shape and (min(shape) < 0 if info.concrete else
                           any(isinstance(d, int) and d < 0 for d in shape)):
-                label = node.name or f"a {node.op_type} node"
-                raise OnnxFlopsError(f"node '{label}' ({node.op_type}): its {kind} '{name}' would "
-                                     f"have shape {format_shape(shape)}: the model's shapes "
-                                     "contradict themselves")
+                raise _refused(node, f"its {kind} '{name}' would have shape "
+                               f"{format_shape(shape)}: the model's shapes contradict "
+                               "themselves")
     spec = _schema_spec(node.op_type, domain_key(node.domain), node.opset)
     if spec is None:
         return
@@ -208,12 +207,17 @@ def check_node(node: Node) -> None:
         if a.name in _AXIS_ATTRIBUTES and rank >= 0:
             for axis in [a.i] if a.type == onnx.AttributeProto.INT else a.ints:
                 if not -rank - 1 <= axis <= rank:  # onnxruntime's inference refuses it at load
-                    label = node.name or f"a {node.op_type} node"
-                    raise OnnxFlopsError(f"node '{label}' ({node.op_type}): axis {axis} is out "
-                                         f"of range for tensors of rank {rank}")
+                    raise _refused(node, f"axis {axis} is out of range for tensors of "
+                                   f"rank {rank}")
     for name in required:
         if name not in present:
             raise Uncostable(f"lacks its required attribute '{name}'")
+
+
+def _refused(node: Node, problem: str) -> OnnxFlopsError:
+    """The error of a node the model cannot hold: "node 'name' (Op): problem", in one line."""
+    label = node.name or f"a {node.op_type} node"
+    return OnnxFlopsError(f"node '{label}' ({node.op_type}): {problem}")
 
 
 # Attributes naming axes: checked against the node's ranks (a function body or onnx's inference

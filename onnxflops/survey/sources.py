@@ -311,7 +311,7 @@ def _factory_build(task: Task) -> Subject:
 
     if not task.shapes:
         raise OnnxFlopsError(f"{task.argument}: give its inputs with --input NAME=DIMS")
-    return Subject(load(task.argument), kwargs={k: _image(*v) for k, v in task.shapes})
+    return Subject(load(task.argument).model, kwargs={k: _image(*v) for k, v in task.shapes})
 
 
 def _onnx_names(folder: str) -> list[str]:
