@@ -213,6 +213,36 @@ def test_a_select_with_a_zero_fill_computes_nothing():
     assert select.total.flops == softmax_only
 
 
+def _guarded_softmax(zero: float, output: str = "y") -> onnx.ModelProto:
+    """Softmax over 2×4×4 scores with torch's SDPA guard Where(IsNaN(p), zero, p) after it, then
+    a MatMul by v (or the guard's result a graph output, `output="guarded"`)."""
+    h = onnx.helper
+    nodes = [h.make_node("Softmax", ["x"], ["p"]), h.make_node("IsNaN", ["p"], ["nan"]),
+             h.make_node("Where", ["nan", "zero", "p"], ["guarded"])]
+    if output == "y":
+        nodes.append(h.make_node("MatMul", ["guarded", "v"], ["y"]))
+    graph = h.make_graph(
+        nodes, "guarded", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2, 4, 4]),
+                           h.make_tensor_value_info("v", onnx.TensorProto.FLOAT, [1, 2, 4, 3])],
+        [h.make_tensor_value_info(output, onnx.TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(np.array(zero, np.float32), "zero")])
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("output", ["y", "guarded"])
+def test_torchs_nan_guard_on_a_softmax_costs_nothing_beyond_the_softmax(output):
+    report = onnxflops.count(_guarded_softmax(0.0, output))
+    unguarded = onnxflops.count(model([node("Softmax", ["x"], ["p"])], {"x": [1, 2, 4, 4]}))
+    matmul = 2 * 4 * 4 * 3 if output == "y" else 0  # 2×4 rows of p · v, 4 MACs per output
+    assert report.total.flops == unguarded.total.flops + 2 * matmul
+    assert "IsNaN" not in op_types(report)
+
+
+def test_a_guard_that_fills_another_value_is_left_as_written():
+    report = onnxflops.count(_guarded_softmax(1.0))
+    assert report.by_op_type()["IsNaN"].flops == 2 * 4 * 4  # one test per probability
+
+
 # --- forms inside a function: a call's body goes through the same canonical stage ----------------
 
 def _called(form: onnx.ModelProto, monkeypatch) -> onnx.ModelProto:
