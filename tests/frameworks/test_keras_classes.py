@@ -127,6 +127,30 @@ def test_a_tensor_array_stacked_before_every_item_is_written_is_refused_by_name(
         onnxflops.count(model, strict=True)
 
 
+@pytest.mark.parametrize("value, dtype, want", [
+    (7, "int32", 7), (7, "int64", 7), (-3, "int32", -3), (0, "int32", 0), (2.0, "float32", None),
+    ([1, 2], "int32", None)])
+def test_a_list_index_is_read_from_a_scalar_integer_constant_only(value, dtype, want):
+    """A TensorList's index or size is a scalar integer Const, however TensorFlow writes it
+    (int_val, int64_val, raw bytes, or no value for zero); a float or a vector is no index."""
+    import numpy as np
+    from tensorflow.core.framework import node_def_pb2
+    from tensorflow.python.framework import tensor_util
+
+    from onnxflops.converters.tensor_lists import _constant_int
+
+    node = node_def_pb2.NodeDef(name="c", op="Const")
+    node.attr["value"].tensor.CopyFrom(tensor_util.make_tensor_proto(np.array(value, dtype)))
+    raw = node_def_pb2.NodeDef(name="raw", op="Const")
+    raw.attr["value"].tensor.CopyFrom(tensor_util.make_tensor_proto(np.array(value, dtype)))
+    raw.attr["value"].tensor.tensor_content = np.array(value, dtype).tobytes()
+    raw.attr["value"].tensor.ClearField("int_val")
+    raw.attr["value"].tensor.ClearField("int64_val")
+    raw.attr["value"].tensor.ClearField("float_val")
+    nodes = {"c": node, "raw": raw}
+    assert _constant_int(nodes, "c:0") == _constant_int(nodes, "raw") == want
+
+
 def test_a_layer_applied_twice_to_one_tensor_is_computed_twice():
     """tf2onnx merged nodes of one op on the same inputs: PARSeq's decoder projects the same
     keys for both of its streams, and the count was one projection short of Keras's (and of
