@@ -98,6 +98,28 @@ class TestLayerNorm:
         assert tensorflow_form.total.params == 12
         assert op_types(tensorflow_form) == ["LayerNormalization"]
 
+
+    def test_two_norms_of_one_tensor_interleaved_are_both_fused(self):
+        """GPT-NeoX's parallel attention and MLP normalize one tensor twice; tf2onnx writes the
+        second norm (13 nodes) between the first one's statistics and its scaling: 26 nodes grow
+        from x, and each norm is found whole."""
+        nodes = [n for n in self.tensorflow_form().graph.node]
+
+        def renamed(node_, suffix):
+            copy = onnx.NodeProto()
+            copy.CopyFrom(node_)
+            copy.name += suffix
+            for names in (copy.input, copy.output):
+                names[:] = [n if n in ("x", "gamma", "beta") else n + suffix for n in names]
+            return copy
+
+        first, second = [renamed(n, "1") for n in nodes], [renamed(n, "2") for n in nodes]
+        twice = model(first[:9] + second + first[9:], self.X, self.WEIGHTS,
+                      outputs=["y1", "y2"], opset=18)
+        report = onnxflops.count(twice)
+        assert op_types(report) == ["LayerNormalization"] * 2
+        assert report.total.flops == 2 * (7 * 5 * 6 + 5 * 5)  # as the op, twice
+
     def test_an_epsilon_out_of_range_is_not_taken_for_one(self):
         assert "LayerNormalization" not in op_types(onnxflops.count(self.tensorflow_form(2.0)))
 

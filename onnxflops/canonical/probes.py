@@ -85,10 +85,13 @@ def _reduced_axes(g: Editor, node: onnx.NodeProto, rank: int) -> tuple[int, ...]
 
 
 def _grow(g: Editor, source: str, weights_allowed: bool, limit: int = 24) -> list[onnx.NodeProto]:
-    """Arithmetic nodes downstream of `source` whose other inputs are constants, in graph order."""
+    """Arithmetic nodes downstream of `source` whose other inputs are constants, in graph order:
+    at most `limit` for each node that reads `source` (GPT-NeoX normalizes one tensor twice, and
+    tf2onnx interleaves the two norms' nodes)."""
     inside: set[str] = {source}
     region: list[onnx.NodeProto] = []
     frontier = list(g.consumers.get(source, []))
+    limit *= max(1, len(frontier))
     seen: set[int] = set()
     while frontier and len(region) < limit:
         frontier.sort(key=g.order)
