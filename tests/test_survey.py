@@ -572,6 +572,11 @@ def test_a_twin_config_takes_the_switches_that_describe_what_keras_hub_builds():
                                     "key_value_dim": 16})
     assert (t5.d_model, t5.d_ff, t5.d_kv, t5.is_gated_act, t5.dense_act_fn) == (
         64, 128, 16, True, "relu")
+    # keras-hub's BERT and GPT-NeoX take GELU's tanh form (HF's default is erf's); its ESM rotary
+    # positions (HF's default is an absolute table)
+    assert twin_config("BertBackbone", {"hidden_dim": 64}).hidden_act == "gelu_new"
+    assert twin_config("GPTNeoXBackbone", {"hidden_dim": 64}).hidden_act == "gelu_new"
+    assert twin_config("ESMBackbone", {"hidden_dim": 64}).position_embedding_type == "rotary"
 
 
 @pytest.mark.slow  # transformers' configs import torch

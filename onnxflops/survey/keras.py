@@ -42,8 +42,11 @@ SMALL = {
 # keras-hub backbone → the transformers model type that computes the same network; where the
 # twin's config needs more than its sizes, (type, {twin key: value, or a function of the sizes by
 # meaning}): the switches by which the HF config describes what the keras-hub class always builds.
+_GELU_TANH = {"hidden_act": "gelu_new"}  # keras-hub's `gelu_approximate`: GELU's tanh form
+
 TWINS = {
-    "AlbertBackbone": "albert", "BartBackbone": "bart", "BertBackbone": "bert",
+    "AlbertBackbone": "albert", "BartBackbone": "bart",
+    "BertBackbone": ("bert", _GELU_TANH),
     "BloomBackbone": "bloom",
     # DeBERTa-v3: relative attention over 256 log buckets, content↔position both ways, one
     # key projection shared, the relative table layer-normed, no absolute positions
@@ -53,12 +56,14 @@ TWINS = {
         "max_relative_positions": -1}),
     # DistilBERT's `hidden_dim` is its FFN width (`dim` is the width)
     "DistilBertBackbone": ("distilbert", {"hidden_dim": lambda sizes: sizes["ffn"]}),
-    "ElectraBackbone": "electra", "ESMBackbone": "esm",
+    "ElectraBackbone": ("electra", _GELU_TANH),
+    # keras-hub's ESM is ESM-2's: rotary positions (HF's default is ESM-1's absolute table)
+    "ESMBackbone": ("esm", {"position_embedding_type": "rotary"}),
     # keras-hub's Falcon is Falcon-RW's: sequential attention and MLP, every head its own keys
     # and values, ALiBi, biases
     "FalconBackbone": ("falcon", {"multi_query": False, "parallel_attn": False, "alibi": True,
                                   "bias": True, "new_decoder_architecture": False}),
-    "GPT2Backbone": "gpt2", "GPTNeoXBackbone": "gpt_neox",
+    "GPT2Backbone": "gpt2", "GPTNeoXBackbone": ("gpt_neox", _GELU_TANH),
     # keras-hub's Gemma `intermediate_dim` is both gated halves together
     "GemmaBackbone": ("gemma", {"intermediate_size": lambda sizes: sizes["ffn"] // 2}),
     "Gemma3Backbone": "gemma3_text", "GptOssBackbone": "gpt_oss",
