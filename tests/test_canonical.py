@@ -120,6 +120,18 @@ class TestLayerNorm:
         assert op_types(report) == ["LayerNormalization"] * 2
         assert report.total.flops == 2 * (7 * 5 * 6 + 5 * 5)  # as the op, twice
 
+
+    def test_a_norm_of_a_weight_table_is_fused(self):
+        """DeBERTa normalizes its relative-position table, a weight: every tensor of the norm is
+        constant, and only γ and β are its weights (x and what it computes from x are not)."""
+        table = self.tensorflow_form().graph
+        nodes = list(table.node) + [node("Add", ["y", "z"], ["out"])]
+        report = onnxflops.count(model(nodes, {"z": self.X["x"]},
+                                       self.WEIGHTS + [weight("x", self.X["x"])], opset=18))
+        assert "LayerNormalization" in op_types(report)
+        assert report.foldable.flops == 7 * 5 * 6 + 5 * 5  # as the op, on the table
+        assert report.total.flops == report.foldable.flops + 5 * 6  # and the add
+
     def test_an_epsilon_out_of_range_is_not_taken_for_one(self):
         assert "LayerNormalization" not in op_types(onnxflops.count(self.tensorflow_form(2.0)))
 

@@ -280,8 +280,11 @@ def _match_layer_norm(g: Editor, region: _Region):
     if axes != tuple(range(axis, rank)):
         return None
     normalized = x_info.dims[axis:]
+    # a norm of a weight table (DeBERTa's relative embeddings) is constant throughout: its x and
+    # what the region computes from it are not its γ or β
+    computed = {region.source} | {o for n in region.nodes for o in n.output}
     weights = sorted({i for n in region.nodes for i in n.input
-                      if i and g.is_constant(i) and g.scalar(i) is None
+                      if i and i not in computed and g.is_constant(i) and g.scalar(i) is None
                       and not (n.op_type in LATER_INPUTS_NOT_DATA and i != n.input[0])})
     if not 1 <= len(weights) <= 2 or any(not _broadcasts_to(g.info(w), normalized) for w in weights):
         return None
