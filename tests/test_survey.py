@@ -592,6 +592,17 @@ def test_a_twin_config_sizes_experts_apart_from_the_dense_ffn():
     assert moe.mlp_only_layers == []  # a list that reads like a depth is no size
 
 
+def test_twin_flops_are_held_against_each_other_only_where_the_math_is_the_same():
+    from onnxflops.survey.keras import TWIN_DIFFERS, TWIN_FLOPS_DIFFER, TWINS, twin_flops_verdict
+
+    assert twin_flops_verdict("BertBackbone", 10, 10, 25, 25) == ("agree", "")
+    assert twin_flops_verdict("BertBackbone", 10, 10, 25, 24) == ("differs", "")
+    assert twin_flops_verdict("BertBackbone", 10, 11, 25, 25) == ("macs differ", "")
+    verdict, reason = twin_flops_verdict("LlamaBackbone", 10, 10, 25, 24)
+    assert verdict == "not the same math" and "rotary" in reason
+    # only pairs that compute the same network (their MACs held against each other) are listed
+    assert set(TWIN_FLOPS_DIFFER) <= set(TWINS) - set(TWIN_DIFFERS)
+
 def test_a_twin_has_a_pooler_only_where_the_keras_hub_backbone_pools():
     from onnxflops.survey.keras import pooler_switch
 

@@ -97,6 +97,25 @@ TWIN_DIFFERS = {
 }
 
 
+# Pairs that agree on MACs but whose networks do different elementwise work, and which: their
+# FLOPs are not held against each other (tools/twin_flops.py, survey/keras_twins.csv).
+_ROTARY_TABLE = (
+    "rotary table: HF computes cos/sin once per forward from its inv_freq buffer (Cos, Sin, Mul: "
+    "work on a buffer, counted); keras-hub computes it in every attention call, for queries and "
+    "keys apart, from positions and frequencies that are literals: work on constants alone, which "
+    "Grappler folds and which the count leaves free as work on literals even where it is kept "
+    "(3,888 FLOPs of it in the small Llama, against HF's 1,152)")
+TWIN_FLOPS_DIFFER = {
+    **dict.fromkeys(("LlamaBackbone", "Llama3Backbone", "MistralBackbone", "Phi3Backbone",
+                     "QwenBackbone", "Qwen2Backbone", "Qwen3Backbone"), _ROTARY_TABLE),
+    "BartBackbone": "HF's BART multiplies the token embeddings by embed_scale, 1.0 where "
+                    "scale_embedding is off (encoder and decoder: 2 x 16 x 64 Mul); keras-hub "
+                    "does not",
+    **dict.fromkeys(("RobertaBackbone", "XLMRobertaBackbone"),
+                    "HF adds a token-type embedding (one learned row) to every token; keras-hub's "
+                    "RoBERTa has none (16 x 64 Add)"),
+}
+
 # names ----------------------------------------------------------------------------------------
 
 def application_names(_argument: str = "") -> list[str]:
@@ -569,6 +588,19 @@ def twin_config(backbone: str, config: dict):
             setattr(twin, key, 0)
     return twin
 
+
+def twin_flops_verdict(backbone: str, macs: int, twin_macs: int, flops: int,
+                       twin_flops: int) -> tuple[str, str]:
+    """(verdict, reason) of a pair's FLOPs: "agree"; "not the same math" where
+    `TWIN_FLOPS_DIFFER` says which ops the networks do differently; else "differs". MACs that
+    differ come first: "macs differ"."""
+    if macs != twin_macs:
+        return "macs differ", ""
+    if flops == twin_flops:
+        return "agree", ""
+    if backbone in TWIN_FLOPS_DIFFER:
+        return "not the same math", TWIN_FLOPS_DIFFER[backbone]
+    return "differs", ""
 
 def apart(function, *args):
     """`function(*args)` in a fresh process (under this one's memory cap, which it inherits):
