@@ -72,6 +72,7 @@ def main(names):
             rows.append({"backbone": name, "twin": twin, "verdict": "failed",
                          "reason": f"{type(e).__name__}: {str(e)[:200]}"})
             print(name, rows[-1]["reason"], flush=True)
+            _write(kept + rows)
             continue
         result, reason = twin_flops_verdict(name, macs, twin_macs, flops, twin_flops)
         rows.append({"backbone": name, "twin": twin, "macs": macs, "twin_macs": twin_macs,
@@ -81,10 +82,14 @@ def main(names):
               flush=True)
         for op, (here, there) in op_differences(ops, twin_ops).items():
             print(f"    {op:24s} {here:>12} {there:>12} {here - there:+}", flush=True)
+        _write(kept + rows)  # after each pair: a run cut short keeps what it made
+
+
+def _write(rows):
     with open(TABLE, "w", newline="") as f:
         writer = csv.DictWriter(f, COLUMNS)
         writer.writeheader()
-        writer.writerows(sorted(kept + rows, key=lambda r: r["backbone"]))
+        writer.writerows(sorted(rows, key=lambda r: r["backbone"]))
 
 
 if __name__ == "__main__":
