@@ -698,6 +698,28 @@ def test_a_keras_hub_argument_no_rule_names_takes_the_value_the_docstring_exampl
     assert example_arguments(Backbone) == {"stackwise_block_types": [["er"], ["uir", "uir"]],
                                            "stackwise_num_blocks": [1, 2], "use_msfa": False}
     assert build_small(Backbone)[0].types == [["er"], ["uir", "uir"]]
+
+def test_a_per_stage_argument_the_docstring_types_an_int_is_a_list_where_the_code_iterates_it():
+    """Depth Anything's docstring says `neck_hidden_dims: int.`; its constructor iterates it.
+    The try that fails so is made again with the name's per-stage list (2 stages, 64 each)."""
+    from onnxflops.survey.keras import build_small
+
+    class Backbone:
+        """A backbone.
+
+        Args:
+            neck_hidden_dims: int. The size of the neck hidden state.
+            fusion_hidden_dim: int. The size of the fusion hidden state.
+        """
+
+        def __init__(self, neck_hidden_dims, fusion_hidden_dim):
+            self.necks = [dim for dim in neck_hidden_dims]
+            self.fusion = fusion_hidden_dim
+
+    model, config = build_small(Backbone)
+    assert (model.necks, model.fusion) == ([64, 64], 64)  # the int typed one stays an int
+
+
 def test_a_depth_cut_keeps_one_layer_of_each_kind():
     # Qwen3.5: three linear-attention layers, then a full one, 8 times; cut to 2 layers the first
     # two would both be linear: the cut keeps layer 0 and layer 3, its per-layer sizes with them

@@ -208,7 +208,8 @@ def build_small(cls, depth: int = 0, stages: int | None = None):
     sub-model is tried first with its input left open), then with DEEP stages (a head
     that reads four pyramid levels); each first with the size-like library defaults made small
     (`smaller_default`), and, where no try builds, again with the library's; where none of
-    those builds, each again with one argument given another option its docstring offers. A
+    those builds, each again with one argument given another option its docstring offers. A try
+    that fails iterating an int is tried again with per-stage names as lists (`typed=False`). A
     sub-model is built with its composite's `stages`. The error is the first try's and the
     last's."""
     tries = [(STAGES, 0), (STAGES, 1), (STAGES, 2), (DEEP, 1), (DEEP, 2)]
@@ -224,17 +225,25 @@ def build_small(cls, depth: int = 0, stages: int | None = None):
     example = example_arguments(cls)
     for chosen in [{}, *others, *([example] if example else [])]:
         for shrink_defaults, deep, fill_open in tries:
-            try:
-                config = {**small_config(cls, depth, fill_open, deep, shrink_defaults)}
-                given = config if chosen is not example else inspect.signature(
-                    cls.__init__).parameters  # an example's value is given where none was
-                config.update({k: v for k, v in chosen.items() if k in given})
-                if chosen and not set(chosen) & set(config):
-                    continue  # this try does not give that argument: nothing to change
-                return cls(**config), config
-            except Exception as error:  # noqa: BLE001 - whatever the library raises is the reason
-                errors.append(f"{type(error).__name__}: {error}".split("\n")[0][:300])
+            for typed in (True, False):
+                try:
+                    config = {**small_config(cls, depth, fill_open, deep, shrink_defaults, typed)}
+                    given = config if chosen is not example else inspect.signature(
+                        cls.__init__).parameters  # an example's value is given where none was
+                    config.update({k: v for k, v in chosen.items() if k in given})
+                    if chosen and not set(chosen) & set(config):
+                        break  # this try does not give that argument: nothing to change
+                    return cls(**config), config
+                except Exception as error:  # noqa: BLE001 - what the library raises is the reason
+                    errors.append(f"{type(error).__name__}: {error}".split("\n")[0][:300])
+                    if not _iterates_an_int(error):
+                        break  # the docstring's types are not what failed
     raise ValueError(" / ".join(dict.fromkeys([errors[0], errors[-1]])))
+
+
+def _iterates_an_int(error: Exception) -> bool:
+    """Whether the constructor failed iterating an int it was given (a docstring's type wrong)."""
+    return isinstance(error, TypeError) and "'int' object is not iterable" in str(error)
 
 
 def example_arguments(cls) -> dict:
@@ -263,7 +272,7 @@ def example_arguments(cls) -> dict:
 
 
 def small_config(cls, depth: int = 0, fill_open: int = 0, stages: int = STAGES,
-                 shrink_defaults: bool = True) -> dict:
+                 shrink_defaults: bool = True, typed: bool = True) -> dict:
     """The constructor's arguments small: those `SMALL` names (without a default or with a
     numeric one: a size, a count), a sub-model argument (an encoder, a backbone) as the class
     its docstring names, built by this same rule (`sub_model`), every other one without a
@@ -271,7 +280,8 @@ def small_config(cls, depth: int = 0, fill_open: int = 0, stages: int = STAGES,
     its docstring entry say (`required_value`), `stages` entries where it is per stage, and
     (with `shrink_defaults`) every integer default that sizes a width, heads or a depth no
     larger than its small value (`smaller_default`). The backbone is otherwise as its library
-    builds it."""
+    builds it. `typed=False`: an argument whose name reads per stage is a per-stage list though
+    its docstring types it an int (Depth Anything's `neck_hidden_dims`, which the code iterates)."""
     parameters = inspect.signature(cls.__init__).parameters
     # The stacks of one backbone share a shape: an undocumented `stackwise_*` nests as deep as
     # the documented ones.
@@ -283,6 +293,8 @@ def small_config(cls, depth: int = 0, fill_open: int = 0, stages: int = STAGES,
                 name == "self"):
             continue
         default, doc = parameter.default, documented(cls, name)
+        if not typed and documented_nesting(doc) == 0 and _PER_STAGE.match(name.lower()):
+            doc = ""
         if name.startswith("stackwise_") and documented_nesting(doc) is None:
             doc = ("list of " * stack_nesting) + doc
         # What the docstring calls optional is left out.
