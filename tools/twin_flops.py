@@ -1,6 +1,7 @@
 """FLOPs of each keras-hub backbone beside its transformers twin's, both counted by onnxflops.
 
     PYTHONPATH=. python tools/twin_flops.py [BACKBONE ...]
+    PYTHONPATH=. python tools/twin_flops.py --verdicts   # verdicts again, nothing recounted
 
 For every pair survey/keras.csv marks as agreeing on MACs (the twin's MACs there are the oracle's),
 the backbone is built by the survey's small-config rule and the twin from the same config
@@ -92,5 +93,20 @@ def _write(rows):
         writer.writerows(sorted(rows, key=lambda r: r["backbone"]))
 
 
+def verdicts_again():
+    """The table's verdicts and reasons made again from its counts (after TWIN_FLOPS_DIFFER
+    changed), nothing recounted."""
+    rows = list(csv.DictReader(open(TABLE, newline="")))
+    for row in rows:
+        if row["flops"]:
+            row["verdict"], row["reason"] = twin_flops_verdict(
+                row["backbone"], *(int(row[k]) for k in ("macs", "twin_macs", "flops",
+                                                         "twin_flops")))
+    _write(rows)
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    if sys.argv[1:] == ["--verdicts"]:
+        verdicts_again()
+    else:
+        main(sys.argv[1:])

@@ -111,6 +111,17 @@ TWIN_FLOPS_DIFFER = {
     "BartBackbone": "HF's BART multiplies the token embeddings by embed_scale, 1.0 where "
                     "scale_embedding is off (encoder and decoder: 2 x 16 x 64 Mul); keras-hub "
                     "does not",
+    "OPTBackbone": "HF's OPT scales the queries after their projection and calls attention with "
+                   "scale 1.0, which torch's ONNX translation of SDPA still multiplies the scores "
+                   "by (2 layers x 4 x 16 x 16 Mul); keras-hub scales once",
+    "GemmaBackbone": _ROTARY_TABLE + "; and keras-hub's Gemma zeroes the attention output of a "
+                     "row with no attended token (ops.all over the mask: ReduceSum, Greater, "
+                     "Where), which HF's does not",
+    "Gemma3Backbone": _ROTARY_TABLE + "; keras-hub's Gemma zeroes the attention output of a row "
+                      "with no attended token (ReduceSum, Greater); and at its defaults "
+                      "keras-hub's Gemma3 has no post-attention and post-FFN norms "
+                      "(use_post_attention_norm, use_post_ffw_norm False), which HF's Gemma-3 "
+                      "always has (2 RMSNorms per layer)",
     **dict.fromkeys(("RobertaBackbone", "XLMRobertaBackbone"),
                     "HF adds a token-type embedding (one learned row) to every token; keras-hub's "
                     "RoBERTa has none (16 x 64 Add)"),
