@@ -105,15 +105,18 @@ _ROTARY_TABLE = (
     "keys apart, from positions and frequencies that are literals: work on constants alone, which "
     "Grappler folds and which the count leaves free as work on literals even where it is kept "
     "(3,888 FLOPs of it in the small Llama, against HF's 1,152)")
+_SCALED_QUERIES = (
+    "HF scales the queries after their projection and calls attention with scale 1.0, which "
+    "torch's ONNX translation of SDPA still multiplies the scores by (2 layers x 4 x 16 x 16 "
+    "Mul); keras-hub scales once")
 TWIN_FLOPS_DIFFER = {
     **dict.fromkeys(("LlamaBackbone", "Llama3Backbone", "MistralBackbone", "Phi3Backbone",
                      "QwenBackbone", "Qwen2Backbone", "Qwen3Backbone"), _ROTARY_TABLE),
     "BartBackbone": "HF's BART multiplies the token embeddings by embed_scale, 1.0 where "
                     "scale_embedding is off (encoder and decoder: 2 x 16 x 64 Mul); keras-hub "
                     "does not",
-    "OPTBackbone": "HF's OPT scales the queries after their projection and calls attention with "
-                   "scale 1.0, which torch's ONNX translation of SDPA still multiplies the scores "
-                   "by (2 layers x 4 x 16 x 16 Mul); keras-hub scales once",
+    "OPTBackbone": _SCALED_QUERIES,
+    "ESMBackbone": _ROTARY_TABLE + "; and " + _SCALED_QUERIES,
     "GemmaBackbone": _ROTARY_TABLE + "; and keras-hub's Gemma zeroes the attention output of a "
                      "row with no attended token (ops.all over the mask: ReduceSum, Greater, "
                      "Where), which HF's does not",
