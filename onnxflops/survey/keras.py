@@ -115,6 +115,10 @@ TWIN_FLOPS_DIFFER = {
     "BartBackbone": "HF's BART multiplies the token embeddings by embed_scale, 1.0 where "
                     "scale_embedding is off (encoder and decoder: 2 x 16 x 64 Mul); keras-hub "
                     "does not",
+    "GPTNeoXBackbone": _ROTARY_TABLE,
+    "FalconBackbone": "ALiBi: keras-hub adds the bias to the scores in every layer apart from the "
+                      "mask (2 layers x 4 x 16 x 16 Add) and multiplies slopes by positions in "
+                      "each (+128 Mul); HF folds it into the mask once per forward",
     "OPTBackbone": _SCALED_QUERIES,
     "ESMBackbone": _ROTARY_TABLE + "; and " + _SCALED_QUERIES,
     "GemmaBackbone": _ROTARY_TABLE + "; and keras-hub's Gemma zeroes the attention output of a "
