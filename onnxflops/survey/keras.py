@@ -117,8 +117,9 @@ TWIN_FLOPS_DIFFER = {
                     "does not",
     "GPTNeoXBackbone": _ROTARY_TABLE,
     "FalconBackbone": "ALiBi: keras-hub adds the bias to the scores in every layer apart from the "
-                      "mask (2 layers x 4 x 16 x 16 Add) and multiplies slopes by positions in "
-                      "each (+128 Mul); HF folds it into the mask once per forward",
+                      "mask (2 layers x 4 x 16 x 16 Add) and builds the bias from slopes and "
+                      "positions in each (+128 Mul net); HF builds it once per forward and folds "
+                      "it into the mask",
     "OPTBackbone": _SCALED_QUERIES,
     "ESMBackbone": _ROTARY_TABLE + "; and " + _SCALED_QUERIES,
     "GemmaBackbone": _ROTARY_TABLE + "; and keras-hub's Gemma zeroes the attention output of a "
