@@ -122,14 +122,6 @@ TWIN_FLOPS_DIFFER = {
                       "it into the mask",
     "OPTBackbone": _SCALED_QUERIES,
     "ESMBackbone": _ROTARY_TABLE + "; and " + _SCALED_QUERIES,
-    "GemmaBackbone": _ROTARY_TABLE + "; and keras-hub's Gemma zeroes the attention output of a "
-                     "row with no attended token (ops.all over the mask: ReduceSum, Greater, "
-                     "Where), which HF's does not",
-    "Gemma3Backbone": _ROTARY_TABLE + "; keras-hub's Gemma zeroes the attention output of a row "
-                      "with no attended token (ReduceSum, Greater); and at its defaults "
-                      "keras-hub's Gemma3 has no post-attention and post-FFN norms "
-                      "(use_post_attention_norm, use_post_ffw_norm False), which HF's Gemma-3 "
-                      "always has (2 RMSNorms per layer)",
     **dict.fromkeys(("RobertaBackbone", "XLMRobertaBackbone"),
                     "HF adds a token-type embedding (one learned row) to every token; keras-hub's "
                     "RoBERTa has none (16 x 64 Add)"),
