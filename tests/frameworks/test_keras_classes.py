@@ -183,8 +183,9 @@ def test_normalization_statistics_are_buffers_and_unread_weights_unused_params()
 
 
 def test_a_scale_read_as_one_plus_it_is_a_param():
-    """RMSNorm written x·(1 + scale) (keras-hub's Gemma): TensorFlow folds 1 + scale into a new
-    constant; its values follow the scale's stand-ins in order, so it holds the scale."""
+    """RMSNorm written x·(1 + scale) (keras-hub's Gemma): 1 + scale is work on a weight that the
+    model does in every call, as HF's Gemma does; tf2onnx's optimizer folded it into a new
+    constant (its values followed the scale's stand-ins, so the param was kept, not the work)."""
     class OnePlusScale(L.Layer):
         def build(self, shape):
             self.scale = self.add_weight(shape=(shape[-1],), initializer="zeros", name="scale")
@@ -197,6 +198,9 @@ def test_a_scale_read_as_one_plus_it_is_a_param():
     total, oracle = counted_and_oracle(keras.Model(i, x))
     assert (total.macs, total.params, total.unused_params) == (240, 16 + 48 + 3, 0)
     assert_agree(total, oracle)
+    # 16 adds of 1 + scale (foldable), 5 · 16 products, 15 bias adds, 2 · 240 of the dense layer
+    assert (total.flops, onnxflops.count(keras.Model(i, x)).foldable.flops) == (
+        16 + 80 + 15 + 480, 16)
 
 
 def test_an_open_input_binds_by_its_layers_name_or_its_tensors():
