@@ -122,6 +122,9 @@ TWIN_FLOPS_DIFFER = {
                       "it into the mask",
     "OPTBackbone": _SCALED_QUERIES,
     "ESMBackbone": _ROTARY_TABLE + "; and " + _SCALED_QUERIES,
+    "GemmaBackbone": _ROTARY_TABLE + "; and keras-hub's Gemma zeroes the attention output of a "
+                     "row with no attended token (ops.all over the mask: ReduceSum, Greater, and "
+                     "the select's Add, 2 x 1,280), which HF's does not",
     **dict.fromkeys(("RobertaBackbone", "XLMRobertaBackbone"),
                     "HF adds a token-type embedding (one learned row) to every token; keras-hub's "
                     "RoBERTa has none (16 x 64 Add)"),
