@@ -260,6 +260,7 @@ def _convert(fn, specs: list, stand_ins: list[Weight] | None, opset: int,
         stack.enter_context(_without_conv_batchnorm_fusion())
         stack.enter_context(_filled_constants_kept_small(stand_ins is not None))
         stack.enter_context(_work_written_twice_kept())
+        stack.enter_context(_weight_arithmetic_kept())
         try:
             concrete = fn.get_concrete_function(*specs)
             # The arguments only: tensors the model captured (a Normalization layer's mean and
@@ -637,6 +638,41 @@ def _without_conv_batchnorm_fusion():
         rewrites.clear()
         rewrites.update(original)
 
+
+
+# Elementwise ops tf2onnx's optimizer folds when every input is a constant.
+_FOLDED_ARITHMETIC = frozenset({"Add", "Sub", "Mul"})
+
+
+@contextlib.contextmanager
+def _weight_arithmetic_kept():
+    """tf2onnx's optimizer folds Add, Sub and Mul of constants, weights among them, after
+    Grappler has kept them (`_weights_fed`): Gemma's RMSNorm computes `1 + scale` in every call,
+    as HF's does, and that work was lost. Arithmetic that reads a float tensor of more than one
+    element is kept; scalars and integer shapes fold as before."""
+    from tf2onnx.optimizer.const_fold_optimizer import ConstFoldOptimizer
+
+    fold = ConstFoldOptimizer._fold_node
+
+    def fold_all_but_weight_arithmetic(self, node, graph):
+        if node.type in _FOLDED_ARITHMETIC and any(_is_weight_constant(i) for i in node.inputs):
+            return False
+        return fold(self, node, graph)
+
+    ConstFoldOptimizer._fold_node = fold_all_but_weight_arithmetic
+    try:
+        yield
+    finally:
+        ConstFoldOptimizer._fold_node = fold
+
+
+def _is_weight_constant(node) -> bool:
+    """Whether a tf2onnx node is a float constant of more than one element (a weight)."""
+    if node is None or not node.is_const():
+        return False
+    tensor = node.get_attr_value("value")  # its header: a filled weight is never expanded
+    return is_float_dtype(onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).name) \
+        and math.prod(tensor.dims) > 1
 
 @contextlib.contextmanager
 def _work_written_twice_kept():

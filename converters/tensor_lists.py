@@ -72,22 +72,15 @@ def _constant_writes(nodes: dict, handle: str) -> tuple[int | None, dict[int, st
 
 
 def _constant_int(nodes: dict, tensor: str) -> int | None:
-    """The value of a scalar integer Const `tensor`, or None where it is anything else."""
+    """The value of a scalar integer Const `tensor`, or None where it is anything else (a float
+    among them)."""
     node = nodes.get(_node_name(tensor))
     if node is None or node.op != "Const":
         return None
-    value = node.attr["value"].tensor
-    if value.tensor_shape.dim:
-        return None
-    values = list(value.int_val) or list(value.int64_val)
-    if values:
-        return int(values[0])
-    if value.tensor_content:  # a scalar written as raw bytes
-        import numpy as np
+    from tensorflow.python.framework import tensor_util
 
-        dtype = np.int64 if len(value.tensor_content) == 8 else np.int32
-        return int(np.frombuffer(value.tensor_content, dtype)[0])
-    return 0  # a scalar Const with no value listed is its type's zero
+    value = tensor_util.MakeNdarray(node.attr["value"].tensor)
+    return int(value) if value.shape == () and value.dtype.kind in "iu" else None
 
 
 def _become(node, op: str, inputs: list[str], dtype: int) -> None:

@@ -98,6 +98,40 @@ class TestLayerNorm:
         assert tensorflow_form.total.params == 12
         assert op_types(tensorflow_form) == ["LayerNormalization"]
 
+
+    def test_two_norms_of_one_tensor_interleaved_are_both_fused(self):
+        """GPT-NeoX's parallel attention and MLP normalize one tensor twice; tf2onnx writes the
+        second norm (13 nodes) between the first one's statistics and its scaling: 26 nodes grow
+        from x, and each norm is found whole."""
+        nodes = [n for n in self.tensorflow_form().graph.node]
+
+        def renamed(node_, suffix):
+            copy = onnx.NodeProto()
+            copy.CopyFrom(node_)
+            copy.name += suffix
+            for names in (copy.input, copy.output):
+                names[:] = [n if n in ("x", "gamma", "beta") else n + suffix for n in names]
+            return copy
+
+        first, second = [renamed(n, "1") for n in nodes], [renamed(n, "2") for n in nodes]
+        twice = model(first[:9] + second + first[9:], self.X, self.WEIGHTS,
+                      outputs=["y1", "y2"], opset=18)
+        report = onnxflops.count(twice)
+        assert op_types(report) == ["LayerNormalization"] * 2
+        assert report.total.flops == 2 * (7 * 5 * 6 + 5 * 5)  # as the op, twice
+
+
+    def test_a_norm_of_a_weight_table_is_fused(self):
+        """DeBERTa normalizes its relative-position table, a weight: every tensor of the norm is
+        constant, and only γ and β are its weights (x and what it computes from x are not)."""
+        table = self.tensorflow_form().graph
+        nodes = list(table.node) + [node("Add", ["y", "z"], ["out"])]
+        report = onnxflops.count(model(nodes, {"z": self.X["x"]},
+                                       self.WEIGHTS + [weight("x", self.X["x"])], opset=18))
+        assert "LayerNormalization" in op_types(report)
+        assert report.foldable.flops == 7 * 5 * 6 + 5 * 5  # as the op, on the table
+        assert report.total.flops == report.foldable.flops + 5 * 6  # and the add
+
     def test_an_epsilon_out_of_range_is_not_taken_for_one(self):
         assert "LayerNormalization" not in op_types(onnxflops.count(self.tensorflow_form(2.0)))
 
@@ -211,6 +245,36 @@ def test_a_select_with_a_zero_fill_computes_nothing():
     select = onnxflops.count(_masked_softmax("select", 0.0))
     softmax_only = select.by_op_type()["Softmax"].flops
     assert select.total.flops == softmax_only
+
+
+def _guarded_softmax(zero: float, output: str = "y") -> onnx.ModelProto:
+    """Softmax over 2×4×4 scores with torch's SDPA guard Where(IsNaN(p), zero, p) after it, then
+    a MatMul by v (or the guard's result a graph output, `output="guarded"`)."""
+    h = onnx.helper
+    nodes = [h.make_node("Softmax", ["x"], ["p"]), h.make_node("IsNaN", ["p"], ["nan"]),
+             h.make_node("Where", ["nan", "zero", "p"], ["guarded"])]
+    if output == "y":
+        nodes.append(h.make_node("MatMul", ["guarded", "v"], ["y"]))
+    graph = h.make_graph(
+        nodes, "guarded", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2, 4, 4]),
+                           h.make_tensor_value_info("v", onnx.TensorProto.FLOAT, [1, 2, 4, 3])],
+        [h.make_tensor_value_info(output, onnx.TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(np.array(zero, np.float32), "zero")])
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("output", ["y", "guarded"])
+def test_torchs_nan_guard_on_a_softmax_costs_nothing_beyond_the_softmax(output):
+    report = onnxflops.count(_guarded_softmax(0.0, output))
+    unguarded = onnxflops.count(model([node("Softmax", ["x"], ["p"])], {"x": [1, 2, 4, 4]}))
+    matmul = 2 * 4 * 4 * 3 if output == "y" else 0  # 2×4 rows of p · v, 4 MACs per output
+    assert report.total.flops == unguarded.total.flops + 2 * matmul
+    assert "IsNaN" not in op_types(report)
+
+
+def test_a_guard_that_fills_another_value_is_left_as_written():
+    report = onnxflops.count(_guarded_softmax(1.0))
+    assert report.by_op_type()["IsNaN"].flops == 2 * 4 * 4  # one test per probability
 
 
 # --- forms inside a function: a call's body goes through the same canonical stage ----------------

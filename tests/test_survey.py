@@ -572,6 +572,11 @@ def test_a_twin_config_takes_the_switches_that_describe_what_keras_hub_builds():
                                     "key_value_dim": 16})
     assert (t5.d_model, t5.d_ff, t5.d_kv, t5.is_gated_act, t5.dense_act_fn) == (
         64, 128, 16, True, "relu")
+    # keras-hub's BERT and GPT-NeoX take GELU's tanh form (HF's default is erf's); its ESM rotary
+    # positions (HF's default is an absolute table)
+    assert twin_config("BertBackbone", {"hidden_dim": 64}).hidden_act == "gelu_new"
+    assert twin_config("GPTNeoXBackbone", {"hidden_dim": 64}).hidden_act == "gelu_new"
+    assert twin_config("ESMBackbone", {"hidden_dim": 64}).position_embedding_type == "rotary"
 
 
 @pytest.mark.slow  # transformers' configs import torch
@@ -586,6 +591,17 @@ def test_a_twin_config_sizes_experts_apart_from_the_dense_ffn():
             moe.num_experts_per_tok) == (128, 32, 4, 2)
     assert moe.mlp_only_layers == []  # a list that reads like a depth is no size
 
+
+def test_twin_flops_are_held_against_each_other_only_where_the_math_is_the_same():
+    from onnxflops.survey.keras import TWIN_DIFFERS, TWIN_FLOPS_DIFFER, TWINS, twin_flops_verdict
+
+    assert twin_flops_verdict("BertBackbone", 10, 10, 25, 25) == ("agree", "")
+    assert twin_flops_verdict("BertBackbone", 10, 10, 25, 24) == ("differs", "")
+    assert twin_flops_verdict("BertBackbone", 10, 11, 25, 25) == ("macs differ", "")
+    verdict, reason = twin_flops_verdict("LlamaBackbone", 10, 10, 25, 24)
+    assert verdict == "not the same math" and "rotary" in reason
+    # only pairs that compute the same network (their MACs held against each other) are listed
+    assert set(TWIN_FLOPS_DIFFER) <= set(TWINS) - set(TWIN_DIFFERS)
 
 def test_a_twin_has_a_pooler_only_where_the_keras_hub_backbone_pools():
     from onnxflops.survey.keras import pooler_switch
@@ -682,6 +698,28 @@ def test_a_keras_hub_argument_no_rule_names_takes_the_value_the_docstring_exampl
     assert example_arguments(Backbone) == {"stackwise_block_types": [["er"], ["uir", "uir"]],
                                            "stackwise_num_blocks": [1, 2], "use_msfa": False}
     assert build_small(Backbone)[0].types == [["er"], ["uir", "uir"]]
+
+def test_a_per_stage_argument_the_docstring_types_an_int_is_a_list_where_the_code_iterates_it():
+    """Depth Anything's docstring says `neck_hidden_dims: int.`; its constructor iterates it.
+    The try that fails so is made again with the name's per-stage list (2 stages, 64 each)."""
+    from onnxflops.survey.keras import build_small
+
+    class Backbone:
+        """A backbone.
+
+        Args:
+            neck_hidden_dims: int. The size of the neck hidden state.
+            fusion_hidden_dim: int. The size of the fusion hidden state.
+        """
+
+        def __init__(self, neck_hidden_dims, fusion_hidden_dim):
+            self.necks = [dim for dim in neck_hidden_dims]
+            self.fusion = fusion_hidden_dim
+
+    model, config = build_small(Backbone)
+    assert (model.necks, model.fusion) == ([64, 64], 64)  # the int typed one stays an int
+
+
 def test_a_depth_cut_keeps_one_layer_of_each_kind():
     # Qwen3.5: three linear-attention layers, then a full one, 8 times; cut to 2 layers the first
     # two would both be linear: the cut keeps layer 0 and layer 3, its per-layer sizes with them

@@ -9,6 +9,11 @@ where HF and torch add a mask made by a selection: Add(scores, Where(c, 0, fill)
 same scores; this rule writes the first as the second, so that masking costs one op per score
 whichever framework wrote it. A fill of zero (Keras masks the probabilities after the softmax too)
 is a selection, Where(c, scores, 0), which computes nothing.
+
+torch's ONNX translation of scaled_dot_product_attention with a boolean mask guards the softmax
+against a row masked whole (all −inf, so 0/0): Where(IsNaN(p), 0, p) over the probabilities p. The
+guard is the exporter's, not the model's math (eager attention and TensorFlow's have none): it is
+read as the softmax it protects.
 """
 
 from __future__ import annotations
@@ -87,3 +92,27 @@ def _cast_condition(g: "Editor", name: str) -> str | None:
         return None
     info = g.info(cast.input[0])
     return cast.input[0] if info is not None and info.dtype == onnx.TensorProto.BOOL else None
+
+
+def softmax_without_nan_guard(g: "Editor") -> bool:
+    """Where(IsNaN(p), 0, p) → p, p = Softmax(s): the exporter's guard costs nothing beyond p."""
+    changed = False
+    for where in g.of_type({"Where"}):
+        if g.removed(where):
+            continue
+        guard, zero, probabilities = where.input
+        is_nan = g.producer.get(guard)
+        softmax = g.producer.get(probabilities)
+        if is_nan is None or is_nan.op_type != "IsNaN" or is_nan.domain \
+                or is_nan.input[0] != probabilities or softmax is None \
+                or softmax.op_type != "Softmax" or softmax.domain or g.scalar(zero) != 0:
+            continue
+        removed = [where] + ([is_nan] if g.sole_consumer(guard) is where else [])
+        if where.output[0] in g.outputs:  # a graph output keeps its name: a copy, no work
+            g.replace(removed, [g.named_after(
+                helper.make_node("Identity", [probabilities], list(where.output)), where)])
+        else:
+            g.rename_uses(where.output[0], probabilities)
+            g.remove(removed)
+        changed = True
+    return changed

@@ -85,10 +85,13 @@ def _reduced_axes(g: Editor, node: onnx.NodeProto, rank: int) -> tuple[int, ...]
 
 
 def _grow(g: Editor, source: str, weights_allowed: bool, limit: int = 24) -> list[onnx.NodeProto]:
-    """Arithmetic nodes downstream of `source` whose other inputs are constants, in graph order."""
+    """Arithmetic nodes downstream of `source` whose other inputs are constants, in graph order:
+    at most `limit` for each node that reads `source` (GPT-NeoX normalizes one tensor twice, and
+    tf2onnx interleaves the two norms' nodes)."""
     inside: set[str] = {source}
     region: list[onnx.NodeProto] = []
     frontier = list(g.consumers.get(source, []))
+    limit *= max(1, len(frontier))
     seen: set[int] = set()
     while frontier and len(region) < limit:
         frontier.sort(key=g.order)
@@ -277,8 +280,11 @@ def _match_layer_norm(g: Editor, region: _Region):
     if axes != tuple(range(axis, rank)):
         return None
     normalized = x_info.dims[axis:]
+    # a norm of a weight table (DeBERTa's relative embeddings) is constant throughout: its x and
+    # what the region computes from it are not its γ or β
+    computed = {region.source} | {o for n in region.nodes for o in n.output}
     weights = sorted({i for n in region.nodes for i in n.input
-                      if i and g.is_constant(i) and g.scalar(i) is None
+                      if i and i not in computed and g.is_constant(i) and g.scalar(i) is None
                       and not (n.op_type in LATER_INPUTS_NOT_DATA and i != n.input[0])})
     if not 1 <= len(weights) <= 2 or any(not _broadcasts_to(g.info(w), normalized) for w in weights):
         return None

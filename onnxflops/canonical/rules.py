@@ -4,9 +4,10 @@ Exporters write one computation in several ways. Each rule recognises a family o
 structure (op types, shapes, and the values of scalar constants, never of weights) and rewrites it
 to the form the cost table prices: structural.py holds the forms told by structure alone,
 probes.py those recognised by evaluating a candidate subgraph on probe inputs, masking.py
-TensorFlow's select over attention scores written as the mask add HF writes. A rule is a function
-of an Editor that returns whether it changed the graph; it is listed in RULES with the op types
-whose presence lets it match anything.
+TensorFlow's select over attention scores written as the mask add HF writes, and torch's NaN
+guard on a masked softmax read as the softmax. A rule is a function of an Editor that returns
+whether it changed the graph; it is listed in RULES with the op types whose presence lets it
+match anything.
 
 It runs on the analyzed model and keeps every tensor's analyzed shape, adding shapes for the
 tensors it creates, so the model is not analyzed again.
@@ -21,7 +22,7 @@ import onnx
 
 from onnxflops.analysis import AnalyzedModel, mark_constants
 from onnxflops.canonical.editor import Editor
-from onnxflops.canonical.masking import select_as_masked_add
+from onnxflops.canonical.masking import select_as_masked_add, softmax_without_nan_guard
 from onnxflops.canonical.probes import fuse_activations, fuse_layer_norms
 from onnxflops.canonical.structural import (
     BIAS_SLOT,
@@ -41,6 +42,7 @@ class Rule(NamedTuple):
 
 RULES: tuple[Rule, ...] = (
     Rule(frozenset({"Not"}), select_as_masked_add),
+    Rule(frozenset({"IsNaN"}), softmax_without_nan_guard),
     Rule(frozenset({"Loop"}), read_loop_invariants_from_outer_scope),
     Rule(frozenset(BIAS_SLOT), drop_broadcast_zero_bias),
     Rule(COMPARISONS, compare_integers_as_integers),

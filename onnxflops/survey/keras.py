@@ -42,8 +42,11 @@ SMALL = {
 # keras-hub backbone → the transformers model type that computes the same network; where the
 # twin's config needs more than its sizes, (type, {twin key: value, or a function of the sizes by
 # meaning}): the switches by which the HF config describes what the keras-hub class always builds.
+_GELU_TANH = {"hidden_act": "gelu_new"}  # keras-hub's `gelu_approximate`: GELU's tanh form
+
 TWINS = {
-    "AlbertBackbone": "albert", "BartBackbone": "bart", "BertBackbone": "bert",
+    "AlbertBackbone": "albert", "BartBackbone": "bart",
+    "BertBackbone": ("bert", _GELU_TANH),
     "BloomBackbone": "bloom",
     # DeBERTa-v3: relative attention over 256 log buckets, content↔position both ways, one
     # key projection shared, the relative table layer-normed, no absolute positions
@@ -53,12 +56,14 @@ TWINS = {
         "max_relative_positions": -1}),
     # DistilBERT's `hidden_dim` is its FFN width (`dim` is the width)
     "DistilBertBackbone": ("distilbert", {"hidden_dim": lambda sizes: sizes["ffn"]}),
-    "ElectraBackbone": "electra", "ESMBackbone": "esm",
+    "ElectraBackbone": ("electra", _GELU_TANH),
+    # keras-hub's ESM is ESM-2's: rotary positions (HF's default is ESM-1's absolute table)
+    "ESMBackbone": ("esm", {"position_embedding_type": "rotary"}),
     # keras-hub's Falcon is Falcon-RW's: sequential attention and MLP, every head its own keys
     # and values, ALiBi, biases
     "FalconBackbone": ("falcon", {"multi_query": False, "parallel_attn": False, "alibi": True,
                                   "bias": True, "new_decoder_architecture": False}),
-    "GPT2Backbone": "gpt2", "GPTNeoXBackbone": "gpt_neox",
+    "GPT2Backbone": "gpt2", "GPTNeoXBackbone": ("gpt_neox", _GELU_TANH),
     # keras-hub's Gemma `intermediate_dim` is both gated halves together
     "GemmaBackbone": ("gemma", {"intermediate_size": lambda sizes: sizes["ffn"] // 2}),
     "Gemma3Backbone": "gemma3_text", "GptOssBackbone": "gpt_oss",
@@ -91,6 +96,39 @@ TWIN_DIFFERS = {
                        "ElectraModel has no pooler",
 }
 
+
+# Pairs that agree on MACs but whose networks do different elementwise work, and which: their
+# FLOPs are not held against each other (tools/twin_flops.py, survey/keras_twins.csv).
+_ROTARY_TABLE = (
+    "rotary table: HF computes cos/sin once per forward from its inv_freq buffer (Cos, Sin, Mul: "
+    "work on a buffer, counted); keras-hub computes it in every attention call, for queries and "
+    "keys apart, from positions and frequencies that are literals: work on constants alone, which "
+    "Grappler folds and which the count leaves free as work on literals even where it is kept "
+    "(3,888 FLOPs of it in the small Llama, against HF's 1,152)")
+_SCALED_QUERIES = (
+    "HF scales the queries after their projection and calls attention with scale 1.0, which "
+    "torch's ONNX translation of SDPA still multiplies the scores by (2 layers x 4 x 16 x 16 "
+    "Mul); keras-hub scales once")
+TWIN_FLOPS_DIFFER = {
+    **dict.fromkeys(("LlamaBackbone", "Llama3Backbone", "MistralBackbone", "Phi3Backbone",
+                     "QwenBackbone", "Qwen2Backbone", "Qwen3Backbone"), _ROTARY_TABLE),
+    "BartBackbone": "HF's BART multiplies the token embeddings by embed_scale, 1.0 where "
+                    "scale_embedding is off (encoder and decoder: 2 x 16 x 64 Mul); keras-hub "
+                    "does not",
+    "GPTNeoXBackbone": _ROTARY_TABLE,
+    "FalconBackbone": "ALiBi: keras-hub adds the bias to the scores in every layer apart from the "
+                      "mask (2 layers x 4 x 16 x 16 Add) and builds the bias from slopes and "
+                      "positions in each (+128 Mul net); HF builds it once per forward and folds "
+                      "it into the mask",
+    "OPTBackbone": _SCALED_QUERIES,
+    "ESMBackbone": _ROTARY_TABLE + "; and " + _SCALED_QUERIES,
+    "GemmaBackbone": _ROTARY_TABLE + "; and keras-hub's Gemma zeroes the attention output of a "
+                     "row with no attended token (ops.all over the mask: ReduceSum, Greater, and "
+                     "the select's Add, 2 x 1,280), which HF's does not",
+    **dict.fromkeys(("RobertaBackbone", "XLMRobertaBackbone"),
+                    "HF adds a token-type embedding (one learned row) to every token; keras-hub's "
+                    "RoBERTa has none (16 x 64 Add)"),
+}
 
 # names ----------------------------------------------------------------------------------------
 
@@ -184,7 +222,8 @@ def build_small(cls, depth: int = 0, stages: int | None = None):
     sub-model is tried first with its input left open), then with DEEP stages (a head
     that reads four pyramid levels); each first with the size-like library defaults made small
     (`smaller_default`), and, where no try builds, again with the library's; where none of
-    those builds, each again with one argument given another option its docstring offers. A
+    those builds, each again with one argument given another option its docstring offers. A try
+    that fails iterating an int is tried again with per-stage names as lists (`typed=False`). A
     sub-model is built with its composite's `stages`. The error is the first try's and the
     last's."""
     tries = [(STAGES, 0), (STAGES, 1), (STAGES, 2), (DEEP, 1), (DEEP, 2)]
@@ -200,17 +239,25 @@ def build_small(cls, depth: int = 0, stages: int | None = None):
     example = example_arguments(cls)
     for chosen in [{}, *others, *([example] if example else [])]:
         for shrink_defaults, deep, fill_open in tries:
-            try:
-                config = {**small_config(cls, depth, fill_open, deep, shrink_defaults)}
-                given = config if chosen is not example else inspect.signature(
-                    cls.__init__).parameters  # an example's value is given where none was
-                config.update({k: v for k, v in chosen.items() if k in given})
-                if chosen and not set(chosen) & set(config):
-                    continue  # this try does not give that argument: nothing to change
-                return cls(**config), config
-            except Exception as error:  # noqa: BLE001 - whatever the library raises is the reason
-                errors.append(f"{type(error).__name__}: {error}".split("\n")[0][:300])
+            for typed in (True, False):
+                try:
+                    config = {**small_config(cls, depth, fill_open, deep, shrink_defaults, typed)}
+                    given = config if chosen is not example else inspect.signature(
+                        cls.__init__).parameters  # an example's value is given where none was
+                    config.update({k: v for k, v in chosen.items() if k in given})
+                    if chosen and not set(chosen) & set(config):
+                        break  # this try does not give that argument: nothing to change
+                    return cls(**config), config
+                except Exception as error:  # noqa: BLE001 - what the library raises is the reason
+                    errors.append(f"{type(error).__name__}: {error}".split("\n")[0][:300])
+                    if not _iterates_an_int(error):
+                        break  # the docstring's types are not what failed
     raise ValueError(" / ".join(dict.fromkeys([errors[0], errors[-1]])))
+
+
+def _iterates_an_int(error: Exception) -> bool:
+    """Whether the constructor failed iterating an int it was given (a docstring's type wrong)."""
+    return isinstance(error, TypeError) and "'int' object is not iterable" in str(error)
 
 
 def example_arguments(cls) -> dict:
@@ -239,7 +286,7 @@ def example_arguments(cls) -> dict:
 
 
 def small_config(cls, depth: int = 0, fill_open: int = 0, stages: int = STAGES,
-                 shrink_defaults: bool = True) -> dict:
+                 shrink_defaults: bool = True, typed: bool = True) -> dict:
     """The constructor's arguments small: those `SMALL` names (without a default or with a
     numeric one: a size, a count), a sub-model argument (an encoder, a backbone) as the class
     its docstring names, built by this same rule (`sub_model`), every other one without a
@@ -247,7 +294,8 @@ def small_config(cls, depth: int = 0, fill_open: int = 0, stages: int = STAGES,
     its docstring entry say (`required_value`), `stages` entries where it is per stage, and
     (with `shrink_defaults`) every integer default that sizes a width, heads or a depth no
     larger than its small value (`smaller_default`). The backbone is otherwise as its library
-    builds it."""
+    builds it. `typed=False`: an argument whose name reads per stage is a per-stage list though
+    its docstring types it an int (Depth Anything's `neck_hidden_dims`, which the code iterates)."""
     parameters = inspect.signature(cls.__init__).parameters
     # The stacks of one backbone share a shape: an undocumented `stackwise_*` nests as deep as
     # the documented ones.
@@ -259,6 +307,8 @@ def small_config(cls, depth: int = 0, fill_open: int = 0, stages: int = STAGES,
                 name == "self"):
             continue
         default, doc = parameter.default, documented(cls, name)
+        if not typed and documented_nesting(doc) == 0 and _PER_STAGE.match(name.lower()):
+            doc = ""
         if name.startswith("stackwise_") and documented_nesting(doc) is None:
             doc = ("list of " * stack_nesting) + doc
         # What the docstring calls optional is left out.
@@ -564,6 +614,19 @@ def twin_config(backbone: str, config: dict):
             setattr(twin, key, 0)
     return twin
 
+
+def twin_flops_verdict(backbone: str, macs: int, twin_macs: int, flops: int,
+                       twin_flops: int) -> tuple[str, str]:
+    """(verdict, reason) of a pair's FLOPs: "agree"; "not the same math" where
+    `TWIN_FLOPS_DIFFER` says which ops the networks do differently; else "differs". MACs that
+    differ come first: "macs differ"."""
+    if macs != twin_macs:
+        return "macs differ", ""
+    if flops == twin_flops:
+        return "agree", ""
+    if backbone in TWIN_FLOPS_DIFFER:
+        return "not the same math", TWIN_FLOPS_DIFFER[backbone]
+    return "differs", ""
 
 def apart(function, *args):
     """`function(*args)` in a fresh process (under this one's memory cap, which it inherits):

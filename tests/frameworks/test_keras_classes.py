@@ -127,6 +127,30 @@ def test_a_tensor_array_stacked_before_every_item_is_written_is_refused_by_name(
         onnxflops.count(model, strict=True)
 
 
+@pytest.mark.parametrize("value, dtype, want", [
+    (7, "int32", 7), (7, "int64", 7), (-3, "int32", -3), (0, "int32", 0), (2.0, "float32", None),
+    ([1, 2], "int32", None)])
+def test_a_list_index_is_read_from_a_scalar_integer_constant_only(value, dtype, want):
+    """A TensorList's index or size is a scalar integer Const, however TensorFlow writes it
+    (int_val, int64_val, raw bytes, or no value for zero); a float or a vector is no index."""
+    import numpy as np
+    from tensorflow.core.framework import node_def_pb2
+    from tensorflow.python.framework import tensor_util
+
+    from onnxflops.converters.tensor_lists import _constant_int
+
+    node = node_def_pb2.NodeDef(name="c", op="Const")
+    node.attr["value"].tensor.CopyFrom(tensor_util.make_tensor_proto(np.array(value, dtype)))
+    raw = node_def_pb2.NodeDef(name="raw", op="Const")
+    raw.attr["value"].tensor.CopyFrom(tensor_util.make_tensor_proto(np.array(value, dtype)))
+    raw.attr["value"].tensor.tensor_content = np.array(value, dtype).tobytes()
+    raw.attr["value"].tensor.ClearField("int_val")
+    raw.attr["value"].tensor.ClearField("int64_val")
+    raw.attr["value"].tensor.ClearField("float_val")
+    nodes = {"c": node, "raw": raw}
+    assert _constant_int(nodes, "c:0") == _constant_int(nodes, "raw") == want
+
+
 def test_a_layer_applied_twice_to_one_tensor_is_computed_twice():
     """tf2onnx merged nodes of one op on the same inputs: PARSeq's decoder projects the same
     keys for both of its streams, and the count was one projection short of Keras's (and of
@@ -159,8 +183,9 @@ def test_normalization_statistics_are_buffers_and_unread_weights_unused_params()
 
 
 def test_a_scale_read_as_one_plus_it_is_a_param():
-    """RMSNorm written x·(1 + scale) (keras-hub's Gemma): TensorFlow folds 1 + scale into a new
-    constant; its values follow the scale's stand-ins in order, so it holds the scale."""
+    """RMSNorm written x·(1 + scale) (keras-hub's Gemma): 1 + scale is work on a weight that the
+    model does in every call, as HF's Gemma does; tf2onnx's optimizer folded it into a new
+    constant (its values followed the scale's stand-ins, so the param was kept, not the work)."""
     class OnePlusScale(L.Layer):
         def build(self, shape):
             self.scale = self.add_weight(shape=(shape[-1],), initializer="zeros", name="scale")
@@ -173,6 +198,9 @@ def test_a_scale_read_as_one_plus_it_is_a_param():
     total, oracle = counted_and_oracle(keras.Model(i, x))
     assert (total.macs, total.params, total.unused_params) == (240, 16 + 48 + 3, 0)
     assert_agree(total, oracle)
+    # 16 adds of 1 + scale (foldable), 5 · 16 products, 15 bias adds, 2 · 240 of the dense layer
+    assert (total.flops, onnxflops.count(keras.Model(i, x)).foldable.flops) == (
+        16 + 80 + 15 + 480, 16)
 
 
 def test_an_open_input_binds_by_its_layers_name_or_its_tensors():
