@@ -165,6 +165,20 @@ def test_a_scalar_factor_on_matmul_operands_counts_once_on_the_product(scale_bot
     assert report.total.flops == 2 * report.total.macs + 2 * 4 * 4  # one multiply per score
 
 
+def test_scalar_factors_that_cancel_cost_nothing():
+    # torch's attention translation with scale=1 (HF's OPT and ESM scale q themselves): √1 on q
+    # and on kᵀ is no work; 1.0 at all, which a near miss of 1.001 shows is read, not assumed
+    def scores(scale):
+        shapes = {"q": [1, 2, 4, 8], "k": [1, 2, 8, 4]}
+        return model([const("s", scale), node("Mul", ["q", "s"], ["qs"]),
+                      node("Mul", ["k", "s"], ["ks"]), node("MatMul", ["qs", "ks"], ["y"])],
+                     shapes, opset=18)
+
+    macs = 2 * 4 * 4 * 8
+    assert onnxflops.count(scores(1.0)).total.flops == 2 * macs
+    assert onnxflops.count(scores(1.001)).total.flops == 2 * macs + 2 * 4 * 4
+
+
 class TestBias:
     def conv(self, bias_nodes, weights=()):
         return model([*bias_nodes, node("Conv", ["x", "w", "b"], ["y"])], {"x": [1, 2, 5, 5]},

@@ -143,7 +143,8 @@ def _set_repeated(field, items: list) -> None:
 # --- scalar factors of a matrix product ---------------------------------------------------------
 
 def scale_products_not_operands(g: Editor) -> bool:
-    """MatMul(q·a, k·b) → MatMul(q, k)·(a·b): a scalar factor counts once, on the product."""
+    """MatMul(q·a, k·b) → MatMul(q, k)·(a·b): a scalar factor counts once, on the product, and
+    not at all where a·b = 1 (torch's attention translation scales q and k by √s with s = 1)."""
     changed = False
     for node in g.of_type({"MatMul"}):
         if any(g.is_constant(i) for i in node.input):
@@ -158,6 +159,10 @@ def scale_products_not_operands(g: Editor) -> bool:
         for _, scaling in found.values():
             variable = next(i for i in scaling.input if not g.is_constant(i))
             g.rename_uses(scaling.output[0], variable)
+        if factor == 1.0:  # factors that cancel: the product is the scaled one, no work left
+            g.remove(n for _, n in found.values())
+            changed = True
+            continue
         product, result = g.fresh(node.output[0]), node.output[0]
         g.set_info(product, info.dtype, info.shape)
         with g.editing(node):
