@@ -45,6 +45,9 @@ class Kind:
     convert: Callable[..., onnx.ModelProto] | None
     # The loaded model's input names with the shapes it declares (None: any, or a dim left open).
     inputs: Callable[[Any], dict[str, tuple | None]]
+    # Listed in every command's help as what MODEL may be, by `name`; False: an object only the
+    # Python API is given, or a file that is refused.
+    offered: bool = True
 
 
 @dataclass(frozen=True)
@@ -213,14 +216,17 @@ KINDS: tuple[Kind, ...] = (
     Kind("torch.export program (.pt2 file)", "torch", lambda s: _existing(s, (".pt2",)),
          _exported_program_file, _torch_to_onnx, _inputs_once_loaded),
     Kind("torch.export.ExportedProgram", "torch", _is_exported_program, _itself, _torch_to_onnx,
-         _torch_inputs),
-    Kind("torch nn.Module", "torch", _is_torch_module, _itself, _torch_to_onnx, _torch_inputs),
+         _torch_inputs, offered=False),
+    Kind("torch nn.Module", "torch", _is_torch_module, _itself, _torch_to_onnx, _torch_inputs,
+         offered=False),
     Kind("pickled torch module (.pt, .pth, .pkl, .bin: refused)", "torch",
-         lambda s: _existing(s, _PICKLES), _refused_pickle, _unconvertible, _inputs_once_loaded),
+         lambda s: _existing(s, _PICKLES), _refused_pickle, _unconvertible, _inputs_once_loaded,
+         offered=False),
     FACTORY,
     Kind("Keras model file (.keras, .h5, .hdf5)", "keras", lambda s: _existing(s, _KERAS_FILES),
          _keras_file, _keras_to_onnx, _inputs_once_loaded),
-    Kind("keras.Model", "keras", _is_keras_model, _itself, _keras_to_onnx, _keras_inputs),
+    Kind("keras.Model", "keras", _is_keras_model, _itself, _keras_to_onnx, _keras_inputs,
+         offered=False),
 )
 # Served by `llm` as two graphs, never counted as one: not among the kinds `kind_of` tells.
 CAUSAL_LM = Kind("transformers causal LM (model, config, config.json or its folder)", "hf",

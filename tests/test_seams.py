@@ -158,6 +158,16 @@ def test_a_new_model_kind_is_counted_converted_and_compared_through_the_table(to
     assert code == 0 and json.loads(out)["same"] is True
 
 
+@pytest.mark.parametrize("command", ["count", "profile", "convert", "compare", "report"])
+def test_a_new_model_kind_is_in_the_help_of_every_command_taking_a_model(toy_file, capsys,
+                                                                         command):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())  # argparse wraps it
+    assert "toy MLP (.toy)" in help_text and "Keras model file (.keras, .h5, .hdf5)" in help_text
+    assert "nn.Module" not in help_text  # an object the Python API takes, not a MODEL
+
+
 def test_a_new_model_kind_is_profiled_through_the_table(toy_file, capsys):
     pytest.importorskip("onnxruntime")
     result = onnxflops.profile(toy_file, batch=2, runs=1, warmup=0, profile_runs=1,
