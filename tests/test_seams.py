@@ -194,6 +194,25 @@ def tsv(monkeypatch):
     return "tsv"
 
 
+def test_a_new_format_reaches_the_survey_by_its_suffix(tsv, tmp_path, capsys):
+    """`survey -o s.tsv`: the rows kept in s.jsonl beside it, s.tsv written by the format."""
+    from test_survey import counted_row
+
+    from onnxflops.survey import COLUMNS, RowStore, judge
+
+    out = tmp_path / "s.tsv"
+    RowStore(out).append(judge(counted_row("timm:a")))
+    RowStore(out).append(judge(counted_row("timm:b", macs=1)))
+    header, *lines = [line.split("\t") for line in out.read_text().splitlines()]
+    assert header == list(COLUMNS)
+    assert [(line[0], line[2], line[COLUMNS.index("verdict")]) for line in lines] == [
+        ("timm:a", "100", "exact"), ("timm:b", "1", "differs")]
+    assert RowStore(out).done == {"timm:a", "timm:b"} and (tmp_path / "s.jsonl").exists()
+    with pytest.raises(SystemExit):
+        main(["survey", "--help"])
+    assert ".tsv" in capsys.readouterr().out
+
+
 def _hand_llm_report(*unused, **unused_options):
     """An LLM report built by hand (tests/test_llm.py's), in place of a model's export."""
     from test_llm import _cache_inputs, _hand_report, _windowed_phase
