@@ -38,20 +38,23 @@ class Writer:
     shape it ("view": the table's, "rows": the rows', "document": none, the whole to_dict());
     `page`: a document of its own, written to a FILE named (never in place of the table);
     `describes`: what it writes, for the options' help ({rows}: what a row is; {page}: what the
-    page holds)."""
+    page holds); `suffix`: the file suffix it is told by (`survey -o FILE`)."""
     write: Callable[..., str]
     reads: str
     page: bool
     describes: str
+    suffix: str
 
 
 _WRITERS: dict[str, Writer] = {}
 
 
-def output(name: str, describes: str, reads: str = "view", page: bool = False):
-    """Make the decorated function (result, **options) → str the output format `name`."""
+def output(name: str, describes: str, reads: str = "view", page: bool = False,
+           suffix: str | None = None):
+    """Make the decorated function (result, **options) → str the output format `name`, told in a
+    file name by `suffix` (default `.name`)."""
     def register(write: Callable[..., str]) -> Callable[..., str]:
-        _WRITERS[name] = Writer(write, reads, page, describes)
+        _WRITERS[name] = Writer(write, reads, page, describes, suffix or f".{name}")
         return write
     return register
 
@@ -63,6 +66,12 @@ def names() -> tuple[str, ...]:
 
 def writer(fmt: str) -> Writer:
     return _WRITERS[fmt]
+
+
+def by_suffix(suffix: str) -> str | None:
+    """The format a file name ending in `suffix` asks for (case ignored); None: no format's."""
+    return next((name for name, found in _WRITERS.items()
+                 if found.suffix == suffix.lower()), None)
 
 
 @dataclass
@@ -177,7 +186,7 @@ def elide(name: str, width: int) -> str:
     return name[:width - 1 - tail] + _ELLIPSIS + name[len(name) - tail:]
 
 
-@output(DEFAULT, "aligned text")
+@output(DEFAULT, "aligned text", suffix=".txt")
 def to_text(result, **options) -> str:
     """The aligned-text view: what `print`ing a table shows, and the CLI's default."""
     return "\n".join(_text_lines(result.view(**options))) + "\n"
@@ -207,7 +216,7 @@ def markdown_table(header: list[str], rows: list[list[str]], left: int = 2) -> l
             *("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows)]
 
 
-@output("markdown", "Markdown")
+@output("markdown", "Markdown", suffix=".md")
 def to_markdown(result, **options) -> str:
     lines: list[str] = []
     for block in result.view(**options):

@@ -45,6 +45,9 @@ class Kind:
     convert: Callable[..., onnx.ModelProto] | None
     # The loaded model's input names with the shapes it declares (None: any, or a dim left open).
     inputs: Callable[[Any], dict[str, tuple | None]]
+    # Listed in every command's help as what MODEL may be, by `name`; False: an object only the
+    # Python API is given, or a file that is refused.
+    offered: bool = True
 
 
 @dataclass(frozen=True)
@@ -204,6 +207,8 @@ def _inputs_once_loaded(model) -> dict[str, tuple | None]:
 
 ONNX = Kind("ONNX model (.onnx file or onnx.ModelProto)", None, _is_proto, _itself, None,
             _onnx_inputs)
+FACTORY = Kind("factory spec (package.module:function)", None, _is_factory, _factory,
+               _loaded_to_onnx, _inputs_once_loaded)
 KINDS: tuple[Kind, ...] = (
     ONNX,
     Kind("TensorFlow SavedModel folder", "keras", _is_saved_model_dir, lambda s, u: Path(s),
@@ -211,15 +216,17 @@ KINDS: tuple[Kind, ...] = (
     Kind("torch.export program (.pt2 file)", "torch", lambda s: _existing(s, (".pt2",)),
          _exported_program_file, _torch_to_onnx, _inputs_once_loaded),
     Kind("torch.export.ExportedProgram", "torch", _is_exported_program, _itself, _torch_to_onnx,
-         _torch_inputs),
-    Kind("torch nn.Module", "torch", _is_torch_module, _itself, _torch_to_onnx, _torch_inputs),
+         _torch_inputs, offered=False),
+    Kind("torch nn.Module", "torch", _is_torch_module, _itself, _torch_to_onnx, _torch_inputs,
+         offered=False),
     Kind("pickled torch module (.pt, .pth, .pkl, .bin: refused)", "torch",
-         lambda s: _existing(s, _PICKLES), _refused_pickle, _unconvertible, _inputs_once_loaded),
-    Kind("factory spec (package.module:function)", None, _is_factory, _factory, _loaded_to_onnx,
-         _inputs_once_loaded),
+         lambda s: _existing(s, _PICKLES), _refused_pickle, _unconvertible, _inputs_once_loaded,
+         offered=False),
+    FACTORY,
     Kind("Keras model file (.keras, .h5, .hdf5)", "keras", lambda s: _existing(s, _KERAS_FILES),
          _keras_file, _keras_to_onnx, _inputs_once_loaded),
-    Kind("keras.Model", "keras", _is_keras_model, _itself, _keras_to_onnx, _keras_inputs),
+    Kind("keras.Model", "keras", _is_keras_model, _itself, _keras_to_onnx, _keras_inputs,
+         offered=False),
 )
 # Served by `llm` as two graphs, never counted as one: not among the kinds `kind_of` tells.
 CAUSAL_LM = Kind("transformers causal LM (model, config, config.json or its folder)", "hf",
@@ -252,6 +259,35 @@ def load(source, *, unsafe: bool = False) -> Loaded:
         return Loaded(kind, source, source)
     with _framework_needed(source):
         return Loaded(kind, kind.load(source, unsafe), source)
+
+
+def frameworks_for(*sources) -> None:
+    """TensorFlow then triton in one process crashes it (both bundle LLVM; torch loads triton as
+    it loads or exports): where one source may load TensorFlow and another torch, torch and
+    triton are imported first. One source, or sources of one framework, import nothing."""
+    if not frameworks_meet(*sources) or "tensorflow" in sys.modules:  # nothing to order, or late
+        return
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is not None:
+        import torch  # noqa: F401
+    if importlib.util.find_spec("triton") is not None:
+        import triton  # noqa: F401
+
+
+def frameworks_meet(*sources) -> bool:
+    """Whether one of `sources` may load TensorFlow (extra keras) and another torch."""
+    sides = [_frameworks_it_may_load(source) for source in sources]
+    return any("keras" in a and "torch" in b for i, a in enumerate(sides)
+               for j, b in enumerate(sides) if i != j)
+
+
+def _frameworks_it_may_load(source) -> set[str]:
+    """The extras (frameworks) loading `source` may import: a factory's code may import either."""
+    kind = kind_of(source)
+    if kind is FACTORY:
+        return {"keras", "torch"}
+    return {kind.extra} - {None}
 
 
 def declared_inputs(source) -> dict[str, tuple | None]:

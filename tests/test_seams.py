@@ -158,6 +158,16 @@ def test_a_new_model_kind_is_counted_converted_and_compared_through_the_table(to
     assert code == 0 and json.loads(out)["same"] is True
 
 
+@pytest.mark.parametrize("command", ["count", "profile", "convert", "compare", "report"])
+def test_a_new_model_kind_is_in_the_help_of_every_command_taking_a_model(toy_file, capsys,
+                                                                         command):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())  # argparse wraps it
+    assert "toy MLP (.toy)" in help_text and "Keras model file (.keras, .h5, .hdf5)" in help_text
+    assert "nn.Module" not in help_text  # an object the Python API takes, not a MODEL
+
+
 def test_a_new_model_kind_is_profiled_through_the_table(toy_file, capsys):
     pytest.importorskip("onnxruntime")
     result = onnxflops.profile(toy_file, batch=2, runs=1, warmup=0, profile_runs=1,
@@ -182,6 +192,25 @@ def tsv(monkeypatch):
                        for line in [rows.columns, *([r.get(c) for c in rows.columns]
                                                     for r in rows)])
     return "tsv"
+
+
+def test_a_new_format_reaches_the_survey_by_its_suffix(tsv, tmp_path, capsys):
+    """`survey -o s.tsv`: the rows kept in s.jsonl beside it, s.tsv written by the format."""
+    from test_survey import counted_row
+
+    from onnxflops.survey import COLUMNS, RowStore, judge
+
+    out = tmp_path / "s.tsv"
+    RowStore(out).append(judge(counted_row("timm:a")))
+    RowStore(out).append(judge(counted_row("timm:b", macs=1)))
+    header, *lines = [line.split("\t") for line in out.read_text().splitlines()]
+    assert header == list(COLUMNS)
+    assert [(line[0], line[2], line[COLUMNS.index("verdict")]) for line in lines] == [
+        ("timm:a", "100", "exact"), ("timm:b", "1", "differs")]
+    assert RowStore(out).done == {"timm:a", "timm:b"} and (tmp_path / "s.jsonl").exists()
+    with pytest.raises(SystemExit):
+        main(["survey", "--help"])
+    assert ".tsv" in capsys.readouterr().out
 
 
 def _hand_llm_report(*unused, **unused_options):

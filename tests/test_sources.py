@@ -125,3 +125,25 @@ def test_every_extra_a_kind_names_is_one_pyproject_declares():
         "optional-dependencies"]
     named = {kind.extra for kind in (*sources.KINDS, sources.CAUSAL_LM)} - {None}
     assert named and named <= set(declared)
+
+
+def test_frameworks_meet_where_one_source_may_load_tensorflow_and_another_torch(tmp_path,
+                                                                                monkeypatch):
+    """TensorFlow then triton crashes the process: compare imports torch first only then."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("a.keras", "b.pt2", "c.keras", "d.onnx"):
+        (tmp_path / name).write_bytes(b"")
+    meet = sources.frameworks_meet
+    assert meet("a.keras", "b.pt2") and meet("b.pt2", "a.keras")
+    assert meet("a.keras", "pkg.mod:build")  # a factory's code may import either
+    assert meet("pkg.mod:build", "pkg.mod:other")
+    assert not meet("a.keras", "c.keras") and not meet("a.keras", "d.onnx")
+    assert not meet("b.pt2", "d.onnx") and not meet("pkg.mod:build")  # one source never meets
+
+
+def test_sources_of_one_framework_import_none_before_loading(tmp_path):
+    for name in ("a.keras", "c.keras"):
+        (tmp_path / name).write_bytes(b"")
+    before = {"torch", "triton", "tensorflow"} & set(sys.modules)
+    sources.frameworks_for(str(tmp_path / "a.keras"), str(tmp_path / "c.keras"))
+    assert {"torch", "triton", "tensorflow"} & set(sys.modules) == before

@@ -169,7 +169,7 @@ def test_rendered_formats_are_rewritten_from_json_lines_beside_them(tmp_path, su
     elif suffix == ".md":
         assert "2 models: exact 1, differs 1" in text and "| timm:a | 1x3x8x8 | 100 |" in text
     else:
-        assert "timm:&lt;b&gt;" in text and "<th>oracle_macs</th>" in text
+        assert "&lt;b&gt;" in text and "<b>" not in text and "<th>oracle_macs</th>" in text
 
 
 def test_an_unknown_output_suffix_is_refused(tmp_path):
@@ -335,10 +335,23 @@ def test_a_vlm_prompt_holds_one_image_token_per_feature_its_vision_tower_gives()
     assert _with_image_tokens(Vlm(), Config(), inputs, vocab=10) is text  # no token id: as it was
 
 
-@pytest.mark.slow  # imports torch
-def test_a_vlm_whose_forward_fails_with_pixels_is_surveyed_on_its_text():
+class _Forwards:
+    """Counts the forward calls of the torch module class it decorates (the oracle's included)."""
+
+    def __init__(self, module_class):
+        self.calls = 0
+        forward = module_class.forward
+
+        def counted(module, *args, **kwargs):
+            self.calls += 1
+            return forward(module, *args, **kwargs)
+
+        module_class.forward = counted
+        self.module_class = module_class
+
+
+def _needs_grids():
     torch = pytest.importorskip("torch")
-    from onnxflops.survey.sources import TOKENS, _inputs_that_run
 
     class NeedsGrids(torch.nn.Module):  # a Qwen-VL-like model: pixels alone are not enough
         def __init__(self):
@@ -350,11 +363,64 @@ def test_a_vlm_whose_forward_fails_with_pixels_is_surveyed_on_its_text():
                 raise ValueError("image_grid_thw is needed")
             return input_ids * self.w
 
+    return _Forwards(NeedsGrids)
+
+
+@pytest.mark.slow  # imports torch
+def test_a_vlm_whose_forward_fails_with_pixels_is_surveyed_on_its_text():
+    torch = pytest.importorskip("torch")
+
+    from onnxflops.survey.measure import oracle_on_inputs_that_run
+    from onnxflops.survey.sources import TOKENS, Subject, input_variants
+
+    forwards = _needs_grids()
     ids, pixels = torch.zeros(1, 5 + TOKENS, dtype=torch.long), torch.zeros(1, 3, 4, 4)
-    text = _inputs_that_run(NeedsGrids(), {"input_ids": ids, "pixel_values": pixels})
-    assert list(text) == ["input_ids"] and text["input_ids"].shape == (1, TOKENS)
-    fine = {"input_ids": ids}  # no pixels: nothing to drop
-    assert _inputs_that_run(NeedsGrids(), fine) is fine
+    inputs = {"input_ids": ids, "pixel_values": pixels}
+    subject = Subject(forwards.module_class(), kwargs=inputs, variants=input_variants(inputs))
+    ran, (columns, _) = oracle_on_inputs_that_run(subject, on_meta=False)
+    assert list(ran.kwargs) == ["input_ids"] and ran.kwargs["input_ids"].shape == (1, TOKENS)
+    assert columns["oracle_params"] == 1 and forwards.calls == 2  # pixels, then the text
+    assert input_variants({"input_ids": ids}) == ()  # no pixels: nothing to drop
+
+
+@pytest.mark.slow  # imports torch
+def test_a_model_that_runs_on_its_inputs_runs_once_before_its_count(monkeypatch):
+    """A transformers row with a variant (a VLM's text alone) built and run by measure: its
+    inputs run, so the oracle's is the only forward before the count (a trial forward of the
+    inputs ran before it)."""
+    torch = pytest.importorskip("torch")
+
+    from onnxflops.survey import measure, shrink, sources
+
+    class Llava(torch.nn.Module):  # runs on its text and pixels
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(1))
+
+        def forward(self, input_ids, pixel_values=None):
+            return input_ids * self.w + pixel_values.sum()
+
+    forwards = _Forwards(Llava)
+    model = Llava()
+    inputs = {"input_ids": torch.zeros(1, sources.TOKENS, dtype=torch.long),
+              "pixel_values": torch.zeros(1, 3, 4, 4)}
+    transformers = types.SimpleNamespace(
+        AutoConfig=types.SimpleNamespace(for_model=lambda name: Config()),
+        AutoModel=types.SimpleNamespace(from_config=lambda config: model))
+    monkeypatch.setattr(sources, "_transformers", lambda: transformers)
+    monkeypatch.setattr(shrink, "shrink", lambda config: config)
+    monkeypatch.setattr(sources, "_transformers_inputs", lambda model, config: inputs)
+
+    class Counting(Exception):
+        pass
+
+    def stop_at_the_count(stage):
+        if stage == "count":
+            raise Counting
+
+    with pytest.raises(Counting):  # the forwards before the count are all that is asked
+        measure.measure(sources.Task("transformers", "", "toy"), 4.0, stop_at_the_count)
+    assert forwards.calls == 1
 
 
 def test_a_main_input_the_forward_does_not_take_is_the_first_pixels_it_takes():
@@ -377,16 +443,18 @@ def test_a_main_input_the_forward_does_not_take_is_the_first_pixels_it_takes():
 @pytest.mark.slow  # imports torch
 def test_audio_features_a_model_reads_as_time_by_bins_are_given_so():
     torch = pytest.importorskip("torch")
-    from onnxflops.survey.sources import _inputs_that_run
+    from onnxflops.survey.measure import oracle_on_inputs_that_run
+    from onnxflops.survey.sources import Subject, input_variants
 
     class Conformer(torch.nn.Linear):  # reads (batch, time, 8 bins)
         def forward(self, input_features):
             return super().forward(input_features)
 
-    conformer = Conformer(8, 4)
-    bins_by_time = torch.zeros(1, 8, 5)  # as Whisper takes them: fails here
-    given = _inputs_that_run(conformer, {"input_features": bins_by_time})
-    assert given["input_features"].shape == (1, 5, 8)
+    bins_by_time = {"input_features": torch.zeros(1, 8, 5)}  # as Whisper takes them: fails here
+    subject = Subject(Conformer(8, 4), kwargs=bins_by_time, variants=input_variants(bins_by_time))
+    ran, (columns, _) = oracle_on_inputs_that_run(subject, on_meta=False)
+    assert ran.kwargs["input_features"].shape == (1, 5, 8)
+    assert columns == {"oracle_macs": 5 * 8 * 4, "oracle_params": 8 * 4 + 4}  # 5 steps × 8→4
 
 
 # one process per row, under its caps -------------------------------------------------------------

@@ -12,25 +12,30 @@ from onnxflops.bind import parse_input_spec
 from onnxflops.errors import OnnxFlopsError
 
 
-# What a command's MODEL may be: the kinds of onnxflops.sources, in one wording.
-MODEL_SOURCES = ("an .onnx file; or a .keras/.h5/.pt2 file, a SavedModel directory or a "
-                 "package.module:factory spec, converted first")
+def model_sources(converted_only: bool = False) -> str:
+    """What a command's MODEL may be: an .onnx file, or each kind sources.KINDS offers, by its
+    description (a kind added there is in every command's help)."""
+    from onnxflops.sources import KINDS, ONNX  # commands that count import it anyway
+
+    converted = "; ".join(kind.name for kind in KINDS if kind.offered and kind is not ONNX)
+    return converted if converted_only else f"an .onnx file; or, converted first: {converted}"
 
 
 def add_command(sub, name: str, summary: str, description: str, *,
-                model: str | None = MODEL_SOURCES, inputs: bool = False,
+                model: str | None = "", inputs: bool = False,
                 conversion: bool = False, convention: bool = False, rows: str | None = None,
                 page: str = "the tables as a self-contained page", page_names: tuple[str, ...] = (),
                 page_default: str | None = None) -> argparse.ArgumentParser:
     """A subcommand's parser with the flags commands share, each meaning the same everywhere:
-    `model` the positional MODEL's help (None: the command declares its own); `inputs`: --input
+    `model` the positional MODEL's help ("": what model_sources lists; None: the command declares
+    its own); `inputs`: --input
     and --batch; `conversion`: --exporter and --unsafe; `convention`: --convention; `rows`: the
     output formats, one option per format (add_format_options: a CSV row is one per `rows`, the
     page holds `page`, also as `page_names`, by default into `page_default`).
     The shared flags are listed in groups of their own, after the command's own options."""
     p = sub.add_parser(name, help=summary, description=description)
     if model is not None:
-        p.add_argument("model", help=model)
+        p.add_argument("model", help=model or model_sources())
     if inputs:
         add_input_options(p.add_argument_group("inputs"))
     if conversion:

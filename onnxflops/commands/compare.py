@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 
 from onnxflops.commands.common import (
-    MODEL_SOURCES,
     add_command,
     check_output_options,
     input_shapes,
+    model_sources,
     print_result,
     shapes_of,
 )
@@ -21,7 +21,7 @@ def register(sub) -> None:
         "flagging missing or extra layers, shape mismatches and param differences. Exit status 1 "
         "when they differ beyond --tolerance.", model=None, inputs=True, conversion=True,
         convention=True, rows="pair of aligned layers")
-    p.add_argument("a", help=f"first model: {MODEL_SOURCES}")
+    p.add_argument("a", help=f"first model: {model_sources()}")
     p.add_argument("b", help="second model, likewise")
     for side in ("a", "b"):
         p.add_argument(f"--input-{side}", action="append", default=[], metavar="NAME=DIMS",

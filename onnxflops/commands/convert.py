@@ -7,7 +7,7 @@ import sys
 
 import onnx
 
-from onnxflops.commands.common import add_command, check_output_path, input_shapes
+from onnxflops.commands.common import add_command, check_output_path, input_shapes, model_sources
 from onnxflops.errors import OnnxFlopsError
 
 
@@ -17,7 +17,7 @@ def register(sub) -> None:
         "Convert a .keras/.h5 file, a SavedModel directory, a torch.export .pt2 file or a "
         "package.module:factory spec to ONNX. Files load without running stored code (Keras "
         "safe_mode, weights-only unpickling; pickled .pt files are refused).",
-        model="a .keras/.h5/.pt2 file, a SavedModel directory, or package.module:factory",
+        model=model_sources(converted_only=True),
         inputs=True, conversion=True)
     p.add_argument("--output", "-o", required=True, help="the .onnx file to write")
     p.add_argument("--stand-in-weights", action="store_true",

@@ -6,9 +6,9 @@ import argparse
 import sys
 
 from onnxflops.commands.common import (
-    MODEL_SOURCES,
     add_command,
     check_output_options,
+    model_sources,
     print_result,
 )
 from onnxflops.commands.profile import add_measure_options, measure_kwargs
@@ -26,7 +26,7 @@ def register(sub) -> None:
         page="the summary, each model's tables and plots", page_names=("--output", "-o"),
         page_default="onnxflops-report.html")
     p.add_argument("models", nargs="+", metavar="MODEL",
-                   help=f"{MODEL_SOURCES} (inputs that a model lacks are ignored for it)")
+                   help=f"{model_sources()} (inputs that a model lacks are ignored for it)")
     add_measure_options(p)
     p.add_argument("--title", default="onnxflops report")
     p.set_defaults(func=run)

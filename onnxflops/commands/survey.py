@@ -18,9 +18,11 @@ def register(sub) -> None:
         "parameters(). One row per model, with a verdict: exact, differs, not counted, oracle "
         "failed or not built.", model=None)
     p.add_argument("sources", nargs="*", metavar="SOURCE[:PATTERN]")
+    from onnxflops.survey.store import output_suffixes  # the formats of onnxflops.formats
+
     p.add_argument("-o", "--output", metavar="FILE",
-                   help="write the rows to FILE (.csv, .jsonl, .json, .md or .html) as they "
-                        "finish; a rerun with the same FILE skips the models already in it")
+                   help=f"write the rows to FILE ({output_suffixes()}) as they finish; a rerun "
+                        "with the same FILE skips the models already in it")
     p.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
                    help="models counted at once, each in its own process (default 1)")
     p.add_argument("--memory-gb", type=float, default=6.0, metavar="GB",

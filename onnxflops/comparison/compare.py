@@ -23,7 +23,7 @@ from onnxflops.errors import OnnxFlopsError
 from onnxflops.formats import Rows, Table
 from onnxflops.ops import RECURRENCES
 from onnxflops.results import Report, Totals, human, layer_in_model
-from onnxflops.sources import accepts, declared_inputs, load, to_onnx
+from onnxflops.sources import accepts, declared_inputs, frameworks_for, load, to_onnx
 
 COMPARED = ("macs", "flops", "params", "buffers")
 _PER_LAYER = ("macs", "params", "buffers")
@@ -183,6 +183,7 @@ def compare(a, b, inputs: Mapping[str, Any] | None = None, tolerance: float = 0.
     on the same random inputs; `layout` "auto" transposes channels-last ↔ channels-first inputs and
     outputs where the two models' shapes differ just so, "none" never does.
     """
+    frameworks_for(a, b)
     sides = [_Side(a, inputs, inputs_a, unsafe), _Side(b, inputs, inputs_b, unsafe)]
     ra, rb = (count(s.model, inputs=s.bindings, batch=batch, convention=convention,
                     exporter=exporter, unsafe=unsafe) for s in sides)

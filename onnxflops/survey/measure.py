@@ -8,6 +8,7 @@ only then.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import os
 import resource
@@ -39,7 +40,8 @@ def measure(task: Task, memory_gb: float, stage: Callable[[str], None] = lambda 
     stage("oracle")
     missed: dict[str, int] = {}
     try:
-        columns, missed = oracle(subject, on_meta)
+        subject, (columns, missed) = oracle_on_inputs_that_run(subject, on_meta)
+        row["input"] = describe(subject) + (" on meta" if on_meta else "")
         row.update(columns)
     except Exception as e:  # noqa: BLE001 - the framework's own forward pass failed
         failures["oracle"] = failure(e)
@@ -142,6 +144,22 @@ def oracle(subject: Subject, on_meta: bool) -> tuple[dict, dict[str, int]]:
         args, kwargs = _to_meta(args), _to_meta(kwargs)
     macs, params, missed = checked_torch_oracle(subject.model, args, kwargs, subject.unread)
     return {"oracle_macs": macs, "oracle_params": params}, missed
+
+
+def oracle_on_inputs_that_run(subject: Subject, on_meta: bool) -> tuple[Subject, tuple]:
+    """The oracle (its columns and missed MACs) on the subject's inputs, or where its forward
+    fails on them, on the first of its variants it runs on; with the subject called so (the
+    count reads the same inputs). Where none runs, the failure on the inputs themselves."""
+    try:
+        return subject, oracle(subject, on_meta)
+    except Exception as first:  # noqa: BLE001 - the forward fails on these inputs
+        for variant in subject.variants:
+            tried = dataclasses.replace(subject, kwargs=variant, variants=())
+            try:
+                return tried, oracle(tried, on_meta)
+            except Exception:  # noqa: BLE001 - nor on this variant
+                continue
+        raise first
 
 
 def _oracle_on_meta(subject: Subject) -> tuple[dict, dict[str, int]] | None:

@@ -27,6 +27,9 @@ class Subject:
     args: tuple = ()
     kwargs: dict = field(default_factory=dict)
     unread: tuple[str, ...] = ()  # parts of parameter names the forward never reads
+    # Other kwargs to call it with, in order, where its forward fails on `kwargs` (measure's
+    # oracle tries them then, so a model that runs on `kwargs` runs once before the count).
+    variants: tuple[dict, ...] = ()
     twin: tuple | None = None  # (label, a function of nothing giving its MACs): the same network
 
 
@@ -203,7 +206,8 @@ def _transformers_build(task: Task) -> Subject:
     t = _transformers()
     config = shrink(t.AutoConfig.for_model(task.name))
     model = t.AutoModel.from_config(config)
-    return Subject(model, kwargs=_inputs_that_run(model, _transformers_inputs(model, config)))
+    inputs = _transformers_inputs(model, config)
+    return Subject(model, kwargs=inputs, variants=input_variants(inputs))
 
 
 def _transformers_inputs(model, config) -> dict:
@@ -250,13 +254,11 @@ def _main_input(model, takes) -> str:
                  if name.startswith(("pixel_values", "input_features", "input_values"))), main)
 
 
-def _inputs_that_run(model, inputs: dict) -> dict:
-    """`inputs`, or the first variant of them that the model's forward runs on where it fails on
-    them: audio features as time × bins rather than bins × time (a conformer's layout), or a
-    VLM's text alone (one that needs more than pixels: image grids, sizes; its vision tower's
-    weights are then params the forward never reads)."""
-    import torch
-
+def input_variants(inputs: dict) -> tuple[dict, ...]:
+    """Variants of `inputs` a model's forward may run on where it fails on them: audio features
+    as time × bins rather than bins × time (a conformer's layout), or a VLM's text alone (one
+    that needs more than pixels: image grids, sizes; its vision tower's weights are then params
+    the forward never reads)."""
     variants = []
     if "input_features" in inputs and inputs["input_features"].dim() == 3:
         variants.append({**inputs, "input_features": inputs["input_features"].transpose(1, 2)
@@ -265,16 +267,7 @@ def _inputs_that_run(model, inputs: dict) -> dict:
         text = {k: v for k, v in inputs.items() if k != "pixel_values"}
         text["input_ids"] = text["input_ids"][:, -TOKENS:]  # no image tokens without an image
         variants.append(text)
-    if not variants or any(p.is_meta for p in model.parameters()):
-        return inputs
-    for variant in (inputs, *variants):
-        try:
-            with torch.no_grad():
-                model(**variant)
-        except Exception:  # noqa: BLE001 - whatever the model raises on this variant
-            continue
-        return variant
-    return inputs
+    return tuple(variants)
 
 
 def _with_image_tokens(model, config, inputs: dict, vocab: int):

@@ -1,23 +1,27 @@
 """Where a survey's rows are kept: appended as each model finishes, read back to resume.
 
-The durable store is a CSV file (`-o x.csv`) or JSON lines (`-o x.jsonl`); asked for JSON,
-Markdown or HTML (`-o x.json|.md|.html`), the rows are kept in JSON lines beside it (x.jsonl) and
-the file asked for is rendered from them after each row.
+The durable store is a CSV file (`-o x.csv`) or JSON lines (`-o x.jsonl`); asked for a file of
+any format of onnxflops.formats, told by its suffix (`-o x.json|.md|.html|.txt`), the rows are kept
+in JSON lines beside it (x.jsonl) and the file asked for is written from them after each row.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-from html import escape
 from pathlib import Path
 
+from onnxflops import formats
 from onnxflops.errors import OnnxFlopsError
-from onnxflops.formats import markdown_table
 from onnxflops.survey.rows import COLUMNS, LLM_COLUMNS, LLM_NUMERIC, NUMERIC, top_reasons, totals
 
 STORES = (".csv", ".jsonl")
-RENDERED = (".json", ".md", ".html")
+
+
+def rendered_format(path: str | Path) -> str | None:
+    """The format of onnxflops.formats a file that is no store is written in (None: none's)."""
+    suffix = Path(path).suffix.lower()
+    return None if suffix in STORES else formats.by_suffix(suffix)
 
 
 class RowStore:
@@ -27,10 +31,10 @@ class RowStore:
     def __init__(self, target: str | Path, columns: tuple[str, ...] = COLUMNS):
         self.target = Path(target)
         self.columns = columns
-        suffix = self.target.suffix.lower()
-        if suffix not in STORES + RENDERED:
-            raise OnnxFlopsError(f"-o {target}: write .csv, .jsonl, .json, .md or .html")
-        self.store = self.target if suffix in STORES else self.target.with_suffix(".jsonl")
+        self.format = rendered_format(self.target)
+        if self.target.suffix.lower() not in STORES and self.format is None:
+            raise OnnxFlopsError(f"-o {target}: write {output_suffixes()}")
+        self.store = self.target if self.format is None else self.target.with_suffix(".jsonl")
         self.rows = read_rows(self.store, columns) if self.store.exists() else []
         if self.store.suffix.lower() == ".csv" and self.rows \
                 and _header(self.store) != tuple(self.columns):
@@ -53,8 +57,9 @@ class RowStore:
         else:
             with open(self.store, "a") as f:
                 f.write(json.dumps({k: row.get(k) for k in self.columns}) + "\n")
-        if self.target != self.store:
-            self.target.write_text(render(self.rows, self.target.suffix.lower(), self.columns))
+        if self.format is not None:
+            self.target.write_text(formats.write(Survey(self.rows, self.columns), self.format),
+                                   encoding="utf-8")
 
 
 def _header(path: Path) -> tuple[str, ...]:
@@ -90,7 +95,7 @@ def _columns_of(row: dict) -> tuple[str, ...]:
 def read_any(path: str | Path) -> list[dict]:
     """Rows from a store or from a rendered file's store beside it."""
     path = Path(path)
-    if path.suffix.lower() in RENDERED:
+    if rendered_format(path) is not None:
         path = path.with_suffix(".jsonl")
     if not path.exists():
         raise OnnxFlopsError(f"{path}: no such survey file")
@@ -110,24 +115,40 @@ def _typed(raw: dict, columns: tuple[str, ...] = COLUMNS) -> dict:
     return row
 
 
+def output_suffixes() -> str:
+    """What `-o FILE` may end in: a store's suffix, or a format's."""
+    rendered = [w.suffix for w in map(formats.writer, formats.names()) if w.suffix not in STORES]
+    return ", ".join(STORES) + " or a file of " + ", ".join(rendered)
+
+
+class Survey(formats.Rendered):
+    """A survey's rows as a result onnxflops.formats writes (any format): the document is the
+    totals per verdict and the rows; the view, the summary and a table of every column."""
+
+    model = "onnxflops survey"  # the HTML page's title
+    JSON_RECORDS_PER_LINE = True
+
+    def __init__(self, records: list[dict], columns: tuple[str, ...] | None = None):
+        self.records = records
+        self.columns = columns or _columns_of(records[0] if records else {})
+
+    def to_dict(self) -> dict:
+        return {"totals": totals(self.records), "rows": self.records}
+
+    def rows(self, **unused) -> formats.Rows:
+        return formats.Rows(list(self.columns),
+                            [{k: r.get(k) for k in self.columns} for r in self.records])
+
+    def view(self, **unused) -> list:
+        cells = [[_cell(r.get(k)) for k in self.columns] for r in self.records]
+        return [formats.Text(summary_text(self.records).splitlines()), "",
+                formats.Table(list(self.columns), cells, left=2)]
+
+
 def render(rows: list[dict], suffix: str, columns: tuple[str, ...] | None = None) -> str:
-    """The rows as a JSON document, a Markdown table or an HTML page (`columns`: by default those
-    of the rows' kind of survey)."""
-    columns = columns or _columns_of(rows[0] if rows else {})
-    if suffix == ".json":
-        return json.dumps({"totals": totals(rows), "rows": rows}, indent=1) + "\n"
-    cells = [[_cell(r.get(k)) for k in columns] for r in rows]
-    if suffix == ".md":
-        lines = [summary_text(rows), "", *markdown_table(list(columns), cells, left=2)]
-        return "\n".join(lines) + "\n"
-    head = "".join(f"<th>{escape(c)}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>"
-                   for row in cells)
-    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>onnxflops "
-            "survey</title><style>table{border-collapse:collapse;font:13px sans-serif}"
-            "td,th{border:1px solid #ddd;padding:2px 6px}</style></head><body>"
-            f"<pre>{escape(summary_text(rows))}</pre><table><tr>{head}</tr>{body}</table>"
-            "</body></html>\n")
+    """The rows in the format of onnxflops.formats that `suffix` names (`columns`: by default
+    those of the rows' kind of survey)."""
+    return formats.write(Survey(rows, columns), formats.by_suffix(suffix))
 
 
 def _cell(value) -> str:
