@@ -109,6 +109,9 @@ _SCALED_QUERIES = (
     "HF scales the queries after their projection and calls attention with scale 1.0, which "
     "torch's ONNX translation of SDPA still multiplies the scores by (2 layers x 4 x 16 x 16 "
     "Mul); keras-hub scales once")
+_UNATTENDED_ROWS_WIPED = (
+    "keras-hub's Gemma zeroes the attention output of a row with no attended token (ops.all over "
+    "the mask: ReduceSum, Greater, and the select's Add, 2 x 1,280), which HF's does not")
 TWIN_FLOPS_DIFFER = {
     **dict.fromkeys(("LlamaBackbone", "Llama3Backbone", "MistralBackbone", "Phi3Backbone",
                      "QwenBackbone", "Qwen2Backbone", "Qwen3Backbone"), _ROTARY_TABLE),
@@ -122,9 +125,23 @@ TWIN_FLOPS_DIFFER = {
                       "it into the mask",
     "OPTBackbone": _SCALED_QUERIES,
     "ESMBackbone": _ROTARY_TABLE + "; and " + _SCALED_QUERIES,
-    "GemmaBackbone": _ROTARY_TABLE + "; and keras-hub's Gemma zeroes the attention output of a "
-                     "row with no attended token (ops.all over the mask: ReduceSum, Greater, and "
-                     "the select's Add, 2 x 1,280), which HF's does not",
+    "GemmaBackbone": _ROTARY_TABLE + "; and " + _UNATTENDED_ROWS_WIPED,
+    "Gemma3Backbone": _ROTARY_TABLE + "; and " + _UNATTENDED_ROWS_WIPED + "; and HF's Gemma-3 "
+                      "always has the post-attention and post-FFN RMS norms (2 layers x 2 x "
+                      "4,208: Pow, ReduceMean, Add, Sqrt, Reciprocal, 2 Mul and the 1 + weight "
+                      "Add), which keras-hub's builds only with use_post_attention_norm / "
+                      "use_post_ffw_norm, off by default. The other norms match: keras-hub's "
+                      "Square against HF's Pow",
+    "DebertaV3Backbone": "HF's DeBERTa-v2 multiplies the embeddings by the padding mask (ones "
+                         "where none is passed) after their LayerNorm (16 x 64 Mul); keras-hub "
+                         "masks in attention alone. The attention scales match (2 layers x 3 x "
+                         "1,024 each side: keras-hub's Mul by 1/sqrt(3d), HF's Div by sqrt(3d))",
+    "T5Backbone": "HF's T5 multiplies the scores by its scaling, 1.0, in every attention (6 x "
+                  "1,024 Mul); keras-hub applies its padding masks, which the HF twin is run "
+                  "without: (1 - mask) x -1e9 in the first layer of each stack and in each "
+                  "cross-attention (Sub and Mul, 16 + 256 + 2 x 16 each) and its add to the "
+                  "bias apart from the scores (4 x 1,024 Add). The RMS norms match: keras-hub's "
+                  "Square and Reciprocal against HF's Pow and Div",
     **dict.fromkeys(("RobertaBackbone", "XLMRobertaBackbone"),
                     "HF adds a token-type embedding (one learned row) to every token; keras-hub's "
                     "RoBERTa has none (16 x 64 Add)"),
