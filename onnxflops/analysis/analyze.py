@@ -20,7 +20,6 @@ from onnxflops.analysis.evaluate import evaluate, reference_evaluate
 from onnxflops.analysis.inference import (
     NodeTyper,
     check_kind,
-    checker_context,
     infer_model,
     small,
 )
@@ -44,6 +43,7 @@ from onnxflops.graph import (
 )
 from onnxflops.ops import CHECKED_DOMAINS
 from onnxflops.load import opset_warnings
+from onnxflops.load.schema import checker_context
 
 
 @dataclass

@@ -15,8 +15,9 @@ from onnx import AttributeProto, TensorProto
 
 from onnxflops.caches import memoized
 from onnxflops.errors import OnnxFlopsError
-from onnxflops.graph import domain_key
-from onnxflops.ops import DEFAULT_DOMAIN, HOLDS_SUBGRAPHS
+from onnxflops.graph import NodeRow, domain_key
+from onnxflops.load.schema import check_schema, checker_context, node_label
+from onnxflops.ops import CHECKED_DOMAINS, DEFAULT_DOMAIN, HOLDS_SUBGRAPHS
 
 _KNOWN_DTYPES = frozenset(v for k, v in TensorProto.DataType.items() if k != "UNDEFINED")
 # Packed below a byte (two or four to a byte, and so in int32_data too): their data is not
@@ -65,6 +66,8 @@ def check_model(model: onnx.ModelProto, where: str, *, names_text: bool = False)
                         graphs.extend(a.graphs)
             if node.op_type in HOLDS_SUBGRAPHS and node.domain in DEFAULT_DOMAIN:
                 _check_control_flow(node, opsets, where)
+    if model.functions:
+        _check_functions(model, where)
 
 
 @memoized(1)
@@ -136,6 +139,46 @@ def _graphs(graph: onnx.GraphProto):
                     stack.append(a.g)
                 elif a.type == AttributeProto.GRAPHS:
                     stack.extend(a.graphs)
+
+
+def _check_functions(model: onnx.ModelProto, where: str) -> None:
+    """Each local function's nodes, its nested graphs' included, are of domains the function
+    itself imports (onnxruntime 1.32 checks every function, called or not: "No opset registered
+    for domain X in function F"); the nodes of the functions the model calls fit their ops'
+    schemas at the function's opsets (it checks them once inlined: "Unrecognized attribute")."""
+    called = _called_functions(model)
+    for function in model.functions:
+        imports = {domain_key(o.domain) for o in function.opset_import}
+        context = checker_context(model, function.opset_import) \
+            if (function.domain, function.name) in called else None
+        label = f"{where}: function '{_text(function.name)}'"
+        for graph in _graphs(onnx.GraphProto(node=function.node)):
+            for node in graph.node:
+                domain = domain_key(node.domain)
+                if domain not in imports:
+                    raise OnnxFlopsError(f"{label}: node {node_label(NodeRow.of(node))} is of "
+                                         f"domain '{domain or 'ai.onnx'}', which the function "
+                                         "imports no opset of")
+                if context is not None and domain in CHECKED_DOMAINS:
+                    try:
+                        check_schema(NodeRow.of(node), context)
+                    except OnnxFlopsError as e:
+                        raise OnnxFlopsError(f"{label}: {e}") from None
+
+
+def _called_functions(model: onnx.ModelProto) -> set[tuple[str, str]]:
+    """The local functions (domain, name) the model's graphs call, directly or through others."""
+    bodies = {(f.domain, f.name): f for f in model.functions}
+    called: set[tuple[str, str]] = set()
+    pending = [model.graph]
+    while pending:
+        for graph in _graphs(pending.pop()):
+            for node in graph.node:
+                key = (node.domain, node.op_type)
+                if key in bodies and key not in called:
+                    called.add(key)
+                    pending.append(onnx.GraphProto(node=bodies[key].node))
+    return called
 
 
 def _check_control_flow(node: onnx.NodeProto, opsets: dict[str, int], where: str) -> None:

@@ -1,0 +1,84 @@
+"""The nodes of model-local functions are checked as onnxruntime 1.32 checks them: each is of a
+domain the function itself imports (every function, called or not), and in the functions the
+model calls each fits its op's schema at the function's opsets. The fuzz run's counted-invalid
+cases scan:110706, cnn_dynamo:107910 and mlp_dynamo:109729 (tests/fuzz/runs/long-3) were built
+as below: a function importing opset 17 in a model importing 20, which onnx's inliner leaves as a
+call, so the checks on the inlined graph never saw its nodes."""
+
+from __future__ import annotations
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from onnxflops.cli import main
+
+
+def _model(body: onnx.NodeProto, function_opsets, model_opsets=(("", 20), ("local", 1)),
+           called: bool = True) -> onnx.ModelProto:
+    """x -> F(x) -> y (or Relu(x) -> y, F not called), F's body the one node `body` (a -> b)."""
+    function = helper.make_function("local", "F", ["a"], ["b"], [body],
+                                    [helper.make_opsetid(d, v) for d, v in function_opsets])
+    call = helper.make_node("F", ["x"], ["y"], domain="local", name="call") if called \
+        else helper.make_node("Relu", ["x"], ["y"], name="relu")
+    graph = helper.make_graph([call], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    return helper.make_model(graph, functions=[function], ir_version=8,
+                             opset_imports=[helper.make_opsetid(d, v) for d, v in model_opsets])
+
+
+def _relu(domain: str = "", **attributes) -> onnx.NodeProto:
+    return helper.make_node("Relu", ["a"], ["b"], name="r", domain=domain, **attributes)
+
+
+# (model, the line's end after "function 'F': node 'r' (Relu)"): each refused by onnxruntime 1.32.
+REFUSED = {
+    "domain not imported by the function (scan:110706)": (
+        _model(_relu("com.microsoft"), [("", 17)]),
+        "is of domain 'com.microsoft', which the function imports no opset of"),
+    "domain imported by the model only, the call inlined": (
+        _model(_relu("com.microsoft"), [("", 17)], [("", 17), ("local", 1), ("com.microsoft", 1)]),
+        "is of domain 'com.microsoft', which the function imports no opset of"),
+    "no import of the standard domain in the function": (
+        _model(_relu(), [], [("", 17), ("local", 1)]),
+        "is of domain 'ai.onnx', which the function imports no opset of"),
+    "domain not imported, in a function nothing calls": (
+        _model(_relu("ai.onnx.ml"), [("", 17)], called=False),
+        "is of domain 'ai.onnx.ml', which the function imports no opset of"),
+    "an attribute the op does not have (mlp_dynamo:109729)": (
+        _model(_relu(num_scan_inputs=1), [("", 17)]),
+        ": Unrecognized attribute: num_scan_inputs for operator Relu"),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_a_function_node_onnxruntime_refuses_is_one_line_naming_function_and_node(
+        case, tmp_path, capsys):
+    model, message = REFUSED[case]
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    assert main(["count", str(path)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [f"onnxflops: error: {path}: function 'F': node 'r' (Relu) {message}"
+                     .replace(") :", "):")]
+
+
+def test_a_function_nothing_calls_is_not_checked_against_schemas(tmp_path):
+    # onnxruntime checks the schemas of the nodes it inlines, so it runs this model.
+    path = tmp_path / "m.onnx"
+    onnx.save(_model(_relu(num_scan_inputs=1), [("", 17)], called=False), str(path))
+    assert main(["count", str(path)]) == 0
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_onnxruntime_refuses_each_model_refused_here(case):
+    ort = pytest.importorskip("onnxruntime")
+    with pytest.raises(Exception, match="No opset registered for domain|Unrecognized attribute"):
+        ort.InferenceSession(REFUSED[case][0].SerializeToString(),
+                             providers=["CPUExecutionProvider"])
+
+
+def test_onnxruntime_runs_the_model_whose_unused_function_has_a_wrong_attribute():
+    ort = pytest.importorskip("onnxruntime")
+    model = _model(_relu(num_scan_inputs=1), [("", 17)], called=False)
+    ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
