@@ -63,6 +63,39 @@ def test_a_function_node_onnxruntime_refuses_is_one_line_naming_function_and_nod
                      .replace(") :", "):")]
 
 
+@pytest.mark.parametrize("in_branch", [False, True])
+def test_a_call_of_a_local_function_whose_domain_the_model_does_not_import_is_refused(
+        in_branch, tmp_path, capsys):
+    # onnxruntime 1.32: "No opset import for domain 'local'" (onnx's inliner made the call plain
+    # nodes, and the count went on).
+    model = _model(_relu(), [("", 17), ("local", 1)], [("", 17)])
+    if in_branch:
+        branch = helper.make_graph(
+            [helper.make_node("F", ["x"], ["t"], domain="local", name="call")], "then", [],
+            [helper.make_tensor_value_info("t", TensorProto.FLOAT, [2])])
+        other = helper.make_graph([helper.make_node("Relu", ["x"], ["e"])], "else", [],
+                                  [helper.make_tensor_value_info("e", TensorProto.FLOAT, [2])])
+        del model.graph.node[:]
+        model.graph.node.extend([
+            helper.make_node("Constant", [], ["c"], value=helper.make_tensor("c", TensorProto.BOOL, [], [True])),
+            helper.make_node("If", ["c"], ["y"], then_branch=branch, else_branch=other)])
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    assert main(["count", str(path)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"onnxflops: error: {path}: node 'call' (F) is of domain 'local', which the model imports "
+        "no opset of"]
+
+
+def test_a_domain_only_the_function_imports_is_counted_as_onnxruntime_runs_it(tmp_path):
+    # A Gelu of onnxruntime's domain, which the function imports and the model does not: the
+    # function's imports are what count (it was refused by the model's, once inlined).
+    gelu = helper.make_node("Gelu", ["a"], ["b"], name="g", domain="com.microsoft")
+    path = tmp_path / "m.onnx"
+    onnx.save(_model(gelu, [("", 17), ("com.microsoft", 1)], [("", 17), ("local", 1)]), str(path))
+    assert main(["count", str(path)]) == 0
+
+
 def test_a_function_nothing_calls_is_not_checked_against_schemas(tmp_path):
     # onnxruntime checks the schemas of the nodes it inlines, so it runs this model.
     path = tmp_path / "m.onnx"
@@ -78,7 +111,18 @@ def test_onnxruntime_refuses_each_model_refused_here(case):
                              providers=["CPUExecutionProvider"])
 
 
-def test_onnxruntime_runs_the_model_whose_unused_function_has_a_wrong_attribute():
+@pytest.mark.parametrize("model", [
+    _model(_relu(num_scan_inputs=1), [("", 17)], called=False),
+    _model(helper.make_node("Gelu", ["a"], ["b"], domain="com.microsoft"),
+           [("", 17), ("com.microsoft", 1)], [("", 17), ("local", 1)])],
+    ids=["unused function, wrong attribute", "domain the function alone imports"])
+def test_onnxruntime_runs_the_models_counted_here(model):
     ort = pytest.importorskip("onnxruntime")
-    model = _model(_relu(num_scan_inputs=1), [("", 17)], called=False)
     ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+def test_onnxruntime_refuses_a_call_whose_domain_the_model_does_not_import():
+    ort = pytest.importorskip("onnxruntime")
+    model = _model(_relu(), [("", 17), ("local", 1)], [("", 17)])
+    with pytest.raises(Exception, match="No opset import for domain 'local'"):
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])

@@ -40,20 +40,26 @@ def check_model(model: onnx.ModelProto, where: str, *, names_text: bool = False)
     _check_ir_version(model, where)
     _check_opsets(model, where)
     opsets = {domain_key(o.domain): o.version for o in model.opset_import}
-    graphs = [model.graph]
+    # The domains the model's graphs may use, each spelling of the standard one: a function's
+    # nodes use those the function imports (_check_functions).
+    imported = set(opsets) | (set(DEFAULT_DOMAIN) if "" in opsets else set())
+    graphs: list[tuple[onnx.GraphProto, set | None]] = [(model.graph, imported)]
     function_body = onnx.GraphProto()
     for function in model.functions:
         function_body.node.extend(function.node)
     if function_body.node:
-        graphs.append(function_body)
+        graphs.append((function_body, None))
+    unimported = None
     while graphs:
-        graph = graphs.pop()
+        graph, domains = graphs.pop()
         _check_values(graph, where)
         if 1 <= model.ir_version < 4:
             _check_initializers_are_inputs(graph, model.ir_version, where)
         for node in graph.node:
             if not names_text:
                 _check_node(node, where)
+            if domains is not None and node.domain not in domains and unimported is None:
+                unimported = node  # refused once every name is known to be text
             attributes = node.attribute
             if attributes:  # most nodes have none: the loop below is not even entered
                 for a in attributes:
@@ -61,11 +67,13 @@ def check_model(model: onnx.ModelProto, where: str, *, names_text: bool = False)
                     if kind in _TENSOR_ATTRIBUTES and names_text:
                         _check_tensors(a, node, where)
                     elif kind == AttributeProto.GRAPH:
-                        graphs.append(a.g)
+                        graphs.append((a.g, domains))
                     elif kind == AttributeProto.GRAPHS:
-                        graphs.extend(a.graphs)
+                        graphs.extend((g, domains) for g in a.graphs)
             if node.op_type in HOLDS_SUBGRAPHS and node.domain in DEFAULT_DOMAIN:
                 _check_control_flow(node, opsets, where)
+    if unimported is not None:
+        _refuse_domain(unimported, "the model", where)
     if model.functions:
         _check_functions(model, where)
 
@@ -156,14 +164,21 @@ def _check_functions(model: onnx.ModelProto, where: str) -> None:
             for node in graph.node:
                 domain = domain_key(node.domain)
                 if domain not in imports:
-                    raise OnnxFlopsError(f"{label}: node {node_label(NodeRow.of(node))} is of "
-                                         f"domain '{domain or 'ai.onnx'}', which the function "
-                                         "imports no opset of")
+                    _refuse_domain(node, "the function", label)
                 if context is not None and domain in CHECKED_DOMAINS:
                     try:
                         check_schema(NodeRow.of(node), context)
                     except OnnxFlopsError as e:
                         raise OnnxFlopsError(f"{label}: {e}") from None
+
+
+def _refuse_domain(node: onnx.NodeProto, importer: str, where: str) -> None:
+    """A node of a domain its graph's model (or function) imports no opset of: onnxruntime's "No
+    opset import for domain X" (in a function: "No opset registered for domain X"), a call of a
+    local function included."""
+    raise OnnxFlopsError(f"{where}: node {node_label(NodeRow.of(node))} is of domain "
+                         f"'{domain_key(node.domain) or 'ai.onnx'}', which {importer} imports "
+                         "no opset of")
 
 
 def _called_functions(model: onnx.ModelProto) -> set[tuple[str, str]]:
