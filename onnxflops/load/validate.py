@@ -298,7 +298,13 @@ def _check_tensor(t: onnx.TensorProto, where: str, what: str | None = None) -> N
     if dims and min(dims) < 0:
         what = what or f"initializer '{_text(t.name)}'"
         raise OnnxFlopsError(f"{where}: {what} has negative dims {list(dims)}")
-    if t.data_location == TensorProto.EXTERNAL or dtype in _SUB_BYTE:
+    if t.data_location == TensorProto.EXTERNAL:
+        for entry in t.external_data:  # the file's path: onnxruntime cannot even say it is missing
+            label = what or f"initializer '{_text(t.name)}'"
+            _check_name(entry.key, f"the external data of {label}", where)
+            _check_name(entry.value, f"the external data '{_text(entry.key)}' of {label}", where)
+        return
+    if dtype in _SUB_BYTE:
         return
     stored = _stored_elements(t, dtype)
     declared = math.prod(dims)
