@@ -68,3 +68,35 @@ def test_onnxruntime_refuses_an_auto_pad_it_does_not_know():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=8)
     with pytest.raises(Exception, match="Unknown AutoPadType String"):
         ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+def _loop_with_body_named(name: str):
+    vi = helper.make_tensor_value_info
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["co"]), helper.make_node("Relu", ["v"], ["vo"])], name,
+        [vi("i", TensorProto.INT64, []), vi("c", TensorProto.BOOL, []), vi("v", TensorProto.FLOAT, [2])],
+        [vi("co", TensorProto.BOOL, []), vi("vo", TensorProto.FLOAT, [2])])
+    trips = numpy_helper.from_array(np.array(3, np.int64), "trips")
+    graph = helper.make_graph([helper.make_node("Loop", ["trips", "", "x"], ["y"], name="loop", body=body)], "g",
+                              [vi("x", TensorProto.FLOAT, [2])], [vi("y", TensorProto.FLOAT, [2])], [trips])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_a_nested_graph_without_a_name_is_refused_naming_its_node(tmp_path, capsys):
+    # if:118697: a bit flip emptied an If branch's name; onnxruntime refuses it ("Field 'name' of
+    # 'graph' is required to be non-empty"), the main graph's alone may be empty.
+    path = tmp_path / "m.onnx"
+    onnx.save(_loop_with_body_named(""), path)
+    assert main(["count", str(path)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"onnxflops: error: {path}: node 'loop' (Loop): its graph 'body' has no name, which "
+        "onnxruntime refuses"]
+    onnx.save(_loop_with_body_named("body"), path)
+    assert main(["count", str(path)]) == 0
+
+
+def test_onnxruntime_refuses_a_nested_graph_without_a_name():
+    ort = pytest.importorskip("onnxruntime")
+    with pytest.raises(Exception, match="Field 'name' of 'graph' is required to be non-empty"):
+        ort.InferenceSession(_loop_with_body_named("").SerializeToString(),
+                             providers=["CPUExecutionProvider"])

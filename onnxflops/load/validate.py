@@ -67,8 +67,11 @@ def check_model(model: onnx.ModelProto, where: str, *, names_text: bool = False)
                     if kind in _TENSOR_ATTRIBUTES and names_text:
                         _check_tensors(a, node, where)
                     elif kind == AttributeProto.GRAPH:
+                        _check_graph_named(a.g, a, node, where)
                         graphs.append((a.g, domains))
                     elif kind == AttributeProto.GRAPHS:
+                        for g in a.graphs:
+                            _check_graph_named(g, a, node, where)
                         graphs.extend((g, domains) for g in a.graphs)
             if node.op_type in HOLDS_SUBGRAPHS and node.domain in DEFAULT_DOMAIN:
                 _check_control_flow(node, opsets, where)
@@ -170,6 +173,15 @@ def _check_functions(model: onnx.ModelProto, where: str) -> None:
                         check_schema(NodeRow.of(node), context)
                     except OnnxFlopsError as e:
                         raise OnnxFlopsError(f"{label}: {e}") from None
+
+
+def _check_graph_named(graph: onnx.GraphProto, attribute: onnx.AttributeProto,
+                       node: onnx.NodeProto, where: str) -> None:
+    """A nested graph (a Loop's body, an If's branch) has a name: onnxruntime refuses one that
+    has none ("Field 'name' of 'graph' is required to be non-empty"); the main graph may not."""
+    if not graph.name:
+        raise OnnxFlopsError(f"{where}: node {node_label(NodeRow.of(node))}: its graph "
+                             f"'{_text(attribute.name)}' has no name, which onnxruntime refuses")
 
 
 def _refuse_domain(node: onnx.NodeProto, importer: str, where: str) -> None:
