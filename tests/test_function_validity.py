@@ -126,3 +126,24 @@ def test_onnxruntime_refuses_a_call_whose_domain_the_model_does_not_import():
     model = _model(_relu(), [("", 17), ("local", 1)], [("", 17)])
     with pytest.raises(Exception, match="No opset import for domain 'local'"):
         ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+@pytest.mark.parametrize("kind", ["inputs", "outputs"])
+def test_a_call_with_more_inputs_or_outputs_than_its_function_has_is_refused(kind, tmp_path, capsys):
+    # mlp_dynamo:122899: F(a) -> b called with two inputs; onnxruntime's inliner refuses it
+    # ("Number of actual parameters cannot exceed number of formal parameters").
+    model = _model(_relu(), [("", 17)])
+    call = model.graph.node[0]
+    if kind == "inputs":
+        call.input.append("x")
+    else:
+        call.output.append("extra")
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    assert main(["count", str(path)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"onnxflops: error: {path}: node 'call' (F) calls function 'F' with 2 {kind}; it has 1"]
+    if kind == "inputs":
+        ort = pytest.importorskip("onnxruntime")
+        with pytest.raises(Exception, match="Number of actual parameters cannot exceed"):
+            ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])

@@ -157,7 +157,7 @@ def _check_functions(model: onnx.ModelProto, where: str) -> None:
     itself imports (onnxruntime 1.32 checks every function, called or not: "No opset registered
     for domain X in function F"); the nodes of the functions the model calls fit their ops'
     schemas at the function's opsets (it checks them once inlined: "Unrecognized attribute")."""
-    called = _called_functions(model)
+    called = _called_functions(model, where)
     for function in model.functions:
         imports = {domain_key(o.domain) for o in function.opset_import}
         context = checker_context(model, function.opset_import) \
@@ -193,8 +193,10 @@ def _refuse_domain(node: onnx.NodeProto, importer: str, where: str) -> None:
                          "no opset of")
 
 
-def _called_functions(model: onnx.ModelProto) -> set[tuple[str, str]]:
-    """The local functions (domain, name) the model's graphs call, directly or through others."""
+def _called_functions(model: onnx.ModelProto, where: str) -> set[tuple[str, str]]:
+    """The local functions (domain, name) the model's graphs call, directly or through others;
+    each call given no more inputs and outputs than its function has (onnxruntime's inliner:
+    "Number of actual parameters cannot exceed number of formal parameters")."""
     bodies = {(f.domain, f.name): f for f in model.functions}
     called: set[tuple[str, str]] = set()
     pending = [model.graph]
@@ -202,9 +204,18 @@ def _called_functions(model: onnx.ModelProto) -> set[tuple[str, str]]:
         for graph in _graphs(pending.pop()):
             for node in graph.node:
                 key = (node.domain, node.op_type)
-                if key in bodies and key not in called:
+                function = bodies.get(key)
+                if function is None:
+                    continue
+                for kind, given, formal in (("inputs", node.input, function.input),
+                                            ("outputs", node.output, function.output)):
+                    if len(given) > len(formal):
+                        raise OnnxFlopsError(f"{where}: node {node_label(NodeRow.of(node))} "
+                                             f"calls function '{_text(function.name)}' with "
+                                             f"{len(given)} {kind}; it has {len(formal)}")
+                if key not in called:
                     called.add(key)
-                    pending.append(onnx.GraphProto(node=bodies[key].node))
+                    pending.append(onnx.GraphProto(node=function.node))
     return called
 
 
