@@ -28,6 +28,51 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
+def llama(layers: int, hidden: int, positions: int):
+    """The bench's Llama (GQA, float32) of `layers` layers and width `hidden`, exported as the
+    `llm` command exports it (prefill and decode graphs)."""
+    from onnxflops.converters.causal_lm import causal_lm_to_onnx
+    from onnxflops.converters.common import import_transformers
+
+    transformers = import_transformers()
+    config = transformers.LlamaConfig(
+        num_hidden_layers=layers, hidden_size=hidden,
+        intermediate_size=hidden * 8 // 3 // 64 * 64, num_attention_heads=hidden // 64,
+        num_key_value_heads=max(1, hidden // 256), vocab_size=8192,
+        max_position_embeddings=positions + 8)
+    return causal_lm_to_onnx(transformers.LlamaForCausalLM(config))
+
+
+def estimate_and_measure(prompt: int, context: int, batch: int, layers: int, hidden: int,
+                         provider: str = "cpu", hardware: str | None = None, runs: int = 30):
+    """(lm, the prefill's llm report, the decode step's, the prefill profiled, the decode step
+    profiled): the roofline estimates first (on CPU: this machine's ceilings), then both graphs
+    run under onnxruntime with the same shapes (on CPU against the same ceilings)."""
+    import numpy as np
+
+    from onnxflops.profiling import profile
+    from onnxflops.serving import llm
+
+    lm = llama(layers, hidden, max(prompt, context))
+    hardware = hardware or ("cpu" if provider == "cpu" else "h100")
+    dtype = "fp32" if provider == "cpu" else "bf16"
+    r = llm(lm, prompt=prompt, generate=1, batch=batch, hardware=hardware, dtype=dtype)
+    # generate=1: the one decode step runs at context = prompt; a second report for `context`.
+    step = r if context == prompt else llm(lm, prompt=context, generate=1, batch=batch,
+                                           hardware=hardware, dtype=dtype)
+    ids = {"input_ids": np.zeros((batch, prompt), dtype=np.int64)}
+    roofs = provider == "cpu"  # against the same measured ceilings as the estimate
+    prefill = profile(lm.prefill, provider=provider, runs=runs, inputs=ids, ceilings=roofs)
+    past = {vi.name: np.random.default_rng(0).standard_normal(
+                [batch if d.dim_param == "batch" else context if d.dim_param == "context"
+                 else d.dim_value for d in vi.type.tensor_type.shape.dim]).astype(np.float32)
+            for vi in lm.decode.graph.input if vi.name.startswith("past_")}
+    decode = profile(lm.decode, provider=provider, runs=runs,
+                     inputs={"input_ids": np.zeros((batch, 1), dtype=np.int64), **past},
+                     ceilings=roofs)
+    return lm, r, step, prefill, decode
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prompt", type=int, default=256)
@@ -42,39 +87,12 @@ def main() -> None:
 
     import os
 
-    import numpy as np
-
-    from onnxflops.converters.causal_lm import causal_lm_to_onnx
-    from onnxflops.converters.common import import_transformers
-    from onnxflops.serving import llm
-    from onnxflops.profiling import profile
-
-    transformers = import_transformers()
-    config = transformers.LlamaConfig(
-        num_hidden_layers=args.layers, hidden_size=args.hidden,
-        intermediate_size=args.hidden * 8 // 3 // 64 * 64, num_attention_heads=args.hidden // 64,
-        num_key_value_heads=max(1, args.hidden // 256), vocab_size=8192,
-        max_position_embeddings=max(args.prompt, args.context) + 8)
-    lm = causal_lm_to_onnx(transformers.LlamaForCausalLM(config))
-    hardware = args.hardware or ("cpu" if args.provider == "cpu" else "h100")
-    dtype = "fp32" if args.provider == "cpu" else "bf16"
-    r = llm(lm, prompt=args.prompt, generate=1, batch=args.batch, hardware=hardware, dtype=dtype)
-    # generate=1: the one decode step runs at context = prompt; a second report for --context.
-    step = r if args.context == args.prompt else llm(lm, prompt=args.context, generate=1,
-                                                     batch=args.batch, hardware=hardware,
-                                                     dtype=dtype)
-    ids = {"input_ids": np.zeros((args.batch, args.prompt), dtype=np.int64)}
     load_before = os.getloadavg()
-    roofs = args.provider == "cpu"  # against the same measured ceilings as the estimate
-    prefill = profile(lm.prefill, provider=args.provider, runs=args.runs, inputs=ids,
-                      ceilings=roofs)
-    past = {vi.name: np.random.default_rng(0).standard_normal(
-                [args.batch if d.dim_param == "batch" else args.context if d.dim_param == "context"
-                 else d.dim_value for d in vi.type.tensor_type.shape.dim]).astype(np.float32)
-            for vi in lm.decode.graph.input if vi.name.startswith("past_")}
-    decode = profile(lm.decode, provider=args.provider, runs=args.runs,
-                     inputs={"input_ids": np.zeros((args.batch, 1), dtype=np.int64), **past},
-                     ceilings=roofs)
+    _, r, step, prefill, decode = estimate_and_measure(
+        args.prompt, args.context, args.batch, args.layers, args.hidden, args.provider,
+        args.hardware, args.runs)
+    roofs = args.provider == "cpu"
+    dtype = "fp32" if roofs else "bf16"
     print(f"{r.hardware.name}: peak {r.hardware.peak(dtype) / 1e9:.1f} GFLOP/s, "
           f"bandwidth {r.hardware.bandwidth_bytes_per_s / 1e9:.1f} GB/s; "
           f"Llama d={args.hidden}, {args.layers} layers, batch {args.batch}")

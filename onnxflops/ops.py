@@ -79,6 +79,9 @@ REDUCTIONS = frozenset({"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "Re
 
 # The same elements in another shape or order: no arithmetic, and in most runtimes no copy.
 VIEWS = frozenset({"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"})
+# Views whose output is their input's buffer at run time (onnxruntime's kernels alias it): a
+# roofline moves no bytes for them, though the count charges a read and a write.
+ALIASES = VIEWS - {"Transpose"}
 # A tensor's values moved, copied or repeated, none computed (a weight's values stay its own).
 MOVES = VIEWS | {"Cast", "Expand", "Concat", "Slice", "Tile"}
 # A constant's value carried unchanged up to its broadcast (a bias spelled Expand(0)).

@@ -276,7 +276,9 @@ def test_a_name_that_is_not_utf8_is_found_wherever_it_is(tmp_path, name):
     path.write_bytes(data.replace(name.encode(), name.encode()[:-1] + b"\xff"))
     with pytest.raises(OnnxFlopsError, match=r"has a name that is not UTF-8 text: .*\\xff$"):
         load_model(str(path))
-    load_model(_model_naming_every_place())  # the model is otherwise fine
+    fine = _model_naming_every_place()  # the model is otherwise fine, its node's domain imported
+    fine.opset_import.append(helper.make_opsetid("domain_name", 1))
+    load_model(fine)
 
 
 # --- onnx's own errors never escape ----------------------------------------------------------------

@@ -20,7 +20,6 @@ from onnxflops.analysis.evaluate import evaluate, reference_evaluate
 from onnxflops.analysis.inference import (
     NodeTyper,
     check_kind,
-    checker_context,
     infer_model,
     small,
 )
@@ -44,6 +43,7 @@ from onnxflops.graph import (
 )
 from onnxflops.ops import CHECKED_DOMAINS
 from onnxflops.load import opset_warnings
+from onnxflops.load.schema import checker_context
 
 
 @dataclass
@@ -74,7 +74,7 @@ def analyze(model: onnx.ModelProto, *, owned: bool = False,
         if validate:
             rows = GraphView(model.graph).rows()
             check = _schema_checker(model)
-            check_structure(model.graph, rows, imported=_imported(model), check_node=check)
+            check_structure(model.graph, rows, check_node=check)
             for row in rows:
                 check(row)
         return _analyze_symbolic(model, opsets, warnings)
@@ -84,8 +84,7 @@ def analyze(model: onnx.ModelProto, *, owned: bool = False,
         analyzed.CopyFrom(model)
     view = GraphView(analyzed.graph)
     if validate:  # the top graph's nodes are checked against their schemas as they are typed
-        check_structure(analyzed.graph, view.rows(), imported=_imported(model),
-                        check_node=_schema_checker(model))
+        check_structure(analyzed.graph, view.rows(), check_node=_schema_checker(model))
     typer = NodeTyper(view, analyzed, opsets, warnings, _function_outputs, _branch_types)
     unknown_left = typer.type_graph()
     # Shape arithmetic the numpy evaluator does not cover: onnx's reference evaluator, as
@@ -199,12 +198,6 @@ def _schema_checker(model: onnx.ModelProto):
         if row.domain in CHECKED_DOMAINS:
             check_kind(row, context, checked)
     return check
-
-
-def _imported(model: onnx.ModelProto) -> set[str]:
-    """The domains the model imports an opset of; its local functions' domains too (ONNX asks
-    an import of them, onnxruntime does not)."""
-    return {o.domain for o in model.opset_import} | {f.domain for f in model.functions}
 
 
 def _graph_label(model: onnx.ModelProto) -> str:

@@ -53,6 +53,7 @@ from onnxflops.graph import (
     is_known,
     is_symbolic,
 )
+from onnxflops.load.schema import check_schema, checker_context, node_label, unknown_op
 from onnxflops.ops import (
     CHECKED_DOMAINS,
     HOLDS_SUBGRAPHS,
@@ -89,7 +90,7 @@ def infer_model(model: onnx.ModelProto, warnings: list[str], refuse: str | None 
                             f"inferred, which is counted: {first_line(e).split('): ')[-1]}")
             return infer_model(_body_shapes_undeclared(model), warnings, refuse, data_prop,
                                body_shapes=False)
-        if refuse and not _unknown_op(str(e)):
+        if refuse and not unknown_op(str(e)):
             raise OnnxFlopsError(f"{refuse}: ONNX's shape inference refuses it, as onnxruntime "
                                  f"would: {first_line(e)}") from None
         warnings.append("shape inference: " + first_line(e))
@@ -142,17 +143,6 @@ def _refused_at_any_size(schema, proto: onnx.NodeProto, types: dict, opset_impor
     except Exception:  # noqa: BLE001 - no verdict: the refusal stays the bound's
         return False
     return False
-
-
-def _unknown_op(message: str) -> bool:
-    """onnx has no schema of the op: of a custom domain (a rule may cost it), or one it
-    deprecated (the op's last schema is still what it means)."""
-    return "No Op registered" in message or "is not a registered function/op" in message \
-        or "is deprecated in domain_version" in message or "has been deprecated" in message \
-        or "No opset import for domain" in message and "com.microsoft" in message
-
-
-_GRAPH_ATTRIBUTES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 
 
 class NodeTyper:
@@ -345,10 +335,10 @@ class NodeTyper:
                 schema, proto, types, values, opset_imports=self.opset_imports,
                 ir_version=self.ir_version)
         except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as e:
-            if _unknown_op(str(e)):
+            if unknown_op(str(e)):
                 return unknown
-            refusal = OnnxFlopsError(f"node {_label(row)}: ONNX's shape inference refuses it, "
-                                     f"as onnxruntime would: {first_line(e)}")
+            refusal = OnnxFlopsError(f"node {node_label(row)}: ONNX's shape inference refuses "
+                                     f"it, as onnxruntime would: {first_line(e)}")
             if not _refused_at_any_size(schema, proto, types, self.opset_imports,
                                         self.ir_version):
                 return self._refused_at_bound(row, refusal)
@@ -416,7 +406,7 @@ class NodeTyper:
         if op_type == "Loop" and not domain:
             _type_loop_body(model.graph.node[0], [view.info(name) if name else None
                                                   for name in inputs])
-        inferred = infer_model(model, self.warnings, refuse=f"node {_label(row)}",
+        inferred = infer_model(model, self.warnings, refuse=f"node {node_label(row)}",
                                data_prop=not any(_long_integer_vector(vi) for vi in given))
         proto.CopyFrom(inferred.graph.node[0])  # its bodies now carry their inferred types
         found = {vi.name: vi.type for vi in inferred.graph.output}
@@ -619,13 +609,6 @@ def _initializers(body: onnx.GraphProto) -> set[str]:
     return {t.name for t in body.initializer}
 
 
-def checker_context(model: onnx.ModelProto) -> onnx.checker.C.CheckerContext:
-    context = onnx.checker.C.CheckerContext()
-    context.ir_version = model.ir_version or onnx.IR_VERSION
-    context.opset_imports = {o.domain: o.version for o in model.opset_import}
-    return context
-
-
 def check_kind(row: NodeRow, context: onnx.checker.C.CheckerContext, checked: set) -> None:
     """check_schema, once per op and attributes (`checked` holds the kinds done)."""
     proto = row.proto
@@ -635,36 +618,6 @@ def check_kind(row: NodeRow, context: onnx.checker.C.CheckerContext, checked: se
         check_schema(row, context)
 
 
-def check_schema(row: NodeRow, context: onnx.checker.C.CheckerContext) -> None:
-    """The node fits its op's schema as onnx's checker reads it (attributes known and of their
-    types, as many inputs and outputs as the op takes): onnxruntime refuses a model that does
-    not. Its bodies are left to validity.py and to inference with the node, which see the
-    scope around them."""
-    proto, stripped = row.proto, ()
-    # Only control flow takes graphs: another op's graph attribute is the checker's to refuse.
-    if row.op_type in HOLDS_SUBGRAPHS and proto.attribute and holds_subgraph(proto):
-        stripped = [a.name for a in proto.attribute if a.type in _GRAPH_ATTRIBUTES]
-        proto = onnx.NodeProto()
-        proto.CopyFrom(row.proto)
-        kept = [a for a in proto.attribute if a.type not in _GRAPH_ATTRIBUTES]
-        del proto.attribute[:]
-        proto.attribute.extend(kept)
-    try:
-        onnx.checker.check_node(proto, context)
-    except onnx.checker.ValidationError as e:
-        message = first_line(e)
-        if _unknown_op(message) or any(f"'{name}'" in message and "equired" in message
-                                       for name in stripped):
-            return  # an op newer than the installed onnx, or of a domain it has no schemas of
-        raise OnnxFlopsError(f"node {_label(row)}: {message}") from None
-
-
-def _label(row: NodeRow) -> str:
-    if row.proto.name or not any(row.outputs):
-        return f"'{row.proto.name}' ({row.op_type})"
-    return f"({row.op_type}) writing '{next(o for o in row.outputs if o)}'"
-
-
 def _check_reshape(row: NodeRow, infos: list[TensorInfo | None], found: Outputs) -> None:
     """A Reshape to another number of elements: ONNX's inference lets it pass, onnxruntime fails
     on it, and no count of it means anything."""
@@ -672,7 +625,7 @@ def _check_reshape(row: NodeRow, infos: list[TensorInfo | None], found: Outputs)
     if data is None or reshaped is None or not data.concrete or not reshaped.concrete:
         return
     if data.numel != reshaped.numel:
-        raise OnnxFlopsError(f"node {_label(row)}: reshapes '{row.inputs[0]}' "
+        raise OnnxFlopsError(f"node {node_label(row)}: reshapes '{row.inputs[0]}' "
                              f"({format_shape(data.shape)}, {data.numel} elements) to "
                              f"{format_shape(reshaped.shape)} ({reshaped.numel})")
 

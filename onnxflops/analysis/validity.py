@@ -22,21 +22,19 @@ from collections.abc import Callable, Iterable, Sequence
 import onnx
 
 from onnxflops.errors import OnnxFlopsError
-from onnxflops.graph import NodeRow, bodies, domain_key, free_names, holds_subgraph
+from onnxflops.graph import NodeRow, bodies, free_names, holds_subgraph
 from onnxflops.ops import HOLDS_SUBGRAPHS
 
 
 def check_structure(graph: onnx.GraphProto, rows: Sequence[NodeRow] | None = None,
                     outer: Iterable[str] = (), where: str | None = None,
-                    imported: Iterable[str] | None = None,
                     check_node: Callable[[NodeRow], None] | None = None) -> None:
     """Raise OnnxFlopsError naming the first tensor defined twice, read undefined, or on a cycle,
-    the first node name given twice, or a domain used but not imported, in `graph` and the
-    graphs nested in it. `rows`: the graph's rows where already read; `outer`: the tensors of
-    the scopes around it (for a nested graph); `imported`: the model's opset domains;
+    or the first node name given twice, in `graph` and the graphs nested in it (a domain used
+    but not imported is the load stage's: load/validate.py). `rows`: the graph's rows where
+    already read; `outer`: the tensors of the scopes around it (for a nested graph);
     `check_node`: what else to check of each node of a nested graph (its schema)."""
     where = where or (f"graph '{graph.name}'" if graph.name else "the main graph")
-    imported = None if imported is None else {domain_key(d) for d in imported}
     stack = [(graph, rows, frozenset(outer), where)]
     while stack:
         graph, rows, outer, where = stack.pop()
@@ -57,8 +55,6 @@ def check_structure(graph: onnx.GraphProto, rows: Sequence[NodeRow] | None = Non
                 rows[position] = row._replace(inputs=[*row.inputs, *sorted(implicit)])
         defined = _check_graph(graph, rows, outer, where)
         _check_names(rows, where)
-        if imported is not None:
-            _check_domains(rows, imported, where)
         scope = outer | defined if holders else outer
         for position in holders:
             row = rows[position]
@@ -110,16 +106,6 @@ def _check_names(rows: Sequence[NodeRow], where: str) -> None:
                                  f"{row.op_type})")
         if name:
             seen.add(name)
-
-
-def _check_domains(rows: Sequence[NodeRow], imported: set[str], where: str) -> None:
-    used = {row.domain for row in rows}
-    missing = used - imported - {""}
-    if missing:
-        domain = sorted(missing)[0]
-        row = next(r for r in rows if r.domain == domain)
-        raise OnnxFlopsError(f"{where}: node {_label(row)} is of domain '{domain}', which the "
-                             "model imports no opset of")
 
 
 def _find_duplicate(graph: onnx.GraphProto, rows: Sequence[NodeRow], where: str) -> None:

@@ -204,6 +204,11 @@ def check_node(node: Node) -> None:
         if wanted is not None and a.type != wanted and not a.ref_attr_name:
             raise Uncostable(f"attribute '{a.name}' is {_attribute_type(a.type)}; "
                              f"{node.op_type} wants {_attribute_type(wanted)}")
+        if a.name == "auto_pad" and wanted is not None and a.s not in _AUTO_PADS \
+                and not a.ref_attr_name:
+            raise _refused(node, f"auto_pad '{a.s.decode('utf-8', 'backslashreplace')}' is "
+                           "none of NOTSET, SAME_UPPER, SAME_LOWER and VALID, which onnxruntime "
+                           "refuses at load")
         if a.name in _AXIS_ATTRIBUTES and rank >= 0:
             for axis in [a.i] if a.type == onnx.AttributeProto.INT else a.ints:
                 if not -rank - 1 <= axis <= rank:  # onnxruntime's inference refuses it at load
@@ -220,6 +225,10 @@ def _refused(node: Node, problem: str) -> OnnxFlopsError:
     return OnnxFlopsError(f"node '{label}' ({node.op_type}): {problem}")
 
 
+# The auto_pad values onnxruntime's kernels take ("" reads as NOTSET); it refuses another at load
+# ("Unknown AutoPadType String"), whatever ONNX's inference made of it (the fuzz run's
+# cnn_dynamo:115875, a Conv of auto_pad 'NNTSET', was counted).
+_AUTO_PADS = frozenset((b"", b"NOTSET", b"SAME_UPPER", b"SAME_LOWER", b"VALID"))
 # Attributes naming axes: checked against the node's ranks (a function body or onnx's inference
 # would otherwise build something as long as the axis is large).
 _AXIS_ATTRIBUTES = frozenset(("axis", "axes"))

@@ -15,8 +15,9 @@ from onnx import AttributeProto, TensorProto
 
 from onnxflops.caches import memoized
 from onnxflops.errors import OnnxFlopsError
-from onnxflops.graph import domain_key
-from onnxflops.ops import DEFAULT_DOMAIN, HOLDS_SUBGRAPHS
+from onnxflops.graph import NodeRow, domain_key
+from onnxflops.load.schema import check_schema, checker_context, node_label
+from onnxflops.ops import CHECKED_DOMAINS, DEFAULT_DOMAIN, HOLDS_SUBGRAPHS
 
 _KNOWN_DTYPES = frozenset(v for k, v in TensorProto.DataType.items() if k != "UNDEFINED")
 # Packed below a byte (two or four to a byte, and so in int32_data too): their data is not
@@ -39,20 +40,26 @@ def check_model(model: onnx.ModelProto, where: str, *, names_text: bool = False)
     _check_ir_version(model, where)
     _check_opsets(model, where)
     opsets = {domain_key(o.domain): o.version for o in model.opset_import}
-    graphs = [model.graph]
+    # The domains the model's graphs may use, each spelling of the standard one: a function's
+    # nodes use those the function imports (_check_functions).
+    imported = set(opsets) | (set(DEFAULT_DOMAIN) if "" in opsets else set())
+    graphs: list[tuple[onnx.GraphProto, set | None]] = [(model.graph, imported)]
     function_body = onnx.GraphProto()
     for function in model.functions:
         function_body.node.extend(function.node)
     if function_body.node:
-        graphs.append(function_body)
+        graphs.append((function_body, None))
+    unimported = None
     while graphs:
-        graph = graphs.pop()
+        graph, domains = graphs.pop()
         _check_values(graph, where)
         if 1 <= model.ir_version < 4:
             _check_initializers_are_inputs(graph, model.ir_version, where)
         for node in graph.node:
             if not names_text:
                 _check_node(node, where)
+            if domains is not None and node.domain not in domains and unimported is None:
+                unimported = node  # refused once every name is known to be text
             attributes = node.attribute
             if attributes:  # most nodes have none: the loop below is not even entered
                 for a in attributes:
@@ -60,11 +67,18 @@ def check_model(model: onnx.ModelProto, where: str, *, names_text: bool = False)
                     if kind in _TENSOR_ATTRIBUTES and names_text:
                         _check_tensors(a, node, where)
                     elif kind == AttributeProto.GRAPH:
-                        graphs.append(a.g)
+                        _check_graph_named(a.g, a, node, where)
+                        graphs.append((a.g, domains))
                     elif kind == AttributeProto.GRAPHS:
-                        graphs.extend(a.graphs)
+                        for g in a.graphs:
+                            _check_graph_named(g, a, node, where)
+                        graphs.extend((g, domains) for g in a.graphs)
             if node.op_type in HOLDS_SUBGRAPHS and node.domain in DEFAULT_DOMAIN:
                 _check_control_flow(node, opsets, where)
+    if unimported is not None:
+        _refuse_domain(unimported, "the model", where)
+    if model.functions:
+        _check_functions(model, where)
 
 
 @memoized(1)
@@ -136,6 +150,73 @@ def _graphs(graph: onnx.GraphProto):
                     stack.append(a.g)
                 elif a.type == AttributeProto.GRAPHS:
                     stack.extend(a.graphs)
+
+
+def _check_functions(model: onnx.ModelProto, where: str) -> None:
+    """Each local function's nodes, its nested graphs' included, are of domains the function
+    itself imports (onnxruntime 1.32 checks every function, called or not: "No opset registered
+    for domain X in function F"); the nodes of the functions the model calls fit their ops'
+    schemas at the function's opsets (it checks them once inlined: "Unrecognized attribute")."""
+    called = _called_functions(model, where)
+    for function in model.functions:
+        imports = {domain_key(o.domain) for o in function.opset_import}
+        context = checker_context(model, function.opset_import) \
+            if (function.domain, function.name) in called else None
+        label = f"{where}: function '{_text(function.name)}'"
+        for graph in _graphs(onnx.GraphProto(node=function.node)):
+            for node in graph.node:
+                domain = domain_key(node.domain)
+                if domain not in imports:
+                    _refuse_domain(node, "the function", label)
+                if context is not None and domain in CHECKED_DOMAINS:
+                    try:
+                        check_schema(NodeRow.of(node), context)
+                    except OnnxFlopsError as e:
+                        raise OnnxFlopsError(f"{label}: {e}") from None
+
+
+def _check_graph_named(graph: onnx.GraphProto, attribute: onnx.AttributeProto,
+                       node: onnx.NodeProto, where: str) -> None:
+    """A nested graph (a Loop's body, an If's branch) has a name: onnxruntime refuses one that
+    has none ("Field 'name' of 'graph' is required to be non-empty"); the main graph may not."""
+    if not graph.name:
+        raise OnnxFlopsError(f"{where}: node {node_label(NodeRow.of(node))}: its graph "
+                             f"'{_text(attribute.name)}' has no name, which onnxruntime refuses")
+
+
+def _refuse_domain(node: onnx.NodeProto, importer: str, where: str) -> None:
+    """A node of a domain its graph's model (or function) imports no opset of: onnxruntime's "No
+    opset import for domain X" (in a function: "No opset registered for domain X"), a call of a
+    local function included."""
+    raise OnnxFlopsError(f"{where}: node {node_label(NodeRow.of(node))} is of domain "
+                         f"'{domain_key(node.domain) or 'ai.onnx'}', which {importer} imports "
+                         "no opset of")
+
+
+def _called_functions(model: onnx.ModelProto, where: str) -> set[tuple[str, str]]:
+    """The local functions (domain, name) the model's graphs call, directly or through others;
+    each call given no more inputs and outputs than its function has (onnxruntime's inliner:
+    "Number of actual parameters cannot exceed number of formal parameters")."""
+    bodies = {(f.domain, f.name): f for f in model.functions}
+    called: set[tuple[str, str]] = set()
+    pending = [model.graph]
+    while pending:
+        for graph in _graphs(pending.pop()):
+            for node in graph.node:
+                key = (node.domain, node.op_type)
+                function = bodies.get(key)
+                if function is None:
+                    continue
+                for kind, given, formal in (("inputs", node.input, function.input),
+                                            ("outputs", node.output, function.output)):
+                    if len(given) > len(formal):
+                        raise OnnxFlopsError(f"{where}: node {node_label(NodeRow.of(node))} "
+                                             f"calls function '{_text(function.name)}' with "
+                                             f"{len(given)} {kind}; it has {len(formal)}")
+                if key not in called:
+                    called.add(key)
+                    pending.append(onnx.GraphProto(node=function.node))
+    return called
 
 
 def _check_control_flow(node: onnx.NodeProto, opsets: dict[str, int], where: str) -> None:
@@ -240,7 +321,13 @@ def _check_tensor(t: onnx.TensorProto, where: str, what: str | None = None) -> N
     if dims and min(dims) < 0:
         what = what or f"initializer '{_text(t.name)}'"
         raise OnnxFlopsError(f"{where}: {what} has negative dims {list(dims)}")
-    if t.data_location == TensorProto.EXTERNAL or dtype in _SUB_BYTE:
+    if t.data_location == TensorProto.EXTERNAL:
+        for entry in t.external_data:  # the file's path: onnxruntime cannot even say it is missing
+            label = what or f"initializer '{_text(t.name)}'"
+            _check_name(entry.key, f"the external data of {label}", where)
+            _check_name(entry.value, f"the external data '{_text(entry.key)}' of {label}", where)
+        return
+    if dtype in _SUB_BYTE:
         return
     stored = _stored_elements(t, dtype)
     declared = math.prod(dims)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from onnxflops.dims import SYMBOL_MARK, to_expr
-from onnxflops.ops import GATHERS, VIEWS
+from onnxflops.ops import ALIASES, GATHERS, VIEWS
 
 # Bits per element of each serving dtype; the graph itself is exported in float32.
 DTYPE_BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "int8": 8, "int4": 4}
@@ -160,8 +160,9 @@ class Phase:
         return PhaseCost(*(_number(t.subs(subs)) for t in self.totals))
 
     def seconds(self, hardware, compute_dtype: str, **values: Any) -> "Timing":
-        """The roofline time of each node, max(flops / peak, bytes / bandwidth), summed; one
-        of `values` may be an array (a time per element)."""
+        """The roofline time of each node, max(flops / peak, bytes / bandwidth), summed, a view
+        the runtime aliases (ALIASES: a Reshape, an Identity) moving no bytes; one of `values`
+        may be an array (a time per element)."""
         peak, bandwidth = hardware.peak(compute_dtype), hardware.bandwidth_bytes_per_s
         names = [s.name for s in self.symbols]
         args = [np.asarray(values[n], dtype=np.float64) for n in names]
@@ -170,7 +171,7 @@ class Phase:
         # Layers repeat: nodes of one op type with the same formulas are evaluated once.
         groups: dict[tuple, int] = {}
         for op, _, flops, read, written in self.rows:
-            key = (op, flops, read + written)
+            key = (op, flops, 0 if op in ALIASES else read + written)
             groups[key] = groups.get(key, 0) + 1
         for (op, flops, moved), count in groups.items():
             f = _vectorized(self.symbols, flops)(*args) if flops != 0 else 0.0
