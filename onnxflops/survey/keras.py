@@ -105,10 +105,6 @@ _ROTARY_TABLE = (
     "keys apart, from positions and frequencies that are literals: work on constants alone, which "
     "Grappler folds and which the count leaves free as work on literals even where it is kept "
     "(3,888 FLOPs of it in the small Llama, against HF's 1,152)")
-_SCALED_QUERIES = (
-    "HF scales the queries after their projection and calls attention with scale 1.0, which "
-    "torch's ONNX translation of SDPA still multiplies the scores by (2 layers x 4 x 16 x 16 "
-    "Mul); keras-hub scales once")
 _UNATTENDED_ROWS_WIPED = (
     "keras-hub's Gemma zeroes the attention output of a row with no attended token (ops.all over "
     "the mask: ReduceSum, Greater, and the select's Add, 2 x 1,280), which HF's does not")
@@ -123,8 +119,7 @@ TWIN_FLOPS_DIFFER = {
                       "mask (2 layers x 4 x 16 x 16 Add) and builds the bias from slopes and "
                       "positions in each (+128 Mul net); HF builds it once per forward and folds "
                       "it into the mask",
-    "OPTBackbone": _SCALED_QUERIES,
-    "ESMBackbone": _ROTARY_TABLE + "; and " + _SCALED_QUERIES,
+    "ESMBackbone": _ROTARY_TABLE,
     "GemmaBackbone": _ROTARY_TABLE + "; and " + _UNATTENDED_ROWS_WIPED,
     "Gemma3Backbone": _ROTARY_TABLE + "; and " + _UNATTENDED_ROWS_WIPED + "; and HF's Gemma-3 "
                       "always has the post-attention and post-FFN RMS norms (2 layers x 2 x "
@@ -136,9 +131,7 @@ TWIN_FLOPS_DIFFER = {
                          "where none is passed) after their LayerNorm (16 x 64 Mul); keras-hub "
                          "masks in attention alone. The attention scales match (2 layers x 3 x "
                          "1,024 each side: keras-hub's Mul by 1/sqrt(3d), HF's Div by sqrt(3d))",
-    "T5Backbone": "HF's T5 multiplies the scores by its scaling, 1.0, in every attention (6 x "
-                  "1,024 Mul); keras-hub applies its padding masks, which the HF twin is run "
-                  "without: (1 - mask) x -1e9 in the first layer of each stack and in each "
+    "T5Backbone": "keras-hub applies its padding masks, which the HF twin is run without: (1 - mask) x -1e9 in the first layer of each stack and in each "
                   "cross-attention (Sub and Mul, 16 + 256 + 2 x 16 each) and its add to the "
                   "bias apart from the scores (4 x 1,024 Add). The RMS norms match: keras-hub's "
                   "Square and Reciprocal against HF's Pow and Div",
@@ -644,6 +637,7 @@ def twin_flops_verdict(backbone: str, macs: int, twin_macs: int, flops: int,
     if backbone in TWIN_FLOPS_DIFFER:
         return "not the same math", TWIN_FLOPS_DIFFER[backbone]
     return "differs", ""
+
 
 def apart(function, *args):
     """`function(*args)` in a fresh process (under this one's memory cap, which it inherits):
