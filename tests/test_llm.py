@@ -719,7 +719,7 @@ def _hand_report(phase: Phase, prompt: int, generate: int, batch: int, kv_layers
     cost = phase.at(batch=batch, context=prompt)
     return LlmReport("Hand", batch, prompt, generate, "bf16", "bf16", Params(10, 10), cost, cost,
                      cost, phase.summed("context", prompt, prompt + generate - 1, batch=batch),
-                     sum(x.bytes for x in kv_layers), HARDWARE["h100"],
+                     HARDWARE["h100"],
                      Estimate(1e-3, 1e-4, 1e4, {"prefill": "memory", "decode": "memory"},
                               {"prefill": {"MatMul": 1e-3}, "decode": {"MatMul": 1e-4}}),
                      phase, phase, kv_layers)
@@ -748,6 +748,21 @@ def test_a_windowed_decode_step_stops_growing_at_the_window():
     # The roofline evaluates the windowed formulas over an array of contexts.
     timing = phase.seconds(HARDWARE["h100"], "bf16", batch=2, context=__import__("numpy").arange(1, 9))
     assert timing.seconds.shape == (8,)
+
+
+def test_kv_and_state_bytes_are_the_sums_of_their_layers():
+    from onnxflops.serving.cache import kv_layers, state_layers
+
+    # batch 2 at 8 tokens: a full layer of 2 heads × 8 × (key + value) × 2 B = 64 B per token,
+    # 2 × 8 × 64 = 1024 B; layer 0's state of 4 × 6 elements, 2 × 24 × 2 B = 96 B
+    inputs = {"past_key_1": ["batch", 2, "context", 8], "past_value_1": ["batch", 2, "context", 8],
+              "state_conv_states_0_0": ["batch", 4, 6]}
+    config = {"layer_types": ["linear_attention", "full_attention"]}
+    cache = kv_layers(inputs, config, 16, 2, 8) + state_layers(inputs, 16, 2)
+    r = _hand_report(_windowed_phase(4), prompt=2, generate=6, batch=2, kv_layers=cache)
+    assert (r.kv_cache_bytes, r.state_bytes) == (1024, 96)
+    doc = json.loads(r.to_json())
+    assert (doc["kv_cache_bytes"], doc["state_bytes"]) == (1024, 96)
 
 
 def test_the_kv_cache_per_layer_kind_in_the_json_the_table_and_the_page():
