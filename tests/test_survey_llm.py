@@ -41,6 +41,10 @@ TOKENS = 72  # prompt 64 + 8 generated
     # Qwen3.5: a linear-attention layer holds a recurrent state, no keys: one layer of 72
     ({"num_key_value_heads": 1, "layer_types": ["linear_attention", "full_attention"]},
      "multi-query + recurrent", 72 * 48 * 2),
+    # Jamba: no layer_types, one attention layer every 2 at offset 1 (layers 1 and 3 of 4), the
+    # others Mamba layers with no keys: 2 layers of 72
+    ({"num_key_value_heads": 1, "num_hidden_layers": 4, "attn_layer_period": 2,
+      "attn_layer_offset": 1}, "multi-query + recurrent", 2 * 72 * 48 * 2),
     # LFM: a convolution layer, a full one and a sliding one
     ({"num_key_value_heads": 1, "sliding_window": 32, "num_hidden_layers": 3,
       "layer_types": ["conv", "full_attention", "sliding_attention"]},

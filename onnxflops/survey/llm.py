@@ -79,14 +79,34 @@ def _get(config: Mapping[str, Any], keys: tuple[str, ...]) -> int:
 
 
 def layer_types(config: Mapping[str, Any]) -> list[str]:
-    """Each decoder layer's type: `layer_types`; without it, "sliding_attention" on every layer
-    unless `use_sliding_window` is false, else "full_attention"."""
+    """Each decoder layer's type: `layer_types`; else, where an attention layer period is set
+    (attn_layer_period p, attn_layer_offset o: Jamba), "full_attention" on layer i where
+    i mod p = o and "linear_attention" (a recurrent layer, no keys) on the others, as
+    transformers' own layer_types property derives them; else "sliding_attention" on every
+    layer unless `use_sliding_window` is false, else "full_attention"."""
     layers = _get(config, ("num_hidden_layers", "n_layer", "num_layers"))
     types = config.get("layer_types")
-    if not isinstance(types, (list, tuple)):
-        on = config.get("use_sliding_window") is not False
-        types = ["sliding_attention" if on else "full_attention"] * layers
-    return list(types)[:layers]
+    if isinstance(types, (list, tuple)):
+        return list(types)[:layers]
+    period = attention_period(config)
+    if period is not None:
+        every, offset = period
+        return ["full_attention" if i % every == offset else "linear_attention"
+                for i in range(layers)]
+    on = config.get("use_sliding_window") is not False
+    return ["sliding_attention" if on else "full_attention"] * layers
+
+
+def attention_period(config: Mapping[str, Any]) -> tuple[int, int] | None:
+    """(p, o) of a config that places one attention layer every p layers at offset o
+    (`attn_layer_period`, `attn_layer_offset`, or `attention_…`); None where it sets no such
+    period, or its offset is not an int."""
+    for stem in ("attn_layer_", "attention_layer_"):
+        every, offset = config.get(stem + "period"), config.get(stem + "offset")
+        if _get(config, (stem + "period",)) and isinstance(offset, int) \
+                and not isinstance(offset, bool):
+            return every, offset
+    return None
 
 
 def holds_keys(layer_type: str) -> bool:
