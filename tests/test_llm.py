@@ -838,3 +838,25 @@ def test_a_batch_reads_the_distinct_experts_it_touches():
     lay = [row for node, row in zip(counted.report.nodes, phase.rows) if node.op_type ==
            "Transpose"]
     assert [(read, written) for *_, read, written in lay] == [(0, 0)]
+
+
+def test_a_decode_graph_left_with_its_own_batch_symbol_names_it_batch():
+    from onnxflops.converters.causal_lm import _batch_named
+
+    # Mamba's step takes no keys: the exporter left the batch as s12, in expressions too
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["input_ids"], ["y"])], "step",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["s12", 1]),
+         helper.make_tensor_value_info("state_conv_states_0_0", TensorProto.FLOAT,
+                                       ["s12", 192, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, ["s12", 1])],
+        value_info=[helper.make_tensor_value_info("z", TensorProto.FLOAT, ["2*s12", "s120"])])
+    model = helper.make_model(graph)
+    _batch_named(model)
+
+    def dims(vi):
+        return [d.dim_param or d.dim_value for d in vi.type.tensor_type.shape.dim]
+
+    step = model.graph
+    assert [dims(vi) for vi in (*step.input, *step.output, *step.value_info)] == [
+        ["batch", 1], ["batch", 192, 4], ["batch", 1], ["2*batch", "s120"]]

@@ -195,9 +195,9 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
     with their lengths symbolic and counted as formulas; `decode_total` sums the steps at contexts
     prompt … prompt + generate - 1. A model whose decoder layers are all alike is exported cut to
     one layer and to two, and every number extended exactly to all its layers
-    (Phase.extended); others with all their layers. Bytes are in the serving dtypes: weights in `dtype`
-    (fp32, bf16, fp16, int8, int4), activations and the KV cache in `kv_dtype` (default: bf16,
-    fp32 for fp32 weights, fp16 for fp16 ones).
+    (Phase.extended); others with all their layers. Bytes are in the serving dtypes: weights in
+    `dtype` (fp32, bf16, fp16, int8, int4), activations and the KV cache in `kv_dtype` (default:
+    bf16, fp32 for fp32 weights, fp16 for fp16 ones).
     """
     for name, value in (("prompt", prompt), ("generate", generate), ("batch", batch)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
