@@ -182,6 +182,25 @@ class TestFormulas:
         assert report.total.flops == batch * concrete.shape[1]  # Relu: 1 per element
 
 
+    def test_a_table_sliced_to_the_sequence_meets_the_sequence_in_a_broadcast(self):
+        # GPT-Neo slices its causal mask from a 2048-position table up to min(seq, 2048), as
+        # torch's sym_min writes it: [Min(2048, seq), 8] beside scores of seq. The Add runs
+        # only where the two are equal (seq ≤ 2048): seq, not unknown.
+        nodes = [node("Shape", ["X"], ["shape"]),
+                 node("Gather", ["shape", "one"], ["length"], axis=0),
+                 node("Min", ["length", "positions"], ["end"]),
+                 node("Slice", ["table", "zero", "end", "zero"], ["rows"]),
+                 node("Add", ["X", "rows"], ["Y"]), node("Relu", ["Y"], ["Z"])]
+        weights = [weight("table", (2048, 8)), int64("one", [1]), int64("zero", [0]),
+                   int64("positions", [2048])]
+        report = onnxflops.count(model(nodes, {"X": ["batch", "seq", 8]}, weights),
+                                 symbolic=True)
+        assert not report.uncosted
+        assert report.nodes[-1].output_shapes == [["batch", "seq", 8]]
+        # the Add and the Relu: one FLOP per element each, 8 × batch × seq elements
+        assert report.total.flops == 2 * 8 * batch * seq
+
+
 class TestAgreesWithBoundCounts:
     def test_a_small_cnn_over_symbolic_spatial_dims(self):
         nodes = [node("Conv", ["X", "W1", "B1"], ["C1"], strides=[2, 2], pads=[1, 1, 1, 1]),

@@ -289,7 +289,25 @@ def _expand_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
 def _broadcast(a: list, b: list) -> list:
     rank = max(len(a), len(b))
     a, b = [1] * (rank - len(a)) + a, [1] * (rank - len(b)) + b
-    return [y if _equals(x, 1) else x if _equals(y, 1) else _same(x, y) for x, y in zip(a, b)]
+    return [y if _equals(x, 1) else x if _equals(y, 1) else _broadcast_dim(x, y)
+            for x, y in zip(a, b)]
+
+
+def _broadcast_dim(x, y):
+    """The dim two broadcast dims, neither 1, stand for: their one formula (_same); else d where
+    they are d and Min(c, d), c a number (GPT-Neo's mask sliced from its 2048-position table
+    beside scores of `prompt`): a broadcast that runs has equal dims, so the model runs where
+    d ≤ c, and the two are d there; None otherwise."""
+    same = _same(x, y)
+    if same is not None or isinstance(x, (int, np.integer)) or isinstance(y, (int, np.integer)):
+        return same
+    import sympy
+
+    for bounded, other in ((x, y), (y, x)):
+        if isinstance(bounded, sympy.Min) and len(bounded.args) == 2 \
+                and other in bounded.args and any(a.is_Number for a in bounded.args):
+            return other
+    return None
 
 
 def _same(x, y):
