@@ -8,7 +8,8 @@ import pytest
 
 from onnxflops.survey import LLM_COLUMNS, RowStore, read_any
 from onnxflops.survey.llm import (attention_kind, blank_llm_row, config_values, expert_kind,
-                                  hand_active_params, hand_kv_bytes, judge_llm, layer_windows)
+                                  hand_active_params, hand_kv_bytes, hand_kv_layers, judge_llm,
+                                  kv_layers_differing, layer_windows)
 from onnxflops.survey.shrink import shrink
 
 # 2 layers, 4 heads of 96 / 4 = 24: a full layer's token holds 2 × heads × 24 elements.
@@ -114,6 +115,23 @@ def test_each_column_off_its_check_is_named_with_the_amount():
     assert row["verdict"] == "differs"
     assert row["reason"] == ("decode last MACs -11 (-50.00%); "
                              "KV bytes vs hand count -16 (-25.00%)")
+
+
+def test_a_kv_difference_names_the_layers_that_hold_other_than_the_config_says():
+    # MiMo-V2-Flash's code doubles the KV heads of its sliding layers, which its config does not
+    # say: 1 KV head of 24, window 32 of 72 tokens: the hand count holds 32 × 48 × 2 = 3,072 B
+    # on layer 1, the graph 6,144 B; layer 0 (full, 72 × 48 × 2 = 6,912 B) agrees.
+    config = {**BASE, "num_key_value_heads": 1, "sliding_window": 32,
+              "layer_types": ["full_attention", "sliding_attention"]}
+    hand = hand_kv_layers(config, TOKENS)
+    assert hand == [6912, 3072]
+    assert kv_layers_differing(config, hand, {0: 6912, 1: 6144}) == \
+        "layer 1 (sliding_attention) 2× the config's"
+    assert kv_layers_differing(config, hand, {0: 6912, 1: 4000}) == \
+        "layer 1 (sliding_attention) 4,000 B, the config's 3,072 B"
+    assert kv_layers_differing(config, hand, {0: 6912, 1: 3072}) == ""
+    row = judge_llm(llm_row(kv_bytes=96), why={"kv_bytes": "layer 1 (sliding_attention) 2×"})
+    assert row["reason"] == "KV bytes vs hand count +32 (+50.00%): layer 1 (sliding_attention) 2×"
 
 
 def test_failed_stages_give_the_survey_verdicts():

@@ -144,19 +144,41 @@ def head_dim(config: Mapping[str, Any]) -> int:
 
 def hand_kv_bytes(config: Mapping[str, Any], tokens: int, batch: int = 1,
                   bytes_per_element: int = KV_BYTES_PER_ELEMENT) -> int:
-    """Σ_layers with keys batch × min(tokens, window) × elements × bytes: elements per token and
-    layer 2 × kv_heads × head_dim (keys and values), or kv_lora_rank + qk_rope_head_dim for
+    """Σ_layers hand_kv_layers: the cache's bytes at `tokens` tokens, from the config alone."""
+    return sum(hand_kv_layers(config, tokens, batch, bytes_per_element))
+
+
+def hand_kv_layers(config: Mapping[str, Any], tokens: int, batch: int = 1,
+                   bytes_per_element: int = KV_BYTES_PER_ELEMENT) -> list[int]:
+    """Each layer's cache bytes, batch × min(tokens, window) × elements × bytes: elements per
+    token 2 × kv_heads × head_dim (keys and values), or kv_lora_rank + qk_rope_head_dim for
     latent attention (the compressed latent and the shared rotary key), + index_head_dim on an
     "indexed_attention" layer (the sparse attention's indexer key); window = tokens on a full
-    layer; a layer that holds no keys (holds_keys: linear attention, Mamba-like) adds none."""
+    layer; 0 on a layer that holds no keys (holds_keys: linear attention, Mamba-like)."""
     latent = _get(config, ("kv_lora_rank",))
     elements = latent + _get(config, ("qk_rope_head_dim",)) if latent else \
         2 * kv_heads(config) * head_dim(config)
     indexer = _get(config, ("index_head_dim",))
-    return sum(batch * min(tokens, window or tokens) * bytes_per_element
-               * (elements + (indexer if kind == "indexed_attention" else 0))
-               for kind, window in zip(layer_types(config), layer_windows(config))
-               if holds_keys(kind))
+    return [batch * min(tokens, window or tokens) * bytes_per_element
+            * (elements + (indexer if kind == "indexed_attention" else 0)) if holds_keys(kind)
+            else 0 for kind, window in zip(layer_types(config), layer_windows(config))]
+
+
+def kv_layers_differing(config: Mapping[str, Any], hand: list[int],
+                        counted: Mapping[int, int]) -> str:
+    """Which layers' counted cache bytes differ from the hand count's, and how: "layer 1
+    (sliding_attention) 2× the config's" where one is a whole multiple of the other (a model's
+    code doubling the KV heads its config names), else both byte counts; "" where none do."""
+    kinds = layer_types(config)
+    found = []
+    for layer, expected in enumerate(hand):
+        got = counted.get(layer, 0)
+        if got == expected:
+            continue
+        ratio = f"{got // expected}× the config's" if expected and got % expected == 0 else \
+            f"{got:,} B, the config's {expected:,} B"
+        found.append(f"layer {layer} ({kinds[layer]}) {ratio}")
+    return ", ".join(found)
 
 
 def attention_kind(config: Mapping[str, Any]) -> str:
@@ -272,8 +294,11 @@ def measure_llm(task, memory_gb: float, stage: Callable[[str], None] = lambda s:
     from onnxflops.converters.causal_lm import text_config
     from onnxflops.survey.measure import failure, peak_mb
 
+    from onnxflops.serving.cache import STATE
+
     row = {**blank_llm_row(task.label), "prompt": PROMPT, "generated": GENERATED}
     failures: dict[str, str] = {}
+    why: dict[str, str] = {}
     stage("build")
     try:
         model = build_causal_lm(task.name)
@@ -315,8 +340,12 @@ def measure_llm(task, memory_gb: float, stage: Callable[[str], None] = lambda s:
                    decode_last_macs=int(report.decode_last.macs),
                    params_total=report.params.counted, params_active=report.params.active,
                    kv_bytes=report.kv_cache_bytes)
+        if "hand" not in failures and row["kv_bytes"] != row["hand_kv_bytes"]:
+            counted = {x.layer: x.bytes for x in report.kv_layers if x.kind != STATE}
+            why["kv_bytes"] = kv_layers_differing(
+                config, hand_kv_layers(config, PROMPT + GENERATED), counted)
     row["seconds"] = round(time.perf_counter() - start, 2)
-    return {**judge_llm(row, failures), "peak_mb": peak_mb()}
+    return {**judge_llm(row, failures, why), "peak_mb": peak_mb()}
 
 
 def blank_llm_row(model: str) -> dict:
@@ -331,15 +360,18 @@ _CHECKS = (("prefill_macs", "oracle_prefill_macs", "prefill MACs"),
            ("kv_bytes", "hand_kv_bytes", "KV bytes vs hand count"))
 
 
-def judge_llm(row: dict, failures: dict[str, str] | None = None) -> dict:
+def judge_llm(row: dict, failures: dict[str, str] | None = None,
+              why: Mapping[str, str] | None = None) -> dict:
     """`row` with its verdict and reason: the stages as rows.judge has them; counted, `exact`
     where every column equals its oracle or hand count, else `differs` naming each that does
-    not and by how much."""
-    failures = failures or {}
+    not and by how much, and why where `why` says (by the column: {"kv_bytes": "layer 1 ..."})."""
+    failures, why = failures or {}, why or {}
     if failures.keys() & {"build", "count"}:
         return judge(row, "", failures)
     skipped = {name for name in ("oracle", "hand") if name in failures}
-    problems = [f"{label} {_difference(row[ours], row[theirs])}" for ours, theirs, label in _CHECKS
+    problems = [f"{label} {_difference(row[ours], row[theirs])}"
+                + (f": {why[ours]}" if why.get(ours) else "")
+                for ours, theirs, label in _CHECKS
                 if not any(theirs.startswith(name) for name in skipped)
                 if row[ours] != row[theirs]]
     if "hand" in failures:
