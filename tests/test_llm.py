@@ -761,6 +761,7 @@ def test_kv_and_state_bytes_are_the_sums_of_their_layers():
     cache = kv_layers(inputs, config, 16, 2, 8) + state_layers(inputs, 16, 2)
     r = _hand_report(_windowed_phase(4), prompt=2, generate=6, batch=2, kv_layers=cache)
     assert (r.kv_cache_bytes, r.state_bytes) == (1024, 96)
+    assert r.kv_cache_by_layer() == {1: 1024}
     doc = json.loads(r.to_json())
     assert (doc["kv_cache_bytes"], doc["state_bytes"]) == (1024, 96)
 

@@ -75,8 +75,13 @@ class LlmReport(formats.Rendered):
     @property
     def kv_cache_bytes(self) -> int:
         """Σ bytes of the layers' keys and values at the end of generation (prompt + generate
-        tokens), as served: every kv_layers entry but the recurrent states."""
-        return sum(layer.bytes for layer in self.kv_layers if layer.kind != STATE)
+        tokens), as served: Σ kv_cache_by_layer."""
+        return sum(self.kv_cache_by_layer().values())
+
+    def kv_cache_by_layer(self) -> dict[int, int]:
+        """{layer: bytes of its keys and values at the end of generation}: every kv_layers entry
+        but the recurrent states."""
+        return {layer.layer: layer.bytes for layer in self.kv_layers if layer.kind != STATE}
 
     @property
     def state_bytes(self) -> int:

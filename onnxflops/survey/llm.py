@@ -294,8 +294,6 @@ def measure_llm(task, memory_gb: float, stage: Callable[[str], None] = lambda s:
     from onnxflops.converters.causal_lm import text_config
     from onnxflops.survey.measure import failure, peak_mb
 
-    from onnxflops.serving.cache import STATE
-
     row = {**blank_llm_row(task.label), "prompt": PROMPT, "generated": GENERATED}
     failures: dict[str, str] = {}
     why: dict[str, str] = {}
@@ -341,9 +339,8 @@ def measure_llm(task, memory_gb: float, stage: Callable[[str], None] = lambda s:
                    params_total=report.params.counted, params_active=report.params.active,
                    kv_bytes=report.kv_cache_bytes)
         if "hand" not in failures and row["kv_bytes"] != row["hand_kv_bytes"]:
-            counted = {x.layer: x.bytes for x in report.kv_layers if x.kind != STATE}
             why["kv_bytes"] = kv_layers_differing(
-                config, hand_kv_layers(config, PROMPT + GENERATED), counted)
+                config, hand_kv_layers(config, PROMPT + GENERATED), report.kv_cache_by_layer())
     row["seconds"] = round(time.perf_counter() - start, 2)
     return {**judge_llm(row, failures, why), "peak_mb": peak_mb()}
 
