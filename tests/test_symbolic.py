@@ -201,6 +201,26 @@ class TestFormulas:
         assert report.total.flops == 2 * 8 * batch * seq
 
 
+    def test_a_pad_by_a_length_computed_from_the_sequence(self):
+        # LFM's short convolution keeps its state as the prompt padded by 7 − seq in front (a
+        # negative pad crops): [batch, 4, seq] → [batch, 4, 7] whatever seq; then a depthwise
+        # Conv of kernel 7 padded 6 both sides: 7 + 12 − 7 + 1 = 13 positions, 7 MACs each.
+        nodes = [node("Shape", ["X"], ["shape"]),
+                 node("Gather", ["shape", "two"], ["length"], axis=0),
+                 node("Sub", ["seven", "length"], ["front"]),
+                 node("Concat", ["zeros", "front", "zeros", "zero"], ["pads"], axis=0),
+                 node("Pad", ["X", "pads"], ["state"]),
+                 node("Conv", ["state", "W"], ["Y"], group=4, pads=[6, 6], kernel_shape=[7])]
+        weights = [weight("W", (4, 1, 7)), int64("two", [2]), int64("seven", [7]),
+                   int64("zeros", [0, 0]), int64("zero", [0])]
+        report = onnxflops.count(model(nodes, {"X": ["batch", 4, "seq"]}, weights),
+                                 symbolic=True)
+        assert not report.uncosted
+        assert [n.output_shapes for n in report.nodes if n.op_type in ("Pad", "Conv")] == \
+            [[["batch", 4, 7]], [["batch", 4, 13]]]
+        assert report.total.macs == batch * 4 * 13 * 7
+
+
 class TestAgreesWithBoundCounts:
     def test_a_small_cnn_over_symbolic_spatial_dims(self):
         nodes = [node("Conv", ["X", "W1", "B1"], ["C1"], strides=[2, 2], pads=[1, 1, 1, 1]),

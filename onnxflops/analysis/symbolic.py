@@ -449,6 +449,26 @@ def _simplified(value):
     return int(value) if value.is_Integer else value
 
 
+def _pad_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
+    """Pad: each padded axis d + begin + end (a negative pad crops), the pads [begin per axis,
+    then end per axis] over `axes` (opset 18) or every axis: LFM's short convolution keeps
+    its state by padding the prompt by kernel − prompt, d = prompt + 7 − prompt = 7."""
+    data = values.shape(node.input[0])
+    pads = values.get(node.input[1]) if len(node.input) > 1 and node.input[1] else None
+    if data is None:
+        return None
+    flat = list(pads.flat) if pads is not None else _attrs(node).get("pads")
+    axes = _ints(values, node.input[3]) if len(node.input) > 3 and node.input[3] \
+        else list(range(len(data)))
+    if flat is None or axes is None or len(flat) != 2 * len(axes):
+        return None
+    dims = list(data)
+    for k, axis in enumerate(a % len(data) for a in axes):
+        begin, end = flat[k], flat[k + len(axes)]
+        dims[axis] = None if None in (dims[axis], begin, end) else dims[axis] + begin + end
+    return dims
+
+
 def _window_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
     """Conv and pooling outputs: floor((in + pads − dilation·(k − 1) − 1)/stride) + 1 per axis."""
     import sympy
@@ -608,7 +628,7 @@ _SHAPE_OF: dict[str, Callable] = {
     "MaxPool": _window_shape, "AveragePool": _window_shape, "LpPool": _window_shape,
     "Flatten": _flatten_shape, "Concat": _concat_shape, "SequenceAt": _sequence_at_shape,
     "GlobalAveragePool": _global_pool_shape, "GlobalMaxPool": _global_pool_shape,
-    "GlobalLpPool": _global_pool_shape, "TopK": _top_k_shape,
+    "GlobalLpPool": _global_pool_shape, "TopK": _top_k_shape, "Pad": _pad_shape,
     # What ONNX inference carries too, taken here so that a chain of convolutions over symbolic
     # spatial dims resolves in one round rather than one round per layer.
     **dict.fromkeys(sorted(SHAPE_KEEPING), _same_shape),
