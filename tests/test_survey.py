@@ -256,6 +256,9 @@ def test_experts_per_token_spelled_out_are_cut_with_the_experts():
     # Kimi-Linear's num_experts_per_token = 8 of 64 experts: 8 of the 4 left made its top-k fail
     config = shrink(Config(num_experts=64, num_experts_per_token=8))
     assert vars(config) == {"num_experts": 4, "num_experts_per_token": 2}
+    # ERNIE-4.5-MoE calls it moe_k: 6 of 64, cut to 2 of 4 (6 of 4 failed its top-k)
+    config = shrink(Config(moe_num_experts=64, moe_k=6))
+    assert vars(config) == {"moe_num_experts": 4, "moe_k": 2}
 
 
 def test_state_space_head_groups_are_at_most_the_heads_left():

@@ -24,7 +24,8 @@ _RULES = (  # (key pattern, new value from the old one); the first that matches 
     # a state-space layer's head groups: at most its heads (each group at least one head)
     (re.compile(r".*n_groups$"), lambda v: min(v, HEADS)),
     (re.compile(r"^(n_|num_)?(shared_experts|n_shared_experts)$"), lambda v: min(v, 1)),
-    (re.compile(r".*(experts_per_tok|experts_per_token|top_?k|moe_topk|topk_group|n_group)$"),
+    (re.compile(r".*(experts_per_tok|experts_per_token|top_?k|moe_topk|moe_k|topk_group|"
+                r"n_group)$"),
      lambda v: min(v, ROUTED)),
     (re.compile(r".*experts$"), lambda v: min(v, EXPERTS)),
     (_DEPTH_KEY, lambda v: min(v, DEPTH)),
