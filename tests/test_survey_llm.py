@@ -39,6 +39,10 @@ TOKENS = 72  # prompt 64 + 8 generated
     # DeepSeek-V3.2: its sparse attention's indexer key (24) beside the latent, per token
     ({"kv_lora_rank": 32, "qk_rope_head_dim": 8, "index_head_dim": 24,
       "layer_types": ["indexed_attention"] * 2}, "latent", 2 * 72 * (40 + 24) * 2),
+    # HY-V4: its second layer reuses the first's indexer ("shared"), so holds no indexer key
+    ({"kv_lora_rank": 32, "qk_rope_head_dim": 8, "index_head_dim": 24,
+      "layer_types": ["indexed_attention"] * 2, "indexer_types": ["full", "shared"]}, "latent",
+     72 * (40 + 24) * 2 + 72 * 40 * 2),
     # Qwen3.5: a linear-attention layer holds a recurrent state, no keys: one layer of 72
     ({"num_key_value_heads": 1, "layer_types": ["linear_attention", "full_attention"]},
      "multi-query + recurrent", 72 * 48 * 2),

@@ -153,15 +153,22 @@ def hand_kv_layers(config: Mapping[str, Any], tokens: int, batch: int = 1,
     """Each layer's cache bytes, batch × min(tokens, window) × elements × bytes: elements per
     token 2 × kv_heads × head_dim (keys and values), or kv_lora_rank + qk_rope_head_dim for
     latent attention (the compressed latent and the shared rotary key), + index_head_dim on an
-    "indexed_attention" layer (the sparse attention's indexer key); window = tokens on a full
-    layer; 0 on a layer that holds no keys (holds_keys: linear attention, Mamba-like)."""
+    "indexed_attention" layer with an indexer of its own (the sparse attention's indexer key;
+    none where `indexer_types` says "shared": HY-V4 reuses the previous layer's); window =
+    tokens on a full layer; 0 on a layer that holds no keys (holds_keys: linear attention,
+    Mamba-like)."""
     latent = _get(config, ("kv_lora_rank",))
     elements = latent + _get(config, ("qk_rope_head_dim",)) if latent else \
         2 * kv_heads(config) * head_dim(config)
     indexer = _get(config, ("index_head_dim",))
+    kinds = layer_types(config)
+    indexers = config.get("indexer_types")
+    own = [not isinstance(indexers, (list, tuple)) or i >= len(indexers) or indexers[i] != "shared"
+           for i in range(len(kinds))]
     return [batch * min(tokens, window or tokens) * bytes_per_element
-            * (elements + (indexer if kind == "indexed_attention" else 0)) if holds_keys(kind)
-            else 0 for kind, window in zip(layer_types(config), layer_windows(config))]
+            * (elements + (indexer if kind == "indexed_attention" and own_indexer else 0))
+            if holds_keys(kind) else 0
+            for kind, window, own_indexer in zip(kinds, layer_windows(config), own)]
 
 
 def kv_layers_differing(config: Mapping[str, Any], hand: list[int],
