@@ -221,6 +221,36 @@ class TestFormulas:
         assert report.total.macs == batch * 4 * 13 * 7
 
 
+    def test_a_bias_sliced_to_the_last_positions_meets_the_sequence_in_a_broadcast(self):
+        # MPT's ALiBi bias: a 2048-position row sliced to its last seq, written
+        # 2048 − Max(0, 2048 − seq) (= min(seq, 2048)), added to scores of seq × seq
+        nodes = [node("Shape", ["X"], ["shape"]),
+                 node("Gather", ["shape", "two"], ["length"], axis=0),
+                 node("Sub", ["positions", "length"], ["over"]),
+                 node("Max", ["over", "zero"], ["start"]),
+                 node("Slice", ["bias", "start", "to_end", "one"], ["kept"]),
+                 node("Add", ["X", "kept"], ["Y"])]
+        weights = [weight("bias", (4, 2048)), int64("one", [1]), int64("two", [2]),
+                   int64("zero", [0]), int64("positions", [2048]), int64("to_end", [INT64_END])]
+        report = onnxflops.count(model(nodes, {"X": ["batch", 4, "seq"]}, weights),
+                                 symbolic=True)
+        assert not report.uncosted
+        assert report.nodes[-1].output_shapes == [["batch", 4, "seq"]]
+        assert report.total.flops == 4 * batch * seq  # the Add, one FLOP per element
+
+
+    def test_a_bounded_dim_is_the_free_one_only_where_they_agree_up_to_the_bound(self):
+        from onnxflops.analysis.symbolic import _broadcast_dim
+
+        context = sympy.Symbol("context", integer=True, positive=True)
+        # MPT's decode step: the bias's last context + 1 positions of 2048
+        assert _broadcast_dim(2048 - sympy.Max(0, 2047 - context), context + 1) == context + 1
+        assert _broadcast_dim(context, sympy.Min(2048, context)) == context
+        # equal nowhere below the bound (2·seq vs min(2048, seq)): not one dim
+        assert _broadcast_dim(sympy.Min(2048, seq), 2 * seq) is None
+        assert _broadcast_dim(seq, height) is None
+
+
 class TestAgreesWithBoundCounts:
     def test_a_small_cnn_over_symbolic_spatial_dims(self):
         nodes = [node("Conv", ["X", "W1", "B1"], ["C1"], strides=[2, 2], pads=[1, 1, 1, 1]),

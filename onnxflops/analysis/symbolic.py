@@ -294,19 +294,27 @@ def _broadcast(a: list, b: list) -> list:
 
 
 def _broadcast_dim(x, y):
-    """The dim two broadcast dims, neither 1, stand for: their one formula (_same); else d where
-    they are d and Min(c, d), c a number (GPT-Neo's mask sliced from its 2048-position table
-    beside scores of `prompt`): a broadcast that runs has equal dims, so the model runs where
-    d ≤ c, and the two are d there; None otherwise."""
+    """The dim two broadcast dims, neither 1, stand for: their one formula (_same); else, where
+    one is bounded by a number c (a formula of Min or Max: GPT-Neo's Min(2048, prompt), MPT's
+    2048 − Max(0, 2048 − prompt), a mask or bias sliced from a table of c positions) and the
+    other is free of bounds and equal to it wherever it is ≤ c, the free one: a broadcast that
+    runs has equal dims, so the model runs there; None otherwise."""
     same = _same(x, y)
     if same is not None or isinstance(x, (int, np.integer)) or isinstance(y, (int, np.integer)):
         return same
     import sympy
 
-    for bounded, other in ((x, y), (y, x)):
-        if isinstance(bounded, sympy.Min) and len(bounded.args) == 2 \
-                and other in bounded.args and any(a.is_Number for a in bounded.args):
-            return other
+    if x is None or y is None:
+        return None
+    x, y = sympy.sympify(x), sympy.sympify(y)
+    for bounded, free in ((x, y), (y, x)):
+        if bounded.has(sympy.Min, sympy.Max) and not free.has(sympy.Min, sympy.Max):
+            bound = max((abs(int(n)) for n in bounded.atoms(sympy.Integer)), default=0)
+            symbols = sorted(bounded.free_symbols | free.free_symbols, key=str)
+            trials = [dict.fromkeys(symbols, p) for p in _breakpoints(bounded, free)]
+            trials = [at for at in trials if free.subs(at) <= bound]
+            if symbols and trials and all((bounded - free).subs(at) == 0 for at in trials):
+                return free
     return None
 
 
