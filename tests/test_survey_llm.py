@@ -61,6 +61,11 @@ def test_kv_bytes_by_hand_for_each_kind_of_attention(extra, kind, expected):
     assert attention_kind(config) == kind
 
 
+def test_a_model_with_no_attention_heads_holds_no_keys():
+    # Mamba's config names no heads (and no layer_types): nothing to cache but its states
+    assert hand_kv_bytes({"hidden_size": 96, "num_hidden_layers": 2}, TOKENS) == 0
+
+
 def test_a_window_longer_than_the_tokens_holds_every_token():
     assert hand_kv_bytes({**BASE, "sliding_window": 4096}, TOKENS) == 2 * 72 * 192 * 2
     assert layer_windows({**BASE, "sliding_window": None}) == [None, None]

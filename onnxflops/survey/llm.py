@@ -136,10 +136,11 @@ def kv_heads(config: Mapping[str, Any]) -> int:
 
 
 def head_dim(config: Mapping[str, Any]) -> int:
-    """`head_dim` where the config sets it, else hidden size / attention heads."""
+    """`head_dim` where the config sets it, else hidden size / attention heads; 0 for a model
+    with no attention heads (Mamba: no keys to hold)."""
     heads = _get(config, ("num_attention_heads", "n_head", "num_heads"))
     hidden = _get(config, ("hidden_size", "n_embd", "d_model"))
-    return _get(config, ("head_dim",)) or hidden // heads
+    return _get(config, ("head_dim",)) or (hidden // heads if heads else 0)
 
 
 def hand_kv_bytes(config: Mapping[str, Any], tokens: int, batch: int = 1,
