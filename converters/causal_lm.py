@@ -25,6 +25,7 @@ import contextlib
 import copy
 import io
 import json
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -306,8 +307,25 @@ def _export_phases(model, name: str, served_prompt: int | None = None
                              for key, (_, axis, _) in s.items()} for s in states if s]
     with _window_sizes_branch_free():
         decode = _export(_decode_module(model, cross, states, attention), args, shapes, name)
+    _batch_named(decode)
     _name_state_inputs(decode, states)
     return prefill, decode, attention
+
+
+def _batch_named(model: onnx.ModelProto) -> None:
+    """The batch dim named `batch` wherever the graph's shapes hold it (inputs, outputs,
+    value_info, inside expressions: 2*s12 → 2*batch): the symbol of input_ids' first dim. The
+    exporter leaves it its own symbol (s12) where the decode step takes no keys (a model of
+    recurrent layers only: Mamba), and the serving formulas know only `batch`."""
+    dims = model.graph.input[0].type.tensor_type.shape.dim
+    symbol = dims[0].dim_param if dims else ""
+    if not symbol or symbol == "batch":
+        return
+    word = re.compile(rf"\b{re.escape(symbol)}\b")
+    for vi in (*model.graph.input, *model.graph.output, *model.graph.value_info):
+        for dim in vi.type.tensor_type.shape.dim:
+            if dim.dim_param:
+                dim.dim_param = word.sub("batch", dim.dim_param)
 
 
 def _layer_states(cache) -> list[dict[str, tuple]]:
@@ -335,17 +353,32 @@ def _layer_states(cache) -> list[dict[str, tuple]]:
 def _recurrent_states(layer) -> dict[str, tuple]:
     """A linear-attention (Mamba-like, convolutional) cache layer's fixed-size states as
     _layer_states gives them: {"conv_states.0": (tensor, None: no token axis, the attributes
-    transformers' LinearAttentionLayer keeps beside them: initialized flags, kernel sizes)}."""
+    transformers' LinearAttentionLayer keeps beside them: initialized flags, kernel sizes)}; the
+    attributes copied once per layer, not per state."""
+    from transformers.cache_utils import LinearAttentionLayer
+
+    tensors = _recurrent_tensors(layer)
+    if not tensors:
+        return {}
+    own = {key: copy.deepcopy(getattr(layer, key)) for key in vars(LinearAttentionLayer())
+           if key not in _RECURRENT}
+    return {key: (t, None, own) for key, t in tensors.items()}
+
+
+# What a transformers LinearAttentionLayer keeps its states in: dicts of tensors.
+_RECURRENT = ("conv_states", "recurrent_states")
+
+
+def _recurrent_tensors(layer) -> dict:
+    """A linear-attention cache layer's state tensors by name ("conv_states.0"), as they are
+    (no copy); {} for any other layer."""
     import torch
-    from transformers.cache_utils import LinearAttentionCacheLayerMixin, LinearAttentionLayer
+    from transformers.cache_utils import LinearAttentionCacheLayerMixin
 
     if not isinstance(layer, LinearAttentionCacheLayerMixin):
         return {}
-    held = ("conv_states", "recurrent_states")
-    own = {key: copy.deepcopy(getattr(layer, key)) for key in vars(LinearAttentionLayer())
-           if key not in held}
-    return {f"{key}.{index}": (t, None, own)
-            for key in held
+    return {f"{key}.{index}": t
+            for key in _RECURRENT
             for index, t in (getattr(layer, key, None) or {}).items()
             if isinstance(t, torch.Tensor)}
 
@@ -377,7 +410,8 @@ def _window_sizes_branch_free():
 
     transformers branches in Python on whether the window is full, so a trace holds for
     contexts on one side of it only. The same sizes without the branch hold at every context:
-    a step attends to min(context, window − 1) + 1 keys starting at max(context − window + 1, 0).
+    a step attends to min(context, window − 1) + 1 keys starting at
+    max(context − window + 1, 0).
     """
     import torch
     from transformers.cache_utils import DynamicSlidingWindowLayer
@@ -411,7 +445,7 @@ def _prefill_module(model, states: bool = False):
             out = self.lm(input_ids=input_ids, use_cache=True)
             cache = out.past_key_values
             return (out.logits, *(t for layer in getattr(cache, "layers", [])
-                                  for t, _, _ in _recurrent_states(layer).values()))
+                                  for t in _recurrent_tensors(layer).values()))
 
     return Prefill(model)
 
@@ -433,7 +467,7 @@ def _self_attention_past(cache) -> tuple[list | None, bool]:
     pairs = [(layer.keys, layer.values) if getattr(layer, "keys", None) is not None
              and getattr(layer, "values", None) is not None else None
              for layer in layers or []]
-    if pairs and all(pair or _recurrent_states(layer) for pair, layer in zip(pairs, layers)):
+    if pairs and all(pair or _recurrent_tensors(layer) for pair, layer in zip(pairs, layers)):
         return pairs, cross
     if isinstance(cache, (tuple, list)) and cache and all(
             isinstance(pair, (tuple, list)) and len(pair) == 2 for pair in cache):
@@ -446,7 +480,8 @@ def _decode_module(model, cross: bool = False, states: list | None = None,
     """The model on one token with a KV cache of `context` tokens, its logits the output; the
     cache inside an EncoderDecoderCache (its cross-attention half empty) where `cross`; each
     layer's further states (_layer_states) set on its cache layer where `states` has any (the
-    step takes those of the layers that have some, in order); `past` holding the keys and values of the layers `attention` names (default: all)."""
+    step takes those of the layers that have some, in order); `past` holding the keys and values
+    of the layers `attention` names (default: all)."""
     import torch
     from transformers import DynamicCache, EncoderDecoderCache
 
@@ -461,7 +496,8 @@ def _decode_module(model, cross: bool = False, states: list | None = None,
             data = list(past)
             if attention is not None:  # a layer of recurrent states only holds no keys
                 by_layer = dict(zip(attention, data))
-                data = [by_layer.get(i, (None, None)) for i in range(max(attention, default=-1) + 1)]
+                data = [by_layer.get(i, (None, None))
+                        for i in range(max(attention, default=-1) + 1)]
             cache = DynamicCache(ddp_cache_data=data, config=self.lm.config)
             stateful = [(layer, kept) for layer, kept in zip(cache.layers, found) if kept]
             for (layer, kept), values in zip(stateful, states):

@@ -719,7 +719,7 @@ def _hand_report(phase: Phase, prompt: int, generate: int, batch: int, kv_layers
     cost = phase.at(batch=batch, context=prompt)
     return LlmReport("Hand", batch, prompt, generate, "bf16", "bf16", Params(10, 10), cost, cost,
                      cost, phase.summed("context", prompt, prompt + generate - 1, batch=batch),
-                     sum(x.bytes for x in kv_layers), HARDWARE["h100"],
+                     HARDWARE["h100"],
                      Estimate(1e-3, 1e-4, 1e4, {"prefill": "memory", "decode": "memory"},
                               {"prefill": {"MatMul": 1e-3}, "decode": {"MatMul": 1e-4}}),
                      phase, phase, kv_layers)
@@ -748,6 +748,22 @@ def test_a_windowed_decode_step_stops_growing_at_the_window():
     # The roofline evaluates the windowed formulas over an array of contexts.
     timing = phase.seconds(HARDWARE["h100"], "bf16", batch=2, context=__import__("numpy").arange(1, 9))
     assert timing.seconds.shape == (8,)
+
+
+def test_kv_and_state_bytes_are_the_sums_of_their_layers():
+    from onnxflops.serving.cache import kv_layers, state_layers
+
+    # batch 2 at 8 tokens: a full layer of 2 heads × 8 × (key + value) × 2 B = 64 B per token,
+    # 2 × 8 × 64 = 1024 B; layer 0's state of 4 × 6 elements, 2 × 24 × 2 B = 96 B
+    inputs = {"past_key_1": ["batch", 2, "context", 8], "past_value_1": ["batch", 2, "context", 8],
+              "state_conv_states_0_0": ["batch", 4, 6]}
+    config = {"layer_types": ["linear_attention", "full_attention"]}
+    cache = kv_layers(inputs, config, 16, 2, 8) + state_layers(inputs, 16, 2)
+    r = _hand_report(_windowed_phase(4), prompt=2, generate=6, batch=2, kv_layers=cache)
+    assert (r.kv_cache_bytes, r.state_bytes) == (1024, 96)
+    assert r.kv_cache_by_layer() == {1: 1024}
+    doc = json.loads(r.to_json())
+    assert (doc["kv_cache_bytes"], doc["state_bytes"]) == (1024, 96)
 
 
 def test_the_kv_cache_per_layer_kind_in_the_json_the_table_and_the_page():
@@ -823,3 +839,25 @@ def test_a_batch_reads_the_distinct_experts_it_touches():
     lay = [row for node, row in zip(counted.report.nodes, phase.rows) if node.op_type ==
            "Transpose"]
     assert [(read, written) for *_, read, written in lay] == [(0, 0)]
+
+
+def test_a_decode_graph_left_with_its_own_batch_symbol_names_it_batch():
+    from onnxflops.converters.causal_lm import _batch_named
+
+    # Mamba's step takes no keys: the exporter left the batch as s12, in expressions too
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["input_ids"], ["y"])], "step",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["s12", 1]),
+         helper.make_tensor_value_info("state_conv_states_0_0", TensorProto.FLOAT,
+                                       ["s12", 192, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, ["s12", 1])],
+        value_info=[helper.make_tensor_value_info("z", TensorProto.FLOAT, ["2*s12", "s120"])])
+    model = helper.make_model(graph)
+    _batch_named(model)
+
+    def dims(vi):
+        return [d.dim_param or d.dim_value for d in vi.type.tensor_type.shape.dim]
+
+    step = model.graph
+    assert [dims(vi) for vi in (*step.input, *step.output, *step.value_info)] == [
+        ["batch", 1], ["batch", 192, 4], ["batch", 1], ["2*batch", "s120"]]

@@ -256,6 +256,9 @@ def test_experts_per_token_spelled_out_are_cut_with_the_experts():
     # Kimi-Linear's num_experts_per_token = 8 of 64 experts: 8 of the 4 left made its top-k fail
     config = shrink(Config(num_experts=64, num_experts_per_token=8))
     assert vars(config) == {"num_experts": 4, "num_experts_per_token": 2}
+    # ERNIE-4.5-MoE calls it moe_k: 6 of 64, cut to 2 of 4 (6 of 4 failed its top-k)
+    config = shrink(Config(moe_num_experts=64, moe_k=6))
+    assert vars(config) == {"moe_num_experts": 4, "moe_k": 2}
 
 
 def test_state_space_head_groups_are_at_most_the_heads_left():
@@ -268,11 +271,26 @@ def test_state_space_head_groups_are_at_most_the_heads_left():
 def test_multimodal_rotary_sections_split_the_cut_head_dim():
     # GLM-4V's text model defaults its sections to [8, 12, 12] (half of 64); the head dim cut to
     # 96 / 4 = 24 has a half of 12: sections 4 + 4 + 4 (its split failed on 12 before)
-    config = shrink(Config(hidden_size=4096, num_attention_heads=32,
-                           rope_parameters={"rope_type": "default"}))
+    class DeclaresSections(Config):
+        ignore_keys_at_rope_validation = {"mrope_section"}
+
+    config = shrink(DeclaresSections(hidden_size=4096, num_attention_heads=32,
+                                     rope_parameters={"rope_type": "default"}))
     assert config.rope_parameters == {"rope_type": "default", "mrope_section": [4, 4, 4]}
     given = {"mrope_section": [16, 24, 24]}  # a config's own sections stay as they are
-    assert shrink(Config(hidden_size=64, rope_parameters=given)).rope_parameters == given
+    assert shrink(DeclaresSections(hidden_size=64, rope_parameters=given)).rope_parameters == given
+
+
+def test_rotary_sections_only_where_the_config_reads_them():
+    # Llama's text-only config gets none; PaddleOCR-VL's text config declares none but is the
+    # text config of a vision-language one: head dim 128 cut to 24, half 12, sections 4 + 4 + 4
+    llama = shrink(Config(hidden_size=4096, num_attention_heads=32, rope_parameters={}))
+    assert llama.rope_parameters == {}
+    text = Config(hidden_size=1024, num_attention_heads=16, head_dim=128, rope_parameters={})
+    vision = Config(hidden_size=1152, num_attention_heads=16)
+    shrink(Config(text_config=text, vision_config=vision))
+    assert text.rope_parameters == {"mrope_section": [4, 4, 4]}
+    assert not hasattr(vision, "rope_parameters")
 
 
 def test_key_value_heads_follow_the_heads_of_their_own_part():

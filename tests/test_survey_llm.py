@@ -8,7 +8,8 @@ import pytest
 
 from onnxflops.survey import LLM_COLUMNS, RowStore, read_any
 from onnxflops.survey.llm import (attention_kind, blank_llm_row, config_values, expert_kind,
-                                  hand_active_params, hand_kv_bytes, judge_llm, layer_windows)
+                                  hand_active_params, hand_kv_bytes, hand_kv_layers, judge_llm,
+                                  kv_layers_differing, layer_windows)
 from onnxflops.survey.shrink import shrink
 
 # 2 layers, 4 heads of 96 / 4 = 24: a full layer's token holds 2 × heads × 24 elements.
@@ -38,9 +39,17 @@ TOKENS = 72  # prompt 64 + 8 generated
     # DeepSeek-V3.2: its sparse attention's indexer key (24) beside the latent, per token
     ({"kv_lora_rank": 32, "qk_rope_head_dim": 8, "index_head_dim": 24,
       "layer_types": ["indexed_attention"] * 2}, "latent", 2 * 72 * (40 + 24) * 2),
+    # HY-V4: its second layer reuses the first's indexer ("shared"), so holds no indexer key
+    ({"kv_lora_rank": 32, "qk_rope_head_dim": 8, "index_head_dim": 24,
+      "layer_types": ["indexed_attention"] * 2, "indexer_types": ["full", "shared"]}, "latent",
+     72 * (40 + 24) * 2 + 72 * 40 * 2),
     # Qwen3.5: a linear-attention layer holds a recurrent state, no keys: one layer of 72
     ({"num_key_value_heads": 1, "layer_types": ["linear_attention", "full_attention"]},
      "multi-query + recurrent", 72 * 48 * 2),
+    # Jamba: no layer_types, one attention layer every 2 at offset 1 (layers 1 and 3 of 4), the
+    # others Mamba layers with no keys: 2 layers of 72
+    ({"num_key_value_heads": 1, "num_hidden_layers": 4, "attn_layer_period": 2,
+      "attn_layer_offset": 1}, "multi-query + recurrent", 2 * 72 * 48 * 2),
     # LFM: a convolution layer, a full one and a sliding one
     ({"num_key_value_heads": 1, "sliding_window": 32, "num_hidden_layers": 3,
       "layer_types": ["conv", "full_attention", "sliding_attention"]},
@@ -50,6 +59,11 @@ def test_kv_bytes_by_hand_for_each_kind_of_attention(extra, kind, expected):
     config = {**BASE, **extra}
     assert hand_kv_bytes(config, TOKENS) == expected
     assert attention_kind(config) == kind
+
+
+def test_a_model_with_no_attention_heads_holds_no_keys():
+    # Mamba's config names no heads (and no layer_types): nothing to cache but its states
+    assert hand_kv_bytes({"hidden_size": 96, "num_hidden_layers": 2}, TOKENS) == 0
 
 
 def test_a_window_longer_than_the_tokens_holds_every_token():
@@ -110,6 +124,23 @@ def test_each_column_off_its_check_is_named_with_the_amount():
     assert row["verdict"] == "differs"
     assert row["reason"] == ("decode last MACs -11 (-50.00%); "
                              "KV bytes vs hand count -16 (-25.00%)")
+
+
+def test_a_kv_difference_names_the_layers_that_hold_other_than_the_config_says():
+    # MiMo-V2-Flash's code doubles the KV heads of its sliding layers, which its config does not
+    # say: 1 KV head of 24, window 32 of 72 tokens: the hand count holds 32 × 48 × 2 = 3,072 B
+    # on layer 1, the graph 6,144 B; layer 0 (full, 72 × 48 × 2 = 6,912 B) agrees.
+    config = {**BASE, "num_key_value_heads": 1, "sliding_window": 32,
+              "layer_types": ["full_attention", "sliding_attention"]}
+    hand = hand_kv_layers(config, TOKENS)
+    assert hand == [6912, 3072]
+    assert kv_layers_differing(config, hand, {0: 6912, 1: 6144}) == \
+        "layer 1 (sliding_attention) 2× the config's"
+    assert kv_layers_differing(config, hand, {0: 6912, 1: 4000}) == \
+        "layer 1 (sliding_attention) 4,000 B, the config's 3,072 B"
+    assert kv_layers_differing(config, hand, {0: 6912, 1: 3072}) == ""
+    row = judge_llm(llm_row(kv_bytes=96), why={"kv_bytes": "layer 1 (sliding_attention) 2×"})
+    assert row["reason"] == "KV bytes vs hand count +32 (+50.00%): layer 1 (sliding_attention) 2×"
 
 
 def test_failed_stages_give_the_survey_verdicts():

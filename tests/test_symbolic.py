@@ -182,6 +182,75 @@ class TestFormulas:
         assert report.total.flops == batch * concrete.shape[1]  # Relu: 1 per element
 
 
+    def test_a_table_sliced_to_the_sequence_meets_the_sequence_in_a_broadcast(self):
+        # GPT-Neo slices its causal mask from a 2048-position table up to min(seq, 2048), as
+        # torch's sym_min writes it: [Min(2048, seq), 8] beside scores of seq. The Add runs
+        # only where the two are equal (seq ≤ 2048): seq, not unknown.
+        nodes = [node("Shape", ["X"], ["shape"]),
+                 node("Gather", ["shape", "one"], ["length"], axis=0),
+                 node("Min", ["length", "positions"], ["end"]),
+                 node("Slice", ["table", "zero", "end", "zero"], ["rows"]),
+                 node("Add", ["X", "rows"], ["Y"]), node("Relu", ["Y"], ["Z"])]
+        weights = [weight("table", (2048, 8)), int64("one", [1]), int64("zero", [0]),
+                   int64("positions", [2048])]
+        report = onnxflops.count(model(nodes, {"X": ["batch", "seq", 8]}, weights),
+                                 symbolic=True)
+        assert not report.uncosted
+        assert report.nodes[-1].output_shapes == [["batch", "seq", 8]]
+        # the Add and the Relu: one FLOP per element each, 8 × batch × seq elements
+        assert report.total.flops == 2 * 8 * batch * seq
+
+
+    def test_a_pad_by_a_length_computed_from_the_sequence(self):
+        # LFM's short convolution keeps its state as the prompt padded by 7 − seq in front (a
+        # negative pad crops): [batch, 4, seq] → [batch, 4, 7] whatever seq; then a depthwise
+        # Conv of kernel 7 padded 6 both sides: 7 + 12 − 7 + 1 = 13 positions, 7 MACs each.
+        nodes = [node("Shape", ["X"], ["shape"]),
+                 node("Gather", ["shape", "two"], ["length"], axis=0),
+                 node("Sub", ["seven", "length"], ["front"]),
+                 node("Concat", ["zeros", "front", "zeros", "zero"], ["pads"], axis=0),
+                 node("Pad", ["X", "pads"], ["state"]),
+                 node("Conv", ["state", "W"], ["Y"], group=4, pads=[6, 6], kernel_shape=[7])]
+        weights = [weight("W", (4, 1, 7)), int64("two", [2]), int64("seven", [7]),
+                   int64("zeros", [0, 0]), int64("zero", [0])]
+        report = onnxflops.count(model(nodes, {"X": ["batch", 4, "seq"]}, weights),
+                                 symbolic=True)
+        assert not report.uncosted
+        assert [n.output_shapes for n in report.nodes if n.op_type in ("Pad", "Conv")] == \
+            [[["batch", 4, 7]], [["batch", 4, 13]]]
+        assert report.total.macs == batch * 4 * 13 * 7
+
+
+    def test_a_bias_sliced_to_the_last_positions_meets_the_sequence_in_a_broadcast(self):
+        # MPT's ALiBi bias: a 2048-position row sliced to its last seq, written
+        # 2048 − Max(0, 2048 − seq) (= min(seq, 2048)), added to scores of seq × seq
+        nodes = [node("Shape", ["X"], ["shape"]),
+                 node("Gather", ["shape", "two"], ["length"], axis=0),
+                 node("Sub", ["positions", "length"], ["over"]),
+                 node("Max", ["over", "zero"], ["start"]),
+                 node("Slice", ["bias", "start", "to_end", "one"], ["kept"]),
+                 node("Add", ["X", "kept"], ["Y"])]
+        weights = [weight("bias", (4, 2048)), int64("one", [1]), int64("two", [2]),
+                   int64("zero", [0]), int64("positions", [2048]), int64("to_end", [INT64_END])]
+        report = onnxflops.count(model(nodes, {"X": ["batch", 4, "seq"]}, weights),
+                                 symbolic=True)
+        assert not report.uncosted
+        assert report.nodes[-1].output_shapes == [["batch", 4, "seq"]]
+        assert report.total.flops == 4 * batch * seq  # the Add, one FLOP per element
+
+
+    def test_a_bounded_dim_is_the_free_one_only_where_they_agree_up_to_the_bound(self):
+        from onnxflops.analysis.symbolic import _broadcast_dim
+
+        context = sympy.Symbol("context", integer=True, positive=True)
+        # MPT's decode step: the bias's last context + 1 positions of 2048
+        assert _broadcast_dim(2048 - sympy.Max(0, 2047 - context), context + 1) == context + 1
+        assert _broadcast_dim(context, sympy.Min(2048, context)) == context
+        # equal nowhere below the bound (2·seq vs min(2048, seq)): not one dim
+        assert _broadcast_dim(sympy.Min(2048, seq), 2 * seq) is None
+        assert _broadcast_dim(seq, height) is None
+
+
 class TestAgreesWithBoundCounts:
     def test_a_small_cnn_over_symbolic_spatial_dims(self):
         nodes = [node("Conv", ["X", "W1", "B1"], ["C1"], strides=[2, 2], pads=[1, 1, 1, 1]),

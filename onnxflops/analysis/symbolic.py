@@ -289,7 +289,33 @@ def _expand_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
 def _broadcast(a: list, b: list) -> list:
     rank = max(len(a), len(b))
     a, b = [1] * (rank - len(a)) + a, [1] * (rank - len(b)) + b
-    return [y if _equals(x, 1) else x if _equals(y, 1) else _same(x, y) for x, y in zip(a, b)]
+    return [y if _equals(x, 1) else x if _equals(y, 1) else _broadcast_dim(x, y)
+            for x, y in zip(a, b)]
+
+
+def _broadcast_dim(x, y):
+    """The dim two broadcast dims, neither 1, stand for: their one formula (_same); else, where
+    one is bounded by a number c (a formula of Min or Max: GPT-Neo's Min(2048, prompt), MPT's
+    2048 − Max(0, 2048 − prompt), a mask or bias sliced from a table of c positions) and the
+    other is free of bounds and equal to it wherever it is ≤ c, the free one: a broadcast that
+    runs has equal dims, so the model runs there; None otherwise."""
+    same = _same(x, y)
+    if same is not None or isinstance(x, (int, np.integer)) or isinstance(y, (int, np.integer)):
+        return same
+    import sympy
+
+    if x is None or y is None:
+        return None
+    x, y = sympy.sympify(x), sympy.sympify(y)
+    for bounded, free in ((x, y), (y, x)):
+        if bounded.has(sympy.Min, sympy.Max) and not free.has(sympy.Min, sympy.Max):
+            bound = max((abs(int(n)) for n in bounded.atoms(sympy.Integer)), default=0)
+            symbols = sorted(bounded.free_symbols | free.free_symbols, key=str)
+            trials = [dict.fromkeys(symbols, p) for p in _breakpoints(bounded, free)]
+            trials = [at for at in trials if free.subs(at) <= bound]
+            if symbols and trials and all((bounded - free).subs(at) == 0 for at in trials):
+                return free
+    return None
 
 
 def _same(x, y):
@@ -429,6 +455,26 @@ def _bound(index, dim):
 
 def _simplified(value):
     return int(value) if value.is_Integer else value
+
+
+def _pad_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
+    """Pad: each padded axis d + begin + end (a negative pad crops), the pads [begin per axis,
+    then end per axis] over `axes` (opset 18) or every axis: LFM's short convolution keeps
+    its state by padding the prompt by kernel − prompt, d = prompt + 7 − prompt = 7."""
+    data = values.shape(node.input[0])
+    pads = values.get(node.input[1]) if len(node.input) > 1 and node.input[1] else None
+    if data is None:
+        return None
+    flat = list(pads.flat) if pads is not None else _attrs(node).get("pads")
+    axes = _ints(values, node.input[3]) if len(node.input) > 3 and node.input[3] \
+        else list(range(len(data)))
+    if flat is None or axes is None or len(flat) != 2 * len(axes):
+        return None
+    dims = list(data)
+    for k, axis in enumerate(a % len(data) for a in axes):
+        begin, end = flat[k], flat[k + len(axes)]
+        dims[axis] = None if None in (dims[axis], begin, end) else dims[axis] + begin + end
+    return dims
 
 
 def _window_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:
@@ -590,7 +636,7 @@ _SHAPE_OF: dict[str, Callable] = {
     "MaxPool": _window_shape, "AveragePool": _window_shape, "LpPool": _window_shape,
     "Flatten": _flatten_shape, "Concat": _concat_shape, "SequenceAt": _sequence_at_shape,
     "GlobalAveragePool": _global_pool_shape, "GlobalMaxPool": _global_pool_shape,
-    "GlobalLpPool": _global_pool_shape, "TopK": _top_k_shape,
+    "GlobalLpPool": _global_pool_shape, "TopK": _top_k_shape, "Pad": _pad_shape,
     # What ONNX inference carries too, taken here so that a chain of convolutions over symbolic
     # spatial dims resolves in one round rather than one round per layer.
     **dict.fromkeys(sorted(SHAPE_KEEPING), _same_shape),

@@ -56,6 +56,10 @@ class KvForm:
         return min(tokens, self.window) if self.window else tokens
 
 
+# The kind of a KvLayer that holds a recurrent state of fixed size, not keys and values.
+STATE = "state"
+
+
 @dataclass
 class KvLayer:
     """One layer's cache at `tokens` tokens: the positions it holds, its bytes per sequence and
@@ -172,7 +176,7 @@ def state_layers(inputs: Mapping[str, list], bits: int, batch: int) -> list[KvLa
         if state and not _grows(shape):
             held.setdefault(int(state.group(2)), {})[state.group(1)] = \
                 _per_token(name, shape, None)
-    return [KvLayer(layer, "state", 0, 0, -(-batch * sum(parts.values()) * bits // 8),
+    return [KvLayer(layer, STATE, 0, 0, -(-batch * sum(parts.values()) * bits // 8),
                     "recurrent state of fixed size, whatever the tokens: " + ", ".join(
                         f"{part} {count} elements" for part, count in parts.items()))
             for layer, parts in sorted(held.items())]

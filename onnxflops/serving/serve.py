@@ -12,7 +12,7 @@ import numpy as np
 from onnxflops import formats
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.formats import Rows, Table
-from onnxflops.serving.cache import KvLayer, kv_layers, layer_runs, state_layers
+from onnxflops.serving.cache import STATE, KvLayer, kv_layers, layer_runs, state_layers
 from onnxflops.progress import step, steps
 from onnxflops.serving.hardware import Hardware, hardware as find_hardware
 from onnxflops.serving.phases import (DTYPE_BITS, LayersNotAlike, Phase, PhaseCost, Timing,
@@ -64,7 +64,6 @@ class LlmReport(formats.Rendered):
     decode_first: PhaseCost  # one token generated with `prompt` tokens in the cache
     decode_last: PhaseCost  # with prompt + generate - 1
     decode_total: PhaseCost  # all `generate` steps
-    kv_cache_bytes: int  # at the end of generation (prompt + generate tokens), as served
     hardware: Hardware
     estimate: Estimate
     decode_phase: Phase = field(repr=False)
@@ -72,9 +71,23 @@ class LlmReport(formats.Rendered):
     # Each layer's cache at the end of generation: its kind, positions held, bytes per token;
     # then each recurrent layer's state (kind "state").
     kv_layers: list[KvLayer] = field(default_factory=list, repr=False)
-    # The recurrent states of linear-attention and Mamba-like layers: a fixed size per sequence,
-    # whatever the tokens, not in kv_cache_bytes.
-    state_bytes: int = 0
+
+    @property
+    def kv_cache_bytes(self) -> int:
+        """Σ bytes of the layers' keys and values at the end of generation (prompt + generate
+        tokens), as served: Σ kv_cache_by_layer."""
+        return sum(self.kv_cache_by_layer().values())
+
+    def kv_cache_by_layer(self) -> dict[int, int]:
+        """{layer: bytes of its keys and values at the end of generation}: every kv_layers entry
+        but the recurrent states."""
+        return {layer.layer: layer.bytes for layer in self.kv_layers if layer.kind != STATE}
+
+    @property
+    def state_bytes(self) -> int:
+        """Σ bytes of the recurrent states (kind "state": linear-attention and Mamba-like
+        layers), a fixed size per sequence whatever the tokens; not in kv_cache_bytes."""
+        return sum(layer.bytes for layer in self.kv_layers if layer.kind == STATE)
 
     def decode_at(self, context: Any) -> PhaseCost:
         """One decode step with `context` tokens in the cache; a symbol or a name gives formulas."""
@@ -187,9 +200,9 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
     with their lengths symbolic and counted as formulas; `decode_total` sums the steps at contexts
     prompt … prompt + generate - 1. A model whose decoder layers are all alike is exported cut to
     one layer and to two, and every number extended exactly to all its layers
-    (Phase.extended); others with all their layers. Bytes are in the serving dtypes: weights in `dtype`
-    (fp32, bf16, fp16, int8, int4), activations and the KV cache in `kv_dtype` (default: bf16,
-    fp32 for fp32 weights, fp16 for fp16 ones).
+    (Phase.extended); others with all their layers. Bytes are in the serving dtypes: weights in
+    `dtype` (fp32, bf16, fp16, int8, int4), activations and the KV cache in `kv_dtype` (default:
+    bf16, fp32 for fp32 weights, fp16 for fp16 ones).
     """
     for name, value in (("prompt", prompt), ("generate", generate), ("batch", batch)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -222,10 +235,10 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
                         {"prefill": _floats(prefill_time), "decode": _floats(decode_time)})
     cache = kv_layers(decode.inputs, config, DTYPE_BITS[kv_dtype], batch, prompt + generate)
     states = state_layers(decode.inputs, DTYPE_BITS[kv_dtype], batch)
-    return LlmReport(lm.name, batch, prompt, generate, dtype, kv_dtype, Params(total, active, prefill.params),
-                     prefill.at(batch=batch, prompt=prompt), first_step, last_step, decode_total,
-                     sum(layer.bytes for layer in cache), hw, estimate, decode, prefill,
-                     cache + states, sum(layer.bytes for layer in states))
+    return LlmReport(lm.name, batch, prompt, generate, dtype, kv_dtype,
+                     Params(total, active, prefill.params), prefill.at(batch=batch, prompt=prompt),
+                     first_step, last_step, decode_total, hw, estimate, decode, prefill,
+                     cache + states)
 
 
 def _counted(model, traffic: Traffic, prompt: int):

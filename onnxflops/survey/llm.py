@@ -79,14 +79,34 @@ def _get(config: Mapping[str, Any], keys: tuple[str, ...]) -> int:
 
 
 def layer_types(config: Mapping[str, Any]) -> list[str]:
-    """Each decoder layer's type: `layer_types`; without it, "sliding_attention" on every layer
-    unless `use_sliding_window` is false, else "full_attention"."""
+    """Each decoder layer's type: `layer_types`; else, where an attention layer period is set
+    (attn_layer_period p, attn_layer_offset o: Jamba), "full_attention" on layer i where
+    i mod p = o and "linear_attention" (a recurrent layer, no keys) on the others, as
+    transformers' own layer_types property derives them; else "sliding_attention" on every
+    layer unless `use_sliding_window` is false, else "full_attention"."""
     layers = _get(config, ("num_hidden_layers", "n_layer", "num_layers"))
     types = config.get("layer_types")
-    if not isinstance(types, (list, tuple)):
-        on = config.get("use_sliding_window") is not False
-        types = ["sliding_attention" if on else "full_attention"] * layers
-    return list(types)[:layers]
+    if isinstance(types, (list, tuple)):
+        return list(types)[:layers]
+    period = attention_period(config)
+    if period is not None:
+        every, offset = period
+        return ["full_attention" if i % every == offset else "linear_attention"
+                for i in range(layers)]
+    on = config.get("use_sliding_window") is not False
+    return ["sliding_attention" if on else "full_attention"] * layers
+
+
+def attention_period(config: Mapping[str, Any]) -> tuple[int, int] | None:
+    """(p, o) of a config that places one attention layer every p layers at offset o
+    (`attn_layer_period`, `attn_layer_offset`, or `attention_…`); None where it sets no such
+    period, or its offset is not an int."""
+    for stem in ("attn_layer_", "attention_layer_"):
+        every, offset = config.get(stem + "period"), config.get(stem + "offset")
+        if _get(config, (stem + "period",)) and isinstance(offset, int) \
+                and not isinstance(offset, bool):
+            return every, offset
+    return None
 
 
 def holds_keys(layer_type: str) -> bool:
@@ -116,27 +136,57 @@ def kv_heads(config: Mapping[str, Any]) -> int:
 
 
 def head_dim(config: Mapping[str, Any]) -> int:
-    """`head_dim` where the config sets it, else hidden size / attention heads."""
+    """`head_dim` where the config sets it, else hidden size / attention heads; 0 for a model
+    with no attention heads (Mamba: no keys to hold)."""
     heads = _get(config, ("num_attention_heads", "n_head", "num_heads"))
     hidden = _get(config, ("hidden_size", "n_embd", "d_model"))
-    return _get(config, ("head_dim",)) or hidden // heads
+    return _get(config, ("head_dim",)) or (hidden // heads if heads else 0)
 
 
 def hand_kv_bytes(config: Mapping[str, Any], tokens: int, batch: int = 1,
                   bytes_per_element: int = KV_BYTES_PER_ELEMENT) -> int:
-    """Σ_layers with keys batch × min(tokens, window) × elements × bytes: elements per token and
-    layer 2 × kv_heads × head_dim (keys and values), or kv_lora_rank + qk_rope_head_dim for
+    """Σ_layers hand_kv_layers: the cache's bytes at `tokens` tokens, from the config alone."""
+    return sum(hand_kv_layers(config, tokens, batch, bytes_per_element))
+
+
+def hand_kv_layers(config: Mapping[str, Any], tokens: int, batch: int = 1,
+                   bytes_per_element: int = KV_BYTES_PER_ELEMENT) -> list[int]:
+    """Each layer's cache bytes, batch × min(tokens, window) × elements × bytes: elements per
+    token 2 × kv_heads × head_dim (keys and values), or kv_lora_rank + qk_rope_head_dim for
     latent attention (the compressed latent and the shared rotary key), + index_head_dim on an
-    "indexed_attention" layer (the sparse attention's indexer key); window = tokens on a full
-    layer; a layer that holds no keys (holds_keys: linear attention, Mamba-like) adds none."""
+    "indexed_attention" layer with an indexer of its own (the sparse attention's indexer key;
+    none where `indexer_types` says "shared": HY-V4 reuses the previous layer's); window =
+    tokens on a full layer; 0 on a layer that holds no keys (holds_keys: linear attention,
+    Mamba-like)."""
     latent = _get(config, ("kv_lora_rank",))
     elements = latent + _get(config, ("qk_rope_head_dim",)) if latent else \
         2 * kv_heads(config) * head_dim(config)
     indexer = _get(config, ("index_head_dim",))
-    return sum(batch * min(tokens, window or tokens) * bytes_per_element
-               * (elements + (indexer if kind == "indexed_attention" else 0))
-               for kind, window in zip(layer_types(config), layer_windows(config))
-               if holds_keys(kind))
+    kinds = layer_types(config)
+    indexers = config.get("indexer_types")
+    own = [not isinstance(indexers, (list, tuple)) or i >= len(indexers) or indexers[i] != "shared"
+           for i in range(len(kinds))]
+    return [batch * min(tokens, window or tokens) * bytes_per_element
+            * (elements + (indexer if kind == "indexed_attention" and own_indexer else 0))
+            if holds_keys(kind) else 0
+            for kind, window, own_indexer in zip(kinds, layer_windows(config), own)]
+
+
+def kv_layers_differing(config: Mapping[str, Any], hand: list[int],
+                        counted: Mapping[int, int]) -> str:
+    """Which layers' counted cache bytes differ from the hand count's, and how: "layer 1
+    (sliding_attention) 2× the config's" where one is a whole multiple of the other (a model's
+    code doubling the KV heads its config names), else both byte counts; "" where none do."""
+    kinds = layer_types(config)
+    found = []
+    for layer, expected in enumerate(hand):
+        got = counted.get(layer, 0)
+        if got == expected:
+            continue
+        ratio = f"{got // expected}× the config's" if expected and got % expected == 0 else \
+            f"{got:,} B, the config's {expected:,} B"
+        found.append(f"layer {layer} ({kinds[layer]}) {ratio}")
+    return ", ".join(found)
 
 
 def attention_kind(config: Mapping[str, Any]) -> str:
@@ -254,6 +304,7 @@ def measure_llm(task, memory_gb: float, stage: Callable[[str], None] = lambda s:
 
     row = {**blank_llm_row(task.label), "prompt": PROMPT, "generated": GENERATED}
     failures: dict[str, str] = {}
+    why: dict[str, str] = {}
     stage("build")
     try:
         model = build_causal_lm(task.name)
@@ -295,8 +346,11 @@ def measure_llm(task, memory_gb: float, stage: Callable[[str], None] = lambda s:
                    decode_last_macs=int(report.decode_last.macs),
                    params_total=report.params.counted, params_active=report.params.active,
                    kv_bytes=report.kv_cache_bytes)
+        if "hand" not in failures and row["kv_bytes"] != row["hand_kv_bytes"]:
+            why["kv_bytes"] = kv_layers_differing(
+                config, hand_kv_layers(config, PROMPT + GENERATED), report.kv_cache_by_layer())
     row["seconds"] = round(time.perf_counter() - start, 2)
-    return {**judge_llm(row, failures), "peak_mb": peak_mb()}
+    return {**judge_llm(row, failures, why), "peak_mb": peak_mb()}
 
 
 def blank_llm_row(model: str) -> dict:
@@ -311,15 +365,18 @@ _CHECKS = (("prefill_macs", "oracle_prefill_macs", "prefill MACs"),
            ("kv_bytes", "hand_kv_bytes", "KV bytes vs hand count"))
 
 
-def judge_llm(row: dict, failures: dict[str, str] | None = None) -> dict:
+def judge_llm(row: dict, failures: dict[str, str] | None = None,
+              why: Mapping[str, str] | None = None) -> dict:
     """`row` with its verdict and reason: the stages as rows.judge has them; counted, `exact`
     where every column equals its oracle or hand count, else `differs` naming each that does
-    not and by how much."""
-    failures = failures or {}
+    not and by how much, and why where `why` says (by the column: {"kv_bytes": "layer 1 ..."})."""
+    failures, why = failures or {}, why or {}
     if failures.keys() & {"build", "count"}:
         return judge(row, "", failures)
     skipped = {name for name in ("oracle", "hand") if name in failures}
-    problems = [f"{label} {_difference(row[ours], row[theirs])}" for ours, theirs, label in _CHECKS
+    problems = [f"{label} {_difference(row[ours], row[theirs])}"
+                + (f": {why[ours]}" if why.get(ours) else "")
+                for ours, theirs, label in _CHECKS
                 if not any(theirs.startswith(name) for name in skipped)
                 if row[ours] != row[theirs]]
     if "hand" in failures:

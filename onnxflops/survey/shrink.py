@@ -24,7 +24,8 @@ _RULES = (  # (key pattern, new value from the old one); the first that matches 
     # a state-space layer's head groups: at most its heads (each group at least one head)
     (re.compile(r".*n_groups$"), lambda v: min(v, HEADS)),
     (re.compile(r"^(n_|num_)?(shared_experts|n_shared_experts)$"), lambda v: min(v, 1)),
-    (re.compile(r".*(experts_per_tok|experts_per_token|top_?k|moe_topk|topk_group|n_group)$"),
+    (re.compile(r".*(experts_per_tok|experts_per_token|top_?k|moe_topk|moe_k|topk_group|"
+                r"n_group)$"),
      lambda v: min(v, ROUTED)),
     (re.compile(r".*experts$"), lambda v: min(v, EXPERTS)),
     (_DEPTH_KEY, lambda v: min(v, DEPTH)),
@@ -48,8 +49,9 @@ _KIND_LIST = re.compile(r".*_types$")  # the kind of each layer, or a pattern of
 _LIST_DEPTHS = re.compile(r".*(depths|layers)$")
 
 
-def shrink(config, seen: set | None = None):
-    """`config` (a transformers PretrainedConfig), shrunk in place and returned."""
+def shrink(config, seen: set | None = None, multimodal: bool = False):
+    """`config` (a transformers PretrainedConfig), shrunk in place and returned; `multimodal`:
+    it is the text config of a config with a vision config."""
     seen = set() if seen is None else seen
     if id(config) in seen:
         return config
@@ -60,7 +62,7 @@ def shrink(config, seen: set | None = None):
     vocab = VOCAB
     for key, value in values.items():
         if hasattr(value, "to_dict") and hasattr(value, "model_type"):
-            shrink(value, seen)
+            shrink(value, seen, multimodal=key == "text_config" and "vision_config" in values)
         elif isinstance(value, dict) and value and all(hasattr(v, "to_dict") for v in value.values()):
             for sub in value.values():
                 shrink(sub, seen)
@@ -83,7 +85,7 @@ def shrink(config, seen: set | None = None):
                 setattr(config, key, [min(v, HEADS) for v in value])
     _kv_heads_in_proportion(config, values, heads_before)
     _unset_head_dims_derived(config, values)
-    _rope_sections_fit(config)
+    _rope_sections_fit(config, multimodal)
     _tied_sizes_follow(config, values)
     kept = {depth: _layers_kept(config, depth) for depth in depths_cut}
     _depth_holds_each_kind(config, values, max([*map(len, kept.values()), DEPTH,
@@ -191,26 +193,35 @@ def _kv_heads_in_proportion(config, before: dict, heads_before: dict) -> None:
 def _unset_head_dims_derived(config, before: dict) -> None:
     """A head dim left unset (None) is width / heads, as the model would derive it, where the
     config names both: some models read it without deriving it (Ministral: head_dim ** -0.5)."""
+    derived = _derived_head_dim(config)
+    for key, value in before.items():
+        if value is None and _HEAD_DIM.match(key.lower()) and derived:
+            setattr(config, key, derived)
+
+
+def _derived_head_dim(config) -> int | None:
+    """width // heads: the first of hidden_size, d_model, n_embd over the first of
+    num_attention_heads, n_head, num_heads the config sets; None where it lacks either."""
     width = next((vars(config)[k] for k in ("hidden_size", "d_model", "n_embd")
                   if _is_count(vars(config).get(k))), None)
     heads = next((vars(config)[k] for k in ("num_attention_heads", "n_head", "num_heads")
                   if _is_count(vars(config).get(k))), None)
-    for key, value in before.items():
-        if value is None and _HEAD_DIM.match(key.lower()) and width and heads:
-            setattr(config, key, width // heads)
+    return width // heads if width and heads else None
 
 
-def _rope_sections_fit(config) -> None:
+def _rope_sections_fit(config, multimodal: bool) -> None:
     """Multimodal rotary sections (transformers' `mrope_section`, time/height/width parts of half
     the head dim; models default them to their full size's [16, 24, 24]) split the cut head
-    dim's half in three, where the config has rotary parameters and a head dim to split."""
+    dim's half in three: [h − 2⌊h/3⌋, ⌊h/3⌋, ⌊h/3⌋], h = head_dim // 2. Only where the config
+    reads sections and sets none: its class declares `mrope_section` among its rotary keys
+    (ignore_keys_at_rope_validation), or it is the text config of a `multimodal` one, whose
+    models read them undeclared (PaddleOCR-VL); a text-only config (Llama) gets none."""
     rope = vars(config).get("rope_parameters")
-    width = next((vars(config)[k] for k in ("hidden_size", "d_model")
-                  if _is_count(vars(config).get(k))), None)
-    heads = vars(config).get("num_attention_heads")
-    head_dim = vars(config).get("head_dim") or (width // heads if width and _is_count(heads)
-                                                else None)
-    if not isinstance(rope, dict) or "mrope_section" in rope or not _is_count(head_dim):
+    declared = "mrope_section" in (getattr(type(config), "ignore_keys_at_rope_validation",
+                                           None) or ())
+    head_dim = vars(config).get("head_dim") or _derived_head_dim(config)
+    if not isinstance(rope, dict) or "mrope_section" in rope or not _is_count(head_dim) \
+            or not (declared or multimodal):
         return
     half = head_dim // 2
     rope["mrope_section"] = [half - 2 * (half // 3), half // 3, half // 3]
