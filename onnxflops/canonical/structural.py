@@ -159,20 +159,22 @@ def scale_products_not_operands(g: Editor) -> bool:
         for _, scaling in found.values():
             variable = next(i for i in scaling.input if not g.is_constant(i))
             g.rename_uses(scaling.output[0], variable)
-        if factor == 1.0:  # factors that cancel: the product is the scaled one, no work left
-            g.remove(n for _, n in found.values())
-            changed = True
-            continue
-        product, result = g.fresh(node.output[0]), node.output[0]
-        g.set_info(product, info.dtype, info.shape)
-        with g.editing(node):
-            node.output[0] = product
-        scale = g.add_constant(result, np.array(factor, helper.tensor_dtype_to_np_dtype(info.dtype)))
-        multiply = g.named_after(helper.make_node("Mul", [product, scale.output[0]], [result]), node)
-        g.insert_after(node, [scale, multiply])
+        if factor != 1.0:  # factors that cancel leave the product as it is: no work
+            _scale_output(g, node, info, factor)
         g.remove(n for _, n in found.values())
         changed = True
     return changed
+
+
+def _scale_output(g: Editor, node: onnx.NodeProto, info, factor: float) -> None:
+    """node's output y becomes y'·factor: one Mul after the node, writing the name y had."""
+    product, result = g.fresh(node.output[0]), node.output[0]
+    g.set_info(product, info.dtype, info.shape)
+    with g.editing(node):
+        node.output[0] = product
+    scale = g.add_constant(result, np.array(factor, helper.tensor_dtype_to_np_dtype(info.dtype)))
+    multiply = g.named_after(helper.make_node("Mul", [product, scale.output[0]], [result]), node)
+    g.insert_after(node, [scale, multiply])
 
 
 def _scalar_factor_feeding(g: Editor, name: str) -> tuple[float, onnx.NodeProto] | None:
