@@ -233,7 +233,7 @@ def export_dynamo(module, args: tuple, names: list[str], opset: int, dynamic_sha
         traced = _traced_once(module, args, opset, translations) if dynamic_shapes is None \
             else None
         with single_trace.decomposition_skipped(traced) if traced is not None \
-                else contextlib.nullcontext():
+                else contextlib.nullcontext(), single_trace.views_promoted_as_reshapes():
             program = torch.onnx.export(traced if traced is not None else module,
                                         _positional(args), dynamo=True, optimize=False,
                                         opset_version=opset,

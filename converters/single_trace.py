@@ -69,6 +69,40 @@ def decomposition_skipped(program) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def views_promoted_as_reshapes() -> Iterator[None]:
+    """The exporter's type-promotion pass sees a graph's views as reshapes, for the duration;
+    the graph it hands on keeps them views (ONNX Reshape either way).
+
+    That pass runs the graph again on fake tensors, where an op kept whole
+    (scaled_dot_product_attention) may give its output other strides than the trace saw, and a
+    view the trace recorded on a then-contiguous transpose fails ("Cannot view a tensor with
+    shape ..."; BEiT, MaxViT). A reshape copies where a view cannot, and the graph is
+    functional, so no alias is lost."""
+    import torch
+
+    passes = _internals()[4]
+    promote = passes.insert_type_promotion_nodes
+    view, reshape = torch.ops.aten.view.default, torch.ops.aten.reshape.default
+
+    def promoted(graph_module):
+        views = [n for n in graph_module.graph.nodes
+                 if n.op == "call_function" and n.target is view]
+        for node in views:
+            node.target = reshape
+        try:
+            return promote(graph_module)
+        finally:
+            for node in views:
+                node.target = view
+
+    passes.insert_type_promotion_nodes = promoted
+    try:
+        yield
+    finally:
+        passes.insert_type_promotion_nodes = promote
+
+
+@contextlib.contextmanager
 def stack_traces_skipped() -> Iterator[None]:
     """FX tracing records no Python stack per node, for the duration."""
     import torch.fx.config
@@ -104,7 +138,8 @@ def _internals():
     for module, name in ((trace, "_export"), (trace, "_export_to_aten_ir"),
                          (_decomp, "get_onnx_implemented_overloads"),
                          (_decomp, "create_onnx_friendly_decomposition_table"),
-                         (_fx_passes, "decompose_with_registry")):
+                         (_fx_passes, "decompose_with_registry"),
+                         (_fx_passes, "insert_type_promotion_nodes")):
         getattr(module, name)
     return (trace, _decomp, _split_decomp_table_to_cia_and_python_decomp,
             _override_composite_implicit_decomp, _fx_passes)

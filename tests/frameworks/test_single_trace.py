@@ -101,3 +101,34 @@ def test_a_failed_one_trace_leaves_the_export_to_the_exporter(monkeypatch):
                                      ["x", "scale"], 18)
     assert [i.name for i in proto.graph.input] == ["x", "scale"]
     assert sum(n.op_type == "Conv" for n in proto.graph.node) == 1
+
+
+class BiasedAttention(torch.nn.Module):
+    """BEiT's attention: a learned bias as the mask, the heads' output transposed and reshaped.
+    The exporter's type-promotion pass reruns the attention on fake tensors, whose output strides
+    differ from the trace's, so the view the trace recorded fails there."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = torch.nn.Linear(8, 24)
+        self.bias = torch.nn.Parameter(torch.zeros(2, 5, 5))
+
+    def forward(self, x):
+        batch, tokens, width = x.shape
+        q, k, v = self.qkv(x).reshape(batch, tokens, 3, 2, 4).permute(2, 0, 3, 1, 4).unbind(0)
+        attended = torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=self.bias.unsqueeze(0))
+        return attended.transpose(1, 2).reshape(batch, tokens, width)
+
+
+def test_a_view_of_the_attention_output_exports_with_dynamo():
+    import warnings
+
+    import onnxflops
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a fallback to the legacy exporter warns
+        report = onnxflops.count(BiasedAttention().eval(), inputs=(1, 5, 8))
+    # qkv 5·8·24 = 960; QKᵀ and AV 2 heads · 5 · 5 · 4 = 200 each
+    assert report.total.macs == 960 + 200 + 200
+    assert report.total.params == 8 * 24 + 24 + 2 * 5 * 5
