@@ -198,9 +198,10 @@ def _causal_lm_graphs(model, *unused, extend_layers: bool = False, prompt: int |
     return causal_lm_to_onnx(model, extend_layers=extend_layers, prompt=prompt)
 
 
-def _inputs_once_loaded(model) -> dict[str, tuple | None]:
-    """What a file or spec loads to (a keras.Model, a module) declares them as a kind of its own."""
-    return declared_inputs(model)
+def declared_inputs(source) -> dict[str, tuple | None]:
+    """A source's input names with the shapes it declares (None: any, or a dim left open)."""
+    loaded = load(source)
+    return loaded.kind.inputs(loaded.model)
 
 
 # -- the table ------------------------------------------------------------------------------------
@@ -208,23 +209,23 @@ def _inputs_once_loaded(model) -> dict[str, tuple | None]:
 ONNX = Kind("ONNX model (.onnx file or onnx.ModelProto)", None, _is_proto, _itself, None,
             _onnx_inputs)
 FACTORY = Kind("factory spec (package.module:function)", None, _is_factory, _factory,
-               _loaded_to_onnx, _inputs_once_loaded)
+               _loaded_to_onnx, declared_inputs)
 KINDS: tuple[Kind, ...] = (
     ONNX,
     Kind("TensorFlow SavedModel folder", "keras", _is_saved_model_dir, lambda s, u: Path(s),
          _saved_model_to_onnx, _none_declared),
     Kind("torch.export program (.pt2 file)", "torch", lambda s: _existing(s, (".pt2",)),
-         _exported_program_file, _torch_to_onnx, _inputs_once_loaded),
+         _exported_program_file, _torch_to_onnx, declared_inputs),
     Kind("torch.export.ExportedProgram", "torch", _is_exported_program, _itself, _torch_to_onnx,
          _torch_inputs, offered=False),
     Kind("torch nn.Module", "torch", _is_torch_module, _itself, _torch_to_onnx, _torch_inputs,
          offered=False),
     Kind("pickled torch module (.pt, .pth, .pkl, .bin: refused)", "torch",
-         lambda s: _existing(s, _PICKLES), _refused_pickle, _unconvertible, _inputs_once_loaded,
+         lambda s: _existing(s, _PICKLES), _refused_pickle, _unconvertible, declared_inputs,
          offered=False),
     FACTORY,
     Kind("Keras model file (.keras, .h5, .hdf5)", "keras", lambda s: _existing(s, _KERAS_FILES),
-         _keras_file, _keras_to_onnx, _inputs_once_loaded),
+         _keras_file, _keras_to_onnx, declared_inputs),
     Kind("keras.Model", "keras", _is_keras_model, _itself, _keras_to_onnx, _keras_inputs,
          offered=False),
 )
@@ -288,12 +289,6 @@ def _frameworks_it_may_load(source) -> set[str]:
     if kind is FACTORY:
         return {"keras", "torch"}
     return {kind.extra} - {None}
-
-
-def declared_inputs(source) -> dict[str, tuple | None]:
-    """A source's input names with the shapes it declares (None: any, or a dim left open)."""
-    loaded = load(source)
-    return loaded.kind.inputs(loaded.model)
 
 
 def accepts(declared: tuple | None, shape) -> bool:

@@ -154,6 +154,21 @@ def test_a_table_of_fewer_columns_is_rewritten_in_these_before_rows_append(tmp_p
     assert [r["macs"] for r in RowStore(out).rows] == [100, 100]
 
 
+@pytest.mark.parametrize("line_end", [b"\r\n", b"\n"])
+def test_rows_appended_or_rewritten_keep_the_tables_line_ending(tmp_path, line_end):
+    out = tmp_path / "s.csv"
+    out.write_bytes(",".join(COLUMNS).encode() + line_end)
+    RowStore(out).append(judge(counted_row("timm:a")))
+    assert out.read_bytes().count(line_end) == 2 and out.read_bytes().count(b"\r") == \
+        (2 if line_end == b"\r\n" else 0)
+    fewer = [c for c in COLUMNS if c != "twin"]
+    row = ",".join({"model": "timm:a", "verdict": "exact"}.get(c, "") for c in fewer)
+    out.write_bytes(",".join(fewer).encode() + line_end + row.encode() + line_end)
+    RowStore(out).append(judge(counted_row("timm:b")))  # rewritten in COLUMNS, then appended
+    assert out.read_bytes().count(line_end) == 3 and out.read_bytes().count(b"\r") == \
+        (3 if line_end == b"\r\n" else 0)
+
+
 @pytest.mark.parametrize("suffix", [".json", ".md", ".html"])
 def test_rendered_formats_are_rewritten_from_json_lines_beside_them(tmp_path, suffix):
     out = tmp_path / f"s{suffix}"

@@ -14,8 +14,8 @@ from onnxflops.errors import OnnxFlopsError
 def register(sub) -> None:
     p = add_command(
         sub, "convert", "convert a Keras or PyTorch model to ONNX",
-        "Convert a .keras/.h5 file, a SavedModel directory, a torch.export .pt2 file or a "
-        "package.module:factory spec to ONNX. Files load without running stored code (Keras "
+        "Convert any MODEL kind below that is not ONNX already to ONNX. Files load without "
+        "running stored code (Keras "
         "safe_mode, weights-only unpickling; pickled .pt files are refused).",
         model=model_sources(converted_only=True),
         inputs=True, conversion=True)

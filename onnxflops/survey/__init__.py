@@ -26,8 +26,9 @@ def survey(sources: list[str] | str, output: str | Path | None = None, *, jobs: 
            inputs: dict | None = None, progress: bool = True, llm: bool = False) -> list[dict]:
     """Count every model the SOURCE[:PATTERN] specs name, each against its framework's oracle.
 
-    `output`: a .csv, .jsonl, .json, .md or .html file the rows are appended to as they finish; a
-    rerun with the same file skips the models already in it. `jobs`: rows run at once; `ray`: run
+    `output`: the file the rows are appended to as they finish, a .csv or .jsonl store or any
+    format `onnxflops.formats` writes (kept beside a .jsonl store); a rerun with the same file
+    skips the models already in it. `jobs`: rows run at once; `ray`: run
     them as Ray tasks ('auto' starts a local Ray). `inputs`: input name → dims, for factory specs.
     `llm`: serving rows (survey.llm: LLM_COLUMNS) of transformers' causal-LM types instead.
     Returns the rows asked for (those found in `output` first).

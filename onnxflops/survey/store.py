@@ -48,9 +48,10 @@ class RowStore:
         self.rows.append(row)
         if self.store.suffix.lower() == ".csv":
             fresh = not self.store.exists() or self.store.stat().st_size == 0
+            line_end = "\n" if fresh else _line_end(self.store)
             with open(self.store, "a", newline="") as f:
                 writer = csv.DictWriter(f, self.columns, extrasaction="ignore",
-                                        lineterminator="\n")
+                                        lineterminator=line_end)
                 if fresh:
                     writer.writeheader()
                 writer.writerow({k: "" if row.get(k) is None else row[k] for k in self.columns})
@@ -67,9 +68,17 @@ def _header(path: Path) -> tuple[str, ...]:
         return tuple(next(csv.reader(f), ()))
 
 
+def _line_end(path: Path) -> str:
+    """The line ending a CSV store was written with ("\r\n" by Excel and csv's default), so rows
+    appended or rewritten keep the file's own."""
+    with open(path, "rb") as f:
+        return "\r\n" if f.readline().endswith(b"\r\n") else "\n"
+
+
 def _write_csv(path: Path, rows: list[dict], columns: tuple[str, ...]) -> None:
+    line_end = _line_end(path) if path.exists() else "\n"
     with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, columns, extrasaction="ignore", lineterminator="\n")
+        writer = csv.DictWriter(f, columns, extrasaction="ignore", lineterminator=line_end)
         writer.writeheader()
         writer.writerows({k: "" if r.get(k) is None else r[k] for k in columns} for r in rows)
 
