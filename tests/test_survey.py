@@ -268,6 +268,36 @@ def test_state_space_head_groups_are_at_most_the_heads_left():
     assert vars(config) == {"mamba_num_heads": 4, "n_groups": 4}
 
 
+def test_state_space_heads_fill_the_inner_width_expand_times_width():
+    # Mamba2: 128 heads × 64 = 2 × 4096; cut to 4 heads of the generic 24 they filled 96 of the
+    # inner 2 · 96 = 192 (its reshape failed): the head dim is 192 / 4 = 48. Zamba2 names them
+    # n_mamba_heads and mamba_headdim (8 × 640 = 2 × 2560); its attention reads 2 · hidden_size
+    # (attention_hidden_size 5120 → 2 · 96 = 192, 32 heads × 160 → 4 × 48)
+    config = shrink(Config(hidden_size=4096, expand=2, num_heads=128, head_dim=64))
+    assert vars(config) == {"hidden_size": 96, "expand": 2, "num_heads": 4, "head_dim": 48}
+    config = shrink(Config(hidden_size=2560, mamba_expand=2, n_mamba_heads=8, mamba_headdim=640,
+                           attention_hidden_size=5120, num_attention_heads=32,
+                           attention_head_dim=160, num_key_value_heads=32))
+    assert vars(config) == {"hidden_size": 96, "mamba_expand": 2, "n_mamba_heads": 4,
+                            "mamba_headdim": 48, "attention_hidden_size": 192,
+                            "num_attention_heads": 4, "attention_head_dim": 48,
+                            "num_key_value_heads": 4}
+    # heads and a head dim of different parts are not paired: Llama-like attention beside a
+    # state space keeps its 24
+    config = shrink(Config(hidden_size=4096, expand=2, num_attention_heads=128, head_dim=64))
+    assert config.head_dim == 24
+
+
+def test_a_head_dim_that_was_the_sum_of_its_parts_stays_their_sum():
+    # LongCat-Flash: qk_head_dim 192 = qk_nope_head_dim 128 + qk_rope_head_dim 64; each cut to
+    # 24, the sum is 48 (at 24 its split into [24, 24] failed). v_head_dim 128 = 64 + 64 of two
+    # dims not named as its parts stays the generic 24
+    config = shrink(Config(qk_head_dim=192, qk_nope_head_dim=128, qk_rope_head_dim=64,
+                           v_head_dim=128, head_dim=64))
+    assert vars(config) == {"qk_head_dim": 48, "qk_nope_head_dim": 24, "qk_rope_head_dim": 24,
+                            "v_head_dim": 24, "head_dim": 24}
+
+
 def test_multimodal_rotary_sections_split_the_cut_head_dim():
     # GLM-4V's text model defaults its sections to [8, 12, 12] (half of 64); the head dim cut to
     # 96 / 4 = 24 has a half of 12: sections 4 + 4 + 4 (its split failed on 12 before)

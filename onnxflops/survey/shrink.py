@@ -85,6 +85,9 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
                 setattr(config, key, [min(v, HEADS) for v in value])
     _kv_heads_in_proportion(config, values, heads_before)
     _unset_head_dims_derived(config, values)
+    _widths_keep_their_multiple(config, values)
+    _heads_fill_inner_width(config, values)
+    _head_dim_sums_follow(config, values)
     _rope_sections_fit(config, multimodal)
     _tied_sizes_follow(config, values)
     kept = {depth: _layers_kept(config, depth) for depth in depths_cut}
@@ -174,6 +177,71 @@ def _tied_sizes_follow(config, before: dict) -> None:
         if (_is_count(value) and value in cut and vars(config).get(key) == value
                 and _SIZE_KEY.match(key) and not _NOT_A_WIDTH.match(key)):
             setattr(config, key, cut[value])
+
+
+def _main_width(values: dict) -> str | None:
+    """The key of the model's width: the first of hidden_size, d_model, n_embd it sets."""
+    return next((k for k in ("hidden_size", "d_model", "n_embd") if _is_count(values.get(k))),
+                None)
+
+
+def _widths_keep_their_multiple(config, before: dict) -> None:
+    """A second width that was a whole multiple m > 1 of the model's width is m · WIDTH, not
+    WIDTH: Zamba2's attention reads the hidden state beside the embedding, attention_hidden_size
+    = 2 · hidden_size (5120 of 2560 → 192; cut to 96, its projection met 192 features)."""
+    main = _main_width(before)
+    for key, value in before.items():
+        if main and key != main and _is_count(value) and value > before[main] \
+                and value % before[main] == 0 and vars(config).get(key) == WIDTH \
+                and _WIDTH_KEY.match(key.lower()) and not _NOT_A_WIDTH.match(key.lower()):
+            setattr(config, key, value // before[main] * vars(config)[main])
+
+
+def _heads_fill_inner_width(config, before: dict) -> None:
+    """head dim = expand · width / heads, for heads and a head dim of one part (their names
+    share a stem: mamba_num_heads, mamba_head_dim) whose product was expand · width before the
+    cut: a state-space layer splits its inner width into heads (Mamba2: 128 × 64 = 2 × 4096;
+    4 heads of the generic 24 filled 96 of 192, and its reshape failed)."""
+    main = _main_width(before)
+    expand = next((k for k, v in before.items() if k.lower().endswith("expand") and _is_count(v)),
+                  None)
+    if not (main and expand):
+        return
+    inner_before = before[expand] * before[main]
+    inner = vars(config)[expand] * vars(config)[main]
+    for heads, count in before.items():
+        if not (_is_count(count) and heads.lower().endswith("heads")):
+            continue
+        for dim, size in before.items():
+            if _is_count(size) and _STEM_HEAD_DIM.match(dim.lower()) \
+                    and _stem(heads) == _stem(dim) and count * size == inner_before \
+                    and inner % vars(config)[heads] == 0:
+                setattr(config, dim, inner // vars(config)[heads])
+
+
+def _head_dim_sums_follow(config, before: dict) -> None:
+    """A head dim that was the sum of two head dims named as its parts (its name's prefix, then
+    a word more) is their sum after the cut: latent attention's query/key head dim, qk_head_dim
+    = qk_nope_head_dim + qk_rope_head_dim (LongCat-Flash split its 24 into [24, 24])."""
+    dims = {k: v for k, v in before.items() if _is_count(v) and _HEAD_DIM.match(k.lower())}
+    for key, value in dims.items():
+        prefix = key[:-len("head_dim")] if key.endswith("_head_dim") else ""
+        parts = [(a, b) for a in dims for b in dims
+                 if prefix and a < b and key not in (a, b) and a.startswith(prefix)
+                 and b.startswith(prefix) and dims[a] + dims[b] == value]
+        if len(parts) == 1:
+            a, b = parts[0]
+            setattr(config, key, vars(config)[a] + vars(config)[b])
+
+
+_STEM_HEAD_DIM = re.compile(r".*(head_?dim|d_head)$")
+
+
+def _stem(key: str) -> frozenset:
+    """A heads or head-dim key's words, less those that say heads or dims (mamba_num_heads,
+    mamba_head_dim, n_mamba_heads, mamba_headdim: {"mamba"}; num_heads, head_dim: {})."""
+    return frozenset(re.split(r"_", key.lower())) - {"num", "n", "heads", "head", "dim",
+                                                     "headdim", "d"}
 
 
 def _kv_heads_in_proportion(config, before: dict, heads_before: dict) -> None:
