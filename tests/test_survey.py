@@ -298,6 +298,26 @@ def test_a_head_dim_that_was_the_sum_of_its_parts_stays_their_sum():
                             "v_head_dim": 24, "head_dim": 24}
 
 
+def test_expert_groups_are_cut_with_the_experts():
+    # Bailing-hybrid routes within 8 groups of 512 experts; the experts cut to 4 in 8 groups left
+    # 4 // 8 = 0 a group (its view [-1, 8, 0] failed): groups at most 2, as n_group is
+    config = shrink(Config(num_experts=512, num_expert_group=8, topk_group=4))
+    assert vars(config) == {"num_experts": 4, "num_expert_group": 2, "topk_group": 2}
+
+
+def test_a_list_of_layer_indices_keeps_the_kept_layers_renumbered():
+    # Zamba2's 54 layers: mamba, with a hybrid one at 6, 12, ..., 51 (hybrid_layer_ids). The cut
+    # keeps layer 0 (mamba) and 6 (hybrid): the ids become [1] (left [6, ...], its lookup of
+    # layer 1 failed)
+    kinds = ["mamba"] * 54
+    for i in (6, 12, 51):
+        kinds[i] = "hybrid"
+    config = shrink(Config(num_hidden_layers=54, layers_block_type=kinds,
+                           hybrid_layer_ids=[6, 12, 51]))
+    assert vars(config) == {"num_hidden_layers": 2, "layers_block_type": ["mamba", "hybrid"],
+                            "hybrid_layer_ids": [1]}
+
+
 def test_multimodal_rotary_sections_split_the_cut_head_dim():
     # GLM-4V's text model defaults its sections to [8, 12, 12] (half of 64); the head dim cut to
     # 96 / 4 = 24 has a half of 12: sections 4 + 4 + 4 (its split failed on 12 before)

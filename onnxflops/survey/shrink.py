@@ -25,7 +25,7 @@ _RULES = (  # (key pattern, new value from the old one); the first that matches 
     (re.compile(r".*n_groups$"), lambda v: min(v, HEADS)),
     (re.compile(r"^(n_|num_)?(shared_experts|n_shared_experts)$"), lambda v: min(v, 1)),
     (re.compile(r".*(experts_per_tok|experts_per_token|top_?k|moe_topk|moe_k|topk_group|"
-                r"n_group)$"),
+                r"n_group|expert_group)$"),
      lambda v: min(v, ROUTED)),
     (re.compile(r".*experts$"), lambda v: min(v, EXPERTS)),
     (_DEPTH_KEY, lambda v: min(v, DEPTH)),
@@ -47,6 +47,7 @@ _TOKEN_ID = re.compile(r".*(token_id|token_index|token_ids)$")
 _LIST_WIDTHS = re.compile(r".*(hidden_sizes|embed_dims|dims|channels|conv_dim)$")
 _KIND_LIST = re.compile(r".*_types$")  # the kind of each layer, or a pattern of them
 _LIST_DEPTHS = re.compile(r".*(depths|layers)$")
+_LAYER_INDICES = re.compile(r".*layer_(ids|indices)$")  # which layers are of one kind
 
 
 def shrink(config, seen: set | None = None, multimodal: bool = False):
@@ -98,6 +99,9 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
         if isinstance(value, (list, tuple)) and len(value) in depths_cut \
                 and not _TOKEN_ID.match(key):
             setattr(config, key, type(value)(value[i] for i in kept[len(value)]))
+        elif _LAYER_INDICES.match(key.lower()) and depths_cut and _is_indices(value) \
+                and max(value) < max(depths_cut):
+            setattr(config, key, _indices_kept(value, kept[max(depths_cut)]))
         elif _TOKEN_ID.match(key.lower()) and _is_count(value) and value >= vocab:
             setattr(config, key, value % vocab)
         elif _TOKEN_ID.match(key.lower()) and _is_counts(value):
@@ -124,6 +128,12 @@ def _layers_kept(config, depth: int) -> list[int]:
         kept.append(best)
         shown |= {(k, v[best]) for k, v in enumerate(named)}
     return sorted(kept)
+
+
+def _indices_kept(indices: list[int], kept: list[int]) -> list[int]:
+    """The layers of `indices` the cut kept, renumbered among the `kept` (Zamba2's hybrid layers
+    [6, 12, …, 51] of 54, of which layers [0, 6] are kept: [1])."""
+    return [kept.index(i) for i in indices if i in kept]
 
 
 def _pattern_depths(config, depths_cut: set[int]) -> list[int]:
@@ -310,3 +320,8 @@ def _is_count(value) -> bool:
 
 def _is_counts(value) -> bool:
     return isinstance(value, (list, tuple)) and bool(value) and all(_is_count(v) for v in value)
+
+
+def _is_indices(value) -> bool:
+    return isinstance(value, list) and bool(value) and all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)
