@@ -288,6 +288,12 @@ def _export_phases(model, name: str, served_prompt: int | None = None
     recurrent = any(axis is None for s in states for _, axis, _ in s.values())
     prefill = _export(_prefill_module(model, recurrent), (ids,),
                       {"input_ids": {0: batch, 1: prompt}}, name)
+    longer = _prompt_past_short_branch(prefill, served_prompt)
+    if longer is not None:
+        longer_ids = torch.randint(0, text_config(config).vocab_size, (_EXAMPLE_BATCH, longer),
+                                   generator=generator).to(device)
+        prefill = _export(_prefill_module(model, recurrent), (longer_ids,),
+                          {"input_ids": {0: batch, 1: prompt}}, name)
     if _fixed_prompt(prefill) is not None:  # the exporter's fallback trace fixed it
         if served_prompt is None:
             raise OnnxFlopsError(f"causal LM '{name}': its code fixes the prompt's length when "
@@ -310,6 +316,20 @@ def _export_phases(model, name: str, served_prompt: int | None = None
     _batch_named(decode)
     _name_state_inputs(decode, states)
     return prefill, decode, attention
+
+
+def _prompt_past_short_branch(prefill: onnx.ModelProto, served_prompt: int | None) -> int | None:
+    """U + 1, the prompt length to trace the prefill at again, where the graph holds only for
+    prompts of at most U tokens (the exporter's ranges, which it records in the graph's
+    metadata: the least upper bound of its symbols) and the prompt served is longer: the
+    model's code took a branch for short prompts (LFM3 pads a prompt shorter than its
+    convolution's 7 taps; traced at 5 tokens, the prefill held for 0 to 6). None otherwise."""
+    ranges = next((p.value for p in prefill.graph.metadata_props
+                   if p.key == "pkg.torch.export.ExportedProgram.range_constraints"), "")
+    uppers = [int(u) for u in re.findall(r"VR\[-?\d+, (\d+)\]", ranges)]
+    if served_prompt is None or not uppers or min(uppers) >= served_prompt:
+        return None
+    return min(uppers) + 1
 
 
 def _batch_named(model: onnx.ModelProto) -> None:
