@@ -318,6 +318,24 @@ def test_a_list_of_layer_indices_keeps_the_kept_layers_renumbered():
                             "hybrid_layer_ids": [1]}
 
 
+def test_layers_sharing_caches_keep_their_share_of_the_depth():
+    # Gemma 3n: the last 15 of 35 layers reuse earlier layers' keys. Cut to 2 at 2 of 2, no
+    # layer made keys for them (it refused to build); their share 15 · 2 / 35 rounds down to 0
+    config = shrink(Config(num_hidden_layers=35, num_kv_shared_layers=15))
+    assert vars(config) == {"num_hidden_layers": 2, "num_kv_shared_layers": 0}
+    config = shrink(Config(num_hidden_layers=4, num_kv_shared_layers=2))  # 2 · 2 / 4 = 1
+    assert vars(config) == {"num_hidden_layers": 2, "num_kv_shared_layers": 1}
+
+
+def test_sizes_that_sum_to_the_width_keep_their_proportions():
+    # Reformer's axial position embeddings: (64, 192) summing to its width 256 become
+    # (64 · 96 / 256, 192 · 96 / 256) = (24, 72), summing to 96; a pair that does not sum to the
+    # width (strides) is left alone
+    config = shrink(Config(hidden_size=256, axial_pos_embds_dim=(64, 192), strides=[5, 2]))
+    assert vars(config) == {"hidden_size": 96, "axial_pos_embds_dim": (24, 72),
+                            "strides": [5, 2]}
+
+
 def test_multimodal_rotary_sections_split_the_cut_head_dim():
     # GLM-4V's text model defaults its sections to [8, 12, 12] (half of 64); the head dim cut to
     # 96 / 4 = 24 has a half of 12: sections 4 + 4 + 4 (its split failed on 12 before)

@@ -95,6 +95,8 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
     _depth_holds_each_kind(config, values, max([*map(len, kept.values()), DEPTH,
                                                 *_pattern_depths(config, depths_cut)]))
     _periods_within_depth(config)
+    _shared_layers_in_proportion(config, values)
+    _width_parts_in_proportion(config, values)
     for key, value in vars(config).items():
         if isinstance(value, (list, tuple)) and len(value) in depths_cut \
                 and not _TOKEN_ID.match(key):
@@ -160,6 +162,31 @@ def _periods_within_depth(config) -> None:
                 and not isinstance(offset, bool):
             setattr(config, key, DEPTH)
             setattr(config, offset_key, offset % DEPTH)
+
+
+def _shared_layers_in_proportion(config, before: dict) -> None:
+    """Layers that reuse others' caches (`num_kv_shared_layers`: Gemma 3n's last 15 of 35) are
+    as large a share of the depth after the cut, rounded down: 15 · 2 / 35 → 0. Left at 2 of 2,
+    no layer made the keys the shared ones read, and the model refused to build."""
+    depth = next((k for k in ("num_hidden_layers", "num_layers", "n_layer")
+                  if _is_count(before.get(k))), None)
+    for key, value in before.items():
+        if depth and key.lower().endswith("shared_layers") and _is_count(value) \
+                and value < before[depth]:
+            setattr(config, key, value * vars(config)[depth] // before[depth])
+
+
+def _width_parts_in_proportion(config, before: dict) -> None:
+    """A list of sizes that summed to the model's width before the cut (Reformer's axial position
+    embeddings, (64, 192) of 256) keeps its proportions and sums to the width after: (24, 72)."""
+    main = _main_width(before)
+    for key, value in before.items():
+        if main and _is_counts(value) and len(value) > 1 and sum(value) == before[main] \
+                and vars(config).get(key) == value:
+            width = vars(config)[main]
+            parts = [v * width // before[main] for v in value]
+            parts[-1] += width - sum(parts)
+            setattr(config, key, type(value)(parts))
 
 
 def _depth_holds_each_kind(config, before: dict, depth: int) -> None:
