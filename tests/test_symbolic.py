@@ -242,6 +242,16 @@ class TestFormulas:
         assert report.nodes[-1].flops == 4 * batch * seq
 
 
+    def test_an_einsum_over_a_symbolic_batch_broadcasting_a_one(self):
+        # Mamba2's state update: "bhpn,bhn->bhp" with the second operand's batch 1 broadcast:
+        # max(1, batch) asked sympy whether batch > 1. MACs = batch · 4 · 8 · 16
+        nodes = [node("Einsum", ["A", "B"], ["Y"], equation="bhpn,bhn->bhp")]
+        proto = model(nodes, {"A": ["batch", 4, 8, 16], "B": [1, 4, 16]}, [])
+        report = onnxflops.count(proto, symbolic=True)
+        assert not report.uncosted
+        assert report.total.macs == batch * 4 * 8 * 16
+
+
     def test_a_bias_sliced_to_the_last_positions_meets_the_sequence_in_a_broadcast(self):
         # MPT's ALiBi bias: a 2048-position row sliced to its last seq, written
         # 2048 − Max(0, 2048 − seq) (= min(seq, 2048)), added to scores of seq × seq
