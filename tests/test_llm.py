@@ -884,3 +884,22 @@ def test_a_prefill_traced_on_a_short_prompt_branch_is_traced_again_past_it():
     assert _prompt_past_short_branch(prefill("{s70: VR[2, int_oo]}"), 64) is None
     assert _prompt_past_short_branch(helper.make_model(helper.make_graph([], "g", [], [])),
                                      64) is None
+
+
+@pytest.mark.slow  # imports torch (transformers' cache layers)
+def test_a_cache_layer_of_an_mlp_layer_holds_nothing_and_the_cache_is_served():
+    # Nemotron-H's cache lists every layer, [mamba, moe, attention, mlp]: its MoE and MLP layers
+    # are transformers' DummyLayer (no keys, no states). Keys are taken from layer 2 only; a
+    # layer of no known kind still makes the cache one that is not served
+    pytest.importorskip("transformers")
+    from types import SimpleNamespace
+
+    from transformers.cache_utils import DummyLayer
+
+    from onnxflops.converters.causal_lm import _self_attention_past
+
+    attention = SimpleNamespace(keys="k", values="v")
+    cache = SimpleNamespace(layers=[DummyLayer(), attention, DummyLayer()])
+    assert _self_attention_past(cache) == ([None, ("k", "v"), None], False)
+    unknown = SimpleNamespace(layers=[SimpleNamespace(), attention])
+    assert _self_attention_past(unknown) == (None, False)

@@ -79,15 +79,16 @@ def _get(config: Mapping[str, Any], keys: tuple[str, ...]) -> int:
 
 
 def layer_types(config: Mapping[str, Any]) -> list[str]:
-    """Each decoder layer's type: `layer_types`; else, where an attention layer period is set
+    """Each decoder layer's type: `layer_types` (Nemotron-H sets no depth: its list is the
+    depth); else, where an attention layer period is set
     (attn_layer_period p, attn_layer_offset o: Jamba), "full_attention" on layer i where
     i mod p = o and "linear_attention" (a recurrent layer, no keys) on the others, as
     transformers' own layer_types property derives them; else "sliding_attention" on every
     layer unless `use_sliding_window` is false, else "full_attention"."""
     layers = _get(config, ("num_hidden_layers", "n_layer", "num_layers"))
     types = config.get("layer_types")
-    if isinstance(types, (list, tuple)):
-        return list(types)[:layers]
+    if isinstance(types, (list, tuple)):  # as long as the depth; all where no depth is set
+        return list(types)[:layers] if layers else list(types)
     period = attention_period(config)
     if period is not None:
         every, offset = period
