@@ -336,6 +336,15 @@ def test_sizes_that_sum_to_the_width_keep_their_proportions():
                             "strides": [5, 2]}
 
 
+def test_every_vocabulary_is_cut_not_only_the_one_named_vocab_size():
+    # Gemma 3n's per-layer input table has 262,144 rows of its own: at 2 layers × 256 wide it
+    # asked for 262144 · 512 · 4 B = 512 MiB; BLT hashes byte groups into 500,002 rows
+    config = shrink(Config(vocab_size=262400, vocab_size_per_layer_input=262144,
+                           encoder_hash_byte_group_vocab=500002))
+    assert vars(config) == {"vocab_size": 1000, "vocab_size_per_layer_input": 1000,
+                            "encoder_hash_byte_group_vocab": 1000}
+
+
 def test_multimodal_rotary_sections_split_the_cut_head_dim():
     # GLM-4V's text model defaults its sections to [8, 12, 12] (half of 64); the head dim cut to
     # 96 / 4 = 24 has a half of 12: sections 4 + 4 + 4 (its split failed on 12 before)

@@ -37,7 +37,8 @@ _RULES = (  # (key pattern, new value from the old one); the first that matches 
     (re.compile(r".*(sliding_window|attention_chunk_size)$"), lambda v: min(v, WINDOW)),
     (re.compile(r".*(hidden_size|d_model|n_embd|n_embed|embed_dim|embedding_size|hidden_dim|"
                 r"embedding_dim|d_embed|model_dim|word_embed_proj_dim)$"), lambda v: WIDTH),
-    (re.compile(r".*vocab_size$"), lambda v: min(v, VOCAB)),
+    # every vocabulary: Gemma 3n's per-layer input table, BLT's hashed byte groups
+    (re.compile(r".*(vocab_size|vocab_size_per_layer_input|_vocab)$"), lambda v: min(v, VOCAB)),
 )
 _WIDTH_KEY = re.compile(r".*(size|dim|d_model|n_embd|n_embed)$")
 _SIZE_KEY = re.compile(r".*_(size|dim)$")
