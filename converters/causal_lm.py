@@ -286,9 +286,22 @@ def _export_phases(model, name: str, served_prompt: int | None = None
     past = [tuple(_resized(t, _EXAMPLE_CONTEXT) for t in past[layer]) for layer in attention]
     states = _layer_states(getattr(cache, "self_attention_cache", cache))
     recurrent = any(axis is None for s in states for _, axis, _ in s.values())
-    prefill = _export(_prefill_module(model, recurrent), (ids,),
-                      {"input_ids": {0: batch, 1: prompt}}, name)
-    if _fixed_prompt(prefill) is not None:  # the exporter's fallback trace fixed it
+    try:
+        prefill = _export(_prefill_module(model, recurrent), (ids,),
+                          {"input_ids": {0: batch, 1: prompt}}, name)
+    except OnnxFlopsError:
+        if served_prompt is None:
+            raise
+        # its trace's guards pin the prompt (Nemotron-H's scan asks for exactly one chunk of
+        # 128 tokens, a guard no range states): exported at the prompt served, below
+        prefill = None
+    longer = _prompt_past_short_branch(prefill, served_prompt) if prefill is not None else None
+    if longer is not None:
+        longer_ids = torch.randint(0, text_config(config).vocab_size, (_EXAMPLE_BATCH, longer),
+                                   generator=generator).to(device)
+        prefill = _export(_prefill_module(model, recurrent), (longer_ids,),
+                          {"input_ids": {0: batch, 1: prompt}}, name)
+    if prefill is None or _fixed_prompt(prefill) is not None:  # a trace that fixed it
         if served_prompt is None:
             raise OnnxFlopsError(f"causal LM '{name}': its code fixes the prompt's length when "
                                  "traced (a Python loop over the prompt), so its prefill is "
@@ -310,6 +323,20 @@ def _export_phases(model, name: str, served_prompt: int | None = None
     _batch_named(decode)
     _name_state_inputs(decode, states)
     return prefill, decode, attention
+
+
+def _prompt_past_short_branch(prefill: onnx.ModelProto, served_prompt: int | None) -> int | None:
+    """U + 1, the prompt length to trace the prefill at again, where the graph holds only for
+    prompts of at most U tokens (the exporter's ranges, which it records in the graph's
+    metadata: the least upper bound of its symbols) and the prompt served is longer: the
+    model's code took a branch for short prompts (LFM3 pads a prompt shorter than its
+    convolution's 7 taps; traced at 5 tokens, the prefill held for 0 to 6). None otherwise."""
+    ranges = next((p.value for p in prefill.graph.metadata_props
+                   if p.key == "pkg.torch.export.ExportedProgram.range_constraints"), "")
+    uppers = [int(u) for u in re.findall(r"VR\[-?\d+, (\d+)\]", ranges)]
+    if served_prompt is None or not uppers or min(uppers) >= served_prompt:
+        return None
+    return min(uppers) + 1
 
 
 def _batch_named(model: onnx.ModelProto) -> None:
@@ -383,6 +410,15 @@ def _recurrent_tensors(layer) -> dict:
             if isinstance(t, torch.Tensor)}
 
 
+def _caches_nothing(layer) -> bool:
+    """Whether a cache layer stands for a decoder layer that caches nothing: transformers'
+    DummyLayer, an MLP or MoE layer in Nemotron-H's list of layers [mamba, moe, attention, mlp]."""
+    from transformers import cache_utils
+
+    dummy = getattr(cache_utils, "DummyLayer", None)
+    return dummy is not None and isinstance(layer, dummy)
+
+
 def _name_state_inputs(model: onnx.ModelProto, states: list[dict]) -> None:
     """The decode graph's further cache inputs named `state_{attribute}_{layer}`
     (state_conv_states_0_3: layer 3's first convolution state; state_indexer_keys_0), in the
@@ -453,7 +489,8 @@ def _prefill_module(model, states: bool = False):
 def _self_attention_past(cache) -> tuple[list | None, bool]:
     """(each layer's (keys, values) of the cache's self-attention, whether they came inside an
     EncoderDecoderCache): a transformers DynamicCache's layers, None for a layer that holds
-    recurrent states only (a hybrid model's linear-attention layers); the self-attention half of an
+    recurrent states only (a hybrid model's linear-attention layers) or nothing (its MLP
+    layers: _caches_nothing); the self-attention half of an
     EncoderDecoderCache whose cross-attention half is empty (a decoder-only model of an
     encoder-decoder family: RemBERT, Megatron-BERT); a legacy tuple of (keys, values) per layer.
     None where the cache is none of these."""
@@ -467,7 +504,8 @@ def _self_attention_past(cache) -> tuple[list | None, bool]:
     pairs = [(layer.keys, layer.values) if getattr(layer, "keys", None) is not None
              and getattr(layer, "values", None) is not None else None
              for layer in layers or []]
-    if pairs and all(pair or _recurrent_tensors(layer) for pair, layer in zip(pairs, layers)):
+    if pairs and all(pair or _recurrent_tensors(layer) or _caches_nothing(layer)
+                     for pair, layer in zip(pairs, layers)):
         return pairs, cross
     if isinstance(cache, (tuple, list)) and cache and all(
             isinstance(pair, (tuple, list)) and len(pair) == 2 for pair in cache):

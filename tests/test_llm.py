@@ -861,3 +861,45 @@ def test_a_decode_graph_left_with_its_own_batch_symbol_names_it_batch():
     step = model.graph
     assert [dims(vi) for vi in (*step.input, *step.output, *step.value_info)] == [
         ["batch", 1], ["batch", 192, 4], ["batch", 1], ["2*batch", "s120"]]
+
+
+def test_a_prefill_traced_on_a_short_prompt_branch_is_traced_again_past_it():
+    # LFM3 pads a prompt shorter than its convolution's 7 taps: traced at 5 tokens, the exporter
+    # records that the graph holds for prompts of 0 to 6 (batch 1 to 65536). Served at 64, it is
+    # traced again at 6 + 1 = 7; served at 4, or where the prompt is unbounded, it is not.
+    from onnxflops.converters.causal_lm import _prompt_past_short_branch
+
+    def prefill(ranges: str) -> onnx.ModelProto:
+        graph = helper.make_graph([], "prefill", [], [])
+        graph.metadata_props.add(key="pkg.torch.export.ExportedProgram.range_constraints",
+                                 value=ranges)
+        return helper.make_model(graph)
+
+    short = prefill("{s72: VR[1, 65536], s70: VR[0, 6]}")
+    assert _prompt_past_short_branch(short, 64) == 7
+    assert _prompt_past_short_branch(short, 4) is None
+    assert _prompt_past_short_branch(short, None) is None
+    assert _prompt_past_short_branch(prefill("{s72: VR[1, 65536], s70: VR[7, 16777216]}"),
+                                     64) is None
+    assert _prompt_past_short_branch(prefill("{s70: VR[2, int_oo]}"), 64) is None
+    assert _prompt_past_short_branch(helper.make_model(helper.make_graph([], "g", [], [])),
+                                     64) is None
+
+
+@pytest.mark.slow  # imports torch (transformers' cache layers)
+def test_a_cache_layer_of_an_mlp_layer_holds_nothing_and_the_cache_is_served():
+    # Nemotron-H's cache lists every layer, [mamba, moe, attention, mlp]: its MoE and MLP layers
+    # are transformers' DummyLayer (no keys, no states). Keys are taken from layer 2 only; a
+    # layer of no known kind still makes the cache one that is not served
+    pytest.importorskip("transformers")
+    from types import SimpleNamespace
+
+    from transformers.cache_utils import DummyLayer
+
+    from onnxflops.converters.causal_lm import _self_attention_past
+
+    attention = SimpleNamespace(keys="k", values="v")
+    cache = SimpleNamespace(layers=[DummyLayer(), attention, DummyLayer()])
+    assert _self_attention_past(cache) == ([None, ("k", "v"), None], False)
+    unknown = SimpleNamespace(layers=[SimpleNamespace(), attention])
+    assert _self_attention_past(unknown) == (None, False)

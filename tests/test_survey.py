@@ -283,6 +283,83 @@ def test_state_space_head_groups_are_at_most_the_heads_left():
     assert vars(config) == {"mamba_num_heads": 4, "n_groups": 4}
 
 
+def test_state_space_heads_fill_the_inner_width_expand_times_width():
+    # Mamba2: 128 heads × 64 = 2 × 4096; cut to 4 heads of the generic 24 they filled 96 of the
+    # inner 2 · 96 = 192 (its reshape failed): the head dim is 192 / 4 = 48. Zamba2 names them
+    # n_mamba_heads and mamba_headdim (8 × 640 = 2 × 2560); its attention reads 2 · hidden_size
+    # (attention_hidden_size 5120 → 2 · 96 = 192, 32 heads × 160 → 4 × 48)
+    config = shrink(Config(hidden_size=4096, expand=2, num_heads=128, head_dim=64))
+    assert vars(config) == {"hidden_size": 96, "expand": 2, "num_heads": 4, "head_dim": 48}
+    config = shrink(Config(hidden_size=2560, mamba_expand=2, n_mamba_heads=8, mamba_headdim=640,
+                           attention_hidden_size=5120, num_attention_heads=32,
+                           attention_head_dim=160, num_key_value_heads=32))
+    assert vars(config) == {"hidden_size": 96, "mamba_expand": 2, "n_mamba_heads": 4,
+                            "mamba_headdim": 48, "attention_hidden_size": 192,
+                            "num_attention_heads": 4, "attention_head_dim": 48,
+                            "num_key_value_heads": 4}
+    # heads and a head dim of different parts are not paired: Llama-like attention beside a
+    # state space keeps its 24
+    config = shrink(Config(hidden_size=4096, expand=2, num_attention_heads=128, head_dim=64))
+    assert config.head_dim == 24
+
+
+def test_a_head_dim_that_was_the_sum_of_its_parts_stays_their_sum():
+    # LongCat-Flash: qk_head_dim 192 = qk_nope_head_dim 128 + qk_rope_head_dim 64; each cut to
+    # 24, the sum is 48 (at 24 its split into [24, 24] failed). v_head_dim 128 = 64 + 64 of two
+    # dims not named as its parts stays the generic 24
+    config = shrink(Config(qk_head_dim=192, qk_nope_head_dim=128, qk_rope_head_dim=64,
+                           v_head_dim=128, head_dim=64))
+    assert vars(config) == {"qk_head_dim": 48, "qk_nope_head_dim": 24, "qk_rope_head_dim": 24,
+                            "v_head_dim": 24, "head_dim": 24}
+
+
+def test_expert_groups_are_cut_with_the_experts():
+    # Bailing-hybrid routes within 8 groups of 512 experts; the experts cut to 4 in 8 groups left
+    # 4 // 8 = 0 a group (its view [-1, 8, 0] failed): groups at most 2, as n_group is
+    config = shrink(Config(num_experts=512, num_expert_group=8, topk_group=4))
+    assert vars(config) == {"num_experts": 4, "num_expert_group": 2, "topk_group": 2}
+
+
+def test_a_list_of_layer_indices_keeps_the_kept_layers_renumbered():
+    # Zamba2's 54 layers: mamba, with a hybrid one at 6, 12, ..., 51 (hybrid_layer_ids). The cut
+    # keeps layer 0 (mamba) and 6 (hybrid): the ids become [1] (left [6, ...], its lookup of
+    # layer 1 failed)
+    kinds = ["mamba"] * 54
+    for i in (6, 12, 51):
+        kinds[i] = "hybrid"
+    config = shrink(Config(num_hidden_layers=54, layers_block_type=kinds,
+                           hybrid_layer_ids=[6, 12, 51]))
+    assert vars(config) == {"num_hidden_layers": 2, "layers_block_type": ["mamba", "hybrid"],
+                            "hybrid_layer_ids": [1]}
+
+
+def test_layers_sharing_caches_keep_their_share_of_the_depth():
+    # Gemma 3n: the last 15 of 35 layers reuse earlier layers' keys. Cut to 2 at 2 of 2, no
+    # layer made keys for them (it refused to build); their share 15 · 2 / 35 rounds down to 0
+    config = shrink(Config(num_hidden_layers=35, num_kv_shared_layers=15))
+    assert vars(config) == {"num_hidden_layers": 2, "num_kv_shared_layers": 0}
+    config = shrink(Config(num_hidden_layers=4, num_kv_shared_layers=2))  # 2 · 2 / 4 = 1
+    assert vars(config) == {"num_hidden_layers": 2, "num_kv_shared_layers": 1}
+
+
+def test_sizes_that_sum_to_the_width_keep_their_proportions():
+    # Reformer's axial position embeddings: (64, 192) summing to its width 256 become
+    # (64 · 96 / 256, 192 · 96 / 256) = (24, 72), summing to 96; a pair that does not sum to the
+    # width (strides) is left alone
+    config = shrink(Config(hidden_size=256, axial_pos_embds_dim=(64, 192), strides=[5, 2]))
+    assert vars(config) == {"hidden_size": 96, "axial_pos_embds_dim": (24, 72),
+                            "strides": [5, 2]}
+
+
+def test_every_vocabulary_is_cut_not_only_the_one_named_vocab_size():
+    # Gemma 3n's per-layer input table has 262,144 rows of its own: at 2 layers × 256 wide it
+    # asked for 262144 · 512 · 4 B = 512 MiB; BLT hashes byte groups into 500,002 rows
+    config = shrink(Config(vocab_size=262400, vocab_size_per_layer_input=262144,
+                           encoder_hash_byte_group_vocab=500002))
+    assert vars(config) == {"vocab_size": 1000, "vocab_size_per_layer_input": 1000,
+                            "encoder_hash_byte_group_vocab": 1000}
+
+
 def test_multimodal_rotary_sections_split_the_cut_head_dim():
     # GLM-4V's text model defaults its sections to [8, 12, 12] (half of 64); the head dim cut to
     # 96 / 4 = 24 has a half of 12: sections 4 + 4 + 4 (its split failed on 12 before)

@@ -66,6 +66,26 @@ def test_a_model_with_no_attention_heads_holds_no_keys():
     assert hand_kv_bytes({"hidden_size": 96, "num_hidden_layers": 2}, TOKENS) == 0
 
 
+def test_a_config_whose_layer_list_is_its_depth_holds_keys_on_its_attention_layer():
+    # Nemotron-H sets no num_hidden_layers: its layers are its list [mamba, moe, attention,
+    # mlp]. Cut to the depth 0 it held no keys; the one attention layer holds 72 positions ×
+    # 2 × 1 KV head × 24 × 2 bytes
+    config = {"num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 24,
+              "layer_types": ["linear_attention", "moe", "full_attention", "mlp"]}
+    assert hand_kv_layers(config, TOKENS) == [0, 0, 72 * 2 * 24 * 2, 0]
+
+
+def test_a_state_space_model_holds_no_keys_whatever_its_heads():
+    # Mamba2 names 4 heads of 48 for its scan (num_heads, head_dim), no attention heads: every
+    # layer is recurrent, 0 bytes of keys (2 · 72 · 2 · 4 · 48 · 2 = 110,592 counted before)
+    config = {"hidden_size": 96, "num_hidden_layers": 2, "state_size": 128, "num_heads": 4,
+              "head_dim": 48}
+    assert hand_kv_bytes(config, TOKENS) == 0
+    assert attention_kind(config) == "recurrent"
+    assert attention_kind({"hidden_size": 96, "num_hidden_layers": 2, "state_size": 16}) == \
+        "recurrent"  # Mamba
+
+
 def test_a_window_longer_than_the_tokens_holds_every_token():
     assert hand_kv_bytes({**BASE, "sliding_window": 4096}, TOKENS) == 2 * 72 * 192 * 2
     assert layer_windows({**BASE, "sliding_window": None}) == [None, None]

@@ -221,6 +221,37 @@ class TestFormulas:
         assert report.total.macs == batch * 4 * 13 * 7
 
 
+    def test_the_last_seq_positions_sliced_by_a_negated_length_are_seq(self):
+        # LFM3's short convolution over the prompt: a depthwise Conv of kernel 7 padded 6 both
+        # sides gives seq + 6 positions, cut to the first seq, then x[-seq:] (a start of −seq,
+        # computed by Neg): seq positions, not seq − (−seq) = 2·seq; the gate's Mul then meets
+        # the prompt's seq, 4 · seq · batch elements, one FLOP each
+        nodes = [node("Shape", ["X"], ["shape"]),
+                 node("Gather", ["shape", "two"], ["length"], axis=0),
+                 node("Neg", ["length"], ["back"]),
+                 node("Conv", ["X", "W"], ["C"], group=4, pads=[6, 6], kernel_shape=[7]),
+                 node("Slice", ["C", "zero", "length", "two"], ["first"]),
+                 node("Slice", ["first", "back", "to_end", "two"], ["last"]),
+                 node("Mul", ["X", "last"], ["Y"])]
+        weights = [weight("W", (4, 1, 7)), int64("two", [2]), int64("zero", [0]),
+                   int64("to_end", [INT64_END])]
+        report = onnxflops.count(model(nodes, {"X": ["batch", 4, "seq"]}, weights),
+                                 symbolic=True)
+        assert not report.uncosted
+        assert report.nodes[-1].output_shapes == [["batch", 4, "seq"]]
+        assert report.nodes[-1].flops == 4 * batch * seq
+
+
+    def test_an_einsum_over_a_symbolic_batch_broadcasting_a_one(self):
+        # Mamba2's state update: "bhpn,bhn->bhp" with the second operand's batch 1 broadcast:
+        # max(1, batch) asked sympy whether batch > 1. MACs = batch · 4 · 8 · 16
+        nodes = [node("Einsum", ["A", "B"], ["Y"], equation="bhpn,bhn->bhp")]
+        proto = model(nodes, {"A": ["batch", 4, 8, 16], "B": [1, 4, 16]}, [])
+        report = onnxflops.count(proto, symbolic=True)
+        assert not report.uncosted
+        assert report.total.macs == batch * 4 * 8 * 16
+
+
     def test_a_bias_sliced_to_the_last_positions_meets_the_sequence_in_a_broadcast(self):
         # MPT's ALiBi bias: a 2048-position row sliced to its last seq, written
         # 2048 − Max(0, 2048 − seq) (= min(seq, 2048)), added to scores of seq × seq

@@ -437,9 +437,10 @@ def _reversed_slice_length(start, end, step: int, dim) -> int | None:
 
 
 def _bound(index, dim):
-    """A slice bound as a position in a dim of size `dim`: negatives count from the end, and
-    both clamp to the dim as ONNX does, so the last 31 of a symbolic cache keep
-    context − Max(0, context − 31) elements (min(context, 31)), not 31."""
+    """A slice bound as a position in a dim of size `dim`: negatives (numbers, or expressions of
+    positive symbols that are negative: −prompt) count from the end, and both clamp to the dim
+    as ONNX does, so the last 31 of a symbolic cache keep context − Max(0, context − 31)
+    elements (min(context, 31)), not 31."""
     import sympy
 
     if index is None:
@@ -450,6 +451,10 @@ def _bound(index, dim):
         if index < 0:
             return None if dim is None else _simplified(sympy.Max(dim + index, 0))
         return index if dim is None else _simplified(sympy.Min(index, dim))
+    if getattr(index, "is_negative", None) and dim is not None:
+        # x[-n:] with n a symbol (LFM3 keeps the last `prompt` of its convolution's output):
+        # from the end, as a number is
+        return _simplified(sympy.Max(dim + index, 0))
     return index
 
 

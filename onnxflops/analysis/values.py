@@ -358,7 +358,7 @@ VALUES: dict[str, ValueOp] = {
     "Min": ValueOp(lambda b, x, a: functools.reduce(b.minimum, list(x)), _ALL),
     "Equal": ValueOp(_arithmetic(operator.eq), EXACT | SYMBOLIC),
     "Not": ValueOp(_unary(np.logical_not), EXACT),
-    "Neg": ValueOp(_unary(np.negative), EXACT | PROBE),
+    "Neg": ValueOp(_unary(np.negative), _ALL),  # −prompt: a slice of the last prompt positions
     "Sqrt": ValueOp(_sqrt, EXACT | PROBE),  # an attention scale, √(1/√d)
     "Abs": ValueOp(_unary(np.abs), PROBE),
     "Reciprocal": ValueOp(_unary(np.reciprocal), PROBE),

@@ -129,7 +129,7 @@ def einsum(n: Node) -> Cost:
     sizes: dict[str, int] = {}
     for i, term in enumerate(terms):
         for letter, d in zip(term, n.input(i).dims):
-            sizes[letter] = max(sizes.get(letter, 1), d)  # a 1 broadcasts
+            sizes[letter] = _broadcast(sizes.get(letter, 1), d)
     macs = 0
     current = terms[0]
     for i, term in enumerate(terms[1:], start=1):
@@ -140,6 +140,20 @@ def einsum(n: Node) -> Cost:
     if len(terms) == 1:  # a single operand: a sum over the dropped indices
         return Cost(flops=math.prod(sizes.values()) - n.output().numel)
     return Cost(macs=macs, dot_products=n.output().numel)
+
+
+def _broadcast(a, b):
+    """The size two dims of one index broadcast to: the other where one is 1, else the larger;
+    symbolic dims too (Mamba2's einsum over batch: max(1, batch) asked sympy for batch > 1)."""
+    if a == 1 or a == b:
+        return b
+    if b == 1:
+        return a
+    if isinstance(a, int) and isinstance(b, int):
+        return max(a, b)
+    import sympy
+
+    return sympy.Max(a, b)
 
 
 def _spelled_out(equation: str, ranks: list[int]) -> tuple[list[str], str]:

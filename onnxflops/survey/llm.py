@@ -79,20 +79,25 @@ def _get(config: Mapping[str, Any], keys: tuple[str, ...]) -> int:
 
 
 def layer_types(config: Mapping[str, Any]) -> list[str]:
-    """Each decoder layer's type: `layer_types`; else, where an attention layer period is set
+    """Each decoder layer's type: `layer_types` (Nemotron-H sets no depth: its list is the
+    depth); else, where an attention layer period is set
     (attn_layer_period p, attn_layer_offset o: Jamba), "full_attention" on layer i where
     i mod p = o and "linear_attention" (a recurrent layer, no keys) on the others, as
-    transformers' own layer_types property derives them; else "sliding_attention" on every
-    layer unless `use_sliding_window` is false, else "full_attention"."""
+    transformers' own layer_types property derives them; else "linear_attention" on every
+    layer of a state-space model (a `state_size`, no `num_attention_heads`: Mamba, Mamba2, whose
+    num_heads and head_dim are its scan's); else "sliding_attention" on every layer unless
+    `use_sliding_window` is false, else "full_attention"."""
     layers = _get(config, ("num_hidden_layers", "n_layer", "num_layers"))
     types = config.get("layer_types")
-    if isinstance(types, (list, tuple)):
-        return list(types)[:layers]
+    if isinstance(types, (list, tuple)):  # as long as the depth; all where no depth is set
+        return list(types)[:layers] if layers else list(types)
     period = attention_period(config)
     if period is not None:
         every, offset = period
         return ["full_attention" if i % every == offset else "linear_attention"
                 for i in range(layers)]
+    if _get(config, ("state_size",)) and not _get(config, ("num_attention_heads",)):
+        return ["linear_attention"] * layers  # a state-space model (Mamba2's heads are its own)
     on = config.get("use_sliding_window") is not False
     return ["sliding_attention" if on else "full_attention"] * layers
 
@@ -190,9 +195,13 @@ def kv_layers_differing(config: Mapping[str, Any], hand: list[int],
 
 
 def attention_kind(config: Mapping[str, Any]) -> str:
-    """latent, multi-query (1 KV head), grouped (fewer KV heads than heads) or full; then
+    """recurrent where no layer holds keys; else latent, multi-query (1 KV head), grouped
+    (fewer KV heads than heads) or full; then
     "sliding" where every layer with keys has a window, "local/global" where some have; then
     "+ recurrent" where some layers hold a recurrent state instead of keys (holds_keys)."""
+    kinds = layer_types(config)
+    if kinds and not any(map(holds_keys, kinds)):
+        return "recurrent"
     heads = _get(config, ("num_attention_heads", "n_head", "num_heads"))
     kv = kv_heads(config)
     kind = "latent" if _get(config, ("kv_lora_rank",)) else \

@@ -25,7 +25,7 @@ _RULES = (  # (key pattern, new value from the old one); the first that matches 
     (re.compile(r".*n_groups$"), lambda v: min(v, HEADS)),
     (re.compile(r"^(n_|num_)?(shared_experts|n_shared_experts)$"), lambda v: min(v, 1)),
     (re.compile(r".*(experts_per_tok|experts_per_token|top_?k|moe_topk|moe_k|topk_group|"
-                r"n_group)$"),
+                r"n_group|expert_group)$"),
      lambda v: min(v, ROUTED)),
     (re.compile(r".*experts$"), lambda v: min(v, EXPERTS)),
     (_DEPTH_KEY, lambda v: min(v, DEPTH)),
@@ -37,7 +37,8 @@ _RULES = (  # (key pattern, new value from the old one); the first that matches 
     (re.compile(r".*(sliding_window|attention_chunk_size)$"), lambda v: min(v, WINDOW)),
     (re.compile(r".*(hidden_size|d_model|n_embd|n_embed|embed_dim|embedding_size|hidden_dim|"
                 r"embedding_dim|d_embed|model_dim|word_embed_proj_dim)$"), lambda v: WIDTH),
-    (re.compile(r".*vocab_size$"), lambda v: min(v, VOCAB)),
+    # every vocabulary: Gemma 3n's per-layer input table, BLT's hashed byte groups
+    (re.compile(r".*(vocab_size|vocab_size_per_layer_input|_vocab)$"), lambda v: min(v, VOCAB)),
 )
 _WIDTH_KEY = re.compile(r".*(size|dim|d_model|n_embd|n_embed)$")
 _SIZE_KEY = re.compile(r".*_(size|dim)$")
@@ -47,6 +48,7 @@ _TOKEN_ID = re.compile(r".*(token_id|token_index|token_ids)$")
 _LIST_WIDTHS = re.compile(r".*(hidden_sizes|embed_dims|dims|channels|conv_dim)$")
 _KIND_LIST = re.compile(r".*_types$")  # the kind of each layer, or a pattern of them
 _LIST_DEPTHS = re.compile(r".*(depths|layers)$")
+_LAYER_INDICES = re.compile(r".*layer_(ids|indices)$")  # which layers are of one kind
 
 
 def shrink(config, seen: set | None = None, multimodal: bool = False):
@@ -85,16 +87,24 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
                 setattr(config, key, [min(v, HEADS) for v in value])
     _kv_heads_in_proportion(config, values, heads_before)
     _unset_head_dims_derived(config, values)
+    _widths_keep_their_multiple(config, values)
+    _heads_fill_inner_width(config, values)
+    _head_dim_sums_follow(config, values)
     _rope_sections_fit(config, multimodal)
     _tied_sizes_follow(config, values)
     kept = {depth: _layers_kept(config, depth) for depth in depths_cut}
     _depth_holds_each_kind(config, values, max([*map(len, kept.values()), DEPTH,
                                                 *_pattern_depths(config, depths_cut)]))
     _periods_within_depth(config)
+    _shared_layers_in_proportion(config, values)
+    _width_parts_in_proportion(config, values)
     for key, value in vars(config).items():
         if isinstance(value, (list, tuple)) and len(value) in depths_cut \
                 and not _TOKEN_ID.match(key):
             setattr(config, key, type(value)(value[i] for i in kept[len(value)]))
+        elif _LAYER_INDICES.match(key.lower()) and depths_cut and _is_indices(value) \
+                and max(value) < max(depths_cut):
+            setattr(config, key, _indices_kept(value, kept[max(depths_cut)]))
         elif _TOKEN_ID.match(key.lower()) and _is_count(value) and value >= vocab:
             setattr(config, key, value % vocab)
         elif _TOKEN_ID.match(key.lower()) and _is_counts(value):
@@ -123,6 +133,12 @@ def _layers_kept(config, depth: int) -> list[int]:
     return sorted(kept)
 
 
+def _indices_kept(indices: list[int], kept: list[int]) -> list[int]:
+    """The layers of `indices` the cut kept, renumbered among the `kept` (Zamba2's hybrid layers
+    [6, 12, …, 51] of 54, of which layers [0, 6] are kept: [1])."""
+    return [kept.index(i) for i in indices if i in kept]
+
+
 def _pattern_depths(config, depths_cut: set[int]) -> list[int]:
     """The layers each per-layer pattern needs to show every kind of layer it names once: a list
     of names shorter than a depth that was cut repeats along the layers (RecurrentGemma's
@@ -147,6 +163,31 @@ def _periods_within_depth(config) -> None:
                 and not isinstance(offset, bool):
             setattr(config, key, DEPTH)
             setattr(config, offset_key, offset % DEPTH)
+
+
+def _shared_layers_in_proportion(config, before: dict) -> None:
+    """Layers that reuse others' caches (`num_kv_shared_layers`: Gemma 3n's last 15 of 35) are
+    as large a share of the depth after the cut, rounded down: 15 · 2 / 35 → 0. Left at 2 of 2,
+    no layer made the keys the shared ones read, and the model refused to build."""
+    depth = next((k for k in ("num_hidden_layers", "num_layers", "n_layer")
+                  if _is_count(before.get(k))), None)
+    for key, value in before.items():
+        if depth and key.lower().endswith("shared_layers") and _is_count(value) \
+                and value < before[depth]:
+            setattr(config, key, value * vars(config)[depth] // before[depth])
+
+
+def _width_parts_in_proportion(config, before: dict) -> None:
+    """A list of sizes that summed to the model's width before the cut (Reformer's axial position
+    embeddings, (64, 192) of 256) keeps its proportions and sums to the width after: (24, 72)."""
+    main = _main_width(before)
+    for key, value in before.items():
+        if main and _is_counts(value) and len(value) > 1 and sum(value) == before[main] \
+                and vars(config).get(key) == value:
+            width = vars(config)[main]
+            parts = [v * width // before[main] for v in value]
+            parts[-1] += width - sum(parts)
+            setattr(config, key, type(value)(parts))
 
 
 def _depth_holds_each_kind(config, before: dict, depth: int) -> None:
@@ -174,6 +215,71 @@ def _tied_sizes_follow(config, before: dict) -> None:
         if (_is_count(value) and value in cut and vars(config).get(key) == value
                 and _SIZE_KEY.match(key) and not _NOT_A_WIDTH.match(key)):
             setattr(config, key, cut[value])
+
+
+def _main_width(values: dict) -> str | None:
+    """The key of the model's width: the first of hidden_size, d_model, n_embd it sets."""
+    return next((k for k in ("hidden_size", "d_model", "n_embd") if _is_count(values.get(k))),
+                None)
+
+
+def _widths_keep_their_multiple(config, before: dict) -> None:
+    """A second width that was a whole multiple m > 1 of the model's width is m · WIDTH, not
+    WIDTH: Zamba2's attention reads the hidden state beside the embedding, attention_hidden_size
+    = 2 · hidden_size (5120 of 2560 → 192; cut to 96, its projection met 192 features)."""
+    main = _main_width(before)
+    for key, value in before.items():
+        if main and key != main and _is_count(value) and value > before[main] \
+                and value % before[main] == 0 and vars(config).get(key) == WIDTH \
+                and _WIDTH_KEY.match(key.lower()) and not _NOT_A_WIDTH.match(key.lower()):
+            setattr(config, key, value // before[main] * vars(config)[main])
+
+
+def _heads_fill_inner_width(config, before: dict) -> None:
+    """head dim = expand · width / heads, for heads and a head dim of one part (their names
+    share a stem: mamba_num_heads, mamba_head_dim) whose product was expand · width before the
+    cut: a state-space layer splits its inner width into heads (Mamba2: 128 × 64 = 2 × 4096;
+    4 heads of the generic 24 filled 96 of 192, and its reshape failed)."""
+    main = _main_width(before)
+    expand = next((k for k, v in before.items() if k.lower().endswith("expand") and _is_count(v)),
+                  None)
+    if not (main and expand):
+        return
+    inner_before = before[expand] * before[main]
+    inner = vars(config)[expand] * vars(config)[main]
+    for heads, count in before.items():
+        if not (_is_count(count) and heads.lower().endswith("heads")):
+            continue
+        for dim, size in before.items():
+            if _is_count(size) and _STEM_HEAD_DIM.match(dim.lower()) \
+                    and _stem(heads) == _stem(dim) and count * size == inner_before \
+                    and inner % vars(config)[heads] == 0:
+                setattr(config, dim, inner // vars(config)[heads])
+
+
+def _head_dim_sums_follow(config, before: dict) -> None:
+    """A head dim that was the sum of two head dims named as its parts (its name's prefix, then
+    a word more) is their sum after the cut: latent attention's query/key head dim, qk_head_dim
+    = qk_nope_head_dim + qk_rope_head_dim (LongCat-Flash split its 24 into [24, 24])."""
+    dims = {k: v for k, v in before.items() if _is_count(v) and _HEAD_DIM.match(k.lower())}
+    for key, value in dims.items():
+        prefix = key[:-len("head_dim")] if key.endswith("_head_dim") else ""
+        parts = [(a, b) for a in dims for b in dims
+                 if prefix and a < b and key not in (a, b) and a.startswith(prefix)
+                 and b.startswith(prefix) and dims[a] + dims[b] == value]
+        if len(parts) == 1:
+            a, b = parts[0]
+            setattr(config, key, vars(config)[a] + vars(config)[b])
+
+
+_STEM_HEAD_DIM = re.compile(r".*(head_?dim|d_head)$")
+
+
+def _stem(key: str) -> frozenset:
+    """A heads or head-dim key's words, less those that say heads or dims (mamba_num_heads,
+    mamba_head_dim, n_mamba_heads, mamba_headdim: {"mamba"}; num_heads, head_dim: {})."""
+    return frozenset(re.split(r"_", key.lower())) - {"num", "n", "heads", "head", "dim",
+                                                     "headdim", "d"}
 
 
 def _kv_heads_in_proportion(config, before: dict, heads_before: dict) -> None:
@@ -242,3 +348,8 @@ def _is_count(value) -> bool:
 
 def _is_counts(value) -> bool:
     return isinstance(value, (list, tuple)) and bool(value) and all(_is_count(v) for v in value)
+
+
+def _is_indices(value) -> bool:
+    return isinstance(value, list) and bool(value) and all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)
