@@ -1,0 +1,102 @@
+"""A model-local function's nodes run as onnxruntime 1.32 runs them: inlined into the model's
+graph, at the model's opset of their domain (at the newest where the model imports none), their
+input and output counts first checked at the function's own opsets, in every function, called or
+not. Each model below was run through onnxruntime 1.32 (the tests marked so check it again)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from onnxflops.cli import main
+
+_MODEL_OPSETS = (("", 20), ("local", 1))
+
+
+def _model(body: list[onnx.NodeProto], function_opsets, model_opsets=_MODEL_OPSETS,
+           called: bool = True) -> onnx.ModelProto:
+    """x (2x3x4) -> F(x) -> y (or Relu(x) -> y, F not called), F's body `body` (a -> b)."""
+    function = helper.make_function("local", "F", ["a"], ["b"], body,
+                                    [helper.make_opsetid(d, v) for d, v in function_opsets])
+    call = helper.make_node("F", ["x"], ["y"], domain="local", name="call") if called \
+        else helper.make_node("Relu", ["x"], ["y"], name="relu")
+    graph = helper.make_graph([call], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    return helper.make_model(graph, functions=[function], ir_version=8,
+                             opset_imports=[helper.make_opsetid(d, v) for d, v in model_opsets])
+
+
+def _relu() -> list[onnx.NodeProto]:
+    return [helper.make_node("Relu", ["a"], ["b"], name="r")]
+
+
+def _reduce_max_by_attribute() -> list[onnx.NodeProto]:
+    """ReduceMax-13 (axes an attribute; an input from opset 18)."""
+    return [helper.make_node("ReduceMax", ["a"], ["b"], name="r", axes=[1])]
+
+
+def _reduce_max_by_input() -> list[onnx.NodeProto]:
+    """ReduceMax-18 (axes an input)."""
+    axes = helper.make_node("Constant", [], ["axes"],
+                            value=helper.make_tensor("axes", TensorProto.INT64, [1], [1]))
+    return [axes, helper.make_node("ReduceMax", ["a", "axes"], ["b"], name="r")]
+
+
+def _relu_of_two_outputs_in_a_branch() -> list[onnx.NodeProto]:
+    relu = helper.make_node("Relu", ["a"], ["b", "extra"], name="r")
+    then = helper.make_graph([relu], "then", [], [helper.make_tensor_value_info("b", TensorProto.FLOAT, None)])
+    other = helper.make_graph([helper.make_node("Identity", ["a"], ["b"])], "else", [],
+                              [helper.make_tensor_value_info("b", TensorProto.FLOAT, None)])
+    true = helper.make_node("Constant", [], ["c"], value=helper.make_tensor("c", TensorProto.BOOL, [], [True]))
+    return [true, helper.make_node("If", ["c"], ["b"], then_branch=then, else_branch=other)]
+
+
+def _count(model: onnx.ModelProto, tmp_path, capsys) -> tuple[int, str, str]:
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    code = main(["count", str(path), "--json"])
+    out, err = capsys.readouterr()
+    return code, out, err.replace(f"{path}: ", "")
+
+
+def _runs_in_onnxruntime(model: onnx.ModelProto) -> np.ndarray:
+    ort = pytest.importorskip("onnxruntime")
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, {"x": np.arange(24, dtype=np.float32).reshape(2, 3, 4)})[0]
+
+
+def _refused_by_onnxruntime(model: onnx.ModelProto, message: str) -> None:
+    ort = pytest.importorskip("onnxruntime")
+    with pytest.raises(Exception, match=message):
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+# --- refused: what onnxruntime refuses, one line each ---------------------------------------------
+
+REFUSED = {
+    "two inputs to ReduceMax-13, in a function nothing calls": (
+        _model(_reduce_max_by_input(), [("", 17)], called=False),
+        "function 'F': node 'r' (ReduceMax) has 2 inputs; ReduceMax-13 takes 1",
+        "Invalid input count for op ReduceMax in function F: expected 1 to 1, got 2"),
+    "two outputs of a Relu in a branch, in a function nothing calls": (
+        _model(_relu_of_two_outputs_in_a_branch(), [("", 17)], called=False),
+        "function 'F': node 'r' (Relu) has 2 outputs; Relu-14 takes 1",
+        "Invalid output count for op Relu in function F: expected 1 to 1, got 2"),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_a_function_node_onnxruntime_refuses_is_one_line(case, tmp_path, capsys):
+    # Were counted, exit 0 or 1.
+    model, line, _ = REFUSED[case]
+    code, out, err = _count(model, tmp_path, capsys)
+    assert (code, out, err.splitlines()) == (2, "", [f"onnxflops: error: {line}"])
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_onnxruntime_refuses_each_model_refused_here(case):
+    model, _, message = REFUSED[case]
+    _refused_by_onnxruntime(model, message)
