@@ -11,6 +11,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from onnxflops.cli import main
+from onnxflops.normalize import functions as normalize_functions
 
 _MODEL_OPSETS = (("", 20), ("local", 1))
 
@@ -74,9 +75,53 @@ def _refused_by_onnxruntime(model: onnx.ModelProto, message: str) -> None:
         ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
 
 
+# --- counted: (a) a function importing an older opset, (b) a domain the model does not import ---
+
+COUNTED = {
+    "function at opset 17 in a model at 20": _model(_relu(), [("", 17)]),
+    "function at opset 17 in a model importing no ai.onnx": _model(_relu(), [("", 17)], [("local", 1)]),
+}
+
+
+@pytest.mark.parametrize("inlined", [True, False], ids=["inlined", "calls kept"])
+@pytest.mark.parametrize("case", list(COUNTED))
+def test_a_function_importing_other_opsets_than_the_model_is_costed(case, inlined, tmp_path,
+                                                                    capsys, monkeypatch):
+    # Was: "UNCOSTED call (F): ... Model has functions with incompatible opset versions" (onnx's
+    # inliner), exit 1; and, for the model importing no ai.onnx, "No opset import for domain ''".
+    if not inlined:  # each call costed from its body, as a model too large to inline is
+        monkeypatch.setattr(normalize_functions, "MAX_INLINED_NODES", 0)
+    code, out, err = _count(COUNTED[case], tmp_path, capsys)
+    assert (code, err) == (0, "")
+    assert '"flops": 24' in out  # Relu: one comparison each of 2·3·4 elements
+
+
+@pytest.mark.parametrize("case", list(COUNTED))
+def test_onnxruntime_runs_the_functions_counted_here(case):
+    assert _runs_in_onnxruntime(COUNTED[case]).shape == (2, 3, 4)
+
+
+def test_onnxruntime_runs_a_function_node_at_the_model_opset():
+    # Softmax in a function importing opset 11 (normalizing over every axis from `axis` on), in
+    # a model importing 13: onnxruntime normalizes axis 1 alone, as Softmax-13 does.
+    softmax = [helper.make_node("Softmax", ["a"], ["b"], axis=1)]
+    y = _runs_in_onnxruntime(_model(softmax, [("", 11)], [("", 13), ("local", 1)]))
+    assert np.allclose(y.sum(axis=1), 1) and not np.allclose(y.sum(axis=(1, 2)), 1)
+
+
 # --- refused: what onnxruntime refuses, one line each ---------------------------------------------
 
 REFUSED = {
+    "ReduceMax-13 in a function at 17, run at the model's 20": (
+        _model(_reduce_max_by_attribute(), [("", 17)]),
+        "function 'F': node 'r' (ReduceMax) is ReduceMax-13 at the function's opset 17, but "
+        "onnxruntime runs it at opset 20, as ReduceMax-20",
+        "Unrecognized attribute: axes for operator ReduceMax"),
+    "ReduceMax-13 in a function at 17, the model importing no ai.onnx": (
+        _model(_reduce_max_by_attribute(), [("", 17)], [("local", 1)]),
+        "function 'F': node 'r' (ReduceMax) is ReduceMax-13 at the function's opset 17, but "
+        f"onnxruntime runs it at opset {onnx.defs.onnx_opset_version()}, as ReduceMax-20",
+        "Unrecognized attribute: axes for operator ReduceMax"),
     "two inputs to ReduceMax-13, in a function nothing calls": (
         _model(_reduce_max_by_input(), [("", 17)], called=False),
         "function 'F': node 'r' (ReduceMax) has 2 inputs; ReduceMax-13 takes 1",

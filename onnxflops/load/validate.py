@@ -63,7 +63,7 @@ class _Walk:
     it imports (in any function: "No opset registered for domain X in function F") and their
     input and output counts at its opsets (model.cc's ValidateFunctionNodeCounts); the nodes of
     the functions the model calls also against their ops' schemas, at the function's opsets
-    ("Unrecognized attribute")."""
+    and as run once inlined, at the model's ("Unrecognized attribute")."""
 
     def __init__(self, model: onnx.ModelProto, where: str, names_text: bool):
         self.model, self.where, self.names_text = model, where, names_text
@@ -84,6 +84,7 @@ class _Walk:
             domains = set(imports)
             label = f"{where}: function '{_text(function.name)}'"
             context = checker_context(model, function.opset_import) if called else None
+            running = running_opsets(self.opsets, imports)
         graphs = [graph]
         while graphs:
             graph = graphs.pop()
@@ -123,6 +124,7 @@ class _Walk:
                             _check_counts(node, imports[domain])
                         else:
                             check_schema(NodeRow.of(node), context)
+                            _check_runs_as_written(node, imports[domain], running[domain])
                     except OnnxFlopsError as e:
                         raise OnnxFlopsError(f"{label}: {e}") from None
 
@@ -140,6 +142,16 @@ class _Walk:
         self.calls.append((node.domain, node.op_type))
 
 
+def running_opsets(model_opsets: dict[str, int], function_opsets: dict[str, int]) -> dict[str, int]:
+    """The opset of each domain a local function imports that its nodes run at, by domain
+    (domain_key): onnxruntime inlines them into the model's graph and runs them at the model's
+    opset of the domain; where the model imports none, at the newest it knows (onnx's newest
+    here), else at the function's. (A Softmax of a function importing opset 11 in a model
+    importing 13 normalizes one axis, as Softmax-13 does.)"""
+    newest = newest_opsets()
+    return {d: model_opsets.get(d, newest.get(d, v)) for d, v in function_opsets.items()}
+
+
 def _check_counts(node: onnx.NodeProto, opset: int) -> None:
     """As many inputs and outputs as the op takes at `opset` (onnxruntime checks them in every
     local function, called or not: "Invalid input count for op X in function F")."""
@@ -154,6 +166,23 @@ def _check_counts(node: onnx.NodeProto, opset: int) -> None:
                 else f"{low} to {high}"
             raise OnnxFlopsError(f"node {node_label(NodeRow.of(node))} has {len(given)} {kind}; "
                                  f"{node.op_type}-{schema.since_version} takes {takes}")
+
+
+def _check_runs_as_written(node: onnx.NodeProto, written: int, running: int) -> None:
+    """The op is the same at the function's opset as at the one onnxruntime runs it at (onnx's
+    checker: "not compatible with the version imported by model"): a ReduceMax with an `axes`
+    attribute in a function importing opset 17, run at the model's 20, is refused."""
+    if written == running:
+        return
+    domain = domain_key(node.domain)
+    as_written = _schema_at(node.op_type, domain, written)
+    as_run = _schema_at(node.op_type, domain, running)
+    if as_written is not None and as_run is not None \
+            and as_written.since_version != as_run.since_version:
+        raise OnnxFlopsError(f"node {node_label(NodeRow.of(node))} is {node.op_type}-"
+                             f"{as_written.since_version} at the function's opset {written}, but "
+                             f"onnxruntime runs it at opset {running}, as "
+                             f"{node.op_type}-{as_run.since_version}")
 
 
 @memoized(1024)
