@@ -122,6 +122,19 @@ REFUSED = {
         "function 'F': node 'r' (ReduceMax) is ReduceMax-13 at the function's opset 17, but "
         f"onnxruntime runs it at opset {onnx.defs.onnx_opset_version()}, as ReduceMax-20",
         "Unrecognized attribute: axes for operator ReduceMax"),
+    "Gelu-20 in a function at 20, run at the model's 17": (
+        _model([helper.make_node("Gelu", ["a"], ["b"], name="r")], [("", 20)], [("", 17), ("local", 1)]),
+        "function 'F': node 'r' (Gelu) is Gelu-20 at the function's opset 20, but onnxruntime "
+        "runs it at opset 17, which has no Gelu",
+        "No Op registered for Gelu with domain_version of 17"),
+    "a function importing opset 0, nothing calling it": (
+        _model(_relu(), [("", 0)], called=False),
+        "function 'F': imports opset 0 of ai.onnx; opset versions start at 1",
+        "Invalid opset version for domain  in function F"),
+    "a function importing opset 2^31": (
+        _model(_relu(), [("", 2**31)]),
+        "function 'F': imports opset 2147483648 of ai.onnx, which no opset can be",
+        "Invalid opset version for domain  in function F"),
     "two inputs to ReduceMax-13, in a function nothing calls": (
         _model(_reduce_max_by_input(), [("", 17)], called=False),
         "function 'F': node 'r' (ReduceMax) has 2 inputs; ReduceMax-13 takes 1",

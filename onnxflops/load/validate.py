@@ -80,9 +80,10 @@ class _Walk:
         if function is None:
             domains = set(self.opsets) | (set(DEFAULT_DOMAIN) if "" in self.opsets else set())
         else:
+            label = f"{where}: function '{_text(function.name)}'"
+            _check_imports(function.opset_import, label)
             imports = {domain_key(o.domain): o.version for o in function.opset_import}
             domains = set(imports)
-            label = f"{where}: function '{_text(function.name)}'"
             context = checker_context(model, function.opset_import) if called else None
             running = running_opsets(self.opsets, imports)
         graphs = [graph]
@@ -171,12 +172,18 @@ def _check_counts(node: onnx.NodeProto, opset: int) -> None:
 def _check_runs_as_written(node: onnx.NodeProto, written: int, running: int) -> None:
     """The op is the same at the function's opset as at the one onnxruntime runs it at (onnx's
     checker: "not compatible with the version imported by model"): a ReduceMax with an `axes`
-    attribute in a function importing opset 17, run at the model's 20, is refused."""
+    attribute in a function importing opset 17, run at the model's 20, is refused, and so is a
+    Gelu (opset 20) run at 17 ("No Op registered for Gelu with domain_version of 17")."""
     if written == running:
         return
     domain = domain_key(node.domain)
     as_written = _schema_at(node.op_type, domain, written)
     as_run = _schema_at(node.op_type, domain, running)
+    if as_written is not None and as_run is None:
+        raise OnnxFlopsError(f"node {node_label(NodeRow.of(node))} is {node.op_type}-"
+                             f"{as_written.since_version} at the function's opset {written}, but "
+                             f"onnxruntime runs it at opset {running}, which has no "
+                             f"{node.op_type}")
     if as_written is not None and as_run is not None \
             and as_written.since_version != as_run.since_version:
         raise OnnxFlopsError(f"node {node_label(NodeRow.of(node))} is {node.op_type}-"
@@ -214,16 +221,23 @@ def _check_ir_version(model: onnx.ModelProto, where: str) -> None:
 
 
 def _check_opsets(model: onnx.ModelProto, where: str) -> None:
-    for opset in model.opset_import:
+    _check_imports(model.opset_import, where)
+    if not any(o.domain in DEFAULT_DOMAIN for o in model.opset_import) and _uses_standard_ops(model):
+        raise OnnxFlopsError(f"{where}: imports no opset of ai.onnx, yet its nodes use its ops")
+
+
+def _check_imports(imports, where: str) -> None:
+    """Each opset the model or a local function (`where` names it) imports: a domain that is
+    text, a version from 1 (onnxruntime: "Invalid opset version for domain X in function F")
+    that onnx's own functions can take (an int)."""
+    for opset in imports:
         _check_name(opset.domain, "an opset's domain", where)
         domain = opset.domain or "ai.onnx"
-        if not 1 <= opset.version < 2**31:  # onnx's own functions take an int
+        if not 1 <= opset.version < 2**31:
             raise OnnxFlopsError(f"{where}: imports opset {opset.version} of {domain}; "
                                  "opset versions start at 1" if opset.version < 1 else
                                  f"{where}: imports opset {opset.version} of {domain}, which no "
                                  "opset can be")
-    if not any(o.domain in DEFAULT_DOMAIN for o in model.opset_import) and _uses_standard_ops(model):
-        raise OnnxFlopsError(f"{where}: imports no opset of ai.onnx, yet its nodes use its ops")
 
 
 def opset_warnings(model: onnx.ModelProto) -> list[str]:
