@@ -79,6 +79,11 @@ def _refused_by_onnxruntime(model: onnx.ModelProto, message: str) -> None:
 
 COUNTED = {
     "function at opset 17 in a model at 20": _model(_relu(), [("", 17)]),
+    "function at opset 17 in a model importing 'ai.onnx' at 20":
+        _model(_relu(), [("", 17)], [("ai.onnx", 20), ("local", 1)]),
+    "a node of domain 'ai.onnx' spelled out in a function nothing calls":
+        _model([helper.make_node("Relu", ["a"], ["b"], domain="ai.onnx")], [("ai.onnx", 17)],
+               called=False),
     "function at opset 17 in a model importing no ai.onnx": _model(_relu(), [("", 17)], [("local", 1)]),
 }
 
@@ -135,6 +140,22 @@ REFUSED = {
         _model(_relu(), [("", 2**31)]),
         "function 'F': imports opset 2147483648 of ai.onnx, which no opset can be",
         "Invalid opset version for domain  in function F"),
+    "a node of domain '' in a function importing 'ai.onnx'": (
+        _model(_relu(), [("ai.onnx", 17)]),
+        "function 'F': node 'r' (Relu) is of domain '' (ai.onnx), which the function imports "
+        "only as 'ai.onnx', a name onnxruntime does not match to ''",
+        "No opset registered for domain  in function F"),
+    "a node of domain 'ai.onnx' in a function importing ''": (
+        _model([helper.make_node("Relu", ["a"], ["b"], name="r", domain="ai.onnx")], [("", 17)]),
+        "function 'F': node 'r' (Relu) is of domain 'ai.onnx', which the function imports no "
+        "opset of",
+        "No opset registered for domain ai.onnx in function F"),
+    "a node of domain 'ai.onnx' in a called function importing 'ai.onnx'": (
+        _model([helper.make_node("Relu", ["a"], ["b"], name="r", domain="ai.onnx")],
+               [("ai.onnx", 17)], [("ai.onnx", 20), ("local", 1)]),
+        "function 'F': node 'r' (Relu) is of domain 'ai.onnx' spelled out, which onnxruntime "
+        "does not resolve in a function (its ops are of domain '')",
+        "No opset import for domain ai.onnx"),
     "two inputs to ReduceMax-13, in a function nothing calls": (
         _model(_reduce_max_by_input(), [("", 17)], called=False),
         "function 'F': node 'r' (ReduceMax) has 2 inputs; ReduceMax-13 takes 1",
