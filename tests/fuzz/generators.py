@@ -13,7 +13,8 @@ made, the count options the class needs); `large_external_data` also writes a sp
   a cycle at the top or in a Loop body, a read of what nothing defines, an undefined output, an
   output declared of another element type than its node writes);
 - function_opsets: a local function importing another opset of ai.onnx than its model (or a
-  model importing none, or an opset no version can be), its node written for one opset or the
+  model importing none, or an opset no version can be; the domain spelled '' or 'ai.onnx'), its
+  node written for one opset or the
   other (ops whose schema changed between them: ReduceMax, ReduceSum, Softmax, Clip, Gelu),
   called or not, in an If branch or not, sometimes with an input or output too many;
 - framework_file, llm_config, factory_spec: the other input kinds (.pt2, .keras, .h5, SavedModel
@@ -202,8 +203,11 @@ def function_opsets(rng: random.Random, workdir: Path) -> tuple[bytes, str, tupl
         node = body[-1] if rng.random() < 0.5 else None
         if node is not None:
             node.output.append("surplus")
+    spelled = rng.choice(("", "", "", "ai.onnx"))  # the function's name of the standard domain
+    if rng.random() < 0.1:
+        body[-1].domain = "ai.onnx"
     function = helper.make_function("local", "F", ["a"], ["b"], body,
-                                    [helper.make_opsetid("", inner)])
+                                    [helper.make_opsetid(spelled, inner)])
     call = helper.make_node("F", ["x", "x"] if extra and node is None else ["x"], ["y"],
                             domain="local", name="call") if called \
         else helper.make_node("Relu", ["x"], ["y"], name="relu")
@@ -224,7 +228,8 @@ def function_opsets(rng: random.Random, workdir: Path) -> tuple[bytes, str, tupl
                               opset_imports=opsets, functions=[function])
     model.ir_version = 8
     return model.SerializeToString(), (
-        f"function opsets: {kind} in a function importing opset {inner}, the model "
+        f"function opsets: {kind}{' of ai.onnx spelled out' if body[-1].domain else ''} in a "
+        f"function importing opset {inner}{' of ai.onnx spelled out' if spelled else ''}, the model "
         f"{outer or 'none'}{', called' if called else ''}{' in a branch' if branch else ''}"
         f"{', an input or output too many' if extra else ''}"), ()
 
