@@ -43,7 +43,7 @@ def check_model(model: onnx.ModelProto, where: str, *, names_text: bool = False)
     walk.graph(model.graph)
     # The functions the model calls first, those they call in turn: each body is walked once,
     # knowing whether onnxruntime inlines it (and so checks its nodes' schemas).
-    functions = {(f.domain, f.name): f for f in model.functions}
+    functions = walk.functions
     done: set[tuple[str, str]] = set()
     while walk.calls:
         key = walk.calls.pop()
