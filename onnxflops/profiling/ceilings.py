@@ -5,7 +5,7 @@ model, over the kernels it runs fastest, each fed as a model feeds it: weights s
 (initializers), so that onnxruntime prepacks them and runs its convolutions in its blocked NCHWc
 layout (fed as inputs, a 3×3 convolution took another path, 122 against 155 GFLOP/s on one core,
 and 19 of ResNet-50's convolutions ran up to 14% above such a "peak"). The probes: 3×3
-convolutions of 64 and 128 channels, a 1×1 one of 1024 to 256 and three MatMuls, each a
+convolutions of 64, 128 and 256 channels, a 1×1 one of 1024 to 256 and three MatMuls, each a
 millisecond or three a run: the best of many short runs is the rate of a moment when no other
 work held the cores, as a model's layers reach it. Bandwidth is the best of
 read-dominated kernels streaming a weight as a model's layers do (a vector times a 16 MB and a
@@ -44,9 +44,9 @@ from onnxflops.profiling.runtime import SessionConfig, import_ort, make_session,
 # on one core (150-168 GFLOP/s under a load of 5 on 2 cores, as quiet). Larger ones ran slower
 # there (a 256-channel 3×3 convolution on 56x56 and a 1024² MatMul: 77-84 GFLOP/s, their
 # operands beyond a core's 2 MB of L2).
-_COMPUTE = {"cpu": ((("Conv", 128, 128, 3, 28), ("Conv", 64, 64, 3, 56), ("Conv", 1024, 256, 1, 14),
-                     ("MatMul", 256, 1024, 256), ("MatMul", 512, 512, 512),
-                     ("MatMul", 1024, 512, 512)),
+_COMPUTE = {"cpu": ((("Conv", 128, 128, 3, 28), ("Conv", 64, 64, 3, 56), ("Conv", 256, 256, 3, 14),
+                     ("Conv", 1024, 256, 1, 14), ("MatMul", 256, 1024, 256),
+                     ("MatMul", 512, 512, 512), ("MatMul", 1024, 512, 512)),
                     (("Conv", 32, 32, 3, 14), ("Conv", 128, 64, 1, 7), ("MatMul", 64, 256, 64),
                      ("MatMul", 128, 128, 128))),
             "cuda": ((("Conv", 512, 512, 3, 64), ("Conv", 512, 512, 3, 128),
@@ -60,10 +60,10 @@ _COPY_ELEMENTS = {"cpu": (64 << 20, 1 << 20), "cuda": (256 << 20, 4 << 20)}
 _STREAM_SIDES = {"cpu": ((2048, 4096), (256, 512)), "cuda": ((8192, 16384), (1024, 2048))}
 # Fewest runs and seconds spent per measurement (full, quick), compute then bandwidth: the best
 # run is kept, so more runs mean less chance that other work on the machine lowers the figure.
-# The six compute probes take about 2 s in all.
+# The seven compute probes take about 2 s in all.
 _RUNS = {"compute": ((10, 0.25), (3, 0.0)), "bandwidth": ((10, 1.0), (3, 0.0))}
 # Part of the cache key: ceilings measured by other probes are measured again.
-_PROBES = "probes=weights-stored:conv3x3,conv1x1,matmul;stream=gemv,sum,copy"
+_PROBES = "probes=weights-stored:conv3x3@28,56,14,conv1x1,matmul-x3;stream=gemv,sum,copy"
 # A probe ran under load when the load average per core was above this at its start, or its
 # threads got less than this share of the CPU time they would have had alone.
 _LOADED_PER_CORE = 1.0
