@@ -1063,3 +1063,26 @@ def test_a_dim_declared_0_is_bound_to_0_only(tmp_path, capsys):
     assert session.run(None, {"x": np.ones((2, 0), np.float32)})[0].shape == (2, 0)
     with pytest.raises(Exception, match="Got: 8 Expected: 0"):
         session.run(None, {"x": np.ones((2, 8), np.float32)})
+
+
+def _pool(op_type: str, pads: list[int]) -> onnx.ModelProto:
+    return model([node(op_type, ["x"], ["y"], kernel_shape=[2, 2], pads=pads)], {"x": [1, 1, 8, 8]})
+
+
+@pytest.mark.parametrize("op_type", ["MaxPool", "AveragePool", "LpPool"])
+def test_a_pool_padded_by_its_kernel_or_more_is_refused_as_onnxruntime_refuses_it(op_type):
+    # The fuzz run's cnn_legacy:153713 and 153841 (slice 11): a MaxPool of kernel 2 padded 7
+    # (and 2^32) at the end of a dim was counted; onnxruntime refuses it at load ("Pad should be
+    # smaller than kernel"), at either end, whatever auto_pad and dilations say.
+    with pytest.raises(OnnxFlopsError, match=r"^node 'y' \(" + op_type + r"\): pads \[0, 0, 7, 0\] "
+                       r"are not all smaller than its kernel_shape \[2, 2\], which onnxruntime "
+                       r"refuses at load$"):
+        count(_pool(op_type, [0, 0, 7, 0]))
+    assert count(_pool(op_type, [1, 1, 1, 1])).total.flops > 0
+    ort = pytest.importorskip("onnxruntime")
+    for pads in ([0, 0, 7, 0], [2, 0, 0, 0]):
+        with pytest.raises(Exception, match="Pad should be smaller than kernel"):
+            ort.InferenceSession(_pool(op_type, pads).SerializeToString(),
+                                 providers=["CPUExecutionProvider"])
+    ort.InferenceSession(_pool(op_type, [1, 1, 1, 1]).SerializeToString(),
+                         providers=["CPUExecutionProvider"])
