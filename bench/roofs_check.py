@@ -6,7 +6,9 @@ estimate), and ResNet-50 (bench/models.py, batch 1) on 1 and 2 threads (measured
 the sum over its nodes of max(FLOPs / peak, bytes / bandwidth)). For each it prints the roofs in
 force when it started (as cached, or probed again where the cache was probed under more load
 than now), the nodes (and the model) above those roofs, which make `profile` probe again, and
-those still above the roofs after that, which `profile` then raises the roofs to.
+those still above the roofs after that, which `profile` then raises the roofs to; under each
+ResNet-50 row, its nodes nearest their roofs (--nodes, achieved FLOP/s over the roofs in force
+at the start, which this process probed where none were cached).
 
 PASS: no phase or model measured faster than its roof (measured / roof >= 1) and no roof raised
 (no node or model above the roofs probed). The ceilings are cached in --cache (default
@@ -47,21 +49,31 @@ def roofs_in_force(threads: int | None):
     return machine_ceilings(SessionConfig("cpu", threads), "float32")
 
 
-def check(label: str, profiled, before, roof: float) -> bool:
+def check(label: str, profiled, before, roof: float, nodes: int = 0) -> bool:
     """Print one row: measured vs roof, nodes above the roofs in force before, nodes the roofs
-    were raised for; whether it passes."""
+    were raised for; whether it passes. Then the `nodes` nodes nearest the roofs in force before
+    (achieved FLOP/s over the roofline at their intensity)."""
     from onnxflops.profiling.measure import above_roof
 
     at_start = len(above_roof(replace(profiled, ceilings=before)))
     raised = sum(int(m.group(1)) for w in profiled.warnings if (m := _RAISED.match(w)))
     measured = profiled.latency.median
-    c = profiled.ceilings
-    nearest = max((n.achieved_flops_per_s / c.attainable(n.flops, n.bytes) for n in profiled.nodes
-                   if n.bound != "-" and n.achieved_flops_per_s), default=0.0)
+    nearest = next((share for _, share in nearest_roof(profiled.nodes, profiled.ceilings)), 0.0)
     ok = measured >= roof and not raised
     print(f"{label:<34}{measured:>10.3f}{roof:>10.3f}{measured / roof:>7.2f}"
           f"{100 * nearest:>9.1f}%{at_start:>9}{raised:>8}  {'ok' if ok else 'ABOVE ROOF'}")
+    for n, share in nearest_roof(profiled.nodes, before)[:nodes]:
+        print(f"    {n.name[:40]:<42}{n.op_type:<14}{n.achieved_flops_per_s / 1e9:>8.1f} GFLOP/s"
+              f"{100 * share:>8.1f}% of its roof at the start")
     return ok
+
+
+def nearest_roof(nodes, ceilings) -> list:
+    """(node, achieved FLOP/s over the roofline at its intensity under `ceilings`), highest
+    first."""
+    return sorted(((n, n.achieved_flops_per_s / ceilings.attainable(n.flops, n.bytes))
+                   for n in nodes if n.bound != "-" and n.achieved_flops_per_s),
+                  key=lambda pair: -pair[1])
 
 
 def describe(c) -> str:
@@ -77,6 +89,8 @@ def main() -> int:
     parser.add_argument("--cache", default="/tmp/onnxflops-roofs-check",
                         help="where the ceilings are cached between runs")
     parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--nodes", type=int, default=5,
+                        help="ResNet-50's nodes nearest their roofs shown under its rows")
     args = parser.parse_args()
     os.environ["ONNXFLOPS_CACHE_DIR"] = args.cache
     start, load = time.monotonic(), os.getloadavg()[0]
@@ -110,7 +124,7 @@ def main() -> int:
                     runs=args.runs, inputs={"input": (1, 3, 224, 224)})
         passed &= check(f"ResNet-50, {threads} thread(s) "
                         f"({100 * p.efficiency:.0f}% of peak)", p, before,
-                        roof_ms(p.nodes, p.ceilings))
+                        roof_ms(p.nodes, p.ceilings), args.nodes)
     print(f"load average {load:.2f} before, {os.getloadavg()[0]:.2f} after; "
           f"{time.monotonic() - start:.0f} s")
     print("PASS: no model, phase or node above its roof" if passed else

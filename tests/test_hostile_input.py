@@ -1026,3 +1026,63 @@ def test_an_axis_beyond_the_rank_is_refused_as_onnxruntime_refuses_it():
     with pytest.raises(OnnxFlopsError, match=r"node 'y' \(LayerNormalization\): axis 2147483648 "
                                              r"is out of range for tensors of rank 2"):
         count(normed(2**31))
+
+
+def _gemm_of_a_zero_dim(declared: list) -> onnx.ModelProto:
+    """x (declared `declared`) -> Gemm by a 6x8 weight (transB): x's dim 1 must be 8."""
+    return model([node("Gemm", ["x", "w"], ["y"], transB=1)], {"x": declared}, [weight("w", [6, 8])])
+
+
+@pytest.mark.parametrize("options", [["--symbolic"], ["--batch", "2"]], ids=["symbolic", "bound"])
+def test_a_declared_dim_of_0_is_fixed_as_onnxruntime_reads_it(options, tmp_path, capsys):
+    # The fuzz run's mlp_legacy:147365 (dim 0): an input declared [batch, 0] into a Gemm of an
+    # 8-row weight. onnxflops read the 0 as an open dim and counted it under --symbolic (with a
+    # symbol for it); onnxruntime reads it as 0 and refuses the model.
+    path = tmp_path / "m.onnx"
+    onnx.save(_gemm_of_a_zero_dim(["batch", 0]), str(path))
+    assert main(["count", str(path), *options]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert "Dimension mismatch in unification between 8 and 0" in line
+    ort = pytest.importorskip("onnxruntime")
+    with pytest.raises(Exception, match="Dimension mismatch in unification between 8 and 0"):
+        ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+
+def test_a_dim_declared_0_is_bound_to_0_only(tmp_path, capsys):
+    # A Relu of x declared [2, 0]: counted at 0 elements, as onnxruntime runs it; fed [2, 8] it
+    # refuses ("Got: 8 Expected: 0"), and so is --input x=2x8.
+    relu = model([node("Relu", ["x"], ["y"])], {"x": [2, 0]})
+    assert count(relu).total.flops == 0
+    path = tmp_path / "m.onnx"
+    onnx.save(relu, str(path))
+    assert main(["count", str(path), "--input", "x=2x8"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "onnxflops: error: input 'x': dim 1 is fixed to 0 in the model, but 8 was given (2x8)"]
+    ort = pytest.importorskip("onnxruntime")
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert session.run(None, {"x": np.ones((2, 0), np.float32)})[0].shape == (2, 0)
+    with pytest.raises(Exception, match="Got: 8 Expected: 0"):
+        session.run(None, {"x": np.ones((2, 8), np.float32)})
+
+
+def _pool(op_type: str, pads: list[int]) -> onnx.ModelProto:
+    return model([node(op_type, ["x"], ["y"], kernel_shape=[2, 2], pads=pads)], {"x": [1, 1, 8, 8]})
+
+
+@pytest.mark.parametrize("op_type", ["MaxPool", "AveragePool", "LpPool"])
+def test_a_pool_padded_by_its_kernel_or_more_is_refused_as_onnxruntime_refuses_it(op_type):
+    # The fuzz run's cnn_legacy:153713 and 153841 (slice 11): a MaxPool of kernel 2 padded 7
+    # (and 2^32) at the end of a dim was counted; onnxruntime refuses it at load ("Pad should be
+    # smaller than kernel"), at either end, whatever auto_pad and dilations say.
+    with pytest.raises(OnnxFlopsError, match=r"^node 'y' \(" + op_type + r"\): pads \[0, 0, 7, 0\] "
+                       r"are not all smaller than its kernel_shape \[2, 2\], which onnxruntime "
+                       r"refuses at load$"):
+        count(_pool(op_type, [0, 0, 7, 0]))
+    assert count(_pool(op_type, [1, 1, 1, 1])).total.flops > 0
+    ort = pytest.importorskip("onnxruntime")
+    for pads in ([0, 0, 7, 0], [2, 0, 0, 0]):
+        with pytest.raises(Exception, match="Pad should be smaller than kernel"):
+            ort.InferenceSession(_pool(op_type, pads).SerializeToString(),
+                                 providers=["CPUExecutionProvider"])
+    ort.InferenceSession(_pool(op_type, [1, 1, 1, 1]).SerializeToString(),
+                         providers=["CPUExecutionProvider"])

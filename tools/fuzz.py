@@ -15,7 +15,8 @@ than --memory-mb above the parent, onnxruntime's excluded); hang (over --timeout
 signal). The run ends with where the cases' time went, per command and phase (print_costs).
 The mutations and the property are those of the property tests: tests/fuzz/mutator.py, oracle.py;
 the generators (function bombs, symbolic chains, trip-count products, large external data,
-invalid graphs, framework files, llm configs, factory specs) are tests/fuzz/generators.py.
+invalid graphs, function opsets, framework files, llm configs, factory specs) are
+tests/fuzz/generators.py.
 An ONNX case N runs `count` with one of several option sets, `compare`, `report` or `profile`, by
 N (a generator that needs options, such as --symbolic, sets them); one in FAULT_EVERY runs under
 a fault of its environment (an unwritable or missing cache or output folder, a full disk, a long

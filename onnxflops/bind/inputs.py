@@ -141,7 +141,7 @@ def _given(name: str, declared: tuple | None, given: Shape) -> tuple:
                                  f"{len(given)}, the model declares {format_shape(declared)} "
                                  f"(rank {len(declared)})")
         for axis, (d, g) in enumerate(zip(declared, given)):
-            if isinstance(d, int) and d > 0 and d != g:
+            if _is_fixed(d) and d != g:
                 raise OnnxFlopsError(f"input '{name}': dim {axis} is fixed to {d} in the model, "
                                      f"but {g} was given ({format_shape(given)})")
     return given
@@ -223,7 +223,10 @@ def _declared_custom_outputs(model: onnx.ModelProto, named: Mapping[str, int]
 
 
 def _is_fixed(d) -> bool:
-    return isinstance(d, int) and d > 0
+    """A dim the model fixes: a dim_value, 0 included, as onnxruntime reads it (a Gemm of an
+    input declared [batch, 0] by an 8-row weight: "Dimension mismatch in unification between 8
+    and 0"; a [2, 8] fed to it: "Got: 8 Expected: 0"); a dim_param or no value is open."""
+    return isinstance(d, int) and d >= 0
 
 
 def _set_shape(vi: onnx.ValueInfoProto, shape: Iterable) -> None:

@@ -217,6 +217,26 @@ def check_node(node: Node) -> None:
     for name in required:
         if name not in present:
             raise Uncostable(f"lacks its required attribute '{name}'")
+    if node.op_type in _POOLS and domain_key(node.domain) == "":
+        _check_pool_pads(node)
+
+
+# Pools whose pads onnxruntime 1.32 checks against their kernel at load, whatever auto_pad and
+# dilations say (PoolAttributes: "Pad should be smaller than kernel").
+_POOLS = frozenset(("MaxPool", "AveragePool", "LpPool"))
+
+
+def _check_pool_pads(node: Node) -> None:
+    """Each pad, at the start and the end of each spatial dim, smaller than the kernel there:
+    pads[i] < kernel_shape[i] and pads[i + n] < kernel_shape[i] (the fuzz run's
+    cnn_legacy:153713, a MaxPool of kernel 2 and pads [0, 0, 7, 0], was counted)."""
+    attributes = {a.name: a for a in node.proto.attribute if not a.ref_attr_name}
+    kernel = list(attributes["kernel_shape"].ints) if "kernel_shape" in attributes else []
+    pads = list(attributes["pads"].ints) if "pads" in attributes else []
+    if kernel and len(pads) == 2 * len(kernel) and any(
+            pad >= kernel[i % len(kernel)] for i, pad in enumerate(pads)):
+        raise _refused(node, f"pads {pads} are not all smaller than its kernel_shape {kernel}, "
+                       "which onnxruntime refuses at load")
 
 
 def _refused(node: Node, problem: str) -> OnnxFlopsError:

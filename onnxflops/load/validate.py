@@ -39,46 +39,182 @@ def check_model(model: onnx.ModelProto, where: str, *, names_text: bool = False)
     read here, one by one."""
     _check_ir_version(model, where)
     _check_opsets(model, where)
-    opsets = {domain_key(o.domain): o.version for o in model.opset_import}
-    # The domains the model's graphs may use, each spelling of the standard one: a function's
-    # nodes use those the function imports (_check_functions).
-    imported = set(opsets) | (set(DEFAULT_DOMAIN) if "" in opsets else set())
-    graphs: list[tuple[onnx.GraphProto, set | None]] = [(model.graph, imported)]
-    function_body = onnx.GraphProto()
-    for function in model.functions:
-        function_body.node.extend(function.node)
-    if function_body.node:
-        graphs.append((function_body, None))
-    unimported = None
-    while graphs:
-        graph, domains = graphs.pop()
-        _check_values(graph, where)
-        if 1 <= model.ir_version < 4:
-            _check_initializers_are_inputs(graph, model.ir_version, where)
-        for node in graph.node:
-            if not names_text:
-                _check_node(node, where)
-            if domains is not None and node.domain not in domains and unimported is None:
-                unimported = node  # refused once every name is known to be text
-            attributes = node.attribute
-            if attributes:  # most nodes have none: the loop below is not even entered
-                for a in attributes:
-                    kind = a.type
-                    if kind in _TENSOR_ATTRIBUTES and names_text:
-                        _check_tensors(a, node, where)
-                    elif kind == AttributeProto.GRAPH:
-                        _check_graph_named(a.g, a, node, where)
-                        graphs.append((a.g, domains))
-                    elif kind == AttributeProto.GRAPHS:
-                        for g in a.graphs:
-                            _check_graph_named(g, a, node, where)
-                        graphs.extend((g, domains) for g in a.graphs)
-            if node.op_type in HOLDS_SUBGRAPHS and node.domain in DEFAULT_DOMAIN:
-                _check_control_flow(node, opsets, where)
-    if unimported is not None:
-        _refuse_domain(unimported, "the model", where)
-    if model.functions:
-        _check_functions(model, where)
+    walk = _Walk(model, where, names_text)
+    walk.graph(model.graph)
+    # The functions the model calls first, those they call in turn: each body is walked once,
+    # knowing whether onnxruntime inlines it (and so checks its nodes' schemas).
+    functions = walk.functions
+    done: set[tuple[str, str]] = set()
+    while walk.calls:
+        key = walk.calls.pop()
+        if key not in done:
+            done.add(key)
+            walk.graph(onnx.GraphProto(node=functions[key].node), functions[key], called=True)
+    for key, function in functions.items():
+        if key not in done:
+            walk.graph(onnx.GraphProto(node=function.node), function, called=False)
+    if walk.unimported is not None:  # refused once every name is known to be text
+        _refuse_domain(walk.unimported, "the model", where)
+
+
+class _Walk:
+    """The checks of each node of a graph, its nested graphs' included, and of the body of a
+    local function, which onnxruntime checks as it does: every function's nodes of the domains
+    it imports (in any function: "No opset registered for domain X in function F") and their
+    input and output counts at its opsets (model.cc's ValidateFunctionNodeCounts); the nodes of
+    the functions the model calls also against their ops' schemas, at the function's opsets
+    and as run once inlined, at the model's ("Unrecognized attribute")."""
+
+    def __init__(self, model: onnx.ModelProto, where: str, names_text: bool):
+        self.model, self.where, self.names_text = model, where, names_text
+        self.opsets = {domain_key(o.domain): o.version for o in model.opset_import}
+        self.functions = {(f.domain, f.name): f for f in model.functions}
+        self.calls: list[tuple[str, str]] = []  # local functions called, to walk as called
+        self.unimported: onnx.NodeProto | None = None  # the graph's first of a domain not imported
+
+    def graph(self, graph: onnx.GraphProto, function: onnx.FunctionProto | None = None,
+              called: bool = True) -> None:
+        """Check `graph` and its nested graphs: the model's (function None) or a function's
+        body, `called` where the model calls it."""
+        where, model = self.where, self.model
+        if function is None:
+            domains = set(self.opsets) | (set(DEFAULT_DOMAIN) if "" in self.opsets else set())
+        else:
+            label = f"{where}: function '{_text(function.name)}'"
+            _check_imports(function.opset_import, label)
+            imports = {domain_key(o.domain): o.version for o in function.opset_import}
+            # As spelled: onnxruntime matches a function's nodes to its imports literally.
+            domains = {o.domain for o in function.opset_import}
+            context = checker_context(model, function.opset_import) if called else None
+            running = running_opsets(self.opsets, imports)
+        graphs = [graph]
+        while graphs:
+            graph = graphs.pop()
+            _check_values(graph, where)
+            if 1 <= model.ir_version < 4:
+                _check_initializers_are_inputs(graph, model.ir_version, where)
+            for node in graph.node:
+                if not self.names_text:
+                    _check_node(node, where)
+                attributes = node.attribute
+                if attributes:  # most nodes have none: the loop below is not even entered
+                    for a in attributes:
+                        kind = a.type
+                        if kind in _TENSOR_ATTRIBUTES and self.names_text:
+                            _check_tensors(a, node, where)
+                        elif kind == AttributeProto.GRAPH:
+                            _check_graph_named(a.g, a, node, where)
+                            graphs.append(a.g)
+                        elif kind == AttributeProto.GRAPHS:
+                            for g in a.graphs:
+                                _check_graph_named(g, a, node, where)
+                            graphs.extend(a.graphs)
+                if node.op_type in HOLDS_SUBGRAPHS and node.domain in DEFAULT_DOMAIN:
+                    _check_control_flow(node, self.opsets, where)
+                if called and (node.domain, node.op_type) in self.functions:
+                    self._call(node)
+                if function is None:
+                    if node.domain not in domains and self.unimported is None:
+                        self.unimported = node
+                    continue
+                if node.domain not in domains or called and node.domain == "ai.onnx":
+                    _refuse_function_domain(node, domains, label)
+                domain = domain_key(node.domain)
+                if domain in CHECKED_DOMAINS:
+                    try:
+                        if context is None:
+                            _check_counts(node, imports[domain])
+                        else:
+                            check_schema(NodeRow.of(node), context)
+                            _check_runs_as_written(node, imports[domain], running[domain])
+                    except OnnxFlopsError as e:
+                        raise OnnxFlopsError(f"{label}: {e}") from None
+
+    def _call(self, node: onnx.NodeProto) -> None:
+        """A call of a local function: given no more inputs and outputs than its function has
+        (onnxruntime's inliner: "Number of actual parameters cannot exceed number of formal
+        parameters"); its function to walk as called."""
+        function = self.functions[(node.domain, node.op_type)]
+        for kind, given, formal in (("inputs", node.input, function.input),
+                                    ("outputs", node.output, function.output)):
+            if len(given) > len(formal):
+                raise OnnxFlopsError(f"{self.where}: node {node_label(NodeRow.of(node))} calls "
+                                     f"function '{_text(function.name)}' with {len(given)} "
+                                     f"{kind}; it has {len(formal)}")
+        self.calls.append((node.domain, node.op_type))
+
+
+def _refuse_function_domain(node: onnx.NodeProto, domains: set[str], where: str) -> None:
+    """A function's node of a domain the function imports no opset of under its node's spelling
+    of it: onnxruntime 1.32 matches the two literally ("No opset registered for domain X in
+    function F"), and, in a function the model calls, resolves no node of domain 'ai.onnx'
+    spelled out ("No opset import for domain ai.onnx"), though it does in the model's graph."""
+    if node.domain == "ai.onnx" and node.domain in domains:
+        raise OnnxFlopsError(f"{where}: node {node_label(NodeRow.of(node))} is of domain "
+                             "'ai.onnx' spelled out, which onnxruntime does not resolve in a "
+                             "function (its ops are of domain '')")
+    if node.domain == "" and "ai.onnx" in domains:
+        raise OnnxFlopsError(f"{where}: node {node_label(NodeRow.of(node))} is of domain '' "
+                             "(ai.onnx), which the function imports only as 'ai.onnx', a name "
+                             "onnxruntime does not match to ''")
+    _refuse_domain(node, "the function", where)
+
+
+def running_opsets(model_opsets: dict[str, int], function_opsets: dict[str, int]) -> dict[str, int]:
+    """The opset of each domain a local function imports that its nodes run at, by domain
+    (domain_key): onnxruntime inlines them into the model's graph and runs them at the model's
+    opset of the domain; where the model imports none, at the newest it knows (onnx's newest
+    here), else at the function's. (A Softmax of a function importing opset 11 in a model
+    importing 13 normalizes one axis, as Softmax-13 does.)"""
+    newest = newest_opsets()
+    return {d: model_opsets.get(d, newest.get(d, v)) for d, v in function_opsets.items()}
+
+
+def _check_counts(node: onnx.NodeProto, opset: int) -> None:
+    """As many inputs and outputs as the op takes at `opset` (onnxruntime checks them in every
+    local function, called or not: "Invalid input count for op X in function F")."""
+    schema = _schema_at(node.op_type, domain_key(node.domain), opset)
+    if schema is None:
+        return  # an op onnx does not know at this opset: onnxruntime finds none either
+    for kind, given, low, high in (("inputs", node.input, schema.min_input, schema.max_input),
+                                   ("outputs", node.output, schema.min_output,
+                                    schema.max_output)):
+        if not low <= len(given) <= high:
+            takes = f"{low}" if low == high else f"{low} or more" if high >= 2**31 - 1 \
+                else f"{low} to {high}"
+            raise OnnxFlopsError(f"node {node_label(NodeRow.of(node))} has {len(given)} {kind}; "
+                                 f"{node.op_type}-{schema.since_version} takes {takes}")
+
+
+def _check_runs_as_written(node: onnx.NodeProto, written: int, running: int) -> None:
+    """The op is the same at the function's opset as at the one onnxruntime runs it at (onnx's
+    checker: "not compatible with the version imported by model"): a ReduceMax with an `axes`
+    attribute in a function importing opset 17, run at the model's 20, is refused, and so is a
+    Gelu (opset 20) run at 17 ("No Op registered for Gelu with domain_version of 17")."""
+    if written == running:
+        return
+    domain = domain_key(node.domain)
+    as_written = _schema_at(node.op_type, domain, written)
+    as_run = _schema_at(node.op_type, domain, running)
+    if as_written is not None and as_run is None:
+        raise OnnxFlopsError(f"node {node_label(NodeRow.of(node))} is {node.op_type}-"
+                             f"{as_written.since_version} at the function's opset {written}, but "
+                             f"onnxruntime runs it at opset {running}, which has no "
+                             f"{node.op_type}")
+    if as_written is not None and as_run is not None \
+            and as_written.since_version != as_run.since_version:
+        raise OnnxFlopsError(f"node {node_label(NodeRow.of(node))} is {node.op_type}-"
+                             f"{as_written.since_version} at the function's opset {written}, but "
+                             f"onnxruntime runs it at opset {running}, as "
+                             f"{node.op_type}-{as_run.since_version}")
+
+
+@memoized(1024)
+def _schema_at(op_type: str, domain: str, opset: int) -> onnx.defs.OpSchema | None:
+    try:
+        return onnx.defs.get_schema(op_type, opset, domain)
+    except onnx.defs.SchemaError:
+        return None
 
 
 @memoized(1)
@@ -102,16 +238,23 @@ def _check_ir_version(model: onnx.ModelProto, where: str) -> None:
 
 
 def _check_opsets(model: onnx.ModelProto, where: str) -> None:
-    for opset in model.opset_import:
+    _check_imports(model.opset_import, where)
+    if not any(o.domain in DEFAULT_DOMAIN for o in model.opset_import) and _uses_standard_ops(model):
+        raise OnnxFlopsError(f"{where}: imports no opset of ai.onnx, yet its nodes use its ops")
+
+
+def _check_imports(imports, where: str) -> None:
+    """Each opset the model or a local function (`where` names it) imports: a domain that is
+    text, a version from 1 (onnxruntime: "Invalid opset version for domain X in function F")
+    that onnx's own functions can take (an int)."""
+    for opset in imports:
         _check_name(opset.domain, "an opset's domain", where)
         domain = opset.domain or "ai.onnx"
-        if not 1 <= opset.version < 2**31:  # onnx's own functions take an int
+        if not 1 <= opset.version < 2**31:
             raise OnnxFlopsError(f"{where}: imports opset {opset.version} of {domain}; "
                                  "opset versions start at 1" if opset.version < 1 else
                                  f"{where}: imports opset {opset.version} of {domain}, which no "
                                  "opset can be")
-    if not any(o.domain in DEFAULT_DOMAIN for o in model.opset_import) and _uses_standard_ops(model):
-        raise OnnxFlopsError(f"{where}: imports no opset of ai.onnx, yet its nodes use its ops")
 
 
 def opset_warnings(model: onnx.ModelProto) -> list[str]:
@@ -152,29 +295,6 @@ def _graphs(graph: onnx.GraphProto):
                     stack.extend(a.graphs)
 
 
-def _check_functions(model: onnx.ModelProto, where: str) -> None:
-    """Each local function's nodes, its nested graphs' included, are of domains the function
-    itself imports (onnxruntime 1.32 checks every function, called or not: "No opset registered
-    for domain X in function F"); the nodes of the functions the model calls fit their ops'
-    schemas at the function's opsets (it checks them once inlined: "Unrecognized attribute")."""
-    called = _called_functions(model, where)
-    for function in model.functions:
-        imports = {domain_key(o.domain) for o in function.opset_import}
-        context = checker_context(model, function.opset_import) \
-            if (function.domain, function.name) in called else None
-        label = f"{where}: function '{_text(function.name)}'"
-        for graph in _graphs(onnx.GraphProto(node=function.node)):
-            for node in graph.node:
-                domain = domain_key(node.domain)
-                if domain not in imports:
-                    _refuse_domain(node, "the function", label)
-                if context is not None and domain in CHECKED_DOMAINS:
-                    try:
-                        check_schema(NodeRow.of(node), context)
-                    except OnnxFlopsError as e:
-                        raise OnnxFlopsError(f"{label}: {e}") from None
-
-
 def _check_graph_named(graph: onnx.GraphProto, attribute: onnx.AttributeProto,
                        node: onnx.NodeProto, where: str) -> None:
     """A nested graph (a Loop's body, an If's branch) has a name: onnxruntime refuses one that
@@ -191,32 +311,6 @@ def _refuse_domain(node: onnx.NodeProto, importer: str, where: str) -> None:
     raise OnnxFlopsError(f"{where}: node {node_label(NodeRow.of(node))} is of domain "
                          f"'{domain_key(node.domain) or 'ai.onnx'}', which {importer} imports "
                          "no opset of")
-
-
-def _called_functions(model: onnx.ModelProto, where: str) -> set[tuple[str, str]]:
-    """The local functions (domain, name) the model's graphs call, directly or through others;
-    each call given no more inputs and outputs than its function has (onnxruntime's inliner:
-    "Number of actual parameters cannot exceed number of formal parameters")."""
-    bodies = {(f.domain, f.name): f for f in model.functions}
-    called: set[tuple[str, str]] = set()
-    pending = [model.graph]
-    while pending:
-        for graph in _graphs(pending.pop()):
-            for node in graph.node:
-                key = (node.domain, node.op_type)
-                function = bodies.get(key)
-                if function is None:
-                    continue
-                for kind, given, formal in (("inputs", node.input, function.input),
-                                            ("outputs", node.output, function.output)):
-                    if len(given) > len(formal):
-                        raise OnnxFlopsError(f"{where}: node {node_label(NodeRow.of(node))} "
-                                             f"calls function '{_text(function.name)}' with "
-                                             f"{len(given)} {kind}; it has {len(formal)}")
-                if key not in called:
-                    called.add(key)
-                    pending.append(onnx.GraphProto(node=function.node))
-    return called
 
 
 def _check_control_flow(node: onnx.NodeProto, opsets: dict[str, int], where: str) -> None:

@@ -13,6 +13,8 @@ import onnx
 import onnx.inliner
 
 from onnxflops.errors import OnnxFlopsError, first_line
+from onnxflops.graph import domain_key
+from onnxflops.load.validate import running_opsets
 
 # The most nodes inlining the model's local functions may make: a 80-layer decoder whose every
 # layer is a function inlines to some 13,000; analysing a million would take minutes and GBs.
@@ -27,6 +29,7 @@ def normalize(model: onnx.ModelProto, max_nodes: int | None = None) -> onnx.Mode
     (MAX_INLINED_NODES where None)."""
     if model.functions:
         _check_not_recursive(model.functions)
+        model = _imports_as_run(model)
         if _inlined_size(model) > (MAX_INLINED_NODES if max_nodes is None else max_nodes):
             return model  # each call is costed from its body, once per signature (counter.py)
         try:
@@ -35,6 +38,27 @@ def normalize(model: onnx.ModelProto, max_nodes: int | None = None) -> onnx.Mode
             raise OnnxFlopsError(f"the model's local functions cannot be inlined: {first_line(e)}") \
                 from None
     return model
+
+
+def _imports_as_run(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` (a copy where anything changes) with each local function importing the opsets its
+    nodes run at (running_opsets) and the model importing each of them: onnx's inliner refuses
+    a function importing another opset than the model ("incompatible opset versions"), so its
+    calls were left uncosted, and left the nodes of a domain only the function imports in a
+    graph that does not import it."""
+    model_opsets = {domain_key(o.domain): o.version for o in model.opset_import}
+    written = [{domain_key(o.domain): o.version for o in f.opset_import} for f in model.functions]
+    imports = [running_opsets(model_opsets, opsets) for opsets in written]
+    added = {d: v for running in imports for d, v in running.items() if d not in model_opsets}
+    if not added and imports == written:
+        return model
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    copy.opset_import.extend(onnx.helper.make_opsetid(d, v) for d, v in added.items())
+    for function, running in zip(copy.functions, imports):
+        del function.opset_import[:]
+        function.opset_import.extend(onnx.helper.make_opsetid(d, v) for d, v in running.items())
+    return copy
 
 
 def _check_not_recursive(functions) -> None:

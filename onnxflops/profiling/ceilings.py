@@ -1,12 +1,13 @@
 """The machine's practical ceilings: peak FLOP/s and memory bandwidth, measured once and cached.
 
 Peak FLOP/s is the best onnxruntime reaches, with the same provider, threads and dtype as the
-model, over several compute-bound probes: a square MatMul, a MatMul with a long inner dim and a
-3×3 convolution (which onnxruntime's CPU provider runs in its blocked NCHWc layout, faster than
-its MatMul: one probe alone let ResNet-50 reach 100.1% of the "peak"), each large and again
-short (a millisecond a run: the best of many short runs is the rate of a moment when no other
-work held the cores, as a model's layers reach it; large ones alone let a Llama prefill's
-MatMuls run 30% above the peak). Bandwidth is the best of
+model, over the kernels it runs fastest, each fed as a model feeds it: weights stored in the model
+(initializers), so that onnxruntime prepacks them and runs its convolutions in its blocked NCHWc
+layout (fed as inputs, a 3×3 convolution took another path, 122 against 155 GFLOP/s on one core,
+and 19 of ResNet-50's convolutions ran up to 14% above such a "peak"). The probes: 3×3
+convolutions of 64, 128 and 256 channels, a 1×1 one of 1024 to 256 and three MatMuls, each a
+millisecond or three a run: the best of many short runs is the rate of a moment when no other
+work held the cores, as a model's layers reach it. Bandwidth is the best of
 read-dominated kernels streaming a weight as a model's layers do (a vector times a 16 MB and a
 64 MB matrix, a sum over 64 MB) and a copy: a copy alone (27 GB/s) let a Llama decode step run
 at 1.8× its roofline. Each is the best of a few runs.
@@ -32,30 +33,37 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 from onnxflops.profiling import budget
 from onnxflops.profiling.runtime import SessionConfig, import_ort, make_session, random_input
 
-# Side of the MatMul and elements copied, per provider: full measurement, quick one.
-_MATMUL_SIDE = {"cpu": (2048, 256), "cuda": (8192, 1024)}
-# The convolution probe: channels in = out and spatial side, per provider (full, quick).
-_CONV = {"cpu": ((256, 56), (64, 28)), "cuda": ((512, 64), (128, 32))}
-# Side m of the short probes (a 2m x m by m x m MatMul, an m/4-channel convolution on m/16 x m/16
-# pixels), per provider (full, quick): a run of a millisecond or two on weights a core's cache
-# holds, as a model's layers run. The best of many such runs finds a moment when no other work
-# held the cores: under a load of 11 on 2 cores the 2048 MatMul's best was 32 GFLOP/s, a 512
-# one's 263, a Llama prefill's largest MatMul 186 (on a probe of 143 taken at a load of 0.5).
-_SHORT_SIDE = {"cpu": (512, 128), "cuda": (2048, 512)}
+# The compute probes per provider (full, quick): ("Conv", channels in, channels out, kernel,
+# side) or ("MatMul", m, k, n), its second operand a weight. On CPU: the shapes of ResNet-50's
+# fastest convolutions and MatMuls of a Llama prefill's size, each a millisecond or three a run
+# on one core (150-168 GFLOP/s under a load of 5 on 2 cores, as quiet). Larger ones ran slower
+# there (a 256-channel 3×3 convolution on 56x56 and a 1024² MatMul: 77-84 GFLOP/s, their
+# operands beyond a core's 2 MB of L2).
+_COMPUTE = {"cpu": ((("Conv", 128, 128, 3, 28), ("Conv", 64, 64, 3, 56), ("Conv", 256, 256, 3, 14),
+                     ("Conv", 1024, 256, 1, 14), ("MatMul", 256, 1024, 256),
+                     ("MatMul", 512, 512, 512), ("MatMul", 1024, 512, 512)),
+                    (("Conv", 32, 32, 3, 14), ("Conv", 128, 64, 1, 7), ("MatMul", 64, 256, 64),
+                     ("MatMul", 128, 128, 128))),
+            "cuda": ((("Conv", 512, 512, 3, 64), ("Conv", 512, 512, 3, 128),
+                      ("Conv", 2048, 512, 1, 32), ("MatMul", 4096, 2048, 2048),
+                      ("MatMul", 8192, 8192, 8192), ("MatMul", 4096, 32768, 4096)),
+                     (("Conv", 128, 128, 3, 32), ("MatMul", 1024, 512, 512),
+                      ("MatMul", 1024, 1024, 1024)))}
 _COPY_ELEMENTS = {"cpu": (64 << 20, 1 << 20), "cuda": (256 << 20, 4 << 20)}
 # Sides of the square weights the streaming probes read (full, quick): on CPU 16 MB and 64 MB
 # of float32, in and beyond a large last-level cache, as a model's weights may be.
 _STREAM_SIDES = {"cpu": ((2048, 4096), (256, 512)), "cuda": ((8192, 16384), (1024, 2048))}
-# Fewest runs and seconds spent per measurement (full, quick): the best run is kept, so more runs
-# mean less chance that other work on the machine lowers the figure.
-_RUNS = ((10, 1.0), (3, 0.0))
+# Fewest runs and seconds spent per measurement (full, quick), compute then bandwidth: the best
+# run is kept, so more runs mean less chance that other work on the machine lowers the figure.
+# The seven compute probes take about 2 s in all.
+_RUNS = {"compute": ((10, 0.25), (3, 0.0)), "bandwidth": ((10, 1.0), (3, 0.0))}
 # Part of the cache key: ceilings measured by other probes are measured again.
-_PROBES = "probes=matmul,deep-matmul,conv3x3,short-matmul,short-conv3x3;stream=gemv,sum,copy"
+_PROBES = "probes=weights-stored:conv3x3@28,56,14,conv1x1,matmul-x3;stream=gemv,sum,copy"
 # A probe ran under load when the load average per core was above this at its start, or its
 # threads got less than this share of the CPU time they would have had alone.
 _LOADED_PER_CORE = 1.0
@@ -200,7 +208,6 @@ def _quieter_than(cached: Ceilings) -> bool:
 
 def measure(config: SessionConfig, dtype: str = "float32", quick: bool = False) -> Ceilings:
     level = 1 if quick else 0
-    runs, seconds = _RUNS[level]
     probes = _compute_probes(config.provider, level, dtype)
     streams = _bandwidth_probes(config.provider, level, dtype)
     if config.provider == "cpu":
@@ -212,8 +219,10 @@ def measure(config: SessionConfig, dtype: str = "float32", quick: bool = False) 
                                   "GiB", "or pass --quick (small probes) or --no-ceilings")
     load = _load_per_core()
     usage: list[tuple[float, float]] = []  # (CPU seconds, wall seconds) of each probe's runs
+    runs, seconds = _RUNS["compute"][level]
     peak = max(flops / _best_time(model, config, shapes, dtype, runs, seconds, usage)
                for model, shapes, flops in probes)
+    runs, seconds = _RUNS["bandwidth"][level]
     bandwidth = max(moved / _best_time(model, config, shapes, dtype, runs, seconds, usage)
                     for model, shapes, moved in streams)
     cpu, wall = sum(u[0] for u in usage), sum(u[1] for u in usage)
@@ -226,18 +235,20 @@ def measure(config: SessionConfig, dtype: str = "float32", quick: bool = False) 
 
 
 def _compute_probes(provider: str, level: int, dtype: str) -> list[tuple[bytes, list, int]]:
-    """(model, input shapes then output shape, FLOPs) of each compute-bound probe."""
-    n = _MATMUL_SIDE[provider][level]
-    c, side = _CONV[provider][level]
-    m = _SHORT_SIDE[provider][level]
-    probes = [("MatMul", [[n, n], [n, n], [n, n]], 2 * n ** 3, {}),
-              ("MatMul", [[n // 2, 4 * n], [4 * n, n // 2], [n // 2, n // 2]], n ** 3, {})]
-    for c, side in ((c, side), (m // 4, m // 16)):
-        probes.append(("Conv", [[1, c, side, side], [c, c, 3, 3], [1, c, side, side]],
-                       2 * c * c * 9 * side * side, {"pads": [1, 1, 1, 1]}))
-    probes.insert(3, ("MatMul", [[2 * m, m], [m, m], [2 * m, m]], 4 * m ** 3, {}))
-    return [(_single_op_model(op, dtype, shapes[:-1], shapes[-1], **attrs), shapes, flops)
-            for op, shapes, flops, attrs in probes]
+    """(model, input shapes then output shape, FLOPs) of each compute-bound probe: FLOPs
+    2·MACs, its weight (the shape after the input's) stored in the model."""
+    probes = []
+    for op, *dims in _COMPUTE[provider][level]:
+        if op == "Conv":
+            c_in, c_out, k, side = dims
+            shapes = [[1, c_in, side, side], [c_out, c_in, k, k], [1, c_out, side, side]]
+            flops, attrs = 2 * c_in * c_out * k * k * side * side, {"pads": [k // 2] * 4}
+        else:
+            m, k, n = dims
+            shapes, flops, attrs = [[m, k], [k, n], [m, n]], 2 * m * k * n, {}
+        probes.append((_single_op_model(op, dtype, shapes[:-1], shapes[-1], weights=1, **attrs),
+                       shapes, flops))
+    return probes
 
 
 def _bandwidth_probes(provider: str, level: int, dtype: str) -> list[tuple[bytes, list, int]]:
@@ -256,13 +267,19 @@ def _bandwidth_probes(provider: str, level: int, dtype: str) -> list[tuple[bytes
 
 
 def _single_op_model(op_type: str, dtype: str, input_shapes: list[list[int]],
-                     output_shape: list[int], **attrs) -> bytes:
+                     output_shape: list[int], weights: int = 0, **attrs) -> bytes:
+    """One `op_type` node; its last `weights` inputs stored in the model (random values), as a
+    model stores its weights, the others fed (x0, x1, ...)."""
     elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
     names = [f"x{i}" for i in range(len(input_shapes))]
+    fed = len(input_shapes) - weights
+    rng = np.random.default_rng(0)
+    stored = [numpy_helper.from_array(random_input(rng, shape, np.dtype(dtype).type), name)
+              for name, shape in zip(names[fed:], input_shapes[fed:])]
     graph = helper.make_graph([helper.make_node(op_type, names, ["y"], **attrs)], op_type.lower(),
                               [helper.make_tensor_value_info(n, elem, shape)
-                               for n, shape in zip(names, input_shapes)],
-                              [helper.make_tensor_value_info("y", elem, output_shape)])
+                               for n, shape in zip(names[:fed], input_shapes[:fed])],
+                              [helper.make_tensor_value_info("y", elem, output_shape)], stored)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8  # any onnxruntime of the last years runs IR 8
     return model.SerializeToString()
@@ -270,8 +287,8 @@ def _single_op_model(op_type: str, dtype: str, input_shapes: list[list[int]],
 
 def _best_time(model: bytes, config: SessionConfig, shapes: list[list[int]], dtype: str,
                runs: int, seconds: float, usage: list | None = None) -> float:
-    """Seconds of the fastest of at least `runs` runs taking at least `seconds` in all, inputs
-    (`shapes` but the last) and output (the last) bound in place (no allocation timed); the
+    """Seconds of the fastest of at least `runs` runs taking at least `seconds` in all, fed
+    inputs (of `shapes` but the last) and output (the last) bound in place (no allocation timed); the
     process's CPU seconds and the wall seconds of the timed runs are appended to `usage`."""
     ort = import_ort()
     session = make_session(model, SessionConfig(config.provider, config.threads, "all",
@@ -279,7 +296,10 @@ def _best_time(model: bytes, config: SessionConfig, shapes: list[list[int]], dty
     device = "cuda" if config.provider == "cuda" else "cpu"
     rng = np.random.default_rng(0)
     binding = session.io_binding()
+    fed = {i.name for i in session.get_inputs()}  # the others are weights stored in the model
     for i, shape in enumerate(shapes[:-1]):
+        if f"x{i}" not in fed:
+            continue
         x = random_input(rng, shape, np.dtype(dtype).type)
         binding.bind_ortvalue_input(f"x{i}", ort.OrtValue.ortvalue_from_numpy(x, device,
                                                                               config.device_id))

@@ -12,6 +12,11 @@ made, the count options the class needs); `large_external_data` also writes a sp
   element count or to an empty shape, a node writing an initializer, two nodes writing one name,
   a cycle at the top or in a Loop body, a read of what nothing defines, an undefined output, an
   output declared of another element type than its node writes);
+- function_opsets: a local function importing another opset of ai.onnx than its model (or a
+  model importing none, or an opset no version can be; the domain spelled '' or 'ai.onnx'), its
+  node written for one opset or the
+  other (ops whose schema changed between them: ReduceMax, ReduceSum, Softmax, Clip, Gelu),
+  called or not, in an If branch or not, sometimes with an input or output too many;
 - framework_file, llm_config, factory_spec: the other input kinds (.pt2, .keras, .h5, SavedModel
   folders that are not what they say; config.json files claiming impossible sizes; factory specs
   naming nothing or factories that misbehave), run by `count`, `convert`, `profile` or `llm`.
@@ -169,6 +174,66 @@ def invalid_graph(rng: random.Random, workdir: Path) -> tuple[bytes, str, tuple]
     return model.SerializeToString(), f"invalid graph: {kind}", ()
 
 
+def _axes(name: str) -> onnx.NodeProto:
+    return helper.make_node("Constant", [], [name],
+                            value=helper.make_tensor(name, TensorProto.INT64, [1], [1]))
+
+
+# Bodies (a -> b) of a local function, each written for one opset, by what they are.
+_FUNCTION_BODIES = {
+    "Relu": lambda: [helper.make_node("Relu", ["a"], ["b"], name="n")],
+    "ReduceMax-13 (axes attribute)": lambda: [helper.make_node("ReduceMax", ["a"], ["b"], name="n", axes=[1])],
+    "ReduceMax-18 (axes input)": lambda: [_axes("k"), helper.make_node("ReduceMax", ["a", "k"], ["b"], name="n")],
+    "ReduceSum-11 (axes attribute)": lambda: [helper.make_node("ReduceSum", ["a"], ["b"], name="n", axes=[1])],
+    "ReduceSum-13 (axes input)": lambda: [_axes("k"), helper.make_node("ReduceSum", ["a", "k"], ["b"], name="n")],
+    "Softmax": lambda: [helper.make_node("Softmax", ["a"], ["b"], name="n", axis=1)],
+    "Clip-6 (bounds attributes)": lambda: [helper.make_node("Clip", ["a"], ["b"], name="n", min=0.0, max=1.0)],
+    "Gelu-20": lambda: [helper.make_node("Gelu", ["a"], ["b"], name="n")],
+}
+
+
+def function_opsets(rng: random.Random, workdir: Path) -> tuple[bytes, str, tuple]:
+    kind = rng.choice(sorted(_FUNCTION_BODIES))
+    body = _FUNCTION_BODIES[kind]()
+    inner = rng.choice((6, 11, 13, 17, 18, 20, 0, 2**31)) if rng.random() < 0.1 \
+        else rng.choice((6, 11, 13, 17, 18, 20))
+    outer = rng.choice((6, 11, 13, 17, 18, 20, None))
+    called, branch, extra = rng.random() < 0.8, rng.random() < 0.2, rng.random() < 0.15
+    if extra:  # one input or output more than its op takes, or than its function has
+        node = body[-1] if rng.random() < 0.5 else None
+        if node is not None:
+            node.output.append("surplus")
+    spelled = rng.choice(("", "", "", "ai.onnx"))  # the function's name of the standard domain
+    if rng.random() < 0.1:
+        body[-1].domain = "ai.onnx"
+    function = helper.make_function("local", "F", ["a"], ["b"], body,
+                                    [helper.make_opsetid(spelled, inner)])
+    call = helper.make_node("F", ["x", "x"] if extra and node is None else ["x"], ["y"],
+                            domain="local", name="call") if called \
+        else helper.make_node("Relu", ["x"], ["y"], name="relu")
+    x, y = _vi("x", TensorProto.FLOAT, [2, 3, 4]), _vi("y", TensorProto.FLOAT, None)
+    nodes = [call]
+    if branch:
+        call.output[:] = ["t"]
+        then = helper.make_graph([call], "then", [], [_vi("t", TensorProto.FLOAT, None)])
+        other = helper.make_graph([helper.make_node("Identity", ["x"], ["e"])], "else", [],
+                                  [_vi("e", TensorProto.FLOAT, None)])
+        nodes = [helper.make_node("Constant", [], ["c"],
+                                  value=helper.make_tensor("c", TensorProto.BOOL, [], [True])),
+                 helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)]
+        if outer is None:
+            outer = _OPSET  # the If needs ai.onnx
+    opsets = ([helper.make_opsetid("", outer)] if outer else []) + [helper.make_opsetid("local", 1)]
+    model = helper.make_model(helper.make_graph(nodes, "generated", [x], [y]),
+                              opset_imports=opsets, functions=[function])
+    model.ir_version = 8
+    return model.SerializeToString(), (
+        f"function opsets: {kind}{' of ai.onnx spelled out' if body[-1].domain else ''} in a "
+        f"function importing opset {inner}{' of ai.onnx spelled out' if spelled else ''}, the model "
+        f"{outer or 'none'}{', called' if called else ''}{' in a branch' if branch else ''}"
+        f"{', an input or output too many' if extra else ''}"), ()
+
+
 # --- other input kinds: each generator writes its input under `workdir` and returns an Invocation
 # (what to run on it) in place of count options. -------------------------------------------------
 
@@ -295,5 +360,6 @@ OPTIONS = {"gen_symbolic_chain": ("--symbolic",)}
 
 GENERATORS = {"gen_function_bomb": function_bomb, "gen_symbolic_chain": symbolic_chain,
               "gen_trip_products": trip_products, "gen_large_external_data": large_external_data,
-              "gen_invalid_graph": invalid_graph, "gen_framework_file": framework_file,
+              "gen_invalid_graph": invalid_graph, "gen_function_opsets": function_opsets,
+              "gen_framework_file": framework_file,
               "gen_llm_config": llm_config, "gen_factory_spec": factory_spec}

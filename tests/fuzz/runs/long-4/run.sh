@@ -1,0 +1,22 @@
+#!/bin/bash
+# The long run in numbered slices; each slice runs the worktree's HEAD at its start (an archived
+# copy, so edits in progress never reach a running slice). Touch /tmp/<worktree name>/stop to
+# stop after the running slice.
+#   run.sh WORKTREE FIRST_SLICE LAST_SLICE FIRST_CASE CASES_A_SLICE END_CASE NICE
+WT=$1; FIRST_SLICE=$2; LAST_SLICE=$3; BASE=$4; SIZE=$5; END=$6; NICE=$7
+OUT=$WT/tests/fuzz/runs/long-4
+TMP=/tmp/$(basename $WT)
+mkdir -p $TMP
+for i in $(seq -w $FIRST_SLICE $LAST_SLICE); do
+  [ -e $TMP/stop ] && break
+  [ -e $OUT/slice-$i.json ] && grep -q '"done": true' $OUT/slice-$i.json 2>/dev/null && continue
+  commit=$(git -C $WT rev-parse --short HEAD)
+  code=$TMP/code-$commit
+  if [ ! -d $code ]; then mkdir -p $code && git -C $WT archive $commit | tar -x -C $code; fi
+  first=$((BASE + (10#$i - FIRST_SLICE) * SIZE))
+  cases=$(( first + SIZE > END ? END - first : SIZE ))
+  echo "slice $i: cases $first-$((first + cases - 1)) on $commit, started $(date -u +%H:%M:%S)" >> $OUT/slices.log
+  (cd $code && PYTHONPATH=$code nice -n $NICE python tools/fuzz.py --first $first --cases $cases --jobs 1 \
+      --json $OUT/slice-$i.json > $TMP/slice-$i.txt 2> $TMP/slice-$i.err)
+  echo "slice $i: exit $? at $(date -u +%H:%M:%S)" >> $OUT/slices.log
+done
