@@ -25,6 +25,7 @@ from onnxflops.survey.sources import TOKENS, Subject, Task
 
 TRAINED_SIZE = 224  # the ImageNet size of the keras.applications builders whose input is open
 IMAGE = 64  # a keras-hub image backbone's input side
+SAMPLES = 16000  # a waveform's length: one second at 16 kHz, as the transformers rows take
 STAGES = 2  # entries of a per-stage list the rule makes (`stackwise_*`, `layerwise_*`)
 DEEP = 4  # stages where two are too few: a head that reads pyramid levels P2 to P5
 
@@ -185,7 +186,8 @@ def hub_build(task: Task) -> Subject:
 
     cls = getattr(keras_hub.models, task.name)
     model, config = build_small(cls)
-    subject = Subject(model, kwargs=bound_inputs(model, IMAGE))
+    subject = Subject(model, kwargs=bound_inputs(model, IMAGE),
+                      variants=input_variants(model, IMAGE))
     if twin:
         pooled = has_pooled_output(model)
         label = f"transformers:{twin_type}"
@@ -214,15 +216,89 @@ def _keras():
     return keras
 
 
-def bound_inputs(model, side: int) -> dict[str, tuple]:
-    """Every input's shape by its Keras name, open dims bound: a batch to 1, an image's height
-    and width to `side`, a sequence's length to TOKENS."""
+def bound_inputs(model, side: int, tokens: int = TOKENS) -> dict[str, tuple]:
+    """Every input's shape by its Keras name, open dims bound (`bound_shapes`)."""
+    return bound_shapes({t.name: tuple(t.shape) for t in model.inputs}, side, tokens)
+
+
+def bound_shapes(declared: dict[str, tuple], side: int, tokens: int = TOKENS) -> dict[str, tuple]:
+    """Each declared shape (input name → dims, None where open) with its open dims bound: a
+    batch to 1, an image's height and width to `side`, a waveform's samples (one value a step:
+    (None, None, 1)) to SAMPLES, a sequence's length to `tokens`; then a padding mask's length
+    to that of the input it pads (`padding_mask_of`)."""
     shapes = {}
-    for tensor in model.inputs:
-        shape = tuple(tensor.shape)
-        fill = side if len(shape) == 4 else TOKENS
-        shapes[tensor.name] = (1, *[fill if d is None else d for d in shape[1:]])
+    for name, shape in declared.items():
+        if len(shape) == 3 and shape[1] is None and shape[2] == 1:
+            fill = SAMPLES
+        else:
+            fill = side if len(shape) == 4 else tokens
+        shapes[name] = (1, *[fill if d is None else d for d in shape[1:]])
+    for name, shape in declared.items():
+        padded = padding_mask_of(name, declared)
+        if padded and len(shape) == 2 and shape[1] is None:
+            shapes[name] = (1, shapes[padded][1])
     return shapes
+
+
+def padding_mask_of(name: str, declared: dict[str, tuple]) -> str | None:
+    """The input a padding mask pads: the first sequence input (rank 2 or 3: token ids,
+    features, a waveform) whose name starts as the mask's does before `padding_mask`
+    (`encoder_padding_mask` pads `encoder_input_values`; `padding_mask`, `token_ids`); None for
+    an input that is no padding mask."""
+    if not name.endswith("padding_mask"):
+        return None
+    prefix = name.removesuffix("padding_mask")
+    return next((other for other, shape in declared.items() if other.startswith(prefix)
+                 and not other.endswith("mask") and len(shape) in (2, 3)), None)
+
+
+def input_variants(model, side: int) -> tuple[dict, ...]:
+    """Other bindings of the inputs, tried where the forward fails on `bound_inputs`: sequences
+    as long as a position table the config sizes (SigLIP's text embedding adds its whole table,
+    so its tokens must be that many), then images as large as an image size the config names
+    (D-FINE's anchors are laid out for `anchor_image_size`)."""
+    config = _config_of(model)
+    variants = [bound_inputs(model, side, length) for length in
+                configured_sizes(config, _POSITIONS) if length != TOKENS]
+    variants += [bound_inputs(model, size) for size in configured_sizes(config, _IMAGE_SIZE)
+                 if size != side]
+    bound = bound_inputs(model, side)
+    return tuple(v for i, v in enumerate(variants) if v != bound and v not in variants[:i])
+
+
+_POSITIONS = re.compile(r"^(max_sequence_length|max_position_embeddings|sequence_length)$")
+_IMAGE_SIZE = re.compile(r".*image_(size|shape)$")
+
+
+def configured_sizes(config, key: re.Pattern) -> list[int]:
+    """Every size a config (nested: its sub-models' configs as Keras serializes them) gives
+    under a key `key` matches, in order, once each: an int, or the first of a shape's ints
+    ((256, 256) or (224, 224, 3): 256, 224)."""
+    found = []
+
+    def walk(value):
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if isinstance(k, str) and key.match(k):
+                    size = v if isinstance(v, int) and not isinstance(v, bool) else next(
+                        iter(v), None) if isinstance(v, (list, tuple)) else None
+                    if isinstance(size, int) and size > 0 and size not in found:
+                        found.append(size)
+                walk(v)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                walk(v)
+
+    walk(config)
+    return found
+
+
+def _config_of(model) -> dict:
+    """The model's config as Keras serializes it; {} where it cannot."""
+    try:
+        return model.get_config()
+    except Exception:  # noqa: BLE001 - a config is only read for sizes
+        return {}
 
 
 def build_small(cls, depth: int = 0, stages: int | None = None):

@@ -1,0 +1,85 @@
+"""The keras-hub survey's rules for inputs and builds, by hand on declared shapes, configs and
+toy classes (no Keras needed), and the converter's naming of outputs a dict nests."""
+
+from __future__ import annotations
+
+from onnxflops.survey.keras import (SAMPLES, TOKENS, bound_shapes, configured_sizes,
+                                    input_variants, padding_mask_of, _IMAGE_SIZE, _POSITIONS)
+
+
+def test_a_waveform_is_bound_to_a_second_of_samples_and_its_padding_mask_to_its_length():
+    """Moonshine's encoder reads raw audio, (None, None, 1): 16 samples are shorter than its
+    first convolution's 127-wide kernel. A waveform gets one second at 16 kHz (as the
+    transformers rows), and the mask that pads it, `encoder_padding_mask`, its length; the
+    decoder's mask keeps its tokens'."""
+    declared = {"decoder_padding_mask": (None, None), "decoder_token_ids": (None, None),
+                "encoder_input_values": (None, None, 1), "encoder_padding_mask": (None, None)}
+    assert SAMPLES == 16000
+    assert bound_shapes(declared, 64) == {
+        "decoder_padding_mask": (1, TOKENS), "decoder_token_ids": (1, TOKENS),
+        "encoder_input_values": (1, 16000, 1), "encoder_padding_mask": (1, 16000)}
+    # features (bins per frame) are no waveform: their frames are tokens
+    assert bound_shapes({"encoder_features": (None, None, 80)}, 64) == {
+        "encoder_features": (1, TOKENS, 80)}
+
+
+def test_a_padding_mask_pads_the_first_sequence_input_named_as_it_is():
+    declared = {"images": (None, None, None, 3), "padding_mask": (None, None),
+                "token_ids": (None, None), "encoder_input_values": (None, None, 1),
+                "encoder_padding_mask": (None, None)}
+    assert padding_mask_of("padding_mask", declared) == "token_ids"  # images are no sequence
+    assert padding_mask_of("encoder_padding_mask", declared) == "encoder_input_values"
+    assert padding_mask_of("token_ids", declared) is None
+    shapes = bound_shapes(declared, 64)
+    assert shapes["images"] == (1, 64, 64, 3) and shapes["padding_mask"] == (1, TOKENS)
+
+
+def test_sizes_a_config_names_are_read_through_its_sub_models():
+    """SigLIP's text encoder is a sub-model: its position table (64) is in its own config, as
+    Keras serializes it inside the backbone's."""
+    config = {"vision_encoder": {"class_name": "V", "config": {"image_shape": (224, 224, 3)}},
+              "text_encoder": {"class_name": "T", "config": {"max_sequence_length": 64,
+                                                             "hidden_dim": 64}},
+              "anchor_image_size": (256, 256), "use_bias": True}
+    assert configured_sizes(config, _POSITIONS) == [64]
+    assert configured_sizes(config, _IMAGE_SIZE) == [224, 256]
+    assert configured_sizes({"image_shape": (None, None, 3)}, _IMAGE_SIZE) == []  # open
+
+
+class _Tensor:
+    def __init__(self, name, shape):
+        self.name, self.shape = name, shape
+
+
+class _Model:
+    def __init__(self, inputs, config):
+        self.inputs, self._config = inputs, config
+
+    def get_config(self):
+        return self._config
+
+
+def test_where_the_forward_fails_sequences_are_tried_as_long_as_the_position_table():
+    """SigLIP's text embedding adds its whole position table (64 rows) to the tokens: 16 tokens
+    fail. Then images as large as the config says (D-FINE's anchors are laid out for
+    `anchor_image_size`); a binding equal to the first is not tried again."""
+    model = _Model([_Tensor("images", (None, None, None, 3)), _Tensor("token_ids", (None, None))],
+                   {"text": {"config": {"max_sequence_length": 64}}, "anchor_image_size": (256, 256)})
+    assert input_variants(model, 64) == (
+        {"images": (1, 64, 64, 3), "token_ids": (1, 64)},
+        {"images": (1, 256, 256, 3), "token_ids": (1, TOKENS)})
+    plain = _Model([_Tensor("token_ids", (None, None))], {"max_sequence_length": TOKENS,
+                                                          "image_size": 64})
+    assert input_variants(plain, 64) == ()
+
+
+def test_outputs_a_dict_nests_in_lists_are_named_by_key_and_place():
+    """D-FINE returns a dict holding tuples of tensors (its intermediate predictions): tf2onnx
+    named each dict value as a tensor and failed on the tuple."""
+    from onnxflops.converters.from_keras import _output_names
+
+    outputs = {"logits": _Tensor("Identity:0", ()),
+               "intermediate": (_Tensor("Identity_1:0", ()), [_Tensor("Identity_2:0", ())])}
+    assert _output_names(outputs) == {"Identity:0": "logits", "Identity_1:0": "intermediate_0",
+                                      "Identity_2:0": "intermediate_1_0"}
+    assert _output_names([_Tensor("Identity:0", ())]) == {}  # no dict: names are kept
