@@ -127,12 +127,15 @@ TWIN_FLOPS_DIFFER = {
                       "4,208: Pow, ReduceMean, Add, Sqrt, Reciprocal, 2 Mul and the 1 + weight "
                       "Add), which keras-hub's builds only with use_post_attention_norm / "
                       "use_post_ffw_norm, off by default. The other norms match: keras-hub's "
-                      "Square against HF's Pow",
+                      "Square against HF's Pow. Both apply the same padding mask (the last "
+                      "token padding), HF's by selection (And, Where: no float work)",
     "DebertaV3Backbone": "HF's DeBERTa-v2 multiplies the embeddings by the padding mask (ones "
                          "where none is passed) after their LayerNorm (16 x 64 Mul); keras-hub "
                          "masks in attention alone. The attention scales match (2 layers x 3 x "
                          "1,024 each side: keras-hub's Mul by 1/sqrt(3d), HF's Div by sqrt(3d))",
-    "T5Backbone": "keras-hub applies its padding masks, which the HF twin is run without: (1 - mask) x -1e9 in the first layer of each stack and in each "
+    "T5Backbone": "both apply the same padding masks (the last token padding), keras-hub as "
+                  "arithmetic and HF by selection (And, Where: no float work): keras-hub's "
+                  "(1 - mask) x -1e9 in the first layer of each stack and in each "
                   "cross-attention (Sub and Mul, 16 + 256 + 2 x 16 each) and its add to the "
                   "bias apart from the scores (4 x 1,024 Add). The RMS norms match: keras-hub's "
                   "Square and Reciprocal against HF's Pow and Div",
@@ -320,16 +323,20 @@ def build_small(cls, depth: int = 0, stages: int | None = None):
     # first stage type does not fit its default ratios; its third does)
     others = [{name: option} for name in inspect.signature(cls.__init__).parameters
               for option in documented_choices(documented(cls, name))[1:]]
-    # last, the values an example in the docstring gives (MobileNetV5's block types, which no
-    # docstring entry lists)
+    # then the values an example in the docstring gives (MobileNetV5's block types, which no
+    # docstring entry lists); last, the docstring example's call itself, with the sub-models
+    # it builds (SAM3's six parts, each sized to fit the others)
     example = example_arguments(cls)
-    for chosen in [{}, *others, *([example] if example else [])]:
+    for chosen in [{}, *others, *([example] if example else []), _EXAMPLE_CALL]:
+        if chosen is _EXAMPLE_CALL and not (chosen := example_call(cls)):
+            continue
         for shrink_defaults, deep, fill_open in tries:
             for typed in (True, False):
                 try:
                     config = {**small_config(cls, depth, fill_open, deep, shrink_defaults, typed)}
-                    given = config if chosen is not example else inspect.signature(
-                        cls.__init__).parameters  # an example's value is given where none was
+                    given = config if chosen is not example and not isinstance(
+                        chosen, _Called) else inspect.signature(cls.__init__).parameters
+                    # an example's value is given where none was
                     config.update({k: v for k, v in chosen.items() if k in given})
                     if chosen and not set(chosen) & set(config):
                         break  # this try does not give that argument: nothing to change
@@ -339,6 +346,80 @@ def build_small(cls, depth: int = 0, stages: int | None = None):
                     if not _iterates_an_int(error):
                         break  # the docstring's types are not what failed
     raise ValueError(" / ".join(dict.fromkeys([errors[0], errors[-1]])))
+
+
+class _Called(dict):
+    """The arguments a docstring example calls a class with (`example_call`)."""
+
+
+_EXAMPLE_CALL = _Called()  # the try that reads them, made only where the others fail
+
+
+def example_call(cls) -> _Called:
+    """The arguments the first call of `cls` in its docstring's example code gives, each a
+    literal, a `**` of a dict literal, or a variable the example assigns a keras-hub class
+    called so (built here); an argument none of those is left out (the rule gives it). Empty
+    where no example calls `cls`."""
+    import ast
+
+    for code in re.findall(r"```python\n(.*?)```", inspect.getdoc(cls) or "", re.S):
+        try:
+            tree = ast.parse(code)
+        except SyntaxError:
+            continue
+        assigned = {target.id: node.value for node in ast.walk(tree)
+                    if isinstance(node, ast.Assign) for target in node.targets
+                    if isinstance(target, ast.Name)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and _called_name(node) == cls.__name__:
+                return _Called(_call_arguments(node, assigned))
+    return _Called()
+
+
+def _called_name(call) -> str | None:
+    """The name of the class or function an AST call calls (`keras_hub.layers.X(...)`: X)."""
+    import ast
+
+    function = call.func
+    return function.attr if isinstance(function, ast.Attribute) else getattr(
+        function, "id", None)
+
+
+def _call_arguments(call, assigned: dict, depth: int = 0) -> dict:
+    """The keyword arguments of an AST call whose values `_example_value` reads."""
+    import ast
+
+    arguments = {}
+    for keyword in call.keywords:
+        if keyword.arg is None:  # **name, a dict the example assigns
+            value = _example_value(keyword.value, assigned, depth)
+            arguments.update(value if isinstance(value, dict) else {})
+        elif (value := _example_value(keyword.value, assigned, depth)) is not _UNREAD:
+            arguments[keyword.arg] = value
+    return arguments
+
+
+_UNREAD = object()
+
+
+def _example_value(node, assigned: dict, depth: int):
+    """A literal's value; for a variable, what the example assigns it, read so; a keras-hub
+    class called with arguments read so, built; else _UNREAD."""
+    import ast
+
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError):
+        pass
+    if isinstance(node, ast.Name) and node.id in assigned and depth < 3:
+        return _example_value(assigned[node.id], assigned, depth + 1)
+    if isinstance(node, ast.Call) and not node.args and (
+            cls := _hub_class(_called_name(node) or "")) is not None:
+        try:
+            return cls(**_call_arguments(node, assigned, depth + 1))
+        except Exception:  # noqa: BLE001 - the example's part does not build here
+            return _UNREAD
+    return _UNREAD
 
 
 def _iterates_an_int(error: Exception) -> bool:
@@ -742,7 +823,27 @@ def twin_model(backbone: str, config: dict, pooled: bool = True):
     twin = twin_config(backbone, config)
     auto = _transformers().AutoModel
     model = auto.from_config(twin, **pooler_switch(auto._model_mapping[type(twin)], pooled))
-    return model, _transformers_inputs(model, twin)
+    return model, with_padding_masks(model, _transformers_inputs(model, twin))
+
+
+def with_padding_masks(model, inputs: dict) -> dict:
+    """`inputs` with a padding mask beside each token sequence the twin's forward takes one for
+    (`attention_mask` for `input_ids`, `decoder_attention_mask` for `decoder_input_ids`), its
+    last token padding: the keras-hub backbone always applies the padding masks it is given,
+    whatever they hold, while HF's T5 and Gemma-3 skip the mask's work where none is given or
+    where it pads nothing (a path taken on the mask's values as the forward is traced)."""
+    import inspect
+
+    import torch
+
+    takes = inspect.signature(model.forward).parameters
+    masked = dict(inputs)
+    for tokens, mask in (("input_ids", "attention_mask"),
+                         ("decoder_input_ids", "decoder_attention_mask")):
+        if tokens in inputs and mask in takes and mask not in inputs:
+            masked[mask] = torch.ones_like(inputs[tokens])
+            masked[mask][:, -1] = 0
+    return masked
 
 
 def pooler_switch(base, pooled: bool) -> dict:
