@@ -3,6 +3,8 @@ toy classes (no Keras needed), and the converter's naming of outputs a dict nest
 
 from __future__ import annotations
 
+import pytest
+
 from onnxflops.survey.keras import (SAMPLES, TOKENS, bound_shapes, configured_sizes,
                                     input_variants, padding_mask_of, _IMAGE_SIZE, _POSITIONS)
 
@@ -83,3 +85,64 @@ def test_outputs_a_dict_nests_in_lists_are_named_by_key_and_place():
     assert _output_names(outputs) == {"Identity:0": "logits", "Identity_1:0": "intermediate_0",
                                       "Identity_2:0": "intermediate_1_0"}
     assert _output_names([_Tensor("Identity:0", ())]) == {}  # no dict: names are kept
+
+
+def test_a_composite_is_built_last_as_its_docstring_example_calls_it(monkeypatch):
+    """SAM3's six parts must fit each other (the mask decoder reads as many feature levels as
+    the vision encoder's FPN gives); the docstring example builds each from literals and passes
+    them by variable. Its call is read with those parts built; what the example cannot give
+    (`...`, a name it never assigns) is left to the rule."""
+    import onnxflops.survey.keras as rule
+
+    class Encoder:
+        def __init__(self, levels, width):
+            self.levels, self.width = levels, width
+
+    class Composite:
+        """A composite.
+
+        Example:
+        ```python
+        encoder = keras_hub.layers.Encoder(levels=[4.0, 2.0, 1.0], width=32)
+        other = keras_hub.layers.Unknown(...)
+        shared = {"heads": 2}
+        model = keras_hub.models.Composite(encoder=encoder, other=other, queries=100,
+                                           dtype=policy, **shared)
+        ```
+        """
+
+    monkeypatch.setattr(rule, "_hub_class", lambda name, besides=None: {
+        "Encoder": Encoder}.get(name))
+    called = rule.example_call(Composite)
+    assert set(called) == {"encoder", "queries", "heads"}
+    assert (called["encoder"].levels, called["encoder"].width) == ([4.0, 2.0, 1.0], 32)
+    assert (called["queries"], called["heads"]) == (100, 2)
+
+    class Plain:
+        """No example."""
+
+    assert rule.example_call(Plain) == {}
+
+
+@pytest.mark.slow  # torch tensors
+def test_a_twin_is_given_the_padding_masks_its_keras_hub_backbone_applies():
+    """HF's T5 and Gemma-3 skip their masks' work where none is given or where it pads nothing;
+    keras-hub's backbone always applies its padding masks. Each token sequence the twin takes a
+    mask for gets one, its last token padding."""
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.keras import with_padding_masks
+
+    class Seq2Seq:
+        def forward(self, input_ids, attention_mask=None, decoder_input_ids=None,
+                    decoder_attention_mask=None):
+            pass
+
+    class Encoder:
+        def forward(self, input_ids):
+            pass
+
+    ids = torch.zeros(1, 4, dtype=torch.long)
+    masked = with_padding_masks(Seq2Seq(), {"input_ids": ids, "decoder_input_ids": ids})
+    assert masked["attention_mask"].tolist() == [[1, 1, 1, 0]]
+    assert masked["decoder_attention_mask"].tolist() == [[1, 1, 1, 0]]
+    assert set(with_padding_masks(Encoder(), {"input_ids": ids})) == {"input_ids"}
