@@ -672,16 +672,19 @@ def _without_conv_batchnorm_fusion():
 
 
 
-# Elementwise ops tf2onnx's optimizer folds when every input is a constant.
-_FOLDED_ARITHMETIC = frozenset({"Add", "Sub", "Mul"})
+# Ops tf2onnx's optimizer folds when every input is a constant that would lose a weight: the
+# arithmetic, and a concatenation, whose result holds two weights' values and is neither.
+_FOLDED_ARITHMETIC = frozenset({"Add", "Sub", "Mul", "Concat"})
 
 
 @contextlib.contextmanager
 def _weight_arithmetic_kept():
-    """tf2onnx's optimizer folds Add, Sub and Mul of constants, weights among them, after
-    Grappler has kept them (`_weights_fed`): Gemma's RMSNorm computes `1 + scale` in every call,
-    as HF's does, and that work was lost. Arithmetic that reads a float tensor of more than one
-    element is kept; scalars and integer shapes fold as before."""
+    """tf2onnx's optimizer folds Add, Sub, Mul and Concat of constants, weights among them,
+    after Grappler has kept them (`_weights_fed`): Gemma's RMSNorm computes `1 + scale` in every
+    call, as HF's does, and that work was lost; SAM3's decoder concatenates its query and
+    presence embeddings (128 + 64), and the folded (3, 64) table was taken for a new weight,
+    the two read as unused. An op that reads a float tensor of more than one element is kept;
+    scalars and integer shapes fold as before."""
     from tf2onnx.optimizer.const_fold_optimizer import ConstFoldOptimizer
 
     fold = ConstFoldOptimizer._fold_node

@@ -146,3 +146,30 @@ def test_a_twin_is_given_the_padding_masks_its_keras_hub_backbone_applies():
     assert masked["attention_mask"].tolist() == [[1, 1, 1, 0]]
     assert masked["decoder_attention_mask"].tolist() == [[1, 1, 1, 0]]
     assert set(with_padding_masks(Encoder(), {"input_ids": ids})) == {"input_ids"}
+
+
+def test_a_pooled_region_is_a_kernels_size_and_keras_own_dtype_is_never_given():
+    """SAM3's geometry encoder pools each box to `roi_size`; read as a width (64) it sampled
+    16 boxes × 64 × 64 × 8 × 8 × 64 values, 4 GB a tensor. A region's pooled side is as small as
+    a kernel (3). `dtype` is Keras's policy: its docstring offers "bfloat16", and a try given
+    it built SAM3 in half precision; no try gives it."""
+    from onnxflops.survey.keras import build_small, required_value, small_config
+
+    assert required_value("roi_size") == 3 and required_value("pool_size") == 3
+
+    class Backbone:
+        """A backbone.
+
+        Args:
+            hidden_dim: int. The width.
+            dtype: string or `keras.mixed_precision.DTypePolicy`. Defaults to `"bfloat16"` or
+                `"float32"`.
+        """
+
+        def __init__(self, hidden_dim, dtype=None):
+            if dtype is not None:
+                raise ValueError("only the float32 policy builds")
+            self.dtype = dtype
+
+    assert small_config(Backbone, fill_open=1) == {"hidden_dim": 64}
+    assert build_small(Backbone)[1] == {"hidden_dim": 64}

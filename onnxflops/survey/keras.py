@@ -322,6 +322,7 @@ def build_small(cls, depth: int = 0, stages: int | None = None):
     # then each other option a choice's docstring offers, one argument at a time (CSPNet's
     # first stage type does not fit its default ratios; its third does)
     others = [{name: option} for name in inspect.signature(cls.__init__).parameters
+              if name not in _KERAS_OWN
               for option in documented_choices(documented(cls, name))[1:]]
     # then the values an example in the docstring gives (MobileNetV5's block types, which no
     # docstring entry lists); last, the docstring example's call itself, with the sub-models
@@ -452,6 +453,12 @@ def example_arguments(cls) -> dict:
     return found
 
 
+# Arguments no rule gives: `self`, and Keras's own `dtype` (the layer's dtype policy: None is the
+# float32 policy the counts are made in; its docstring offers "bfloat16", and a try given a
+# half-precision policy built SAM3 at a precision no other row has).
+_KERAS_OWN = frozenset({"self", "dtype"})
+
+
 def small_config(cls, depth: int = 0, fill_open: int = 0, stages: int = STAGES,
                  shrink_defaults: bool = True, typed: bool = True) -> dict:
     """The constructor's arguments small: those `SMALL` names (without a default or with a
@@ -471,7 +478,7 @@ def small_config(cls, depth: int = 0, fill_open: int = 0, stages: int = STAGES,
     config = {}
     for name, parameter in parameters.items():
         if parameter.kind not in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY) or (
-                name == "self"):
+                name in _KERAS_OWN):
             continue
         default, doc = parameter.default, documented(cls, name)
         if not typed and documented_nesting(doc) == 0 and _PER_STAGE.match(name.lower()):
@@ -596,6 +603,7 @@ _ITEM_VALUES = (
     (_FFN, SMALL["intermediate_dim"]),
     (_DEPTHS, 2),
     (re.compile(r".*(kernel_sizes?|patch_sizes)$"), 3),  # per-stage patches overlap: kernels
+    (re.compile(r".*(roi|pool)_size$"), 3),  # a region's pooled side, a kernel's (not a width)
     (re.compile(r".*strides?$"), 2),
     (re.compile(r".*(se_ratio|squeeze_and_excite_ratios|se_ratios)$"), 0.25),
     (re.compile(r".*(ratios?|expansion|factors?|multiplier|coefficients|rates|upsampling_size)$"),
