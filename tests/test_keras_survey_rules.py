@@ -173,3 +173,34 @@ def test_a_pooled_region_is_a_kernels_size_and_keras_own_dtype_is_never_given():
 
     assert small_config(Backbone, fill_open=1) == {"hidden_dim": 64}
     assert build_small(Backbone)[1] == {"hidden_dim": 64}
+
+
+def test_last_a_composites_parts_are_built_with_their_optional_switches(monkeypatch):
+    """SD3 reads its CLIP encoders' outputs by the key "sequence_output", which a CLIP encoder
+    gives only with `intermediate_output_index`, an optional int. Where no other try builds,
+    the parts are built with their optional None-defaulted arguments given (an index: 0)."""
+    import onnxflops.survey.keras as rule
+
+    class Encoder:
+        """An encoder.
+
+        Args:
+            hidden_dim: int. The width.
+            intermediate_output_index: optional int. The layer whose output is given too.
+        """
+
+        def __init__(self, hidden_dim, intermediate_output_index=None):
+            self.index = intermediate_output_index
+
+    class Composite:
+        def __init__(self, encoder):
+            if encoder.index is None:
+                raise ValueError("Unsupported key type for array slice: `sequence_output`")
+            self.encoder = encoder
+
+    monkeypatch.setattr(rule, "sub_model", lambda cls, name: Encoder if name == "encoder"
+                        else None)
+    model, _ = rule.build_small(Composite)
+    assert model.encoder.index == 0
+    # a part is not given its optional switches where the composite builds without them
+    assert rule.small_config(Encoder, fill_open=1) == {"hidden_dim": 64}
