@@ -119,8 +119,10 @@ TWIN_FLOPS_DIFFER = {
     "FalconBackbone": "ALiBi: keras-hub adds the bias to the scores in every layer apart from the "
                       "mask (2 layers x 4 x 16 x 16 Add) and builds the bias from slopes and "
                       "positions in each (+128 Mul net); HF builds it once per forward and folds "
-                      "it into the mask",
-    "ESMBackbone": _ROTARY_TABLE,
+                      "it into the mask, and from the padding mask it is given builds ALiBi's "
+                      "positions and compares it into the attention mask (Less, 256; +128)",
+    "ESMBackbone": _ROTARY_TABLE + "; and HF's ESM multiplies the embeddings by the padding "
+                   "mask it is given (16 x 64 Mul); keras-hub masks in attention alone",
     "GemmaBackbone": _ROTARY_TABLE + "; and " + _UNATTENDED_ROWS_WIPED,
     "Gemma3Backbone": _ROTARY_TABLE + "; and " + _UNATTENDED_ROWS_WIPED + "; and HF's Gemma-3 "
                       "always has the post-attention and post-FFN RMS norms (2 layers x 2 x "
