@@ -280,8 +280,7 @@ def _convert(fn, specs: list, stand_ins: list[Weight] | None, opset: int,
                         frozen, name=label, continue_on_error=True, opset=opset,
                         custom_op_handlers={"Erfc": (_erfc_as_erf, []), **_COMPLEX_HANDLERS},
                         input_names=input_names, output_names=output_names, use_default=fed,
-                        tensors_to_rename=convert.tensor_names_from_structed(
-                            concrete, input_names, output_names))[0]
+                        tensors_to_rename=_tensor_names(concrete, input_names))[0]
 
             try:
                 with _optimizer_without_weight_copies():
@@ -297,6 +296,39 @@ def _convert(fn, specs: list, stand_ins: list[Weight] | None, opset: int,
         record_weight_roles(proto, **weight_roles_by_value(proto, stand_ins))
         drop_fill_notes(proto.graph)
     return proto
+
+
+def _tensor_names(concrete, input_names: list[str]) -> dict[str, str]:
+    """The ONNX names of the graph's inputs and outputs: each input by its spec's name, each
+    output a dict holds by its key (`_output_names`)."""
+    import tensorflow as tf
+
+    specs = [s for s in tf.nest.flatten(concrete.structured_input_signature)
+             if isinstance(s, tf.TensorSpec)]
+    return {**dict(zip(input_names, (s.name for s in specs))),
+            **_output_names(concrete.structured_outputs)}
+
+
+def _output_names(outputs) -> dict[str, str]:
+    """Graph tensor name → ONNX name for outputs returned in a dict: a tensor by its key, the
+    tensors of a list or tuple under a key (D-FINE's intermediate predictions) as `key_0`,
+    `key_1`, ... (nested: `key_0_1`); {} where the outputs are no dict (they keep their names)."""
+    names = {}
+
+    def name(value, label):
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                name(item, f"{label}_{key}")
+        elif isinstance(value, (list, tuple)):
+            for index, item in enumerate(value):
+                name(item, f"{label}_{index}")
+        elif getattr(value, "name", None):
+            names[value.name] = label
+
+    if isinstance(outputs, Mapping):
+        for key, value in outputs.items():
+            name(value, str(key))
+    return names
 
 
 def _weights_fed(graph_def) -> list[str]:
@@ -640,16 +672,19 @@ def _without_conv_batchnorm_fusion():
 
 
 
-# Elementwise ops tf2onnx's optimizer folds when every input is a constant.
-_FOLDED_ARITHMETIC = frozenset({"Add", "Sub", "Mul"})
+# Ops tf2onnx's optimizer folds when every input is a constant that would lose a weight: the
+# arithmetic, and a concatenation, whose result holds two weights' values and is neither.
+_FOLDED_ARITHMETIC = frozenset({"Add", "Sub", "Mul", "Concat"})
 
 
 @contextlib.contextmanager
 def _weight_arithmetic_kept():
-    """tf2onnx's optimizer folds Add, Sub and Mul of constants, weights among them, after
-    Grappler has kept them (`_weights_fed`): Gemma's RMSNorm computes `1 + scale` in every call,
-    as HF's does, and that work was lost. Arithmetic that reads a float tensor of more than one
-    element is kept; scalars and integer shapes fold as before."""
+    """tf2onnx's optimizer folds Add, Sub, Mul and Concat of constants, weights among them,
+    after Grappler has kept them (`_weights_fed`): Gemma's RMSNorm computes `1 + scale` in every
+    call, as HF's does, and that work was lost; SAM3's decoder concatenates its query and
+    presence embeddings (128 + 64), and the folded (3, 64) table was taken for a new weight,
+    the two read as unused. An op that reads a float tensor of more than one element is kept;
+    scalars and integer shapes fold as before."""
     from tf2onnx.optimizer.const_fold_optimizer import ConstFoldOptimizer
 
     fold = ConstFoldOptimizer._fold_node

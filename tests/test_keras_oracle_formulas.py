@@ -35,3 +35,12 @@ def test_recurrent_and_attention():
     assert recurrent_macs(2, 7, 3, 6, 4) == 7 * 2 * 4 * 6 * 9
     # 2 heads, 5 queries, 9 keys, key dim 4, value dim 3: scores 5·9·4, context 5·9·3 per head
     assert attention_macs(1, 2, 5, 9, 4, 3) == 2 * (5 * 9 * 4 + 5 * 9 * 3)
+
+
+def test_an_outer_product_of_two_vectors_is_the_one_einsum_keras_runs_as_a_matmul():
+    from onnxflops.oracles.keras import runs_as_matmul
+
+    assert runs_as_matmul("i,j->ij") and runs_as_matmul("i, d -> id")
+    assert not runs_as_matmul("i,j->ji")  # tf.einsum: not Keras's matmul form
+    assert not runs_as_matmul("i,i->i") and not runs_as_matmul("ij,jk->ik")
+    assert not runs_as_matmul("i,j,k->ijk")

@@ -830,7 +830,7 @@ def test_a_composite_gives_a_per_feature_map_list_one_entry_per_sub_model_level(
 
     monkeypatch.setattr(rule, "sub_model", lambda cls, name: Encoder if name == "image_encoder"
                         else None)
-    monkeypatch.setattr(rule, "build_small", lambda cls, depth=0, stages=None: (Encoder(), {}))
+    monkeypatch.setattr(rule, "build_small", lambda cls, *_: (Encoder(), {}))
     config = rule.small_config(Composite)
     assert config["reassemble_factors"] == [1, 1, 1]
     assert config["neck_hidden_dims"] == [64, 128, 256]  # more than 2 stages: a pyramid

@@ -19,7 +19,8 @@ from its config and those shapes:
 A layer without a rule is walked into; products that custom layers take with `keras.ops`
 (einsum, matmul, dot_product_attention: a keras-hub model's attention scores; conv and
 depthwise_conv: output elements · the kernel's other dims) or with `@` on the traced tensors are
-counted from their operands' shapes. Work whose result reaches no output of the traced forward
+counted from their operands' shapes (an outer product of two vectors as the matmul of inner
+size 1 Keras's TensorFlow backend runs it as, unless it reads constants alone). Work whose result reaches no output of the traced forward
 pass is not counted: it is never run. Params and buffers are Keras's own: the elements of `trainable_weights`
 and of `non_trainable_weights`; unused params are the trainable weights the traced forward pass
 never reads (a backbone's untied output embedding). No weight value is read: a model built in
@@ -65,6 +66,7 @@ def keras_oracle(model, inputs: Mapping[str, tuple] | None = None, *, batch: int
         # (`keras.StatelessScope(initialize_variables=False)`) is walked too.
         zeros = [(v, tf.zeros(tuple(v.shape), dtype=v.dtype)) for v in model.variables]
         made.update((id(v), value.op.name) for v, value in zeros)
+        walk.weight_ops.update(made.values())
         with keras.StatelessScope(state_mapping=zeros, initialize_variables=False) as scope:
             value_of = scope.get_current_value
 
@@ -149,6 +151,16 @@ def einsum_macs(equation: str, *shapes) -> int:
         output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
     summed = set("".join(terms).replace("...", "")) - set(output)
     return math.prod(sizes.values()) if summed else 0
+
+
+def runs_as_matmul(equation: str) -> bool:
+    """Whether an einsum is an outer product of two vectors ("i,j->ij"), which Keras's
+    TensorFlow backend runs as a matmul of a column by a row (inner size 1: one MAC an
+    output)."""
+    terms, _, output = equation.replace(" ", "").partition("->")
+    vectors = terms.split(",")
+    return len(vectors) == 2 and all(len(v) == 1 for v in vectors) and (
+        vectors[0] != vectors[1]) and output == vectors[0] + vectors[1]
 
 
 def matmul_macs(a_shape, b_shape) -> int:
@@ -306,6 +318,36 @@ class _Walk:
         self.macs: dict[str, int] = {}
         self.quiet = 0  # inside a layer whose rule covers its inside, or a product counted
         self.results: list[tuple[str, int, object]] = []  # (where, MACs, what it computed)
+        self.weight_ops: set[str] = set()  # the ops each weight is read from in the trace
+
+    def einsum_macs(self, equation: str, *operands) -> int:
+        """`einsum_macs`, but an outer product of two vectors that reads an input or a weight
+        is the matmul of inner size 1 Keras's TensorFlow backend runs it as (`runs_as_matmul`):
+        one MAC an output. One of constants alone (a rotary table from literals) is folded
+        before anything runs, as in the count: free."""
+        shapes = [_shape(o) for o in operands]
+        if runs_as_matmul(equation) and any(self.reads_inputs_or_weights(o) for o in operands):
+            return math.prod(shapes[0]) * math.prod(shapes[1])
+        return einsum_macs(equation, *shapes)
+
+    def reads_inputs_or_weights(self, tensor) -> bool:
+        """Whether an operand is a weight (a variable a layer passes as it is), or a traced
+        tensor that depends on an input of the trace (a placeholder) or on a weight's read
+        (`weight_ops`)."""
+        import keras
+
+        if isinstance(tensor, keras.Variable):
+            return True
+        stack, seen = [getattr(tensor, "op", None)], set()
+        while stack:
+            op = stack.pop()
+            if op is None or op.name in seen:
+                continue
+            seen.add(op.name)
+            if op.type == "Placeholder" or op.name in self.weight_ops:
+                return True
+            stack.extend(t.op for t in op.inputs)
+        return False
 
     def add(self, where: str, macs: int, result=None) -> None:
         self.macs[where] = self.macs.get(where, 0) + int(macs)
@@ -369,8 +411,7 @@ class _Walk:
 
         walk.quiet_products = 0
         # Each product's MACs from its operands, or (a convolution) from its operands and result.
-        products = [(backend.numpy, "einsum", lambda eq, *ops, **_: einsum_macs(
-                         eq, *[_shape(o) for o in ops])),
+        products = [(backend.numpy, "einsum", lambda eq, *ops, **_: walk.einsum_macs(eq, *ops)),
                     (backend.numpy, "matmul", lambda a, b, **_: matmul_macs(_shape(a), _shape(b))),
                     (backend.nn, "dot_product_attention", _fused_attention_macs),
                     # `a @ b` on the traced tensors: a product no keras.ops call sees

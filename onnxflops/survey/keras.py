@@ -25,6 +25,7 @@ from onnxflops.survey.sources import TOKENS, Subject, Task
 
 TRAINED_SIZE = 224  # the ImageNet size of the keras.applications builders whose input is open
 IMAGE = 64  # a keras-hub image backbone's input side
+SAMPLES = 16000  # a waveform's length: one second at 16 kHz, as the transformers rows take
 STAGES = 2  # entries of a per-stage list the rule makes (`stackwise_*`, `layerwise_*`)
 DEEP = 4  # stages where two are too few: a head that reads pyramid levels P2 to P5
 
@@ -118,26 +119,42 @@ TWIN_FLOPS_DIFFER = {
     "FalconBackbone": "ALiBi: keras-hub adds the bias to the scores in every layer apart from the "
                       "mask (2 layers x 4 x 16 x 16 Add) and builds the bias from slopes and "
                       "positions in each (+128 Mul net); HF builds it once per forward and folds "
-                      "it into the mask",
-    "ESMBackbone": _ROTARY_TABLE,
+                      "it into the mask, and from the padding mask it is given builds ALiBi's "
+                      "positions and compares it into the attention mask (Less, 256; +128)",
+    "ESMBackbone": _ROTARY_TABLE + "; and HF's ESM multiplies the embeddings by the padding "
+                   "mask it is given (16 x 64 Mul); keras-hub masks in attention alone",
     "GemmaBackbone": _ROTARY_TABLE + "; and " + _UNATTENDED_ROWS_WIPED,
     "Gemma3Backbone": _ROTARY_TABLE + "; and " + _UNATTENDED_ROWS_WIPED + "; and HF's Gemma-3 "
                       "always has the post-attention and post-FFN RMS norms (2 layers x 2 x "
                       "4,208: Pow, ReduceMean, Add, Sqrt, Reciprocal, 2 Mul and the 1 + weight "
                       "Add), which keras-hub's builds only with use_post_attention_norm / "
                       "use_post_ffw_norm, off by default. The other norms match: keras-hub's "
-                      "Square against HF's Pow",
+                      "Square against HF's Pow. Both apply the same padding mask (the last "
+                      "token padding), HF's by selection (And, Where: no float work)",
     "DebertaV3Backbone": "HF's DeBERTa-v2 multiplies the embeddings by the padding mask (ones "
                          "where none is passed) after their LayerNorm (16 x 64 Mul); keras-hub "
                          "masks in attention alone. The attention scales match (2 layers x 3 x "
                          "1,024 each side: keras-hub's Mul by 1/sqrt(3d), HF's Div by sqrt(3d))",
-    "T5Backbone": "keras-hub applies its padding masks, which the HF twin is run without: (1 - mask) x -1e9 in the first layer of each stack and in each "
+    "T5Backbone": "both apply the same padding masks (the last token padding), keras-hub as "
+                  "arithmetic and HF by selection (And, Where: no float work): keras-hub's "
+                  "(1 - mask) x -1e9 in the first layer of each stack and in each "
                   "cross-attention (Sub and Mul, 16 + 256 + 2 x 16 each) and its add to the "
                   "bias apart from the scores (4 x 1,024 Add). The RMS norms match: keras-hub's "
                   "Square and Reciprocal against HF's Pow and Div",
     **dict.fromkeys(("RobertaBackbone", "XLMRobertaBackbone"),
                     "HF adds a token-type embedding (one learned row) to every token; keras-hub's "
                     "RoBERTa has none (16 x 64 Add)"),
+}
+
+# keras-hub backbones that keras-hub's own defaults cannot build, and why (the row's reason says
+# so; the rule is not bent to them).
+KERAS_HUB_DEFAULTS_BROKEN = {
+    "FluxBackbone": "keras-hub's own defaults cannot build it: image_ids_shape and "
+                    "text_ids_shape default to (None, 768, 3072), position ids of 3072 axes each, "
+                    "and EmbedND.build indexes axes_dim once per axis (IndexError for any "
+                    "shorter axes_dim); its docstring documents none of the *_shape arguments. "
+                    "It builds given ids of 3 axes, e.g. image_ids_shape=(16, 3) with "
+                    "axes_dim=[4, 6, 6]",
 }
 
 # names ----------------------------------------------------------------------------------------
@@ -184,8 +201,14 @@ def hub_build(task: Task) -> Subject:
     import keras_hub
 
     cls = getattr(keras_hub.models, task.name)
-    model, config = build_small(cls)
-    subject = Subject(model, kwargs=bound_inputs(model, IMAGE))
+    try:
+        model, config = build_small(cls)
+    except ValueError as error:
+        if task.name in KERAS_HUB_DEFAULTS_BROKEN:
+            raise ValueError(f"{KERAS_HUB_DEFAULTS_BROKEN[task.name]}; {error}") from None
+        raise
+    subject = Subject(model, kwargs=bound_inputs(model, IMAGE),
+                      variants=input_variants(model, IMAGE))
     if twin:
         pooled = has_pooled_output(model)
         label = f"transformers:{twin_type}"
@@ -214,18 +237,92 @@ def _keras():
     return keras
 
 
-def bound_inputs(model, side: int) -> dict[str, tuple]:
-    """Every input's shape by its Keras name, open dims bound: a batch to 1, an image's height
-    and width to `side`, a sequence's length to TOKENS."""
+def bound_inputs(model, side: int, tokens: int = TOKENS) -> dict[str, tuple]:
+    """Every input's shape by its Keras name, open dims bound (`bound_shapes`)."""
+    return bound_shapes({t.name: tuple(t.shape) for t in model.inputs}, side, tokens)
+
+
+def bound_shapes(declared: dict[str, tuple], side: int, tokens: int = TOKENS) -> dict[str, tuple]:
+    """Each declared shape (input name → dims, None where open) with its open dims bound: a
+    batch to 1, an image's height and width to `side`, a waveform's samples (one value a step:
+    (None, None, 1)) to SAMPLES, a sequence's length to `tokens`; then a padding mask's length
+    to that of the input it pads (`padding_mask_of`)."""
     shapes = {}
-    for tensor in model.inputs:
-        shape = tuple(tensor.shape)
-        fill = side if len(shape) == 4 else TOKENS
-        shapes[tensor.name] = (1, *[fill if d is None else d for d in shape[1:]])
+    for name, shape in declared.items():
+        if len(shape) == 3 and shape[1] is None and shape[2] == 1:
+            fill = SAMPLES
+        else:
+            fill = side if len(shape) == 4 else tokens
+        shapes[name] = (1, *[fill if d is None else d for d in shape[1:]])
+    for name, shape in declared.items():
+        padded = padding_mask_of(name, declared)
+        if padded and len(shape) == 2 and shape[1] is None:
+            shapes[name] = (1, shapes[padded][1])
     return shapes
 
 
-def build_small(cls, depth: int = 0, stages: int | None = None):
+def padding_mask_of(name: str, declared: dict[str, tuple]) -> str | None:
+    """The input a padding mask pads: the first sequence input (rank 2 or 3: token ids,
+    features, a waveform) whose name starts as the mask's does before `padding_mask`
+    (`encoder_padding_mask` pads `encoder_input_values`; `padding_mask`, `token_ids`); None for
+    an input that is no padding mask."""
+    if not name.endswith("padding_mask"):
+        return None
+    prefix = name.removesuffix("padding_mask")
+    return next((other for other, shape in declared.items() if other.startswith(prefix)
+                 and not other.endswith("mask") and len(shape) in (2, 3)), None)
+
+
+def input_variants(model, side: int) -> tuple[dict, ...]:
+    """Other bindings of the inputs, tried where the forward fails on `bound_inputs`: sequences
+    as long as a position table the config sizes (SigLIP's text embedding adds its whole table,
+    so its tokens must be that many), then images as large as an image size the config names
+    (D-FINE's anchors are laid out for `anchor_image_size`)."""
+    config = _config_of(model)
+    variants = [bound_inputs(model, side, length) for length in
+                configured_sizes(config, _POSITIONS) if length != TOKENS]
+    variants += [bound_inputs(model, size) for size in configured_sizes(config, _IMAGE_SIZE)
+                 if size != side]
+    bound = bound_inputs(model, side)
+    return tuple(v for i, v in enumerate(variants) if v != bound and v not in variants[:i])
+
+
+_POSITIONS = re.compile(r"^(max_sequence_length|max_position_embeddings|sequence_length)$")
+_IMAGE_SIZE = re.compile(r".*image_(size|shape)$")
+
+
+def configured_sizes(config, key: re.Pattern) -> list[int]:
+    """Every size a config (nested: its sub-models' configs as Keras serializes them) gives
+    under a key `key` matches, in order, once each: an int, or the first of a shape's ints
+    ((256, 256) or (224, 224, 3): 256, 224)."""
+    found = []
+
+    def walk(value):
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if isinstance(k, str) and key.match(k):
+                    size = v if isinstance(v, int) and not isinstance(v, bool) else next(
+                        iter(v), None) if isinstance(v, (list, tuple)) else None
+                    if isinstance(size, int) and size > 0 and size not in found:
+                        found.append(size)
+                walk(v)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                walk(v)
+
+    walk(config)
+    return found
+
+
+def _config_of(model) -> dict:
+    """The model's config as Keras serializes it; {} where it cannot."""
+    try:
+        return model.get_config()
+    except Exception:  # noqa: BLE001 - a config is only read for sizes
+        return {}
+
+
+def build_small(cls, depth: int = 0, stages: int | None = None, optional: bool = False):
     """`cls` built from `small_config`, and that config. Where the constructor fails, again
     with the arguments it defaults to None given too (a None that stands for "required": MiT's
     `hidden_dims`), then with open input shapes bound (ViTDet's `image_shape`: a composite's
@@ -234,26 +331,34 @@ def build_small(cls, depth: int = 0, stages: int | None = None):
     (`smaller_default`), and, where no try builds, again with the library's; where none of
     those builds, each again with one argument given another option its docstring offers. A try
     that fails iterating an int is tried again with per-stage names as lists (`typed=False`). A
-    sub-model is built with its composite's `stages`. The error is the first try's and the
-    last's."""
-    tries = [(STAGES, 0), (STAGES, 1), (STAGES, 2), (DEEP, 1), (DEEP, 2)]
+    sub-model is built with its composite's `stages`. Last, the sub-models are built with their
+    optional switches given too (`optional`: SD3 reads its CLIP encoders' "sequence_output",
+    which they give only with `intermediate_output_index`). The error is the first try's and
+    the last's."""
+    tries = [(STAGES, 0), (STAGES, 1), (STAGES, 2), (DEEP, 1), (DEEP, 2), (STAGES, _PARTS)]
     errors = []
     tries = [(shrink, depth_, fill) for shrink in (True, False) for depth_, fill in tries
-             if stages in (None, depth_)]
+             if stages in (None, depth_) and (fill > 0 or not optional)]
     # then each other option a choice's docstring offers, one argument at a time (CSPNet's
     # first stage type does not fit its default ratios; its third does)
     others = [{name: option} for name in inspect.signature(cls.__init__).parameters
+              if name not in _KERAS_OWN
               for option in documented_choices(documented(cls, name))[1:]]
-    # last, the values an example in the docstring gives (MobileNetV5's block types, which no
-    # docstring entry lists)
+    # then the values an example in the docstring gives (MobileNetV5's block types, which no
+    # docstring entry lists); last, the docstring example's call itself, with the sub-models
+    # it builds (SAM3's six parts, each sized to fit the others)
     example = example_arguments(cls)
-    for chosen in [{}, *others, *([example] if example else [])]:
+    for chosen in [{}, *others, *([example] if example else []), _EXAMPLE_CALL]:
+        if chosen is _EXAMPLE_CALL and not (chosen := example_call(cls)):
+            continue
         for shrink_defaults, deep, fill_open in tries:
             for typed in (True, False):
                 try:
-                    config = {**small_config(cls, depth, fill_open, deep, shrink_defaults, typed)}
-                    given = config if chosen is not example else inspect.signature(
-                        cls.__init__).parameters  # an example's value is given where none was
+                    config = {**small_config(cls, depth, fill_open, deep, shrink_defaults, typed,
+                                             optional)}
+                    given = config if chosen is not example and not isinstance(
+                        chosen, _Called) else inspect.signature(cls.__init__).parameters
+                    # an example's value is given where none was
                     config.update({k: v for k, v in chosen.items() if k in given})
                     if chosen and not set(chosen) & set(config):
                         break  # this try does not give that argument: nothing to change
@@ -263,6 +368,80 @@ def build_small(cls, depth: int = 0, stages: int | None = None):
                     if not _iterates_an_int(error):
                         break  # the docstring's types are not what failed
     raise ValueError(" / ".join(dict.fromkeys([errors[0], errors[-1]])))
+
+
+class _Called(dict):
+    """The arguments a docstring example calls a class with (`example_call`)."""
+
+
+_EXAMPLE_CALL = _Called()  # the try that reads them, made only where the others fail
+
+
+def example_call(cls) -> _Called:
+    """The arguments the first call of `cls` in its docstring's example code gives, each a
+    literal, a `**` of a dict literal, or a variable the example assigns a keras-hub class
+    called so (built here); an argument none of those is left out (the rule gives it). Empty
+    where no example calls `cls`."""
+    import ast
+
+    for code in re.findall(r"```python\n(.*?)```", inspect.getdoc(cls) or "", re.S):
+        try:
+            tree = ast.parse(code)
+        except SyntaxError:
+            continue
+        assigned = {target.id: node.value for node in ast.walk(tree)
+                    if isinstance(node, ast.Assign) for target in node.targets
+                    if isinstance(target, ast.Name)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and _called_name(node) == cls.__name__:
+                return _Called(_call_arguments(node, assigned))
+    return _Called()
+
+
+def _called_name(call) -> str | None:
+    """The name of the class or function an AST call calls (`keras_hub.layers.X(...)`: X)."""
+    import ast
+
+    function = call.func
+    return function.attr if isinstance(function, ast.Attribute) else getattr(
+        function, "id", None)
+
+
+def _call_arguments(call, assigned: dict, depth: int = 0) -> dict:
+    """The keyword arguments of an AST call whose values `_example_value` reads."""
+    import ast
+
+    arguments = {}
+    for keyword in call.keywords:
+        if keyword.arg is None:  # **name, a dict the example assigns
+            value = _example_value(keyword.value, assigned, depth)
+            arguments.update(value if isinstance(value, dict) else {})
+        elif (value := _example_value(keyword.value, assigned, depth)) is not _UNREAD:
+            arguments[keyword.arg] = value
+    return arguments
+
+
+_UNREAD = object()
+
+
+def _example_value(node, assigned: dict, depth: int):
+    """A literal's value; for a variable, what the example assigns it, read so; a keras-hub
+    class called with arguments read so, built; else _UNREAD."""
+    import ast
+
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError):
+        pass
+    if isinstance(node, ast.Name) and node.id in assigned and depth < 3:
+        return _example_value(assigned[node.id], assigned, depth + 1)
+    if isinstance(node, ast.Call) and not node.args and (
+            cls := _hub_class(_called_name(node) or "")) is not None:
+        try:
+            return cls(**_call_arguments(node, assigned, depth + 1))
+        except Exception:  # noqa: BLE001 - the example's part does not build here
+            return _UNREAD
+    return _UNREAD
 
 
 def _iterates_an_int(error: Exception) -> bool:
@@ -295,8 +474,19 @@ def example_arguments(cls) -> dict:
     return found
 
 
+# The last fill level: as 1 for the class itself, and its sub-models built with their optional
+# switches (an argument defaulting to None that the docstring calls optional) given too.
+_PARTS = 3
+
+# Arguments no rule gives: `self`, and Keras's own `dtype` (the layer's dtype policy: None is the
+# float32 policy the counts are made in; its docstring offers "bfloat16", and a try given a
+# half-precision policy built SAM3 at a precision no other row has).
+_KERAS_OWN = frozenset({"self", "dtype"})
+
+
 def small_config(cls, depth: int = 0, fill_open: int = 0, stages: int = STAGES,
-                 shrink_defaults: bool = True, typed: bool = True) -> dict:
+                 shrink_defaults: bool = True, typed: bool = True,
+                 optional: bool = False) -> dict:
     """The constructor's arguments small: those `SMALL` names (without a default or with a
     numeric one: a size, a count), a sub-model argument (an encoder, a backbone) as the class
     its docstring names, built by this same rule (`sub_model`), every other one without a
@@ -305,7 +495,10 @@ def small_config(cls, depth: int = 0, fill_open: int = 0, stages: int = STAGES,
     (with `shrink_defaults`) every integer default that sizes a width, heads or a depth no
     larger than its small value (`smaller_default`). The backbone is otherwise as its library
     builds it. `typed=False`: an argument whose name reads per stage is a per-stage list though
-    its docstring types it an int (Depth Anything's `neck_hidden_dims`, which the code iterates)."""
+    its docstring types it an int (Depth Anything's `neck_hidden_dims`, which the code iterates).
+    `optional`: an argument defaulting to None is given though its docstring calls it optional
+    (a sub-model's switch its composite reads); `fill_open` _PARTS: as 1, the sub-models built
+    so."""
     parameters = inspect.signature(cls.__init__).parameters
     # The stacks of one backbone share a shape: an undocumented `stackwise_*` nests as deep as
     # the documented ones.
@@ -314,7 +507,7 @@ def small_config(cls, depth: int = 0, fill_open: int = 0, stages: int = STAGES,
     config = {}
     for name, parameter in parameters.items():
         if parameter.kind not in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY) or (
-                name == "self"):
+                name in _KERAS_OWN):
             continue
         default, doc = parameter.default, documented(cls, name)
         if not typed and documented_nesting(doc) == 0 and _PER_STAGE.match(name.lower()):
@@ -322,13 +515,13 @@ def small_config(cls, depth: int = 0, fill_open: int = 0, stages: int = STAGES,
         if name.startswith("stackwise_") and documented_nesting(doc) is None:
             doc = ("list of " * stack_nesting) + doc
         # What the docstring calls optional is left out.
-        required = default is inspect.Parameter.empty or not re.search(
-            r"\boptional\b", doc.lower()) and (fill_open and default is None or fill_open == 2
-                                              and isinstance(default, tuple) and None in default)
+        required = default is inspect.Parameter.empty or (optional or not re.search(
+            r"\boptional\b", doc.lower())) and (fill_open and default is None or fill_open == 2
+                                                and isinstance(default, tuple) and None in default)
         if name in SMALL and (required or isinstance(default, int)):
             config[name] = [SMALL[name]] * stages if documented_nesting(doc) == 1 else SMALL[name]
         elif required and depth < 2 and (part := sub_model(cls, name)) is not None:
-            config[name] = build_small(part, depth + 1, stages)[0]
+            config[name] = build_small(part, depth + 1, stages, fill_open == _PARTS)[0]
             # what the composite gives per feature map, it gives for each the sub-model makes
             stages = len(getattr(config[name], "pyramid_outputs", None) or ()) or stages
         elif required and (value := required_value(name, doc, stages)) is not None:
@@ -439,6 +632,7 @@ _ITEM_VALUES = (
     (_FFN, SMALL["intermediate_dim"]),
     (_DEPTHS, 2),
     (re.compile(r".*(kernel_sizes?|patch_sizes)$"), 3),  # per-stage patches overlap: kernels
+    (re.compile(r".*(roi|pool)_size$"), 3),  # a region's pooled side, a kernel's (not a width)
     (re.compile(r".*strides?$"), 2),
     (re.compile(r".*(se_ratio|squeeze_and_excite_ratios|se_ratios)$"), 0.25),
     (re.compile(r".*(ratios?|expansion|factors?|multiplier|coefficients|rates|upsampling_size)$"),
@@ -666,7 +860,27 @@ def twin_model(backbone: str, config: dict, pooled: bool = True):
     twin = twin_config(backbone, config)
     auto = _transformers().AutoModel
     model = auto.from_config(twin, **pooler_switch(auto._model_mapping[type(twin)], pooled))
-    return model, _transformers_inputs(model, twin)
+    return model, with_padding_masks(model, _transformers_inputs(model, twin))
+
+
+def with_padding_masks(model, inputs: dict) -> dict:
+    """`inputs` with a padding mask beside each token sequence the twin's forward takes one for
+    (`attention_mask` for `input_ids`, `decoder_attention_mask` for `decoder_input_ids`), its
+    last token padding: the keras-hub backbone always applies the padding masks it is given,
+    whatever they hold, while HF's T5 and Gemma-3 skip the mask's work where none is given or
+    where it pads nothing (a path taken on the mask's values as the forward is traced)."""
+    import inspect
+
+    import torch
+
+    takes = inspect.signature(model.forward).parameters
+    masked = dict(inputs)
+    for tokens, mask in (("input_ids", "attention_mask"),
+                         ("decoder_input_ids", "decoder_attention_mask")):
+        if tokens in inputs and mask in takes and mask not in inputs:
+            masked[mask] = torch.ones_like(inputs[tokens])
+            masked[mask][:, -1] = 0
+    return masked
 
 
 def pooler_switch(base, pooled: bool) -> dict:

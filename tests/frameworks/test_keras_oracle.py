@@ -121,3 +121,28 @@ def test_an_attention_subclass_with_its_own_attention_step_is_counted_as_it_comp
     assert oracle.by_layer["attention/einsum"] == 2 * (2 * 4 * 8 * 8)
     # query, key, value: 4 rows · 16 · 2·8 each; output: 4 rows · 2·8 · 16
     assert oracle.macs == 1024 + 4 * 4 * 16 * 16
+
+
+def test_an_outer_product_of_a_weight_is_the_matmul_of_inner_size_1_keras_runs():
+    """Moonshine's rotary angles: `einsum("i,j->ij", positions, inv_freq)`, which Keras's
+    TensorFlow backend runs as a (16, 1) @ (1, 4) matmul: 16 · 4 MACs where it reads a weight.
+    The same product of constants alone (keras-hub's rotary table from literals) is folded
+    before anything runs: 0, as the count leaves it."""
+    class Angles(L.Layer):
+        def __init__(self, from_weight, **kwargs):
+            super().__init__(**kwargs)
+            self.from_weight = from_weight
+
+        def build(self, shape):
+            self.inv_freq = self.add_weight(shape=(4,), trainable=False, name="inv_freq")
+
+        def call(self, x):
+            positions = keras.ops.cast(keras.ops.arange(keras.ops.shape(x)[1]), "float32")
+            freq = self.inv_freq if self.from_weight else keras.ops.arange(4, dtype="float32")
+            return x + keras.ops.sum(keras.ops.einsum("i,j->ij", positions, freq))
+
+    i = keras.Input((16,))
+    weighed = keras_oracle(keras.Model(i, Angles(True, name="angles")(i)), {i.name: (1, 16)})
+    literal = keras_oracle(keras.Model(i, Angles(False, name="angles")(i)), {i.name: (1, 16)})
+    assert (weighed.macs, weighed.buffers) == (16 * 4, 4)
+    assert literal.macs == 0
