@@ -2,14 +2,13 @@
 # The long run in numbered slices; each slice runs the worktree's HEAD at its start (an archived
 # copy, so edits in progress never reach a running slice). Touch /tmp/<worktree name>/stop to
 # stop after the running slice.
-#   run.sh WORKTREE FIRST_SLICE LAST_SLICE FIRST_CASE CASES_A_SLICE END_CASE NICE
-# Slices 00-03 (cases 100000-110999; slice 03 cut at 2,000):  run.sh /work/wt/hostile3 0 14 100000 3000 145000 12
-# Slices 04-13 (cases 111000-129999):                          run.sh /work/wt/hostile4 4 13 111000 2000 130000 5
-WT=$1; FIRST_SLICE=$2; LAST_SLICE=$3; BASE=$4; SIZE=$5; END=$6; NICE=$7
-OUT=$WT/tests/fuzz/runs/long-3
+#   tools/fuzz_slices.sh RUN WORKTREE FIRST_SLICE LAST_SLICE FIRST_CASE CASES_A_SLICE END_CASE NICE
+# RUN names the folder under tests/fuzz/runs/ the slices' JSON and slices.log go to.
+RUN=$1; WT=$2; FIRST_SLICE=$3; LAST_SLICE=$4; BASE=$5; SIZE=$6; END=$7; NICE=$8
+OUT=$WT/tests/fuzz/runs/$RUN
 TMP=/tmp/$(basename $WT)
 mkdir -p $TMP
-for i in $(seq -w $FIRST_SLICE $LAST_SLICE); do
+for i in $(seq -f %02g $FIRST_SLICE $LAST_SLICE); do
   [ -e $TMP/stop ] && break
   [ -e $OUT/slice-$i.json ] && grep -q '"done": true' $OUT/slice-$i.json 2>/dev/null && continue
   commit=$(git -C $WT rev-parse --short HEAD)
