@@ -13,7 +13,7 @@ import onnx
 import onnx.inliner
 
 from onnxflops.errors import OnnxFlopsError, first_line
-from onnxflops.graph import domain_key
+from onnxflops.graph import bodies, domain_key
 from onnxflops.load.validate import running_opsets
 
 # The most nodes inlining the model's local functions may make: a 80-layer decoder whose every
@@ -54,11 +54,27 @@ def _imports_as_run(model: onnx.ModelProto) -> onnx.ModelProto:
         return model
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
+    _standard_domain_spelled_empty(copy)
     copy.opset_import.extend(onnx.helper.make_opsetid(d, v) for d, v in added.items())
     for function, running in zip(copy.functions, imports):
         del function.opset_import[:]
         function.opset_import.extend(onnx.helper.make_opsetid(d, v) for d, v in running.items())
     return copy
+
+
+def _standard_domain_spelled_empty(model: onnx.ModelProto) -> None:
+    """The model's import of the standard domain, and its graph's nodes of it, spelled "" as the
+    functions' imports are written (domain_key): onnx before 1.20 takes "ai.onnx" and "" for two
+    domains, so an inlined node of "" in a model importing "ai.onnx" had no opset there."""
+    for opset in model.opset_import:
+        if opset.domain == "ai.onnx":
+            opset.domain = ""
+    graphs = [model.graph]
+    while graphs:
+        for node in graphs.pop().node:
+            if node.domain == "ai.onnx":
+                node.domain = ""
+            graphs.extend(bodies(node))
 
 
 def _check_not_recursive(functions) -> None:
