@@ -179,7 +179,7 @@ def is_standard_domain(domain: str) -> bool:
 def domain_key(domain: str) -> str:
     """One spelling of a domain for lookups: "" for the default ONNX domain."""
     return "" if domain in DEFAULT_DOMAIN else domain
-_SUBGRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+GRAPH_ATTRIBUTE_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 
 
 class GraphView:
@@ -406,13 +406,25 @@ class GraphView:
 
 
 def holds_subgraph(node: onnx.NodeProto) -> bool:
-    return any(a.type in _SUBGRAPH_TYPES for a in node.attribute)
+    return any(a.type in GRAPH_ATTRIBUTE_TYPES for a in node.attribute)
 
 
 def bodies(node: onnx.NodeProto) -> list[onnx.GraphProto]:
     """The subgraphs a node holds (Loop's body, If's branches, ...)."""
     return [g for a in node.attribute
             for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs))]
+
+
+def graphs_within(graph: onnx.GraphProto):
+    """`graph` and every graph nested in its nodes, depth first, without recursion (a hostile
+    file may nest deeper than Python's stack)."""
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        yield g
+        for node in g.node:
+            if node.attribute:
+                stack.extend(bodies(node))
 
 
 def free_names(graph: onnx.GraphProto) -> set[str]:

@@ -17,7 +17,7 @@ from onnx import numpy_helper
 
 from onnxflops.caches import memoized
 from onnxflops.errors import Uncostable
-from onnxflops.graph import TensorInfo, domain_key
+from onnxflops.graph import GRAPH_ATTRIBUTE_TYPES, TensorInfo, domain_key
 from onnxflops.ops import ELEMENTWISE
 
 _LOCAL_DOMAIN = "onnxflops.expansion"
@@ -41,9 +41,6 @@ def _fixed_body(schema: onnx.defs.OpSchema, opset: int) -> onnx.FunctionProto:
     """The op's function body that ONNX defines once, attributes referenced by name (@alpha)."""
     body = schema.get_function_with_opset_version(_pick(schema.function_opset_versions, opset))
     return body if isinstance(body, onnx.FunctionProto) else onnx.FunctionProto.FromString(body)
-
-
-_GRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 
 
 @memoized(1024)
@@ -72,7 +69,7 @@ def coefficients_shape_body(op_type: str, domain: str, opset: int) -> bool:
     body_opset = next((o.version for o in body.opset_import if not domain_key(o.domain)), opset)
     tainted: set[str] = set()  # the body's tensors computed from a coefficient
     for node in body.node:
-        if any(a.type in _GRAPH_TYPES for a in node.attribute):
+        if any(a.type in GRAPH_ATTRIBUTE_TYPES for a in node.attribute):
             return True  # its subgraph may read a coefficient or a value made from one
         refs = [a for a in node.attribute if a.ref_attr_name in floats]
         if not refs and tainted.isdisjoint(node.input):

@@ -11,11 +11,8 @@ import onnx
 import onnx.checker
 
 from onnxflops.errors import OnnxFlopsError, first_line
-from onnxflops.graph import NodeRow, holds_subgraph
+from onnxflops.graph import GRAPH_ATTRIBUTE_TYPES, NodeRow, holds_subgraph
 from onnxflops.ops import HOLDS_SUBGRAPHS
-
-_GRAPH_ATTRIBUTES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
-
 
 def checker_context(model: onnx.ModelProto,
                     opset_imports: Iterable[onnx.OperatorSetIdProto] | None = None
@@ -37,10 +34,10 @@ def check_schema(row: NodeRow, context: onnx.checker.C.CheckerContext) -> None:
     proto, stripped = row.proto, ()
     # Only control flow takes graphs: another op's graph attribute is the checker's to refuse.
     if row.op_type in HOLDS_SUBGRAPHS and proto.attribute and holds_subgraph(proto):
-        stripped = [a.name for a in proto.attribute if a.type in _GRAPH_ATTRIBUTES]
+        stripped = [a.name for a in proto.attribute if a.type in GRAPH_ATTRIBUTE_TYPES]
         proto = onnx.NodeProto()
         proto.CopyFrom(row.proto)
-        kept = [a for a in proto.attribute if a.type not in _GRAPH_ATTRIBUTES]
+        kept = [a for a in proto.attribute if a.type not in GRAPH_ATTRIBUTE_TYPES]
         del proto.attribute[:]
         proto.attribute.extend(kept)
     try:

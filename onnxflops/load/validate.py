@@ -15,7 +15,7 @@ from onnx import AttributeProto, TensorProto
 
 from onnxflops.caches import memoized
 from onnxflops.errors import OnnxFlopsError
-from onnxflops.graph import NodeRow, domain_key
+from onnxflops.graph import NodeRow, domain_key, graphs_within
 from onnxflops.load.schema import check_schema, checker_context, node_label
 from onnxflops.ops import CHECKED_DOMAINS, DEFAULT_DOMAIN, HOLDS_SUBGRAPHS
 
@@ -278,21 +278,7 @@ def _no_newer_than_onnx_knows(opset: onnx.OperatorSetIdProto) -> bool:
 
 
 def _uses_standard_ops(model: onnx.ModelProto) -> bool:
-    return any(n.domain in DEFAULT_DOMAIN for g in _graphs(model.graph) for n in g.node)
-
-
-def _graphs(graph: onnx.GraphProto):
-    """`graph` and the graphs nested in its nodes, depth first, without recursion."""
-    stack = [graph]
-    while stack:
-        g = stack.pop()
-        yield g
-        for node in g.node:
-            for a in node.attribute:
-                if a.type == AttributeProto.GRAPH:
-                    stack.append(a.g)
-                elif a.type == AttributeProto.GRAPHS:
-                    stack.extend(a.graphs)
+    return any(n.domain in DEFAULT_DOMAIN for g in graphs_within(model.graph) for n in g.node)
 
 
 def _check_graph_named(graph: onnx.GraphProto, attribute: onnx.AttributeProto,

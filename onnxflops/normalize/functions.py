@@ -13,7 +13,7 @@ import onnx
 import onnx.inliner
 
 from onnxflops.errors import OnnxFlopsError, first_line
-from onnxflops.graph import bodies, domain_key
+from onnxflops.graph import bodies, domain_key, graphs_within
 from onnxflops.load.validate import running_opsets
 
 # The most nodes inlining the model's local functions may make: a 80-layer decoder whose every
@@ -69,12 +69,10 @@ def _standard_domain_spelled_empty(model: onnx.ModelProto) -> None:
     for opset in model.opset_import:
         if opset.domain == "ai.onnx":
             opset.domain = ""
-    graphs = [model.graph]
-    while graphs:
-        for node in graphs.pop().node:
+    for graph in graphs_within(model.graph):
+        for node in graph.node:
             if node.domain == "ai.onnx":
                 node.domain = ""
-            graphs.extend(bodies(node))
 
 
 def _check_not_recursive(functions) -> None:
@@ -114,10 +112,9 @@ def _inlined_size(model: onnx.ModelProto) -> int:
             callee = (n.domain, n.op_type)
             total += sizes[callee] if callee in sizes else 1
             depth = max(depth, depths.get(callee, 0))
-            for a in n.attribute:
-                for g in [a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs:
-                    inner, inner_depth = size_of(g.node)
-                    total, depth = total + inner, max(depth, inner_depth)
+            for g in bodies(n):
+                inner, inner_depth = size_of(g.node)
+                total, depth = total + inner, max(depth, inner_depth)
         return total, depth
 
     pending = list(functions)
@@ -145,7 +142,5 @@ def _callees(function: onnx.FunctionProto) -> set[tuple[str, str]]:
     while stack:
         for n in stack.pop():
             found.add((n.domain, n.op_type))
-            for a in n.attribute:
-                stack.extend([a.g.node] if a.type == onnx.AttributeProto.GRAPH
-                             else [g.node for g in a.graphs])
+            stack.extend(g.node for g in bodies(n))
     return found
