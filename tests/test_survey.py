@@ -590,6 +590,11 @@ def sleeps():
 def hoards():
     return bytearray(8 * 1024 ** 3)
 
+def maps():  # 3 GiB of address space that takes no memory, as torch's CUDA libraries do on CPU
+    import mmap
+    libraries = mmap.mmap(-1, 3 * 1024 ** 3, prot=mmap.PROT_READ)
+    raise RuntimeError(f"mapped {len(libraries) >> 30} GiB")
+
 def exits():
     import os
     os._exit(7)
@@ -599,12 +604,16 @@ def exits():
 def test_models_past_their_caps_are_rows_and_the_survey_goes_on(tmp_path, monkeypatch):
     (tmp_path / "survey_factories.py").write_text(textwrap.dedent(FACTORIES))
     monkeypatch.chdir(tmp_path)
-    specs = ["survey_factories:sleeps", "survey_factories:hoards", "survey_factories:exits"]
+    specs = ["survey_factories:sleeps", "survey_factories:hoards", "survey_factories:exits",
+             "survey_factories:maps"]
     rows = survey(specs, memory_gb=2, timeout=5, inputs={"x": (1, 3)}, jobs=3, progress=False)
     assert {r["model"]: f"{r['verdict']}: {r['reason']}"[:60] for r in rows} == {
         "survey_factories:sleeps": "not built: timed out after 5 s in its build stage",
         "survey_factories:hoards": "not built: out of memory (survey_factories:hoards: the facto",
+        "survey_factories:maps": "not built: OnnxFlopsError: survey_factories:maps: the factor",
         "survey_factories:exits": "not built: the process died (exit code 7) in its build stage"}
+    # the cap is on memory, not on address space: 3 GiB mapped read-only under a 2 GB cap
+    assert "mapped 3 GiB" in next(r["reason"] for r in rows if r["model"].endswith("maps"))
     assert "survey_factories" not in sys.modules
 
 

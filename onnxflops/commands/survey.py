@@ -26,7 +26,8 @@ def register(sub) -> None:
     p.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
                    help="models counted at once, each in its own process (default 1)")
     p.add_argument("--memory-gb", type=float, default=6.0, metavar="GB",
-                   help="address space each model's process may take (default 6); models whose "
+                   help="memory each model's process may take (its private writable memory, not "
+                        "the libraries it maps; default 6); models whose "
                         "weights would not fit are built on the meta device")
     p.add_argument("--timeout", type=float, default=600.0, metavar="S",
                    help="seconds each model's process may run (default 600)")

@@ -27,7 +27,7 @@ TEMPLATE = "onnxflops.survey.template"
 
 @dataclass(frozen=True)
 class Caps:
-    memory_gb: float = 6.0  # the address space a row's process may take (RLIMIT_AS)
+    memory_gb: float = 6.0  # the memory a row's process may take (RLIMIT_DATA: see _child)
     timeout: float = 600.0  # seconds a row's process may run
     threads: int = 1  # torch's intra-op threads in a row's process
 
@@ -73,7 +73,7 @@ def run_isolated(task: Task, caps: Caps) -> dict:
 def _context_for(task: Task):
     """The forkserver, with torch imported once, for a torch registry's rows; spawn for the rest
     and where a platform lacks the forkserver."""
-    # A Keras row spawns: TensorFlow beside an imported torch does not fit a 4 GB address space.
+    # A Keras row spawns: triton imported after TensorFlow segfaults, and the template holds torch.
     if task.source not in TORCH_REGISTRIES \
             or "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
@@ -83,11 +83,15 @@ def _context_for(task: Task):
 
 
 def _child(task: Task, caps: Caps, send) -> None:
-    """A row's process: caps set before anything large is imported, the row sent back."""
+    """A row's process: caps set before anything large is imported, the row sent back.
+
+    The memory cap is RLIMIT_DATA (the process's private writable memory: heap, tensors, arenas),
+    not the address space: torch maps about 2.5 GB of CUDA libraries even on CPU, read-only
+    code that takes no memory, and under an address-space cap a model of 1 GB failed at 4 GB."""
     import resource
 
     limit = int(caps.memory_gb * 1024 ** 3)
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[name] = str(caps.threads)
     if "torch" in sys.modules:  # forked from the template: its thread pool was sized before
