@@ -987,6 +987,19 @@ def test_an_ir_version_newer_than_onnx_reads_is_refused(tmp_path):
         count(newest)
 
 
+def test_a_model_naming_no_ir_version_is_refused(tmp_path):
+    # The fuzz run's loop:164851 (a bit flip cleared the field) was counted; onnxruntime refuses
+    # it ("Missing model IR version").
+    unnamed = model([node("Relu", ["x"], ["y"])], {"x": [2]})
+    for version in (0, -3):
+        unnamed.ir_version = version
+        path = tmp_path / f"unnamed{version}.onnx"
+        onnx.save(unnamed, path)
+        assert main(["count", str(path)]) == 2
+        with pytest.raises(OnnxFlopsError, match=rf"names no IR version \(ir_version {version}\)"):
+            count(unnamed)
+
+
 def test_a_profile_file_cut_short_by_a_full_disk_is_one_line(tmp_path):
     # onnxruntime writes its profile where the run is; under a file-size limit (the fuzz run's
     # mlp_dynamo:1984, `report` on a full disk) it is cut short: a JSONDecodeError, exit 3.

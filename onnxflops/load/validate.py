@@ -229,8 +229,11 @@ def newest_opsets() -> dict[str, int]:
 
 def _check_ir_version(model: onnx.ModelProto, where: str) -> None:
     """A format newer than the installed onnx reads is refused, as onnx's checker refuses it and
-    an onnxruntime of that age does ("Unsupported model IR version"); an opset newer than onnx
-    knows only warns."""
+    an onnxruntime of that age does ("Unsupported model IR version"); so is a model that names
+    none (onnxruntime: "Missing model IR version"). An opset newer than onnx knows only warns."""
+    if model.ir_version < 1:
+        raise OnnxFlopsError(f"{where}: the model names no IR version (ir_version "
+                             f"{model.ir_version}), which onnxruntime and onnx's checker require")
     if model.ir_version > onnx.IR_VERSION:
         raise OnnxFlopsError(f"{where}: IR version {model.ir_version} is newer than the "
                              f"{onnx.IR_VERSION} that onnx {onnx.__version__} reads; a newer onnx "

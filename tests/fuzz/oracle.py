@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import io
 import numbers
+import re
 import traceback
 from pathlib import Path
 
@@ -125,7 +126,8 @@ def check_runtime(path: str | Path) -> tuple[str, str]:
         text = str(e).lower()
         if any(reason in text for reason in _NO_VERDICT):
             return OK, "onnxruntime out of memory"
-        if any(reason in text for reason in _ACCEPTED_ON_PURPOSE) or _custom_domain_op(text):
+        if any(reason in text for reason in _ACCEPTED_ON_PURPOSE) or _custom_domain_op(text) \
+                or _custom_op_typed_in_function(str(e), path):
             return OK, ""
         reason = str(e).replace(str(path), "FILE").strip().splitlines()[0]
         reason = reason.split("failed:")[-1].split(" : ")[-1]
@@ -165,6 +167,35 @@ def inlined_nodes(path: str | Path) -> int:
         return size(model.graph.node, frozenset())
     except RecursionError:
         return 0
+
+
+def _custom_op_typed_in_function(message: str, path: str | Path) -> bool:
+    """onnxruntime cannot type a local function's output where its body calls an op of a custom
+    domain that no function defines: the same op it would refuse at the top level for want of a
+    kernel ("no op registered"), which a custom op library would register."""
+    import onnx
+
+    called = re.search(r"Op \((\w+)\) output arg .* type inference failed", message)
+    if not called:
+        return False
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception:  # noqa: BLE001 - a file onnx cannot read is onnxruntime's to refuse
+        return False
+    functions = {(f.domain, f.name): f for f in model.functions}
+    pending = [f for f in model.functions if f.name == called.group(1)]
+    seen: set = set()
+    while pending:
+        function = pending.pop()
+        if id(function) in seen:
+            continue
+        seen.add(id(function))
+        for node in function.node:
+            if (node.domain, node.op_type) in functions:
+                pending.append(functions[node.domain, node.op_type])
+            elif node.domain not in ("", "ai.onnx", "ai.onnx.ml", "com.microsoft"):
+                return True
+    return False
 
 
 def _custom_domain_op(text: str) -> bool:
