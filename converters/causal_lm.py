@@ -36,8 +36,8 @@ from onnxflops.converters.common import (framework_logging_silenced, framework_n
                                          import_transformers, root_cause)
 from onnxflops.converters.factory import is_factory_spec, load_factory
 from onnxflops.converters.torch_ops import experts_exported_as
-from onnxflops.converters.from_torch import (OPSET, eval_mode, export_dynamo,
-                                             record_torch_weight_roles)
+from onnxflops.converters.from_torch import (OPSET, RECURRENT_STATES, eval_mode, export_dynamo,
+                                             record_torch_weight_roles, recurrent_state_tensors)
 from onnxflops.progress import step
 from onnxflops.errors import OnnxFlopsError, first_line
 
@@ -384,30 +384,12 @@ def _recurrent_states(layer) -> dict[str, tuple]:
     attributes copied once per layer, not per state."""
     from transformers.cache_utils import LinearAttentionLayer
 
-    tensors = _recurrent_tensors(layer)
+    tensors = recurrent_state_tensors(layer)
     if not tensors:
         return {}
     own = {key: copy.deepcopy(getattr(layer, key)) for key in vars(LinearAttentionLayer())
-           if key not in _RECURRENT}
+           if key not in RECURRENT_STATES}
     return {key: (t, None, own) for key, t in tensors.items()}
-
-
-# What a transformers LinearAttentionLayer keeps its states in: dicts of tensors.
-_RECURRENT = ("conv_states", "recurrent_states")
-
-
-def _recurrent_tensors(layer) -> dict:
-    """A linear-attention cache layer's state tensors by name ("conv_states.0"), as they are
-    (no copy); {} for any other layer."""
-    import torch
-    from transformers.cache_utils import LinearAttentionCacheLayerMixin
-
-    if not isinstance(layer, LinearAttentionCacheLayerMixin):
-        return {}
-    return {f"{key}.{index}": t
-            for key in _RECURRENT
-            for index, t in (getattr(layer, key, None) or {}).items()
-            if isinstance(t, torch.Tensor)}
 
 
 def _caches_nothing(layer) -> bool:
@@ -481,7 +463,7 @@ def _prefill_module(model, states: bool = False):
             out = self.lm(input_ids=input_ids, use_cache=True)
             cache = out.past_key_values
             return (out.logits, *(t for layer in getattr(cache, "layers", [])
-                                  for t in _recurrent_tensors(layer).values()))
+                                  for t in recurrent_state_tensors(layer).values()))
 
     return Prefill(model)
 
@@ -504,7 +486,7 @@ def _self_attention_past(cache) -> tuple[list | None, bool]:
     pairs = [(layer.keys, layer.values) if getattr(layer, "keys", None) is not None
              and getattr(layer, "values", None) is not None else None
              for layer in layers or []]
-    if pairs and all(pair or _recurrent_tensors(layer) or _caches_nothing(layer)
+    if pairs and all(pair or recurrent_state_tensors(layer) or _caches_nothing(layer)
                      for pair, layer in zip(pairs, layers)):
         return pairs, cross
     if isinstance(cache, (tuple, list)) and cache and all(

@@ -516,7 +516,8 @@ def _keyword_call_class():
 
     class KeywordCall(torch.nn.Module):
         """Calls the module with its inputs by name; returns the tensors of what it returns
-        (model outputs, dicts, tuples), leaving out objects such as key/value caches."""
+        (model outputs, dicts, tuples), and of a transformers cache only its recurrent states
+        (_tensors)."""
 
         def __init__(self, module, names: list[str]):
             super().__init__()
@@ -534,6 +535,10 @@ def _keyword_call(module, names: list[str]):
 
 
 def _tensors(value):
+    """The tensors of a forward's result. Of a transformers cache, only the recurrent states:
+    keys and values are read by the attention that made them, but a linear-attention layer's
+    last state update is read by nothing else, and a graph without it leaves out work the
+    forward runs (and returns, for the next call)."""
     import torch
 
     if isinstance(value, torch.Tensor):
@@ -544,6 +549,27 @@ def _tensors(value):
     elif isinstance(value, (list, tuple)):
         for item in value:
             yield from _tensors(item)
+    elif type(value).__module__.startswith("transformers.") and hasattr(value, "layers"):
+        for layer in value.layers or ():
+            yield from recurrent_state_tensors(layer).values()
+
+
+# What a transformers LinearAttentionLayer keeps its states in: dicts of tensors.
+RECURRENT_STATES = ("conv_states", "recurrent_states")
+
+
+def recurrent_state_tensors(layer) -> dict:
+    """A linear-attention cache layer's state tensors by name ("conv_states.0"), as they are
+    (no copy); {} for any other layer."""
+    import torch
+    from transformers.cache_utils import LinearAttentionCacheLayerMixin
+
+    if not isinstance(layer, LinearAttentionCacheLayerMixin):
+        return {}
+    return {f"{key}.{index}": t
+            for key in RECURRENT_STATES
+            for index, t in (getattr(layer, key, None) or {}).items()
+            if isinstance(t, torch.Tensor)}
 
 
 def _example_args(module, inputs, names: list[str], is_program: bool, label: str,

@@ -15,7 +15,6 @@ Row columns: rows.LLM_COLUMNS. torch and transformers are imported only in a row
 
 from __future__ import annotations
 
-import contextlib
 import time
 from typing import Any, Callable, Mapping
 
@@ -256,7 +255,7 @@ def oracle_passes(model, ids, generated: int) -> tuple[int, list[int], str]:
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
-    from onnxflops.survey.oracle import eager_experts
+    from onnxflops.survey.oracle import eager_experts, export_code_paths
 
     config = model.config
     before = getattr(config, "_experts_implementation", None)
@@ -278,27 +277,6 @@ def oracle_passes(model, ids, generated: int) -> tuple[int, list[int], str]:
     note = "FlopCounterMode/2, math attention"
     note += f"; eager experts (its default: {before})" if switched else ""
     return prefill, steps, note + ("; its code's export path" if exported else "")
-
-
-@contextlib.contextmanager
-def export_code_paths(model):
-    """The model's own code on the path it takes when exported, for the duration: its modeling
-    module's `is_torchdynamo_exporting` made true. A chunked linear attention (Qwen3.5's gated
-    delta rule) solves its triangular system with torch.linalg.solve_triangular when run, which
-    FlopCounterMode does not count, and by forward substitution and two products when exported:
-    the oracle counts the program the graphs hold. Yields whether the module has that switch."""
-    import sys
-
-    module = sys.modules.get(type(model).__module__)
-    switch = getattr(module, "is_torchdynamo_exporting", None)
-    if switch is None:
-        yield False
-        return
-    module.is_torchdynamo_exporting = lambda: True
-    try:
-        yield True
-    finally:
-        module.is_torchdynamo_exporting = switch
 
 
 # one row ------------------------------------------------------------------------------------

@@ -37,7 +37,8 @@ def checked_flop_counter(module, args: tuple = (), kwargs: dict | None = None
 
     missed: dict[str, int] = {}
     with torch.enable_grad(), sdpa_kernel(SDPBackend.MATH), eager_experts(module), \
-            FlopCounterMode(display=False) as counter, _recurrent_checked(module, counter, missed):
+            export_code_paths(module), FlopCounterMode(display=False) as counter, \
+            _recurrent_checked(module, counter, missed):
         module(*args, **(kwargs or {}))
     return counter.get_total_flops(), missed
 
@@ -140,3 +141,24 @@ def eager_experts(module):
     finally:
         if switched:
             setter(previous)
+
+
+@contextlib.contextmanager
+def export_code_paths(model):
+    """The model's own code on the path it takes when exported, for the duration: its modeling
+    module's `is_torchdynamo_exporting` made true. A chunked linear attention (Qwen3.5's gated
+    delta rule) solves its triangular system with torch.linalg.solve_triangular when run, which
+    FlopCounterMode does not count, and by forward substitution and two products when exported:
+    the oracle counts the program the graphs hold. Yields whether the module has that switch."""
+    import sys
+
+    module = sys.modules.get(type(model).__module__)
+    switch = getattr(module, "is_torchdynamo_exporting", None)
+    if switch is None:
+        yield False
+        return
+    module.is_torchdynamo_exporting = lambda: True
+    try:
+        yield True
+    finally:
+        module.is_torchdynamo_exporting = switch

@@ -1,0 +1,60 @@
+"""What a transformers model runs differently when exported, and what it returns in a cache:
+the survey's oracle and the count must see the same program.
+
+- A model module's `is_torchdynamo_exporting` switch (Qwen3.5's gated delta rule solves its
+  triangular system with solve_triangular when run, which FlopCounterMode counts as 0, and by
+  forward substitution and products when exported): the oracle runs the exported path.
+- A forward that returns a cache: its linear-attention states are outputs of the graph, so the
+  last state update (read by no other output) is counted, as the forward runs it.
+"""
+
+import sys
+import types
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+import onnxflops  # noqa: E402
+from onnxflops.survey.oracle import flop_counter_flops  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+def test_the_oracle_runs_the_path_the_model_takes_when_exported(monkeypatch):
+    code = types.ModuleType("model_with_export_path")
+    code.is_torchdynamo_exporting = torch.compiler.is_exporting
+    monkeypatch.setitem(sys.modules, code.__name__, code)
+
+    class Solver(torch.nn.Module):
+        def forward(self, a, b):
+            if sys.modules[type(self).__module__].is_torchdynamo_exporting():
+                return a @ b  # 4×4 @ 4×2: 32 MACs
+            return torch.linalg.solve_triangular(a, b, upper=False)  # no formula: 0
+
+    Solver.__module__ = code.__name__
+    a, b = torch.eye(4), torch.ones(4, 2)
+    assert flop_counter_flops(Solver(), (a, b)) // 2 == 32
+    assert onnxflops.count(Solver(), inputs=(a, b)).total.macs == 32
+    assert code.is_torchdynamo_exporting is torch.compiler.is_exporting  # put back
+
+
+def test_a_returned_caches_recurrent_states_are_outputs():
+    from transformers.cache_utils import DynamicCache, LinearAttentionLayer
+
+    class StateUpdate(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(4, 3, bias=False)
+
+        def forward(self, x):
+            cache = DynamicCache()
+            cache.layers = [LinearAttentionLayer()]
+            cache.layers[0].recurrent_states[0] = x.transpose(-1, -2) @ x  # read by no output
+            return {"out": self.proj(x), "past_key_values": cache}
+
+    x = torch.ones(1, 2, 4)
+    # proj 2·4·3 = 24, the state 4·2·4 = 32; left out before: 24
+    assert onnxflops.count(StateUpdate(), inputs={"x": x}).total.macs == 24 + 32
+    assert flop_counter_flops(StateUpdate(), (x,)) // 2 == 24 + 32
