@@ -95,6 +95,12 @@ class WeightCredit:
             entry.buffers += buffers
         if nodes:
             nodes[0].buffers += sum(self.roles.unread_buffers.values())
+            # Read only by work the canonical forms folded to a value (a scalar factor moved
+            # onto a product: CLIP-like logit_scale.clamp().exp()): the graph reads them still.
+            params, buffers = self._recorded([i for row in graph.rows() for i in row.inputs
+                                              if i in graph.initializers], graph)
+            nodes[0].params += params
+            nodes[0].buffers += buffers
 
     def read(self, rule: Rule, row: NodeRow, scope: GraphView) -> tuple[int, int]:
         """(params, buffers) read by a node not credited before: recorded weights read through

@@ -58,3 +58,20 @@ def test_a_returned_caches_recurrent_states_are_outputs():
     # proj 2·4·3 = 24, the state 4·2·4 = 32; left out before: 24
     assert onnxflops.count(StateUpdate(), inputs={"x": x}).total.macs == 24 + 32
     assert flop_counter_flops(StateUpdate(), (x,)) // 2 == 24 + 32
+
+
+def test_a_scalar_parameter_folded_onto_a_product_is_still_a_parameter():
+    # CLIP-like logit scale: (exp(clamp(s)) · a) @ b, the factor moved onto the product as its
+    # value by the canonical forms; AIMv2 was one param short of parameters().
+    class Logits(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = torch.nn.Parameter(torch.tensor(2.0))
+            self.proj = torch.nn.Linear(4, 3, bias=False)
+
+        def forward(self, a, b):
+            return (self.scale.clamp(0.0, 4.0).exp() * self.proj(a)) @ b.t()
+
+    report = onnxflops.count(Logits(), inputs={"a": torch.ones(2, 4), "b": torch.ones(5, 3)})
+    assert report.total.params == 4 * 3 + 1  # parameters(): proj's 12 and the scale
+    assert report.total.macs == 2 * 4 * 3 + 2 * 3 * 5  # proj, then the logits
