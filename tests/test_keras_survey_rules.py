@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from onnxflops.survey.keras import (SAMPLES, TOKENS, bound_shapes, configured_sizes,
-                                    input_variants, padding_mask_of, _IMAGE_SIZE, _POSITIONS)
+                                    fitted_to_part, input_variants, padding_mask_of, _IMAGE_SIZE,
+                                    _POSITIONS)
 
 
 def test_a_waveform_is_bound_to_a_second_of_samples_and_its_padding_mask_to_its_length():
@@ -204,3 +205,19 @@ def test_last_a_composites_parts_are_built_with_their_optional_switches(monkeypa
     assert model.encoder.index == 0
     # a part is not given its optional switches where the composite builds without them
     assert rule.small_config(Encoder, fill_open=1) == {"hidden_dim": 64}
+
+
+def test_a_composites_image_size_and_feature_strides_follow_its_image_sub_model():
+    """D-FINE's HGNetV2, built from its docstring's example, takes 224-px images and gives maps
+    at strides 4, 4, 8 and 16 (stem, stages 1-3). D-FINE lays its anchors out for
+    `anchor_image_size` // `feat_strides`: by the rule alone (64 px; strides 1, 2: maps of 64
+    and 32) no map fits the 28 and 14 it is given, and the decoder's split of the flattened
+    maps is empty. Fitted: 224 px and the two deepest strides, 8 and 16 (224 // 8 = 28,
+    224 // 16 = 14). Other arguments, and a sub-model with an open input, keep the rule's."""
+    geometry = (224, [4, 4, 8, 16])
+    assert fitted_to_part("anchor_image_size", [64, 64], *geometry) == [224, 224]
+    assert fitted_to_part("feat_strides", [1, 2], *geometry) == [8, 16]
+    assert fitted_to_part("feat_strides", [1, 2, 2, 2, 2], *geometry) == [1, 2, 2, 2, 2]
+    assert fitted_to_part("strides", [1, 2], *geometry) == [1, 2]  # a convolution's own
+    assert fitted_to_part("hidden_dim", 64, *geometry) == 64
+    assert fitted_to_part("anchor_image_size", [64, 64], None, [4, 8]) == [64, 64]
