@@ -221,3 +221,27 @@ def test_a_composites_image_size_and_feature_strides_follow_its_image_sub_model(
     assert fitted_to_part("strides", [1, 2], *geometry) == [1, 2]  # a convolution's own
     assert fitted_to_part("hidden_dim", 64, *geometry) == 64
     assert fitted_to_part("anchor_image_size", [64, 64], None, [4, 8]) == [64, 64]
+
+
+def test_an_error_tensorflow_raised_tracing_user_code_is_told_by_where_and_what():
+    """SD3's forward, traced: TensorFlow's message opens with "in user code:" and Keras's closes
+    with the arguments the layer received, neither of which says what failed (the row read
+    "OperatorNotAllowedInGraphError: in user code:"). One line: the last frame's file, line,
+    function and code, then the error's own lines."""
+    from onnxflops.errors import first_line, last_line
+
+    error = TypeError(
+        'in user code:\n\n'
+        '    File "/x/onnxflops/oracles/keras.py", line 80, in call  *\n'
+        '        return model(inputs, training=False)\n'
+        '    File "/x/keras_hub/flow_match_euler_discrete_scheduler.py", line 57, in set_sigmas\n'
+        '        timesteps = ops.linspace(\n\n'
+        '    OperatorNotAllowedInGraphError: Exception encountered when calling Scheduler.call().'
+        '\n\n    \x1b[1mUsing a symbolic `tf.Tensor` as a Python `bool` is not allowed.\x1b[0m\n\n'
+        '    Arguments received by Scheduler.call():\n'
+        '      • num_steps=tf.Tensor(shape=(), dtype=int32)\n')
+    told = ("flow_match_euler_discrete_scheduler.py:57 in set_sigmas (timesteps = ops.linspace(): "
+            "OperatorNotAllowedInGraphError: Exception encountered when calling Scheduler.call(). "
+            "Using a symbolic `tf.Tensor` as a Python `bool` is not allowed.")
+    assert first_line(error) == last_line(error) == told
+    assert first_line(ValueError("one\ntwo")) == "one" and last_line(ValueError("one\ntwo")) == "two"
