@@ -36,15 +36,40 @@ def _lines(e: BaseException) -> list[str]:
 
 def first_line(e: BaseException) -> str:
     """The first non-blank line of an exception message: errors from other libraries are
-    reported in one line."""
+    reported in one line (TensorFlow's traced errors as `traced_error` gives them)."""
     lines = _lines(e)
+    if lines and lines[0] == _TRACED:
+        return traced_error(lines)
     return lines[0] if lines else type(e).__name__
 
 
 def last_line(e: BaseException) -> str:
-    """The last non-blank line: TensorFlow puts the traced call stack first, the error last."""
+    """The last non-blank line: TensorFlow puts the traced call stack first, the error last
+    (a traced error of user code as `traced_error` gives it)."""
     lines = _lines(e)
+    if lines and lines[0] == _TRACED:
+        return traced_error(lines)
     return lines[-1] if lines else type(e).__name__
+
+
+_TRACED = "in user code:"  # how TensorFlow opens an error raised while it traced user code
+_FRAME = re.compile(r'File "(?:[^"]*/)?([^/"]+)", line (\d+), in (\S+)')
+
+
+def traced_error(lines: list[str]) -> str:
+    """TensorFlow's error raised while tracing user code ("in user code:", the call stack, the
+    error, Keras's "Arguments received by" the layer) in one line: where the stack's last frame
+    raised it (file:line in function (its code)), then the error's own lines. Its first and
+    last lines say neither (SD3's scheduler: "in user code:", "• num_steps=tf.Tensor(...)")."""
+    end = next((i for i, line in enumerate(lines) if line.startswith("Arguments received by")),
+               len(lines))
+    frames = [(i, found) for i, line in enumerate(lines[:end]) if (found := _FRAME.match(line))]
+    if not frames:
+        return " ".join(lines[1:end]) or lines[0]
+    at, frame = frames[-1]
+    code = lines[at + 1].rstrip(" *") if at + 1 < end else ""
+    where = f"{frame.group(1)}:{frame.group(2)} in {frame.group(3)}" + (f" ({code})" if code else "")
+    return f"{where}: {' '.join(lines[at + 2:end])}"
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:

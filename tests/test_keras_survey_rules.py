@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from onnxflops.survey.keras import (SAMPLES, TOKENS, bound_shapes, configured_sizes,
-                                    input_variants, padding_mask_of, _IMAGE_SIZE, _POSITIONS)
+                                    fitted_to_part, input_variants, padding_mask_of, _IMAGE_SIZE,
+                                    _POSITIONS)
 
 
 def test_a_waveform_is_bound_to_a_second_of_samples_and_its_padding_mask_to_its_length():
@@ -204,3 +205,43 @@ def test_last_a_composites_parts_are_built_with_their_optional_switches(monkeypa
     assert model.encoder.index == 0
     # a part is not given its optional switches where the composite builds without them
     assert rule.small_config(Encoder, fill_open=1) == {"hidden_dim": 64}
+
+
+def test_a_composites_image_size_and_feature_strides_follow_its_image_sub_model():
+    """D-FINE's HGNetV2, built from its docstring's example, takes 224-px images and gives maps
+    at strides 4, 4, 8 and 16 (stem, stages 1-3). D-FINE lays its anchors out for
+    `anchor_image_size` // `feat_strides`: by the rule alone (64 px; strides 1, 2: maps of 64
+    and 32) no map fits the 28 and 14 it is given, and the decoder's split of the flattened
+    maps is empty. Fitted: 224 px and the two deepest strides, 8 and 16 (224 // 8 = 28,
+    224 // 16 = 14). Other arguments, and a sub-model with an open input, keep the rule's."""
+    geometry = (224, [4, 4, 8, 16])
+    assert fitted_to_part("anchor_image_size", [64, 64], *geometry) == [224, 224]
+    assert fitted_to_part("feat_strides", [1, 2], *geometry) == [8, 16]
+    assert fitted_to_part("feat_strides", [1, 2, 2, 2, 2], *geometry) == [1, 2, 2, 2, 2]
+    assert fitted_to_part("strides", [1, 2], *geometry) == [1, 2]  # a convolution's own
+    assert fitted_to_part("hidden_dim", 64, *geometry) == 64
+    assert fitted_to_part("anchor_image_size", [64, 64], None, [4, 8]) == [64, 64]
+
+
+def test_an_error_tensorflow_raised_tracing_user_code_is_told_by_where_and_what():
+    """SD3's forward, traced: TensorFlow's message opens with "in user code:" and Keras's closes
+    with the arguments the layer received, neither of which says what failed (the row read
+    "OperatorNotAllowedInGraphError: in user code:"). One line: the last frame's file, line,
+    function and code, then the error's own lines."""
+    from onnxflops.errors import first_line, last_line
+
+    error = TypeError(
+        'in user code:\n\n'
+        '    File "/x/onnxflops/oracles/keras.py", line 80, in call  *\n'
+        '        return model(inputs, training=False)\n'
+        '    File "/x/keras_hub/flow_match_euler_discrete_scheduler.py", line 57, in set_sigmas\n'
+        '        timesteps = ops.linspace(\n\n'
+        '    OperatorNotAllowedInGraphError: Exception encountered when calling Scheduler.call().'
+        '\n\n    \x1b[1mUsing a symbolic `tf.Tensor` as a Python `bool` is not allowed.\x1b[0m\n\n'
+        '    Arguments received by Scheduler.call():\n'
+        '      • num_steps=tf.Tensor(shape=(), dtype=int32)\n')
+    told = ("flow_match_euler_discrete_scheduler.py:57 in set_sigmas (timesteps = ops.linspace(): "
+            "OperatorNotAllowedInGraphError: Exception encountered when calling Scheduler.call(). "
+            "Using a symbolic `tf.Tensor` as a Python `bool` is not allowed.")
+    assert first_line(error) == last_line(error) == told
+    assert first_line(ValueError("one\ntwo")) == "one" and last_line(ValueError("one\ntwo")) == "two"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from onnx import GraphProto, TensorProto, helper
 
 import onnxflops
@@ -43,8 +44,8 @@ def _loop_body(nodes: list, carried: str, outputs: list[str]) -> GraphProto:
         [helper.make_value_info(name, helper.TypeProto()) for name in outputs])
 
 
-def _loop_over_relu(condition: str = "", passes_condition_on: bool = True):
-    """A Loop of 3 trips whose body is a Relu of the carried [2, 4] state, the state also emitted
+def _loop_over_relu(condition: str = "", passes_condition_on: bool = True, trips: int = 3):
+    """A Loop of `trips` trips (3) whose body is a Relu of the carried [2, 4] state, the state also emitted
     as a scan output each trip; a Relu reads the stacked scan output."""
     body = _loop_body(
         [node("Relu", ["v"], ["v_next"]),
@@ -54,7 +55,7 @@ def _loop_over_relu(condition: str = "", passes_condition_on: bool = True):
          node("Identity", ["v_next"], ["emitted"])],
         "v", ["cond_out", "v_next", "emitted"])
     loop = node("Loop", ["trips", condition, "x"], ["y", "stacked"], body=body)
-    weights = [weight("trips", (), np.int64, 3), weight("go", (), np.bool_, True),
+    weights = [weight("trips", (), np.int64, trips), weight("go", (), np.bool_, True),
                weight("zero", (), np.float32, 0.0)]
     return model([loop, node("Relu", ["stacked"], ["z"])], {"x": [2, 4]}, weights,
                  outputs=["y", "z"], opset=17)
@@ -86,6 +87,19 @@ def test_a_loop_whose_body_may_stop_it_early_stacks_an_unknown_number_of_trips()
     assert report.nodes[0].output_shapes[1][1:] == [2, 4]
     assert report.nodes[0].output_shapes[1][0] is None
     assert [u.op_type for u in report.uncosted] == ["Relu"]
+
+
+@pytest.mark.parametrize("trips", [1, 0])
+def test_a_loop_of_at_most_one_trip_runs_it_whatever_its_body_computes_as_condition(trips):
+    # M = 1 with a condition that starts true: the one trip runs, and M stops the loop before
+    # the body's condition is read (TensorFlow's map over a batch of one, D-FINE's top-k
+    # gather); M = 0 runs none. The stacked output is M trips of [2, 4]; the Relu reading it
+    # costs M·2·4 FLOPs.
+    report = onnxflops.count(_loop_over_relu("go", passes_condition_on=False, trips=trips))
+    assert not report.uncosted, report.uncosted
+    loop, relu = report.nodes
+    assert loop.output_shapes == [[2, 4], [trips, 2, 4]]
+    assert relu.flops == trips * 2 * 4
 
 
 def test_a_scans_stacked_outputs_have_the_scanned_length():

@@ -422,7 +422,9 @@ class NodeTyper:
 
     def _loop_trips(self, row: NodeRow) -> int | None:
         """How many times a Loop runs its body, where the inputs say: its trip count M when it
-        has no condition, or one that starts true and that the body passes on unchanged."""
+        has no condition, or one that starts true and that the body passes on unchanged, or one
+        that starts true where M is at most 1 (the body's condition is read after the first
+        trip, when M has already stopped the loop: TensorFlow's map over a batch of one)."""
         inputs = row.inputs
         trip = self.view.value(inputs[0]) if inputs and inputs[0] else None
         if trip is None or trip.size != 1 or trip.dtype.kind not in "iu":
@@ -431,12 +433,14 @@ class NodeTyper:
         condition = inputs[1] if len(inputs) > 1 else ""
         if trips < 0:
             return None  # the cost rule names it
-        if condition:
+        if condition and trips > 0:
             start = self.view.value(condition)
             body = bodies(row.proto)[0]
             if start is None or start.size != 1 or not bool(start.reshape(-1)[0]) \
                     or len(body.input) < 2 or not body.output:
                 return None
+            if trips == 1:
+                return trips
             kept = _passes_on(body, body.input[1].name, body.output[0].name)
             if isinstance(kept, str):  # an outer tensor: true in every trip where its value is
                 value = self.view.value(kept)

@@ -20,7 +20,9 @@ A layer without a rule is walked into; products that custom layers take with `ke
 (einsum, matmul, dot_product_attention: a keras-hub model's attention scores; conv and
 depthwise_conv: output elements · the kernel's other dims) or with `@` on the traced tensors are
 counted from their operands' shapes (an outer product of two vectors as the matmul of inner
-size 1 Keras's TensorFlow backend runs it as, unless it reads constants alone). Work whose result reaches no output of the traced forward
+size 1 Keras's TensorFlow backend runs it as); a product of constants alone (a table from
+literals and static sizes) is folded before anything runs, as in the count: free. Work whose
+result reaches no output of the traced forward
 pass is not counted: it is never run. Params and buffers are Keras's own: the elements of `trainable_weights`
 and of `non_trainable_weights`; unused params are the trainable weights the traced forward pass
 never reads (a backbone's untied output embedding). No weight value is read: a model built in
@@ -330,6 +332,14 @@ class _Walk:
             return math.prod(shapes[0]) * math.prod(shapes[1])
         return einsum_macs(equation, *shapes)
 
+    def matmul_macs(self, a, b) -> int:
+        """`matmul_macs`, but a product of constants alone (D-FINE's sin-cos position table, from
+        ranges as long as the feature map's static height and width) is folded before anything
+        runs, as in the count: free."""
+        if not any(self.reads_inputs_or_weights(o) for o in (a, b)):
+            return 0
+        return matmul_macs(_shape(a), _shape(b))
+
     def reads_inputs_or_weights(self, tensor) -> bool:
         """Whether an operand is a weight (a variable a layer passes as it is), or a traced
         tensor that depends on an input of the trace (a placeholder) or on a weight's read
@@ -412,11 +422,11 @@ class _Walk:
         walk.quiet_products = 0
         # Each product's MACs from its operands, or (a convolution) from its operands and result.
         products = [(backend.numpy, "einsum", lambda eq, *ops, **_: walk.einsum_macs(eq, *ops)),
-                    (backend.numpy, "matmul", lambda a, b, **_: matmul_macs(_shape(a), _shape(b))),
+                    (backend.numpy, "matmul", lambda a, b, **_: walk.matmul_macs(a, b)),
                     (backend.nn, "dot_product_attention", _fused_attention_macs),
                     # `a @ b` on the traced tensors: a product no keras.ops call sees
-                    (tf.Tensor, "__matmul__", lambda a, b: matmul_macs(_shape(a), _shape(b))),
-                    (tf.Tensor, "__rmatmul__", lambda a, b: matmul_macs(_shape(b), _shape(a))),
+                    (tf.Tensor, "__matmul__", lambda a, b: walk.matmul_macs(a, b)),
+                    (tf.Tensor, "__rmatmul__", lambda a, b: walk.matmul_macs(b, a)),
                     # keras.ops convolutions a custom layer takes (Qwen3.5's causal conv)
                     (backend.nn, "conv", _ResultMacs(lambda out, x, kernel, *_, **__: math.prod(
                         _shape(out)) * math.prod(_shape(kernel)[:-1]))),

@@ -493,8 +493,9 @@ def small_config(cls, depth: int = 0, fill_open: int = 0, stages: int = STAGES,
     default (with `fill_open` 1, or defaulting to None; 2, or to an open shape) as its name and
     its docstring entry say (`required_value`), `stages` entries where it is per stage, and
     (with `shrink_defaults`) every integer default that sizes a width, heads or a depth no
-    larger than its small value (`smaller_default`). The backbone is otherwise as its library
-    builds it. `typed=False`: an argument whose name reads per stage is a per-stage list though
+    larger than its small value (`smaller_default`); an image size and the feature maps'
+    strides as the image sub-model built before them makes them (`fitted_to_part`). The
+    backbone is otherwise as its library builds it. `typed=False`: an argument whose name reads per stage is a per-stage list though
     its docstring types it an int (Depth Anything's `neck_hidden_dims`, which the code iterates).
     `optional`: an argument defaulting to None is given though its docstring calls it optional
     (a sub-model's switch its composite reads); `fill_open` _PARTS: as 1, the sub-models built
@@ -505,6 +506,7 @@ def small_config(cls, depth: int = 0, fill_open: int = 0, stages: int = STAGES,
     stack_nesting = max((documented_nesting(documented(cls, name)) or 0
                          for name in parameters if name.startswith("stackwise_")), default=0)
     config = {}
+    geometry = (None, [])  # an image sub-model's side and strides, once one is built
     for name, parameter in parameters.items():
         if parameter.kind not in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY) or (
                 name in _KERAS_OWN):
@@ -519,16 +521,57 @@ def small_config(cls, depth: int = 0, fill_open: int = 0, stages: int = STAGES,
             r"\boptional\b", doc.lower())) and (fill_open and default is None or fill_open == 2
                                                 and isinstance(default, tuple) and None in default)
         if name in SMALL and (required or isinstance(default, int)):
-            config[name] = [SMALL[name]] * stages if documented_nesting(doc) == 1 else SMALL[name]
+            config[name] = fitted_to_part(
+                name, [SMALL[name]] * stages if documented_nesting(doc) == 1 else SMALL[name],
+                *geometry)
         elif required and depth < 2 and (part := sub_model(cls, name)) is not None:
             config[name] = build_small(part, depth + 1, stages, fill_open == _PARTS)[0]
             # what the composite gives per feature map, it gives for each the sub-model makes
             stages = len(getattr(config[name], "pyramid_outputs", None) or ()) or stages
+            geometry = image_geometry(config[name])
         elif required and (value := required_value(name, doc, stages)) is not None:
-            config[name] = value
+            config[name] = fitted_to_part(name, value, *geometry)
         elif shrink_defaults and smaller_default(name, default) not in (None, default):
             config[name] = smaller_default(name, default)
     return config
+
+
+_IMAGE_SIDE = re.compile(r".*image_size$")  # the side of the image a composite is laid out for
+_FEATURE_STRIDES = re.compile(r".*(feat|feature)_strides$")  # its feature maps' strides
+
+
+def fitted_to_part(name: str, value, side: int | None, strides: list[int]):
+    """A composite's argument as its image sub-model makes it (`image_geometry`): an image size
+    (D-FINE's `anchor_image_size`: every int of it) is the side that sub-model declares, and
+    the strides of the feature maps it reads (`feat_strides`: n of them) are the n largest of
+    the sub-model's maps, as a pyramid is read from its deepest level: anchors laid out
+    so fit the maps the composite is given. `value` where the sub-model fixes neither."""
+    if side and _IMAGE_SIDE.match(name.lower()):
+        return [side] * len(value) if isinstance(value, (list, tuple)) else side
+    if strides and _FEATURE_STRIDES.match(name.lower()) and isinstance(value, list) and (
+            len(strides) >= len(value)):
+        return sorted(strides)[len(strides) - len(value):]
+    return value
+
+
+def image_geometry(model) -> tuple[int | None, list[int]]:
+    """(the height of the image input a sub-model declares, None where open or none; the
+    stride of each image feature map it gives, input height // map height, an open input taken
+    at IMAGE); (None, []) for a sub-model of no one image input."""
+    inputs = getattr(model, "inputs", None) or []
+    if len(inputs) != 1 or len(inputs[0].shape) != 4:
+        return None, []
+    import keras
+
+    height = 2 if getattr(model, "data_format", None) == "channels_first" else 1
+    declared = tuple(inputs[0].shape)
+    shape = (1, *(IMAGE if d is None else d for d in declared[1:]))
+    try:
+        maps = keras.tree.flatten(model.compute_output_spec(keras.KerasTensor(shape)))
+    except Exception:  # noqa: BLE001 - a sub-model that cannot say its outputs fixes no strides
+        maps = []
+    return declared[height], [shape[height] // m.shape[height] for m in maps
+                              if len(m.shape) == 4 and m.shape[height]]
 
 
 def documented(cls, name: str) -> str:

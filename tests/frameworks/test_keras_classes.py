@@ -267,3 +267,24 @@ def test_two_weights_of_one_path_are_both_params():
 
     kept = onnxflops.count(keras_to_onnx(model, keep_weights=True), strict=True).total
     assert (kept.macs, kept.params, kept.unused_params) == (180, 15 + 20 + 15, 0)
+
+
+def test_a_concatenation_of_weights_keeps_both_weights():
+    """SAM3's decoder concatenates its query and presence embeddings into one table: tf2onnx's
+    optimizer folded the Concat of the two into a new constant, and the weights' roles were
+    lost (here 16 params and 8 unused were counted). Kept, the table is the two weights:
+    2·8 + 1·8 = 24 params, none unused; 4 rows · 8 · 3 = 96 MACs against it. No fast test
+    reaches it: tf2onnx imports TensorFlow."""
+    class Table(L.Layer):
+        def build(self, shape):
+            self.queries = self.add_weight(shape=(2, shape[-1]), name="queries")
+            self.presence = self.add_weight(shape=(1, shape[-1]), name="presence")
+
+        def call(self, x):
+            table = keras.ops.concatenate([self.queries, self.presence], axis=0)
+            return keras.ops.matmul(x, keras.ops.transpose(table))
+
+    i = keras.Input((4, 8))
+    total, oracle = counted_and_oracle(keras.Model(i, Table()(i)))
+    assert (total.macs, total.params, total.unused_params) == (96, 24, 0)
+    assert_agree(total, oracle)

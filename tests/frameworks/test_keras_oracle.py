@@ -146,3 +146,25 @@ def test_an_outer_product_of_a_weight_is_the_matmul_of_inner_size_1_keras_runs()
     literal = keras_oracle(keras.Model(i, Angles(False, name="angles")(i)), {i.name: (1, 16)})
     assert (weighed.macs, weighed.buffers) == (16 * 4, 4)
     assert literal.macs == 0
+
+
+def test_a_matmul_of_constants_alone_is_folded_free():
+    """D-FINE's sin-cos position table: `ops.matmul` of (16, 1) positions, a range as long as
+    the input's static side, by (1, 4) frequencies from literals, is folded before anything
+    runs: 0 MACs, as the count leaves it. The same product of the input's own values is the
+    (16, 1) @ (1, 4) matmul: 16 · 1 · 4 MACs."""
+    class Table(L.Layer):
+        def __init__(self, of_input, **kwargs):
+            super().__init__(**kwargs)
+            self.of_input = of_input
+
+        def call(self, x):
+            rows = x[0] if self.of_input else keras.ops.cast(
+                keras.ops.arange(keras.ops.shape(x)[1]), "float32")
+            freq = keras.ops.reshape(keras.ops.arange(4, dtype="float32") / 4, (1, -1))
+            return x + keras.ops.sum(keras.ops.matmul(keras.ops.reshape(rows, (-1, 1)), freq))
+
+    i = keras.Input((16,))
+    assert keras_oracle(keras.Model(i, Table(False, name="table")(i)), {i.name: (1, 16)}).macs == 0
+    assert keras_oracle(keras.Model(i, Table(True, name="table")(i)),
+                        {i.name: (1, 16)}).macs == 16 * 1 * 4
