@@ -182,6 +182,18 @@ def _fixed_prompt(prefill: onnx.ModelProto) -> int | None:
     return dims[1].dim_value if len(dims) > 1 and dims[1].HasField("dim_value") else None
 
 
+def _fixed_context(decode: onnx.ModelProto) -> int | None:
+    """The positions the decode graph's keys and values (its `past…` inputs, [batch, heads,
+    tokens, head size]) hold as a number where the trace fixed them (the exporter let a
+    symbolic context go: ProphetNet's relative positions); None where they are symbolic."""
+    for graph_input in decode.graph.input:
+        dims = graph_input.type.tensor_type.shape.dim
+        if graph_input.name.startswith("past") and len(dims) == 4 \
+                and dims[_TOKEN_AXIS].HasField("dim_value"):
+            return dims[_TOKEN_AXIS].dim_value
+    return None
+
+
 def _named_phases(model, name: str, prompt: int | None = None
                   ) -> tuple[onnx.ModelProto, onnx.ModelProto]:
     prefill, decode, attention = _export_phases(model, name, prompt)
@@ -320,6 +332,12 @@ def _export_phases(model, name: str, served_prompt: int | None = None
                              for key, (_, axis, _) in s.items()} for s in states if s]
     with _window_sizes_branch_free():
         decode = _export(_decode_module(model, cross, states, attention), args, shapes, name)
+    fixed = _fixed_context(decode)
+    if fixed is not None:
+        raise OnnxFlopsError(f"causal LM '{name}': its code fixes the cache's length when traced "
+                             f"(the decode step's cache inputs hold {fixed} positions, not a "
+                             "symbol), so a decode step's count is no formula in the context; "
+                             "it is not served")
     _batch_named(decode)
     _name_state_inputs(decode, states)
     return prefill, decode, attention
