@@ -252,6 +252,26 @@ def test_a_count_short_of_the_oracle_by_discarded_work_is_an_oracle_failure():
     assert both["reason"].startswith("KV bytes vs hand count -16 (-25.00%); oracle wrong: ")
 
 
+@pytest.mark.slow  # imports torch
+def test_an_oracle_failure_says_whether_hf_generate_fails_alike():
+    # Dory's own generate fails as the oracle's decode steps do: the model cannot decode.
+    # CPM-Ant's runs: it feeds the whole sequence each step, not one token and the cache.
+    pytest.importorskip("torch")
+    from types import SimpleNamespace
+
+    from onnxflops.survey.llm import own_generate_note
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("The size of tensor a (95) must match the size of tensor b (64)")
+
+    assert own_generate_note(SimpleNamespace(generate=fails), None, 8) == (
+        "; HF's own generate fails alike (RuntimeError: The size of tensor a (95) must match "
+        "the size of tensor b (64))")
+    assert own_generate_note(SimpleNamespace(generate=lambda *a, **k: None), None, 8) == (
+        "; HF's own generate runs: it feeds the model other than one token and its cache "
+        "each step")
+
+
 def test_failed_stages_give_the_survey_verdicts():
     assert judge_llm(llm_row(), {"build": "ValueError: x"})["verdict"] == "not built"
     assert judge_llm(llm_row(), {"count": "OnnxFlopsError: y"})["verdict"] == "not counted"

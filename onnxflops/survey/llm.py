@@ -340,6 +340,24 @@ def oracle_counts(model, ids, generated: int, watched: tuple[str, ...] = ()
     return prefill, steps, note + ("; its code's export path" if exported else ""), seen
 
 
+def own_generate_note(model, ids, generated: int) -> str:
+    """Whether HF's own greedy generate of `generated` tokens after `ids` fails as the oracle's
+    decode steps did (the model cannot decode: say so), or runs (it decodes from other inputs
+    than one token and its cache: CPM-Ant takes the whole sequence each step)."""
+    import torch
+
+    try:
+        with torch.no_grad():
+            model.generate(ids, max_new_tokens=generated, min_new_tokens=generated,
+                           do_sample=False)
+    except Exception as e:  # noqa: BLE001 - the model's own generate raises anything
+        from onnxflops.survey.measure import failure
+
+        return f"; HF's own generate fails alike ({failure(e)})"
+    return ("; HF's own generate runs: it feeds the model other than one token and its cache "
+            "each step")
+
+
 def discarded_modules(model, ids) -> tuple[str, ...]:
     """The modules whose output the logits never read, by name: those whose every param gets no
     gradient from the logits of a pass on `ids` (BigBird's pooler, which its causal LM runs and
@@ -423,7 +441,7 @@ def measure_llm(task, memory_gb: float, stage: Callable[[str], None] = lambda s:
             why["discarded"] = ", ".join(discarded)
             unread_macs = dict(zip(_MAC_COLUMNS, (unread[0], unread[1], unread[-1])))
     except Exception as e:  # noqa: BLE001 - the model's own forward pass failed
-        failures["oracle"] = failure(e)
+        failures["oracle"] = failure(e) + own_generate_note(model, ids, GENERATED)
     total = sum(p.numel() for p in model.parameters())
     row["oracle_params"] = total
     try:
