@@ -275,6 +275,12 @@ def test_an_oracle_failure_says_whether_hf_generate_fails_alike():
 def test_failed_stages_give_the_survey_verdicts():
     assert judge_llm(llm_row(), {"build": "ValueError: x"})["verdict"] == "not built"
     assert judge_llm(llm_row(), {"count": "OnnxFlopsError: y"})["verdict"] == "not counted"
+    # CPM-Ant: neither serves one token and its cache, but HF's own generate runs
+    both = {"count": "OnnxFlopsError: y", "oracle": "RuntimeError: z"}
+    assert judge_llm(llm_row(), both)["verdict"] == "not built"
+    decodes = judge_llm(llm_row(), both, {"generate": "runs"})
+    assert (decodes["verdict"], decodes["reason"]) == ("not counted",
+                                                       "OnnxFlopsError: y; oracle: RuntimeError: z")
     failed = judge_llm(llm_row(oracle_prefill_macs=None), {"oracle": "RuntimeError: z"})
     assert failed["verdict"] == "oracle failed"
     assert failed["reason"] == "oracle: RuntimeError: z"  # the hand counts held

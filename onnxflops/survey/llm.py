@@ -354,8 +354,11 @@ def own_generate_note(model, ids, generated: int) -> str:
         from onnxflops.survey.measure import failure
 
         return f"; HF's own generate fails alike ({failure(e)})"
-    return ("; HF's own generate runs: it feeds the model other than one token and its cache "
-            "each step")
+    return GENERATE_RUNS
+
+
+GENERATE_RUNS = ("; HF's own generate runs: it feeds the model other than one token and its "
+                 "cache each step")
 
 
 def discarded_modules(model, ids) -> tuple[str, ...]:
@@ -441,7 +444,10 @@ def measure_llm(task, memory_gb: float, stage: Callable[[str], None] = lambda s:
             why["discarded"] = ", ".join(discarded)
             unread_macs = dict(zip(_MAC_COLUMNS, (unread[0], unread[1], unread[-1])))
     except Exception as e:  # noqa: BLE001 - the model's own forward pass failed
-        failures["oracle"] = failure(e) + own_generate_note(model, ids, GENERATED)
+        note = own_generate_note(model, ids, GENERATED)
+        failures["oracle"] = failure(e) + note
+        if note == GENERATE_RUNS:
+            why["generate"] = "runs"
     total = sum(p.numel() for p in model.parameters())
     row["oracle_params"] = total
     try:
@@ -492,11 +498,19 @@ def judge_llm(row: dict, failures: dict[str, str] | None = None,
     where every column equals its oracle or hand count, else `differs` naming each that does
     not and by how much, and why where `why` says (by the column: {"kv_bytes": "layer 1 ..."}).
 
+    A count and an oracle that both fail are `not built` (rows.judge: the model cannot run),
+    but `not counted` where HF's own generate runs (why["generate"] "runs": it decodes by
+    another protocol than one token and its cache).
+
     `unread_macs`: by MAC column, what the oracle counts in modules whose output the logits
     never read (discarded_modules, named in why["discarded"]). Where every MAC column equals
     the oracle's less that, and nothing else differs, the oracle is wrong: `oracle failed`,
     saying so (the count is the work the logits need; the oracle adds work they discard)."""
     failures, why, unread_macs = failures or {}, why or {}, unread_macs or {}
+    if "count" in failures and "oracle" in failures and why.get("generate") == "runs":
+        # the model decodes, by its own protocol (why["generate"]): not a model that cannot run
+        return {**row, "verdict": "not counted",
+                "reason": f"{failures['count']}; oracle: {failures['oracle']}"}
     if failures.keys() & {"build", "count"}:
         return judge(row, "", failures)
     skipped = {name for name in ("oracle", "hand") if name in failures}
