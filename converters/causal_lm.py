@@ -182,6 +182,31 @@ def _fixed_prompt(prefill: onnx.ModelProto) -> int | None:
     return dims[1].dim_value if len(dims) > 1 and dims[1].HasField("dim_value") else None
 
 
+def _tokens_decoded(step, args: tuple) -> int | None:
+    """The tokens the decode step's logits are for, run once on `args` (one token and the
+    cache); None where that run fails (the export then says why)."""
+    import torch
+
+    try:
+        with torch.no_grad(), _quiet():
+            logits = step(*args)
+    except Exception:  # noqa: BLE001 - the model's own code raises anything
+        return None
+    return int(logits.shape[1]) if getattr(logits, "dim", lambda: 0)() == 3 else None
+
+
+def _fixed_context(decode: onnx.ModelProto) -> int | None:
+    """The positions the decode graph's keys and values (its `past…` inputs, [batch, heads,
+    tokens, head size]) hold as a number where the trace fixed them (the exporter let a
+    symbolic context go: ProphetNet's relative positions); None where they are symbolic."""
+    for graph_input in decode.graph.input:
+        dims = graph_input.type.tensor_type.shape.dim
+        if graph_input.name.startswith("past") and len(dims) == 4 \
+                and dims[_TOKEN_AXIS].HasField("dim_value"):
+            return dims[_TOKEN_AXIS].dim_value
+    return None
+
+
 def _named_phases(model, name: str, prompt: int | None = None
                   ) -> tuple[onnx.ModelProto, onnx.ModelProto]:
     prefill, decode, attention = _export_phases(model, name, prompt)
@@ -318,8 +343,20 @@ def _export_phases(model, name: str, served_prompt: int | None = None
                   for s in states if s],)
         shapes["states"] = [{key: {0: batch, **({axis: context} if axis else {})}
                              for key, (_, axis, _) in s.items()} for s in states if s]
+    step_tokens = _tokens_decoded(_decode_module(model, cross, states, attention), args)
+    if step_tokens is not None and step_tokens != 1:
+        raise OnnxFlopsError(f"causal LM '{name}': fed one token and the cache, its forward "
+                             f"gives logits for {step_tokens} tokens: it decodes from the whole "
+                             "sequence each step (its code slices the cached prefix off "
+                             "itself), not from one token; it is not served")
     with _window_sizes_branch_free():
         decode = _export(_decode_module(model, cross, states, attention), args, shapes, name)
+    fixed = _fixed_context(decode)
+    if fixed is not None:
+        raise OnnxFlopsError(f"causal LM '{name}': its code fixes the cache's length when traced "
+                             f"(the decode step's cache inputs hold {fixed} positions, not a "
+                             "symbol), so a decode step's count is no formula in the context; "
+                             "it is not served")
     _batch_named(decode)
     _name_state_inputs(decode, states)
     return prefill, decode, attention

@@ -56,7 +56,7 @@ def custom_translations() -> dict:
              if name.partition("::")[0] not in _TORCH_NAMESPACES
              and not _defined_by_torch(getattr(getattr(definition, "_init_fn", None),
                                                "__module__", "torch"))}
-    table = {}
+    table = dict(_missing_aten_translations())
     for name in names | set(_user_translations):
         namespace, _, op_name = name.partition("::")
         packet = getattr(getattr(torch.ops, namespace), op_name, None)
@@ -69,6 +69,55 @@ def custom_translations() -> dict:
             except Exception:  # noqa: BLE001 - a schema no node can mirror: the op stays untranslated
                 continue
     return table
+
+
+def _missing_aten_translations() -> dict:
+    """Translations of the torch ops torchlib has none for, that transformers' models run:
+    erfinv (Gemma 3n's activation sparsity, via Normal.icdf) and _is_all_true (ProphetNet's
+    torch.all in a check)."""
+    import torch
+
+    return {torch.ops.aten.erfinv.default: erf_inv, torch.ops.prims.erf_inv.default: erf_inv,
+            torch.ops.aten._is_all_true.default: is_all_true}
+
+
+# Giles (2010), "Approximating the erfinv function", single precision: erfinv(x) ≈ x·p(w),
+# w = −ln((1 − x)(1 + x)); p a polynomial in w − 2.5 where w < 5, else in √w − 3.
+_ERF_INV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                    0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERF_INV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                 0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def erf_inv(self):
+    """erfinv(x) ≈ x · p(w), w = −ln((1 − x)(1 + x)), Giles' single-precision polynomials
+    (_ERF_INV_CENTRAL in w − 2.5 where w < 5, _ERF_INV_TAIL in √w − 3 elsewhere; relative
+    error about 1e-7), in float32, as elementwise ONNX ops."""
+    from onnxscript import opset18 as op
+
+    def constant(value: float):
+        return op.Constant(value_float=value)
+
+    def horner(coefficients, t):
+        total = constant(coefficients[0])
+        for c in coefficients[1:]:
+            total = op.Add(op.Mul(total, t), constant(c))
+        return total
+
+    x = op.Cast(self, to=1)  # FLOAT
+    one = constant(1.0)
+    w = op.Neg(op.Log(op.Mul(op.Sub(one, x), op.Add(one, x))))
+    central = horner(_ERF_INV_CENTRAL, op.Sub(w, constant(2.5)))
+    tail = horner(_ERF_INV_TAIL, op.Sub(op.Sqrt(w), constant(3.0)))
+    return op.CastLike(op.Mul(x, op.Where(op.Less(w, constant(5.0)), central, tail)), self)
+
+
+def is_all_true(self):
+    """all(x) = min over every element of x as 0/1 (1 on an empty x: ReduceMin's identity is
+    the largest int), as a bool scalar."""
+    from onnxscript import opset18 as op
+
+    return op.Cast(op.ReduceMin(op.Cast(self, to=6), keepdims=0), to=9)  # INT32, BOOL
 
 
 def _defined_by_torch(module: str) -> bool:

@@ -886,6 +886,45 @@ def test_a_prefill_traced_on_a_short_prompt_branch_is_traced_again_past_it():
                                      64) is None
 
 
+def test_a_decode_step_whose_trace_fixed_the_cache_length_is_found():
+    # ProphetNet's decode step exported with its keys and values of 7 positions, not `context`:
+    # counted as a formula it read 7 positions at every step (decode MACs flat, the oracle's
+    # growing 1,152 a step). Its cache length is read off the first past input; None where
+    # symbolic, and for a state of fixed size (rank 3, no tokens axis).
+    from onnxflops.converters.causal_lm import _fixed_context
+
+    def decode(*inputs) -> onnx.ModelProto:
+        return helper.make_model(helper.make_graph(
+            [], "decode", [helper.make_tensor_value_info(n, TensorProto.FLOAT, d)
+                           for n, d in inputs], []))
+
+    ids = ("input_ids", ["batch", 1])
+    assert _fixed_context(decode(ids, ("past_0_0", ["batch", 4, 7, 24]))) == 7
+    assert _fixed_context(decode(ids, ("past_0_0", ["batch", 4, "context", 24]))) is None
+    assert _fixed_context(decode(ids, ("states_0_conv", ["batch", 4, 7]))) is None
+
+
+@pytest.mark.slow  # imports torch
+def test_the_tokens_a_decode_step_gives_logits_for_are_read_off_one_run():
+    # CPM-Ant slices the cached prefix off the sequence it is fed: fed one token after a cache
+    # of 7, its logits are for 1 − 7 → 0 tokens, so it is not served; a step that fails gives
+    # None (the export says why).
+    torch = pytest.importorskip("torch")
+    from onnxflops.converters.causal_lm import _tokens_decoded
+
+    def step(cached):
+        return lambda ids, past: torch.zeros(ids.shape[0], max(ids.shape[1] - cached, 0), 10)
+
+    ids = torch.zeros(2, 1, dtype=torch.long)
+    assert _tokens_decoded(step(0), (ids, [])) == 1
+    assert _tokens_decoded(step(7), (ids, [])) == 0
+
+    def fails(ids, past):
+        raise RuntimeError("no")
+
+    assert _tokens_decoded(fails, (ids, [])) is None
+
+
 @pytest.mark.slow  # imports torch (transformers' cache layers)
 def test_a_cache_layer_of_an_mlp_layer_holds_nothing_and_the_cache_is_served():
     # Nemotron-H's cache lists every layer, [mamba, moe, attention, mlp]: its MoE and MLP layers

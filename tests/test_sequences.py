@@ -101,29 +101,52 @@ def test_sequence_length_is_known():
     assert report.total.macs == 3 * 6
 
 
-def test_a_split_by_sizes_that_are_data_takes_even_shares_labelled_routed():
-    # JetMoE's eager experts: the T·k routed rows split by tokens per expert (data, from the
-    # router), each part through its expert's product, joined back. Any split's products total
-    # B·L·D·OUT; the parts are typed as even shares of L = 10 (4, 3, 3).
-    parts = 3
-    nodes = [node("SplitToSequence", ["x", "sizes"], ["seq"], axis=1)]
+def routed_split(parts: int, x: list, axis: int, after: list, inputs=None, weights=()):
+    """x split by sizes given at run time (a router's tokens per expert) into `parts`, each part
+    through its expert's product (MatMul by w, D×OUT), joined back on `axis`, then `after`."""
+    nodes = [node("SplitToSequence", ["x", "sizes"], ["seq"], axis=axis)]
     for i in range(parts):
         nodes += [node("SequenceAt", ["seq", f"at{i}"], [f"e{i}"]),
                   node("MatMul", [f"e{i}", "w"], [f"y{i}"], name=f"expert{i}")]
-    nodes += [node("Concat", [f"y{i}" for i in range(parts)], ["y"], axis=1),
-              node("MatMul", ["y", "w2"], ["z"], name="after")]
-    m = model(nodes, {"x": [B, L, D], "sizes": [parts]},
-              [weight("w", (D, OUT)), weight("w2", (OUT, 2)),
+    nodes += [node("Concat", [f"y{i}" for i in range(parts)], ["y"], axis=axis), *after]
+    m = model(nodes, {"x": x, "sizes": [parts], **(inputs or {})},
+              [weight("w", (D, OUT)), *weights,
                *(weight(f"at{i}", (), np.int64, i) for i in range(parts))], outputs=["z"])
     m.graph.input[1].type.tensor_type.elem_type = 7  # int64 sizes given at run time
-    report = costed(m)
+    return m
+
+
+def test_a_split_by_sizes_that_are_data_takes_even_shares_labelled_routed():
+    # JetMoE's eager experts: the T·k routed rows split by tokens per expert (data, from the
+    # router), each part through its expert's product, joined back. Any split's products total
+    # B·L·D·OUT; the parts are typed as even shares of L = 10 (3, 3, the last the rest: 4).
+    report = costed(routed_split(3, [B, L, D], 1,
+                                 [node("MatMul", ["y", "w2"], ["z"], name="after")],
+                                 weights=[weight("w2", (OUT, 2))]))
     experts = [n for n in report.nodes if n.name.startswith("expert")]
-    assert [n.input_shapes[0] for n in experts] == [[B, 4, D], [B, 3, D], [B, 3, D]]
+    assert [n.input_shapes[0] for n in experts] == [[B, 3, D], [B, 3, D], [B, 4, D]]
     assert sum(n.macs for n in experts) == B * L * D * OUT == 400
     assert report.routed_macs == 400  # the experts' products, not the one after the join
     assert by_op(report)["Concat"].output_shapes == [[B, L, OUT]]
     assert report.total.macs == 400 + B * L * OUT * 2
     assert "routed: 400 MACs in 3 products of routed experts" in report.to_table()
+
+
+def test_a_split_by_sizes_that_are_data_over_a_symbolic_axis_sums_to_it():
+    # JetMoE's experts in the LLM prefill, its length symbolic (tokens = batch × prompt × k):
+    # the parts are ⌊L/3⌋, ⌊L/3⌋ and L − 2⌊L/3⌋, so the experts' products sum to L·D·OUT
+    # and the parts joined back are L long, for the product after the join to broadcast; was
+    # uncosted ("shape of 'e0' is unknown").
+    import sympy
+
+    report = onnxflops.count(routed_split(3, ["tokens", D], 0,
+                                          [node("Mul", ["y", "gate"], ["z"], name="gated")],
+                                          inputs={"gate": ["tokens", 1]}), symbolic=True)
+    assert not report.uncosted
+    (tokens,) = sympy.sympify(report.total.macs).free_symbols
+    assert str(tokens) == "tokens"
+    assert report.total.macs == tokens * D * OUT
+    assert str(by_op(report)["Mul"].output_shapes[0][0]) == "tokens"
 
 
 def test_mobilevitv2_linear_attention_splits_its_qkv_by_a_sequence():

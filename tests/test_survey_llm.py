@@ -163,9 +163,124 @@ def test_a_kv_difference_names_the_layers_that_hold_other_than_the_config_says()
     assert row["reason"] == "KV bytes vs hand count +32 (+50.00%): layer 1 (sliding_attention) 2×"
 
 
+def test_a_layer_whose_projections_are_wider_than_its_config_holds_their_width():
+    # MiMo-V2-Flash again: its sliding layer's key and value projections are 2 × 24 wide each
+    # (2 KV heads, not the config's 1): 32 positions × 96 elements × 2 B = 6,144 B, as the graph
+    # holds; layer 0 as its config says. A latent cache keeps its own width.
+    config = {**BASE, "num_key_value_heads": 1, "sliding_window": 32,
+              "layer_types": ["full_attention", "sliding_attention"]}
+    assert hand_kv_layers(config, TOKENS, widths={1: 96}) == [6912, 6144]
+    assert hand_kv_bytes(config, TOKENS, widths={1: 96}) == 6912 + 6144
+    latent = {**BASE, "kv_lora_rank": 32, "qk_rope_head_dim": 8}
+    assert hand_kv_layers(latent, TOKENS, widths={0: 96}) == [72 * 40 * 2] * 2
+
+
+@pytest.mark.slow  # imports torch
+def test_projection_widths_are_read_off_the_decoder_layers_beside_the_embeddings():
+    # A decoder of 2 layers (keys and values 24 + 24 wide, then 48 + 48) beside its token
+    # embeddings, and a vision encoder of 2 layers (96 + 96) elsewhere: only the decoder's.
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.llm import projection_widths
+
+    def layer(width):
+        attention = torch.nn.Module()
+        attention.k_proj, attention.v_proj = (torch.nn.Linear(96, width) for _ in range(2))
+        block = torch.nn.Module()
+        block.self_attn = attention
+        return block
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.vision = torch.nn.Module()
+            self.vision.layers = torch.nn.ModuleList([layer(96), layer(96)])
+            self.text = torch.nn.Module()
+            self.text.embed_tokens = torch.nn.Embedding(10, 96)
+            self.text.layers = torch.nn.ModuleList([layer(24), layer(48)])
+
+        def get_input_embeddings(self):
+            return self.text.embed_tokens
+
+    assert projection_widths(Model(), 2) == {0: 48, 1: 96}
+    assert projection_widths(Model(), 3) == {}  # no stack of the depth
+
+
+@pytest.mark.slow  # imports torch
+def test_a_module_whose_output_the_logits_never_read_is_found():
+    # BigBird's causal LM runs its encoder's pooler and discards it: the pooler's params get no
+    # gradient from the logits; the head's and the body's do.
+    torch = pytest.importorskip("torch")
+    from types import SimpleNamespace
+
+    from onnxflops.survey.llm import discarded_modules
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(10, 8)
+            self.body = torch.nn.Linear(8, 8)
+            self.pooler = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh())
+            self.head = torch.nn.Linear(8, 10)
+
+        def forward(self, input_ids):
+            hidden = self.body(self.embed(input_ids))
+            self.pooler(hidden[:, 0])  # computed, never read
+            return SimpleNamespace(logits=self.head(hidden))
+
+    assert discarded_modules(Model(), torch.zeros(1, 4, dtype=torch.long)) == ("pooler",)
+
+
+def test_a_count_short_of_the_oracle_by_discarded_work_is_an_oracle_failure():
+    # BigBird at the survey's sizes: the oracle counts the pooler's 96 × 96 = 9,216 MACs in the
+    # prefill and in every decode step; the count, without them, equals the rest.
+    pooler = 9216
+    row = llm_row(oracle_prefill_macs=1000 + pooler, oracle_decode_first_macs=20 + pooler,
+                  oracle_decode_last_macs=22 + pooler)
+    unread = dict.fromkeys(("prefill_macs", "decode_first_macs", "decode_last_macs"), pooler)
+    judged = judge_llm(row, why={"discarded": "bert.pooler"}, unread_macs=unread)
+    assert judged["verdict"] == "oracle failed"
+    assert judged["reason"] == (
+        "oracle wrong: FlopCounterMode counts 9,216 prefill and 9,216 decode-step MACs in "
+        "bert.pooler, whose output the logits never read (their params get no gradient from "
+        "them; the exported graph drops that work); without them the count is exact")
+    # discarded work that does not account for the difference: the row differs as before
+    assert judge_llm(row, why={"discarded": "bert.pooler"},
+                     unread_macs={**unread, "prefill_macs": 1})["verdict"] == "differs"
+    # a further difference (KV bytes) keeps the row differing, the oracle's share explained
+    both = judge_llm({**row, "kv_bytes": 48}, unread_macs=unread)
+    assert both["verdict"] == "differs"
+    assert both["reason"].startswith("KV bytes vs hand count -16 (-25.00%); oracle wrong: ")
+
+
+@pytest.mark.slow  # imports torch
+def test_an_oracle_failure_says_whether_hf_generate_fails_alike():
+    # Dory's own generate fails as the oracle's decode steps do: the model cannot decode.
+    # CPM-Ant's runs: it feeds the whole sequence each step, not one token and the cache.
+    pytest.importorskip("torch")
+    from types import SimpleNamespace
+
+    from onnxflops.survey.llm import own_generate_note
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("The size of tensor a (95) must match the size of tensor b (64)")
+
+    assert own_generate_note(SimpleNamespace(generate=fails), None, 8) == (
+        "; HF's own generate fails alike (RuntimeError: The size of tensor a (95) must match "
+        "the size of tensor b (64))")
+    assert own_generate_note(SimpleNamespace(generate=lambda *a, **k: None), None, 8) == (
+        "; HF's own generate runs: it feeds the model other than one token and its cache "
+        "each step")
+
+
 def test_failed_stages_give_the_survey_verdicts():
     assert judge_llm(llm_row(), {"build": "ValueError: x"})["verdict"] == "not built"
     assert judge_llm(llm_row(), {"count": "OnnxFlopsError: y"})["verdict"] == "not counted"
+    # CPM-Ant: neither serves one token and its cache, but HF's own generate runs
+    both = {"count": "OnnxFlopsError: y", "oracle": "RuntimeError: z"}
+    assert judge_llm(llm_row(), both)["verdict"] == "not built"
+    decodes = judge_llm(llm_row(), both, {"generate": "runs"})
+    assert (decodes["verdict"], decodes["reason"]) == ("not counted",
+                                                       "OnnxFlopsError: y; oracle: RuntimeError: z")
     failed = judge_llm(llm_row(oracle_prefill_macs=None), {"oracle": "RuntimeError: z"})
     assert failed["verdict"] == "oracle failed"
     assert failed["reason"] == "oracle: RuntimeError: z"  # the hand counts held

@@ -98,3 +98,28 @@ def test_an_embedding_lookup_projected_by_a_weight_is_not_routed():
     report = costed(experts_by_gather(embedding=True))
     assert report.routed_macs == 0
     assert "routed" not in report.to_table()
+
+
+@pytest.mark.parametrize("x", [-0.999, -0.5, 0.0, 0.3, 0.9, 0.999999])
+def test_the_erfinv_translation_inverts_erf(x):
+    """erf(erf_inv(x)) = x (math.erf the oracle), in both of Giles' ranges (w = −ln(1 − x²) < 5
+    up to |x| ≈ 0.9966, the tail past it), as the ONNX ops it writes run in onnxruntime."""
+    pytest.importorskip("onnxscript")
+    pytest.importorskip("onnxruntime")
+    import math
+
+    from onnxflops.converters.torch_ops import erf_inv
+
+    (y,) = erf_inv(np.array([x], np.float32)).value
+    assert math.erf(float(y)) == pytest.approx(x, abs=2e-7)
+
+
+@pytest.mark.parametrize("values, expected", [([True, True], True), ([True, False], False),
+                                              ([], True)])
+def test_the_is_all_true_translation_is_all(values, expected):
+    """_is_all_true(x) = all(x), True on an empty x, as the ONNX ops it writes run."""
+    pytest.importorskip("onnxscript")
+    pytest.importorskip("onnxruntime")
+    from onnxflops.converters.torch_ops import is_all_true
+
+    assert bool(is_all_true(np.array(values, bool)).value) is expected

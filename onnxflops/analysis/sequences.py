@@ -125,7 +125,8 @@ def _split(view: GraphView, inputs: list[str], attrs: dict) -> Elements | None:
 
 def _even_shares(view: GraphView, split_name: str, x: TensorInfo, axis: int) -> Elements | None:
     """SplitToSequence by sizes that are data (a router's tokens per expert): k parts of near-equal
-    shares of the axis (L//k, one more for the first L%k), which sum to its L as the real sizes do.
+    shares of the axis (even_share: L//k, the last the rest), which sum to its L as the real
+    sizes do.
 
     Work linear in a part's rows (each expert's products) then totals exactly what any split
     costs; the parts are recorded in GraphView.routed, so that the count labels them.
@@ -134,8 +135,21 @@ def _even_shares(view: GraphView, split_name: str, x: TensorInfo, axis: int) -> 
     if split is None or len(split.shape) != 1 or not 0 < split.shape[0] <= MAX_PARTS:
         return None
     parts, length = split.shape[0], x.shape[axis]
-    sizes = [length // parts + (1 if i < length % parts else 0) for i in range(parts)]
-    return tuple(_with_dim(x, axis, s) for s in sizes)
+    return tuple(_with_dim(x, axis, even_share(length, parts, i)) for i in range(parts))
+
+
+def even_share(length, parts: int, index: int):
+    """Part `index` of `length` (an int, or a sympy expression of the symbols) cut into `parts`
+    near-equal shares: ⌊length / parts⌋ for each but the last, the last the rest,
+    length − (parts − 1)·⌊length / parts⌋. The shares sum to length term by term, so a sum of
+    them (the parts joined back) simplifies to length where it is symbolic too."""
+    if isinstance(length, (int, np.integer)):
+        base = int(length) // parts
+    else:
+        import sympy
+
+        base = sympy.floor(length / parts)
+    return base if index < parts - 1 else length - (parts - 1) * base
 
 
 def _construct(view: GraphView, inputs: list[str], attrs: dict) -> Elements | None:

@@ -18,6 +18,7 @@ import numpy as np
 import onnx
 import onnx.numpy_helper
 
+from onnxflops.analysis.sequences import MAX_PARTS, even_share
 from onnxflops.analysis.values import SYMBOLIC, VALUES, Operands, Symbolic, Unknown, interpret
 from onnxflops.dims import INT64_MAX, SYMBOL_MARK, is_symbolic, to_dim, to_expr
 from onnxflops.graph import GraphView, is_standard_domain
@@ -576,8 +577,8 @@ def _sequence_at_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | Non
     dims = list(data)
     if len(split.input) > 1 and split.input[1]:
         sizes = _ints(values, split.input[1])
-        if sizes is None:
-            return None
+        if sizes is None:  # sizes that are data (a router's tokens per expert): even shares
+            return _even_share_shape(dims, axis, values.shape(split.input[1]), position)
         if values.get(split.input[1]).ndim == 0:  # a scalar: parts of one size, the last the rest
             if not isinstance(data[axis], int):
                 return None
@@ -592,6 +593,21 @@ def _sequence_at_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | Non
         dims[axis] = 1
         return dims
     return dims[:axis] + dims[axis + 1:]
+
+
+def _even_share_shape(dims: list, axis: int, sizes_shape: tuple | None,
+                      position: np.ndarray) -> list | None:
+    """A part of a split whose sizes are data, its count known (sizes of shape [parts]): the
+    axis cut to that part's even share (sequences.even_share), as the concrete split is typed;
+    work linear in a part's rows then sums to the whole axis's."""
+    if sizes_shape is None or len(sizes_shape) != 1 or not isinstance(sizes_shape[0], int) \
+            or not 0 < sizes_shape[0] <= MAX_PARTS or dims[axis] is None:
+        return None
+    parts, index = sizes_shape[0], int(position.flat[0])
+    if not -parts <= index < parts:
+        return None
+    dims[axis] = even_share(dims[axis], parts, index % parts)
+    return dims
 
 
 def _global_pool_shape(node: onnx.NodeProto, values: _ShapeValues) -> list | None:

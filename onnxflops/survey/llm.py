@@ -8,7 +8,11 @@ model's own passes and against counts made by hand from its config.
   transformers' grouped-matmul experts, so the survey runs the eager form of the same model
   instead, and the row's `oracle` column says so.
 - params: the count's (what its graphs hold, extended to all layers) against `parameters()`.
-- KV bytes and active params: against `hand_kv_bytes` and `hand_active_params`, from the config.
+- KV bytes and active params: against `hand_kv_bytes` and `hand_active_params`, from the config
+  (and the decoder layers' key and value projection widths, where the code sets them past it).
+- Work the oracle counts in modules whose output the logits never read (BigBird's pooler) is
+  dropped from the exported graph; a count short of the oracle by exactly that is `oracle
+  failed`, saying so (judge_llm).
 
 Row columns: rows.LLM_COLUMNS. torch and transformers are imported only in a row's process.
 """
@@ -66,7 +70,7 @@ def fails_unshrunk(name: str, error: Exception) -> bool:
     return False
 
 
-# hand counts, from the config alone --------------------------------------------------------
+# hand counts, from the config --------------------------------------------------------
 
 def _get(config: Mapping[str, Any], keys: tuple[str, ...]) -> int:
     """The first of `keys` the config sets to a positive int; 0 where none is."""
@@ -148,15 +152,20 @@ def head_dim(config: Mapping[str, Any]) -> int:
 
 
 def hand_kv_bytes(config: Mapping[str, Any], tokens: int, batch: int = 1,
-                  bytes_per_element: int = KV_BYTES_PER_ELEMENT) -> int:
-    """Σ_layers hand_kv_layers: the cache's bytes at `tokens` tokens, from the config alone."""
-    return sum(hand_kv_layers(config, tokens, batch, bytes_per_element))
+                  bytes_per_element: int = KV_BYTES_PER_ELEMENT,
+                  widths: Mapping[int, int] | None = None) -> int:
+    """Σ_layers hand_kv_layers: the cache's bytes at `tokens` tokens, from the config and the
+    layers' projection `widths`."""
+    return sum(hand_kv_layers(config, tokens, batch, bytes_per_element, widths))
 
 
 def hand_kv_layers(config: Mapping[str, Any], tokens: int, batch: int = 1,
-                   bytes_per_element: int = KV_BYTES_PER_ELEMENT) -> list[int]:
+                   bytes_per_element: int = KV_BYTES_PER_ELEMENT,
+                   widths: Mapping[int, int] | None = None) -> list[int]:
     """Each layer's cache bytes, batch × min(tokens, window) × elements × bytes: elements per
-    token 2 × kv_heads × head_dim (keys and values), or kv_lora_rank + qk_rope_head_dim for
+    token 2 × kv_heads × head_dim (keys and values), or on a layer of `widths` (projection_widths:
+    its key and value projections' widths, where the model's code sets them past its config),
+    that width; or kv_lora_rank + qk_rope_head_dim for
     latent attention (the compressed latent and the shared rotary key), + index_head_dim on an
     "indexed_attention" layer with an indexer of its own (the sparse attention's indexer key;
     none where `indexer_types` says "shared": HY-V4 reuses the previous layer's); window =
@@ -170,10 +179,48 @@ def hand_kv_layers(config: Mapping[str, Any], tokens: int, batch: int = 1,
     indexers = config.get("indexer_types")
     own = [not isinstance(indexers, (list, tuple)) or i >= len(indexers) or indexers[i] != "shared"
            for i in range(len(kinds))]
+    widths = {} if latent else (widths or {})
     return [batch * min(tokens, window or tokens) * bytes_per_element
-            * (elements + (indexer if kind == "indexed_attention" and own_indexer else 0))
+            * (widths.get(layer, elements)
+               + (indexer if kind == "indexed_attention" and own_indexer else 0))
             if holds_keys(kind) else 0
-            for kind, window, own_indexer in zip(kinds, layer_windows(config), own)]
+            for layer, (kind, window, own_indexer)
+            in enumerate(zip(kinds, layer_windows(config), own))]
+
+
+# What decoder layers call their self-attention, whose key and value projections a hand counts.
+_SELF_ATTENTION = ("self_attn", "self_attention", "attention", "attn")
+
+
+def projection_widths(model, depth: int) -> dict[int, int]:
+    """Each decoder layer's key + value projection widths (k_proj and v_proj out_features of its
+    self-attention: kv heads × head size, keys and values), by layer: the widths a hand reads
+    off the model where its code sets them past its config (MiMo-V2's sliding layers have twice
+    the KV heads its config names). From the decoder's layers: the one ModuleList of `depth`
+    layers beside the input embeddings (not an encoder's of a multimodal model); empty where
+    there is not exactly one."""
+    import torch
+
+    try:
+        embeddings = model.get_input_embeddings()
+    except (AttributeError, NotImplementedError):  # a model that names none
+        return {}
+    owners = [m for m in model.modules() if any(c is embeddings for c in m.children())]
+    stacks = [child for owner in owners[:1] for child in owner.children()
+              if isinstance(child, torch.nn.ModuleList) and len(child) == depth]
+    if len(stacks) != 1:
+        return {}
+    return {layer: width for layer, width in enumerate(map(_key_value_width, stacks[0]))
+            if width}
+
+
+def _key_value_width(layer) -> int:
+    """k_proj.out_features + v_proj.out_features of the layer's self-attention; 0 without both."""
+    attention = next((getattr(layer, name) for name in _SELF_ATTENTION
+                      if hasattr(layer, name)), None)
+    key, value = (getattr(attention, name, None) for name in ("k_proj", "v_proj"))
+    widths = [getattr(p, "out_features", None) for p in (key, value)]
+    return sum(widths) if all(isinstance(w, int) for w in widths) else 0
 
 
 def kv_layers_differing(config: Mapping[str, Any], hand: list[int],
@@ -251,6 +298,13 @@ def oracle_passes(model, ids, generated: int) -> tuple[int, list[int], str]:
     """(prefill MACs, each decode step's MACs, what was switched to make the count fair):
     FlopCounterMode/2 of the model on `ids`, then of `generated` steps each fed its greedy token
     and the model's own cache, attention on the math backend, experts eager."""
+    return oracle_counts(model, ids, generated)[:3]
+
+
+def oracle_counts(model, ids, generated: int, watched: tuple[str, ...] = ()
+                  ) -> tuple[int, list[int], str, list[int]]:
+    """oracle_passes, and the MACs FlopCounterMode puts in the `watched` modules (by name)
+    in each pass: [prefill, step 1, ...]."""
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
@@ -263,9 +317,15 @@ def oracle_passes(model, ids, generated: int) -> tuple[int, list[int], str]:
             export_code_paths(model) as exported:
         switched = getattr(config, "_experts_implementation", None) != before
 
+        seen: list[int] = []
+        prefix = type(model).__name__ + "."
+
         def counted(**inputs):
             with FlopCounterMode(display=False) as counter:
                 out = model(**inputs, use_cache=True)
+            by_module = counter.get_flop_counts()
+            seen.append(sum(sum(by_module.get(prefix + name, {}).values())
+                            for name in watched) // 2)
             return counter.get_total_flops() // 2, out
 
         prefill, out = counted(input_ids=ids)
@@ -276,7 +336,53 @@ def oracle_passes(model, ids, generated: int) -> tuple[int, list[int], str]:
             steps.append(macs)
     note = "FlopCounterMode/2, math attention"
     note += f"; eager experts (its default: {before})" if switched else ""
-    return prefill, steps, note + ("; its code's export path" if exported else "")
+    return prefill, steps, note + ("; its code's export path" if exported else ""), seen
+
+
+def own_generate_note(model, ids, generated: int) -> str:
+    """Whether HF's own greedy generate of `generated` tokens after `ids` fails as the oracle's
+    decode steps did (the model cannot decode: say so), or runs (it decodes from other inputs
+    than one token and its cache: CPM-Ant takes the whole sequence each step)."""
+    import torch
+
+    try:
+        with torch.no_grad():
+            model.generate(ids, max_new_tokens=generated, min_new_tokens=generated,
+                           do_sample=False)
+    except Exception as e:  # noqa: BLE001 - the model's own generate raises anything
+        from onnxflops.survey.measure import failure
+
+        return f"; HF's own generate fails alike ({failure(e)})"
+    return GENERATE_RUNS
+
+
+GENERATE_RUNS = ("; HF's own generate runs: it feeds the model other than one token and its "
+                 "cache each step")
+
+
+def discarded_modules(model, ids) -> tuple[str, ...]:
+    """The modules whose output the logits never read, by name: those whose every param gets no
+    gradient from the logits of a pass on `ids` (BigBird's pooler, which its causal LM runs and
+    discards), the outermost of them; none where that backward pass fails. The exported graph
+    drops their work, as every compiled runtime does; FlopCounterMode counts it."""
+    import torch
+
+    params = dict(model.named_parameters())
+    try:
+        with torch.enable_grad():
+            logits = model(input_ids=ids).logits
+            grads = torch.autograd.grad(logits.float().sum(), list(params.values()),
+                                        allow_unused=True)
+    except Exception:  # noqa: BLE001 - a model whose backward fails: nothing found
+        return ()
+    unused = {name for name, grad in zip(params, grads) if grad is None}
+    found: list[str] = []
+    for name, module in model.named_modules():
+        own = [f"{name}.{p}" if name else p for p, _ in module.named_parameters()]
+        if name and own and all(p in unused for p in own) \
+                and not any(name.startswith(outer + ".") for outer in found):
+            found.append(name)
+    return tuple(found)
 
 
 # one row ------------------------------------------------------------------------------------
@@ -304,18 +410,27 @@ def measure_llm(task, memory_gb: float, stage: Callable[[str], None] = lambda s:
             reason += " (its default config, unshrunk, fails alike)"
         return {**judge_llm(row, {"build": reason}), "peak_mb": peak_mb()}
     stage("oracle")
+    unread_macs: dict[str, int] = {}
     vocab = getattr(text_config(model.config), "vocab_size", None) or 100
     ids = torch.randint(0, vocab, (1, PROMPT), generator=torch.Generator().manual_seed(0))
     try:
-        prefill, steps, row["oracle"] = oracle_passes(model, ids, GENERATED)
+        discarded = discarded_modules(model, ids)
+        prefill, steps, row["oracle"], unread = oracle_counts(model, ids, GENERATED, discarded)
         row.update(oracle_prefill_macs=prefill, oracle_decode_first_macs=steps[0],
                    oracle_decode_last_macs=steps[-1])
+        if any(unread):
+            why["discarded"] = ", ".join(discarded)
+            unread_macs = dict(zip(_MAC_COLUMNS, (unread[0], unread[1], unread[-1])))
     except Exception as e:  # noqa: BLE001 - the model's own forward pass failed
-        failures["oracle"] = failure(e)
+        note = own_generate_note(model, ids, GENERATED)
+        failures["oracle"] = failure(e) + note
+        if note == GENERATE_RUNS:
+            why["generate"] = "runs"
     total = sum(p.numel() for p in model.parameters())
     row["oracle_params"] = total
     try:
-        row.update(hand_kv_bytes=hand_kv_bytes(config, PROMPT + GENERATED),
+        widths = projection_widths(model, len(layer_types(config)))
+        row.update(hand_kv_bytes=hand_kv_bytes(config, PROMPT + GENERATED, widths=widths),
                    hand_params_active=hand_active_params(total, routed, config))
     except Exception as e:  # noqa: BLE001 - a config this hand count cannot read
         failures["hand"] = failure(e)
@@ -335,15 +450,17 @@ def measure_llm(task, memory_gb: float, stage: Callable[[str], None] = lambda s:
                    kv_bytes=report.kv_cache_bytes)
         if "hand" not in failures and row["kv_bytes"] != row["hand_kv_bytes"]:
             why["kv_bytes"] = kv_layers_differing(
-                config, hand_kv_layers(config, PROMPT + GENERATED), report.kv_cache_by_layer())
+                config, hand_kv_layers(config, PROMPT + GENERATED, widths=widths),
+                report.kv_cache_by_layer())
     row["seconds"] = round(time.perf_counter() - start, 2)
-    return {**judge_llm(row, failures, why), "peak_mb": peak_mb()}
+    return {**judge_llm(row, failures, why, unread_macs), "peak_mb": peak_mb()}
 
 
 def blank_llm_row(model: str) -> dict:
     return {**dict.fromkeys(LLM_COLUMNS), "model": model, "oracle": "", "reason": ""}
 
 
+_MAC_COLUMNS = ("prefill_macs", "decode_first_macs", "decode_last_macs")
 _CHECKS = (("prefill_macs", "oracle_prefill_macs", "prefill MACs"),
            ("decode_first_macs", "oracle_decode_first_macs", "decode first MACs"),
            ("decode_last_macs", "oracle_decode_last_macs", "decode last MACs"),
@@ -353,19 +470,45 @@ _CHECKS = (("prefill_macs", "oracle_prefill_macs", "prefill MACs"),
 
 
 def judge_llm(row: dict, failures: dict[str, str] | None = None,
-              why: Mapping[str, str] | None = None) -> dict:
+              why: Mapping[str, str] | None = None,
+              unread_macs: Mapping[str, int] | None = None) -> dict:
     """`row` with its verdict and reason: the stages as rows.judge has them; counted, `exact`
     where every column equals its oracle or hand count, else `differs` naming each that does
-    not and by how much, and why where `why` says (by the column: {"kv_bytes": "layer 1 ..."})."""
-    failures, why = failures or {}, why or {}
+    not and by how much, and why where `why` says (by the column: {"kv_bytes": "layer 1 ..."}).
+
+    A count and an oracle that both fail are `not built` (rows.judge: the model cannot run),
+    but `not counted` where HF's own generate runs (why["generate"] "runs": it decodes by
+    another protocol than one token and its cache).
+
+    `unread_macs`: by MAC column, what the oracle counts in modules whose output the logits
+    never read (discarded_modules, named in why["discarded"]). Where every MAC column equals
+    the oracle's less that, and nothing else differs, the oracle is wrong: `oracle failed`,
+    saying so (the count is the work the logits need; the oracle adds work they discard)."""
+    failures, why, unread_macs = failures or {}, why or {}, unread_macs or {}
+    if "count" in failures and "oracle" in failures and why.get("generate") == "runs":
+        # the model decodes, by its own protocol (why["generate"]): not a model that cannot run
+        return {**row, "verdict": "not counted",
+                "reason": f"{failures['count']}; oracle: {failures['oracle']}"}
     if failures.keys() & {"build", "count"}:
         return judge(row, "", failures)
     skipped = {name for name in ("oracle", "hand") if name in failures}
+    discarded = "oracle" not in failures and any(unread_macs.values()) and all(
+        row[ours] == (row[theirs] or 0) - unread_macs.get(ours, 0)
+        for ours, theirs, _ in _CHECKS if ours in _MAC_COLUMNS)
     problems = [f"{label} {_difference(row[ours], row[theirs])}"
                 + (f": {why[ours]}" if why.get(ours) else "")
                 for ours, theirs, label in _CHECKS
                 if not any(theirs.startswith(name) for name in skipped)
-                if row[ours] != row[theirs]]
+                if row[ours] != row[theirs] and not (discarded and ours in _MAC_COLUMNS)]
+    if discarded:
+        note = (f"oracle wrong: FlopCounterMode counts {unread_macs['prefill_macs']:,} prefill "
+                f"and {unread_macs['decode_first_macs']:,} decode-step MACs in "
+                f"{why.get('discarded', 'modules')}, whose output the logits never read (their "
+                "params get no gradient from them; the exported graph drops that work); "
+                "without them the count is exact")
+        if not problems:
+            return {**row, "verdict": "oracle failed", "reason": note}
+        problems.append(note)
     if "hand" in failures:
         problems.append(f"hand count: {failures['hand']}")
     if "oracle" in failures:
