@@ -23,6 +23,8 @@ CHECKED_DOMAINS = frozenset(("", "ai.onnx.ml", "ai.onnx.preview.training"))
 # The standard ops whose attributes hold graphs (Loop's body, If's branches, ...); a node of any
 # other domain may hold one too, and is asked.
 HOLDS_SUBGRAPHS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
+# Of those, the ops whose graph is a body run once per iteration, its inputs and outputs the node's.
+ITERATES_A_BODY = frozenset({"Loop", "Scan"})
 # Ops that build, read or change a sequence of tensors.
 SEQUENCE_OPS = frozenset({"SplitToSequence", "SequenceConstruct", "SequenceEmpty",
                           "SequenceInsert", "SequenceErase", "SequenceAt", "SequenceLength",

@@ -17,7 +17,7 @@ from onnxflops.caches import memoized
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.graph import NodeRow, domain_key, graphs_within
 from onnxflops.load.schema import check_schema, checker_context, node_label
-from onnxflops.ops import CHECKED_DOMAINS, DEFAULT_DOMAIN, HOLDS_SUBGRAPHS
+from onnxflops.ops import CHECKED_DOMAINS, DEFAULT_DOMAIN, HOLDS_SUBGRAPHS, ITERATES_A_BODY
 
 _KNOWN_DTYPES = frozenset(v for k, v in TensorProto.DataType.items() if k != "UNDEFINED")
 # Packed below a byte (two or four to a byte, and so in int32_data too): their data is not
@@ -319,6 +319,30 @@ def _check_control_flow(node: onnx.NodeProto, opsets: dict[str, int], where: str
             and not 0 < scanned.i <= len(node.input):  # onnx's inference loops over it
         raise OnnxFlopsError(f"{where}: node '{_text(node.name)}' (Scan) has num_scan_inputs "
                              f"{scanned.i}, but {len(node.input)} inputs")
+    _check_body_arity(node, given, where)
+
+
+def _check_body_arity(node: onnx.NodeProto, given: dict, where: str) -> None:
+    """A Loop's body takes its node's inputs (trip count, condition, carried values) and gives
+    the condition then one value per output; a Scan's body takes and gives as many as its node;
+    an If's branches give as many as it. onnx's inference judges a body that gives none as
+    untyped, but onnxruntime refuses it ("'Loop' node has 1 outputs so the subgraph requires
+    2 but has 0")."""
+    extra = 1 if node.op_type == "Loop" else 0
+    for name in ("body",) if node.op_type in ITERATES_A_BODY else ("then_branch", "else_branch"):
+        attribute = given.get(name)
+        if attribute is None or attribute.type != AttributeProto.GRAPH:
+            continue
+        graph = attribute.g
+        wanted = [("outputs", len(graph.output), len(node.output) + extra)]
+        if name == "body":
+            wanted.append(("inputs", len(graph.input), len(node.input)))
+        for kind, has, needs in wanted:
+            if has != needs:
+                raise OnnxFlopsError(
+                    f"{where}: node '{_text(node.name)}' ({node.op_type}) of {len(node.input)} "
+                    f"inputs and {len(node.output)} outputs: its {name} has {has} {kind}, "
+                    f"not the {needs} it needs, which onnxruntime refuses")
 
 
 def _check_values(graph: onnx.GraphProto, where: str) -> None:
