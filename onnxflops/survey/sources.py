@@ -223,6 +223,9 @@ def _transformers_inputs(model, config) -> dict:
     if main == "input_features":
         bins = getattr(config, "num_mel_bins", None) or getattr(config, "feature_size", 80)
         inputs[main] = _image(1, bins, 2 * getattr(config, "max_source_positions", 50))
+    elif main == "input_values" and _spectrogram_frames(config):
+        # values as spectrogram frames × mel bins, as many frames as its positions are laid for
+        inputs[main] = _image(1, _spectrogram_frames(config), config.num_mel_bins)
     elif main == "input_values":
         channels = getattr(config, "audio_channels", None)  # a codec's waveform has channels
         inputs[main] = _image(1, *([channels] if channels else []), 16000)
@@ -241,6 +244,16 @@ def _transformers_inputs(model, config) -> dict:
     if "input_ids" in inputs and "pixel_values" in inputs:
         inputs["input_ids"] = _with_image_tokens(model, config, inputs, vocab)
     return inputs
+
+
+def _spectrogram_frames(config) -> int | None:
+    """The frames of a model whose `input_values` are a spectrogram (its config names mel bins
+    and the frames its patch positions are laid for: the Audio Spectrogram Transformer), not a
+    waveform."""
+    frames = getattr(config, "max_length", None)
+    bins = getattr(config, "num_mel_bins", None)
+    return frames if isinstance(frames, int) and isinstance(bins, int) and frames > 0 < bins \
+        else None
 
 
 def _main_input(model, takes) -> str:

@@ -75,3 +75,4 @@ def test_a_scalar_parameter_folded_onto_a_product_is_still_a_parameter():
     report = onnxflops.count(Logits(), inputs={"a": torch.ones(2, 4), "b": torch.ones(5, 3)})
     assert report.total.params == 4 * 3 + 1  # parameters(): proj's 12 and the scale
     assert report.total.macs == 2 * 4 * 3 + 2 * 3 * 5  # proj, then the logits
+
