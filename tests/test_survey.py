@@ -283,6 +283,14 @@ def test_state_space_head_groups_are_at_most_the_heads_left():
     assert vars(config) == {"mamba_num_heads": 4, "n_groups": 4}
 
 
+def test_a_group_norms_groups_divide_the_widths_left():
+    # BiT's GroupNorm of 32 groups over a bottleneck cut to 24 channels failed ("num_channels
+    # (24) must be divisible by num_groups (32)"): the groups are cut to 4, which divides 24 and 96
+    config = shrink(Config(hidden_sizes=[256, 512, 1024, 2048], num_groups=32))
+    assert config.num_groups == 4 and all(width % 4 == 0 for width in config.hidden_sizes)
+    assert shrink(Config(num_groups=1)).num_groups == 1  # ConvBERT's one group stays
+
+
 def test_state_space_heads_fill_the_inner_width_expand_times_width():
     # Mamba2: 128 heads × 64 = 2 × 4096; cut to 4 heads of the generic 24 they filled 96 of the
     # inner 2 · 96 = 192 (its reshape failed): the head dim is 192 / 4 = 48. Zamba2 names them

@@ -23,6 +23,8 @@ _RULES = (  # (key pattern, new value from the old one); the first that matches 
     (re.compile(r".*heads?$"), lambda v: min(v, HEADS)),
     # a state-space layer's head groups: at most its heads (each group at least one head)
     (re.compile(r".*n_groups$"), lambda v: min(v, HEADS)),
+    # a group norm's groups: at most HEADS, which divides every width the rule leaves
+    (re.compile(r".*num_groups$"), lambda v: min(v, HEADS)),
     (re.compile(r"^(n_|num_)?(shared_experts|n_shared_experts)$"), lambda v: min(v, 1)),
     (re.compile(r".*(experts_per_tok|experts_per_token|top_?k|moe_topk|moe_k|topk_group|"
                 r"n_group|expert_group)$"),
