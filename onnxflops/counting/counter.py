@@ -99,11 +99,14 @@ class _Counter:
         bounded = set(graph.bounds)  # tensors whose sizes are upper bounds, and what they reach
         shares = set(graph.routed)  # parts of a split by data, and what is computed from them
         reads: list[list[str]] = []  # each node's inputs, where recorded weights are credited
+        folded_reads: list[str] = []  # what constant nodes read (their work folded or free)
         for position, row in enumerate(graph.rows()):
             if graph.is_constant_row(row):
                 if row.op_type == "Constant":
                     continue
                 policy = policy or ConstantWork(graph)
+                if self.weights.recorded:
+                    folded_reads.extend(row.inputs)
                 may_fold = policy.may_fold(row)
                 entry = self._report(row, graph, graph.kinds.get(position), count_params=False,
                                      report_uncosted=may_fold)
@@ -131,7 +134,7 @@ class _Counter:
         if bounded:
             self._warn_bounds(nodes, graph.bounds)
         if self.weights.recorded:
-            self.weights.credit_unread(nodes, reads, graph)
+            self.weights.credit_unread(nodes, reads, graph, folded_reads)
         for entry in nodes:
             total.add(entry)
         unused = self.weights.unused

@@ -84,7 +84,8 @@ class WeightCredit:
         self.inner_params += params
         self.inner_buffers += buffers
 
-    def credit_unread(self, nodes: list, reads: list[list[str]], graph: GraphView) -> None:
+    def credit_unread(self, nodes: list, reads: list[list[str]], graph: GraphView,
+                      folded_reads: list[str] = ()) -> None:
         """Recorded parameters and buffers that no costed node read as a weight (a class token
         reaching a Concat through an Expand, a table a Gather reads in part): each is credited
         whole to the first node that reads something computed from it; state the graph holds no
@@ -97,8 +98,7 @@ class WeightCredit:
             nodes[0].buffers += sum(self.roles.unread_buffers.values())
             # Read only by work the canonical forms folded to a value (a scalar factor moved
             # onto a product: CLIP-like logit_scale.clamp().exp()): the graph reads them still.
-            params, buffers = self._recorded([i for row in graph.rows() for i in row.inputs
-                                              if i in graph.initializers], graph)
+            params, buffers = self._recorded(folded_reads, graph)
             nodes[0].params += params
             nodes[0].buffers += buffers
 
