@@ -1028,6 +1028,22 @@ def test_a_refusal_of_ranks_after_a_size_taken_at_its_bound_is_still_a_refusal()
     assert any("upper bounds" in w for w in count(added).warnings)
 
 
+def test_a_dim_fixed_whatever_the_bound_is_refused_where_it_does_not_fit():
+    # The fuzz run's cnn_legacy:191009: a Flatten (axis 1) of a Unique's 1-D output is [n, 1]
+    # for every n, which a Gemm of K = 4 refuses, as onnxruntime does at load ("Dimension
+    # mismatch in unification between 4 and 1"). Blurred to [?, ?], the Gemm looked refused
+    # only at the bound: counted, the Gemm uncosted.
+    def flattened(k):
+        return model([node("Unique", ["x"], ["u"]), node("Flatten", ["u"], ["f"], axis=1),
+                      node("Gemm", ["f", "w"], ["y"], transB=1)], {"x": [2, 8]},
+                     [weight("w", [3, k])])
+    with pytest.raises(OnnxFlopsError, match=r"node 'y' \(Gemm\): ONNX's shape inference "
+                                             r"refuses it.*between 4 and 1"):
+        count(flattened(4))
+    # K = 1 fits [n, 1]: the Unique's 16 distinct values at their bound, each times 3 outputs
+    assert count(flattened(1)).total.macs == 16 * 3
+
+
 def test_an_axis_beyond_the_rank_is_refused_as_onnxruntime_refuses_it():
     # The fuzz run's mlp_legacy:105005: a LayerNormalization of axis 2^31, which ONNX's
     # inference lets pass and onnxruntime refuses at load ("Unexpected axis value"), was counted

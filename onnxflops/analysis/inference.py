@@ -171,6 +171,7 @@ class NodeTyper:
         self.by_signature: dict[tuple, object] = {}
         self.kind_numbers = itertools.count()
         self.schemas: dict[tuple, defs.OpSchema | None] = {}
+        self.refusal_as_written: str | None = None  # whole-model inference's, once asked
 
     def type_graph(self) -> bool:
         """Type every node's outputs where they are unknown, and mark and evaluate constants.
@@ -355,11 +356,28 @@ class NodeTyper:
         """A node whose input sizes were taken at an upper bound, which its shapes refuse, is
         left untyped (so uncosted, with why): a graph traced at some sizes may hold only those.
         Any other refusal is the model's: onnxruntime would refuse it too."""
-        if not reaches_bound(self.view, row.inputs):
+        if not reaches_bound(self.view, row.inputs) or self._refused_as_written(row):
             raise refusal from None
         self.warnings.append(f"{refusal} (its inputs' sizes are upper bounds, which the graph may "
                              "never meet)")
         return [None] * len(row.outputs)
+
+    def _refused_as_written(self, row: NodeRow) -> bool:
+        """Whether ONNX's whole-model inference, which sees a data-dependent size as a symbol (as
+        onnxruntime does when it loads the model), refuses this node all the same: a dim the
+        node's shapes fix whatever the bound (the [n, 1] a Flatten makes of a Unique's [n],
+        which a Gemm of K = 4 refuses; the fuzz run's cnn_legacy:191009). Not run where local
+        functions are left as calls: that inference would expand every call."""
+        if self.model.functions:
+            return False
+        if self.refusal_as_written is None:
+            try:
+                onnx.shape_inference.infer_shapes(self.model, strict_mode=True, data_prop=True)
+                self.refusal_as_written = ""
+            except Exception as e:  # noqa: BLE001 - any refusal, read by node below
+                self.refusal_as_written = str(e)
+        proto = row.proto
+        return f"(op_type:{proto.op_type}, node name: {proto.name})" in self.refusal_as_written
 
     def _function_outputs(self, row: NodeRow, infos: list[TensorInfo | None],
                           data: list[np.ndarray | None]) -> Outputs:
