@@ -1055,6 +1055,21 @@ def test_an_axis_beyond_the_rank_is_refused_as_onnxruntime_refuses_it():
     with pytest.raises(OnnxFlopsError, match=r"node 'y' \(LayerNormalization\): axis 2147483648 "
                                              r"is out of range for tensors of rank 2"):
         count(normed(2**31))
+    # The fuzz run's mlp_legacy:192309: axis 2 of a rank-2 input, which onnxruntime refuses
+    # ("Unexpected axis value (2)") and ONNX's inference lets pass, was counted under
+    # --symbolic. LayerNormalization's axes are [-2, 1] there; an Unsqueeze's may name the end.
+    with pytest.raises(OnnxFlopsError, match=r"node 'y' \(LayerNormalization\): axis 2 "
+                                             r"is out of range for tensors of rank 2"):
+        count(normed(2))
+    with pytest.raises(OnnxFlopsError, match=r"node 'y' \(LayerNormalization\)"):
+        count(normed(-3))  # ONNX's inference refuses this side itself
+    symbolic = model([node("LayerNormalization", ["x", "g"], ["y"], axis=2)],
+                     {"x": ["batch", 8]}, [weight("g", [8])])
+    with pytest.raises(OnnxFlopsError, match=r"axis 2 is out of range for tensors of rank 2"):
+        count(symbolic, symbolic=True)
+    unsqueezed = model([node("Unsqueeze", ["x", "axes"], ["y"])], {"x": [2, 8]},
+                       [numpy_helper.from_array(np.array([2], np.int64), "axes")], opset=17)
+    assert count(unsqueezed).nodes[0].output_shapes == [[2, 8, 1]]
 
 
 def _gemm_of_a_zero_dim(declared: list) -> onnx.ModelProto:

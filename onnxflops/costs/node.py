@@ -12,6 +12,7 @@ from onnxflops.caches import memoized
 from onnxflops.costs.cost import Cost
 from onnxflops.errors import OnnxFlopsError, Uncostable
 from onnxflops.graph import GraphView, TensorInfo, domain_key, format_shape
+from onnxflops.ops import AXIS_WITHIN_INPUT_RANK
 
 
 class Engine(Protocol):
@@ -210,15 +211,29 @@ def check_node(node: Node) -> None:
                            "none of NOTSET, SAME_UPPER, SAME_LOWER and VALID, which onnxruntime "
                            "refuses at load")
         if a.name in _AXIS_ATTRIBUTES and rank >= 0:
+            low, high, of_rank = _axis_range(node, rank)
             for axis in [a.i] if a.type == onnx.AttributeProto.INT else a.ints:
-                if not -rank - 1 <= axis <= rank:  # onnxruntime's inference refuses it at load
+                if not low <= axis <= high:  # onnxruntime's inference refuses it at load
                     raise _refused(node, f"axis {axis} is out of range for tensors of "
-                                   f"rank {rank}")
+                                   f"rank {of_rank}")
     for name in required:
         if name not in present:
             raise Uncostable(f"lacks its required attribute '{name}'")
     if node.op_type in _POOLS and domain_key(node.domain) == "":
         _check_pool_pads(node)
+
+
+def _axis_range(node: Node, rank: int) -> tuple[int, int, int]:
+    """The axes onnxruntime lets the node name: [-r, r - 1] over its first input's rank r for
+    the ops whose schema it checks so (AXIS_WITHIN_INPUT_RANK), else within [-rank - 1, rank]
+    of the node's largest rank (an Unsqueeze's or a Flatten's axis may name the end); and the
+    rank the range is of."""
+    if node.op_type in AXIS_WITHIN_INPUT_RANK and domain_key(node.domain) == "" \
+            and node.proto.input and node.proto.input[0]:
+        info = node.scope.info(node.proto.input[0])
+        if info is not None and info.shape is not None:
+            return -len(info.shape), len(info.shape) - 1, len(info.shape)
+    return -rank - 1, rank, rank
 
 
 # Pools whose pads onnxruntime 1.32 checks against their kernel at load, whatever auto_pad and
