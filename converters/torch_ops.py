@@ -72,13 +72,15 @@ def custom_translations() -> dict:
 
 
 def _missing_aten_translations() -> dict:
-    """Translations of the torch ops torchlib has none for, that transformers' models run:
-    erfinv (Gemma 3n's activation sparsity, via Normal.icdf) and _is_all_true (ProphetNet's
-    torch.all in a check)."""
+    """Translations of the torch ops torchlib has none for, or one that differs from torch, that
+    transformers' models run: erfinv (Gemma 3n's activation sparsity, via Normal.icdf),
+    _is_all_true (ProphetNet's torch.all in a check) and squeeze of a dim (NeMo's RNN-T joint
+    squeezes a dim of 16 tokens: a no-op in torch, which ONNX's Squeeze refuses)."""
     import torch
 
     return {torch.ops.aten.erfinv.default: erf_inv, torch.ops.prims.erf_inv.default: erf_inv,
-            torch.ops.aten._is_all_true.default: is_all_true}
+            torch.ops.aten._is_all_true.default: is_all_true,
+            torch.ops.aten.squeeze.dim: squeeze_dim}
 
 
 # Giles (2010), "Approximating the erfinv function", single precision: erfinv(x) ≈ x·p(w),
@@ -118,6 +120,19 @@ def is_all_true(self):
     from onnxscript import opset18 as op
 
     return op.Cast(op.ReduceMin(op.Cast(self, to=6), keepdims=0), to=9)  # INT32, BOOL
+
+
+def squeeze_dim(self, dim: int):
+    """torch's squeeze(x, dim): x itself where that dim's size is known and not 1 (torch leaves
+    it; ONNX's Squeeze refuses it, and onnxruntime with it the whole model), else a Squeeze."""
+    from onnxscript import opset18 as op
+
+    shape = self.shape
+    if shape is not None and len(shape) == 0:
+        return op.Identity(self)
+    if shape is not None and isinstance(shape[dim], int) and shape[dim] != 1:
+        return op.Identity(self)
+    return op.Squeeze(self, op.Constant(value_ints=[dim]))
 
 
 def _defined_by_torch(module: str) -> bool:

@@ -166,3 +166,25 @@ def test_upsampling_modes_the_legacy_exporter_lacked_convert_as_resize(mode, opt
     counted = onnxflops.count(legacy)
     assert counted.nodes[-1].output_shapes == [[1, 2, 6, 10]]
     assert counted.total.flops == dynamo.total.flops  # the same Resize as the dynamo exporter's
+
+
+def test_a_squeeze_of_a_dim_not_of_size_one_is_the_tensor_itself():
+    # torch's x.squeeze(2) leaves x of (1, 4, 16) as it is; the exporter's Squeeze of axis 2
+    # was refused by ONNX and onnxruntime alike, and the model with it (NeMo's RNN-T joint).
+    ort = pytest.importorskip("onnxruntime")
+
+    class Joint(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = torch.nn.Linear(8, 16)
+
+        def forward(self, x):
+            return self.head(x).squeeze(2).squeeze(0)  # the first a no-op, the second not
+
+    model = torch_to_onnx(Joint(), [(1, 4, 8)])
+    assert [n.op_type for n in model.graph.node if n.op_type in ("Squeeze", "Identity")] == \
+        ["Identity", "Squeeze"]
+    ort.InferenceSession(model.SerializeToString())  # loads
+    report = onnxflops.count(model)
+    assert report.nodes[-1].output_shapes == [[4, 16]]
+    assert report.total.macs == 4 * 8 * 16
