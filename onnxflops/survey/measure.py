@@ -70,10 +70,12 @@ def measure(task: Task, memory_gb: float, stage: Callable[[str], None] = lambda 
                                                 for k, v in report.inputs.items())
         uncosted = uncosted_reason(report)
     row["seconds"] = round(time.perf_counter() - start, 2)
+    discarded = discarded_work_of(subject, on_meta) if not failures and not uncosted \
+        and row["macs"] < (row["oracle_macs"] or 0) else {}
     if row["twin_macs"] is not None:
         theirs = row["oracle_macs"] if row["oracle_macs"] is not None else row["macs"]
         row["twin_agrees"] = row["twin_macs"] == theirs
-    return _finished(judge(row, uncosted, failures, bound, missed))
+    return _finished(judge(row, uncosted, failures, bound, missed, discarded))
 
 
 def build(task: Task, memory_gb: float) -> tuple[Subject, bool]:
@@ -160,6 +162,24 @@ def oracle_on_inputs_that_run(subject: Subject, on_meta: bool) -> tuple[Subject,
             except Exception:  # noqa: BLE001 - nor on this variant
                 continue
         raise first
+
+
+def discarded_work_of(subject: Subject, on_meta: bool) -> dict[str, int]:
+    """The MACs the oracle counts in modules whose output the forward's result never reads, by
+    module (oracle.discarded_work): asked only of a count short of the oracle, since it runs the
+    forward twice more and a backward pass. {} for a model that is not torch's, or where
+    that fails."""
+    if not _is_torch(subject.model):
+        return {}
+    from onnxflops.survey.oracle import discarded_work
+
+    args, kwargs = subject.args, subject.kwargs
+    if on_meta:
+        args, kwargs = _to_meta(args), _to_meta(kwargs)
+    try:
+        return discarded_work(subject.model, args, kwargs)
+    except Exception:  # noqa: BLE001 - the model's forward or backward raises anything
+        return {}
 
 
 def _oracle_on_meta(subject: Subject) -> tuple[dict, dict[str, int]] | None:
