@@ -60,12 +60,12 @@ def measure(task: Task, memory_gb: float, stage: Callable[[str], None] = lambda 
     stage("count")
     start = time.perf_counter()
     try:
-        report = count(subject)
+        report, data_path = count(subject)
     except Exception as e:  # noqa: BLE001 - a row says why, and the survey goes on
         failures["count"] = failure(e)
     else:
         row.update(_counted(report))
-        bound = bound_note(report)
+        bound = "; ".join(note for note in (bound_note(report), data_path) if note)
         row["input"] = row["input"] or " ".join(f"{k}={'x'.join(map(str, v))}"
                                                 for k, v in report.inputs.items())
         uncosted = uncosted_reason(report)
@@ -207,12 +207,18 @@ def twin(subject: Subject) -> dict:
 
 
 def count(subject: Subject):
+    """The subject's count, and what a DataPathWarning said of its conversion ('' if nothing):
+    the trace holds one path of a model that branches or loops on tensor values."""
     import onnxflops
+    from onnxflops.errors import DataPathWarning
 
     inputs = subject.kwargs or subject.args or None
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("ignore")
-        return onnxflops.count(subject.model, inputs)
+        warnings.simplefilter("always", DataPathWarning)
+        report = onnxflops.count(subject.model, inputs)
+    said = [str(w.message) for w in caught if issubclass(w.category, DataPathWarning)]
+    return report, (said[0].split(": ", 1)[-1] if said else "")
 
 
 def _counted(report) -> dict:

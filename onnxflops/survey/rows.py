@@ -49,7 +49,8 @@ def judge(row: dict, uncosted: str = "", failures: dict[str, str] | None = None,
 
     `uncosted`: a summary of the nodes the count left uncosted ('' when none); `failures`: the
     error message of each stage (build, count, oracle) that failed; `bound`: a note that some
-    nodes were counted at an upper bound, added to the reason of a row that is not exact;
+    nodes were counted at an upper bound, or that the trace holds one path of a model that
+    branches on data, added to the reason of a row that is not exact;
     `missed`: the MACs the oracle did not count, by kind of module, derived by hand. A count equal
     to the oracle's with them is `oracle failed`, the reason saying why: the oracle was wrong.
     `discarded`: the MACs the oracle counts in modules whose output the forward's result never
