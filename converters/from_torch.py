@@ -21,6 +21,7 @@ torch is imported only when a module is converted.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import inspect
@@ -142,25 +143,45 @@ def _traced_on_data(proto: onnx.ModelProto, module, args: tuple, names: list[str
 
 
 def _first_difference(a: onnx.GraphProto, b: onnx.GraphProto) -> str | None:
-    """The first node at which two traces differ in op or in an integer constant, named as in
-    `a`; None where they are alike (float constants may differ: the weights do)."""
-    for x, y in zip(a.node, b.node):
-        if _outline(x) != _outline(y):
+    """Where two traces differ, named as in `a`: the first node of another op, else the first
+    integer constant the other lacks (the experts a batch was routed to); None where they are
+    alike. Float constants may differ (the weights do), and so may where constants stand."""
+    a_nodes, b_nodes = _traced_nodes(a), _traced_nodes(b)
+    a_ops = [n for n in a_nodes if n.op_type != "Constant"]
+    b_ops = [n for n in b_nodes if n.op_type != "Constant"]
+    for x, y in zip(a_ops, b_ops):
+        if (x.op_type, x.domain) != (y.op_type, y.domain):
             return f"node '{x.name or x.op_type}' ({x.op_type})"
-    if len(a.node) != len(b.node):
-        return f"node {min(len(a.node), len(b.node))} (one trace has {len(a.node)} nodes, the "\
-               f"other {len(b.node)})"
+    if len(a_ops) != len(b_ops):
+        return f"op {min(len(a_ops), len(b_ops))} (one trace has {len(a_ops)} ops, the other " \
+               f"{len(b_ops)})"
+    others = collections.Counter(filter(None, map(_integer_value, b_nodes)))
+    for node in a_nodes:
+        value = _integer_value(node)
+        if value is not None:
+            if not others[value]:
+                return f"node '{node.name or node.op_type}' (an integer Constant)"
+            others[value] -= 1
     return None
 
 
-def _outline(node: onnx.NodeProto) -> tuple:
-    """A node's op and, for a Constant, its integer values."""
+def _traced_nodes(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
+    """The graph's nodes but the Identity of an initializer: the legacy exporter stores weights
+    of equal values once, each other name an Identity of it (fresh norms' ones and zeros), so
+    those depend on the weights' values, not on the path."""
+    stored = {t.name for t in graph.initializer}
+    return [n for n in graph.node if not (n.op_type == "Identity" and n.input[0] in stored)]
+
+
+def _integer_value(node: onnx.NodeProto) -> tuple | None:
+    """A Constant node's integer value (dtype, shape, bytes); None for any other node."""
     if node.op_type != "Constant" or not node.attribute or \
             node.attribute[0].type != onnx.AttributeProto.TENSOR:
-        return node.op_type, node.domain
+        return None
     value = onnx.numpy_helper.to_array(node.attribute[0].t)
-    return (node.op_type, node.domain,
-            value.tobytes() if np.issubdtype(value.dtype, np.integer) else None)
+    if not np.issubdtype(value.dtype, np.integer):
+        return None
+    return str(value.dtype), value.shape, value.tobytes()
 
 
 def record_torch_weight_roles(proto: onnx.ModelProto, module, is_program: bool = False) -> None:
