@@ -21,6 +21,7 @@ torch is imported only when a module is converted.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import inspect
@@ -45,7 +46,7 @@ from onnxflops.converters.structure import StandInValues, is_float_dtype
 from onnxflops.converters.torch_ops import (attention_as_4d, custom_translations,
                                             emitted_domains, experts_exported_as,
                                             record_custom_shapes, register_legacy_resizes)
-from onnxflops.errors import OnnxFlopsError, did_you_mean, first_line
+from onnxflops.errors import DataPathWarning, OnnxFlopsError, did_you_mean, first_line
 from onnxflops.graph import MAX_VALUE_ELEMENTS
 from onnxflops.load import record_weight_roles
 
@@ -97,12 +98,15 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
         # The legacy exporter cannot take meta weights; a program converts with dynamo only.
         fallbacks = () if is_program or on_meta else tuple(e for e in EXPORTERS if e != exporter)
         failures = []
+        data_path = None  # where a legacy trace follows the model's data
         for attempt in (exporter, *fallbacks):
             try:
                 with contextlib.ExitStack() as weights_swapped:
                     if attempt == "legacy" and not keep_weights:
                         weights_swapped.enter_context(_stand_in_weights(weights))
                     proto = _export(attempt, target, args, names, opset, keep_weights)
+                if attempt == "legacy" and not keep_weights:
+                    data_path = _traced_on_data(proto, target, args, names, opset)
                 break
             except OnnxFlopsError:
                 raise
@@ -113,9 +117,71 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
     if failures:
         warnings.warn(f"{label}: {_failed(failures)}; converted with the {attempt} exporter "
                       "instead", stacklevel=2)
+    if data_path:
+        warnings.warn(DataPathWarning(
+            f"{label}: the legacy exporter's trace depends on the model's data: traced with "
+            f"stand-in weights and with its own, the graphs differ, first at {data_path}: the "
+            "model branches or loops on tensor values, so the count holds for one path, not "
+            "for every input"), stacklevel=2)
     proto.graph.name = _model_name(module, is_program)
     record_torch_weight_roles(proto, target, is_program)
     return proto
+
+
+def _traced_on_data(proto: onnx.ModelProto, module, args: tuple, names: list[str],
+                    opset: int) -> str | None:
+    """Where a trace again with the model's own weights first differs from `proto`, traced with
+    stand-ins (other ops, or other integer constants: the experts a batch is routed to); None
+    where they are alike, or the second trace fails. A difference is a path the model's data
+    chose, by Python control flow on tensor values that a trace records as one path: the count
+    holds for that path only (a DataPathWarning says so)."""
+    try:
+        own = _export_legacy(module, args, names, opset)
+    except Exception:  # noqa: BLE001 - the exporters raise anything; the first trace stands
+        return None
+    return _first_difference(proto.graph, own.graph)
+
+
+def _first_difference(a: onnx.GraphProto, b: onnx.GraphProto) -> str | None:
+    """Where two traces differ, named as in `a`: the first node of another op, else the first
+    integer constant the other lacks (the experts a batch was routed to); None where they are
+    alike. Float constants may differ (the weights do), and so may where constants stand."""
+    a_nodes, b_nodes = _traced_nodes(a), _traced_nodes(b)
+    a_ops = [n for n in a_nodes if n.op_type != "Constant"]
+    b_ops = [n for n in b_nodes if n.op_type != "Constant"]
+    for x, y in zip(a_ops, b_ops):
+        if (x.op_type, x.domain) != (y.op_type, y.domain):
+            return f"node '{x.name or x.op_type}' ({x.op_type})"
+    if len(a_ops) != len(b_ops):
+        return f"op {min(len(a_ops), len(b_ops))} (one trace has {len(a_ops)} ops, the other " \
+               f"{len(b_ops)})"
+    others = collections.Counter(filter(None, map(_integer_value, b_nodes)))
+    for node in a_nodes:
+        value = _integer_value(node)
+        if value is not None:
+            if not others[value]:
+                return f"node '{node.name or node.op_type}' (an integer Constant)"
+            others[value] -= 1
+    return None
+
+
+def _traced_nodes(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
+    """The graph's nodes but the Identity of an initializer: the legacy exporter stores weights
+    of equal values once, each other name an Identity of it (fresh norms' ones and zeros), so
+    those depend on the weights' values, not on the path."""
+    stored = {t.name for t in graph.initializer}
+    return [n for n in graph.node if not (n.op_type == "Identity" and n.input[0] in stored)]
+
+
+def _integer_value(node: onnx.NodeProto) -> tuple | None:
+    """A Constant node's integer value (dtype, shape, bytes); None for any other node."""
+    if node.op_type != "Constant" or not node.attribute or \
+            node.attribute[0].type != onnx.AttributeProto.TENSOR:
+        return None
+    value = onnx.numpy_helper.to_array(node.attribute[0].t)
+    if not np.issubdtype(value.dtype, np.integer):
+        return None
+    return str(value.dtype), value.shape, value.tobytes()
 
 
 def record_torch_weight_roles(proto: onnx.ModelProto, module, is_program: bool = False) -> None:

@@ -15,6 +15,7 @@ _PUBLIC = {
     "Cost": "onnxflops.costs", "register_rule": "onnxflops.costs",
     "register_torch_op": "onnxflops.converters.torch_ops",
     "OnnxFlopsError": "onnxflops.errors", "UncostedWarning": "onnxflops.errors",
+    "DataPathWarning": "onnxflops.errors",
     "NodeReport": "onnxflops.results", "Report": "onnxflops.results",
     "Totals": "onnxflops.results",
     "Comparison": "onnxflops.comparison", "assert_same_cost": "onnxflops.comparison",

@@ -23,6 +23,11 @@ class UncostedWarning(UserWarning):
     """A count left nodes uncosted: its totals are short of the model's work."""
 
 
+class DataPathWarning(UserWarning):
+    """A conversion traced one path of a model that branches or loops on tensor values: its count
+    holds for the data it was traced on, not for every input."""
+
+
 class Uncostable(Exception):
     """Raised by a cost rule when a node cannot be costed; the reason goes to `uncosted`."""
 

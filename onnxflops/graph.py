@@ -202,6 +202,8 @@ class GraphView:
         self.sequences: dict[str, tuple[TensorInfo, ...]] = {}
         # Tensors whose shapes depend on data, typed at their upper bound: why it is the bound.
         self.bounds: dict[str, str] = {}
+        # Tensors whose sizes are read from data whose range the graph leaves open: why.
+        self.unbounded: dict[str, str] = {}
         # Sequences split into parts whose sizes are data, typed at even shares: why.
         self.routed: dict[str, str] = {}
         # For each constant tensor computed from weights: the initializers it was computed from.

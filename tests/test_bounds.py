@@ -311,3 +311,41 @@ def test_a_resize_to_sizes_from_unclipped_data_stays_uncosted_not_bounded():
     report = onnxflops.count(typed_model(nodes, {"raw": (FLOAT, [3, 4])}, _PASTE_CONSTANTS))
     assert [u.op_type for u in report.uncosted] == ["Resize"]
     assert not bound_rows(report)
+
+
+def _regulated_nodes(durations: str) -> list:
+    """A length regulator's frames (FastSpeech's): a tensor of 1 × Σ durations × 8, read by a
+    product with an 8 × 8 weight."""
+    return [node("ReduceSum", [durations], ["frames"], keepdims=1),
+            node("Concat", ["one_1d", "frames", "eight_1d"], ["shape"], axis=0),
+            node("ConstantOfShape", ["shape"], ["regulated"],
+                 value=helper.make_tensor("v", FLOAT, [1], [0.0])),
+            node("MatMul", ["regulated", "w"], ["y"])]
+
+
+_REGULATED_CONSTANTS = {"one_1d": np.ones(1, np.int64), "eight_1d": np.array([8], np.int64),
+                        "zero": np.int64(0), "three": np.int64(3),
+                        "w": np.ones((8, 8), np.float32)}
+
+
+def test_a_shape_read_from_a_sum_of_clipped_durations_takes_its_largest():
+    # 4 durations clipped to [0, 3]: at most 4·3 = 12 frames, so 1 × 12 × 8 @ 8 × 8 = 768 MACs
+    nodes = [node("Clip", ["d", "zero", "three"], ["clipped"]), *_regulated_nodes("clipped")]
+    report = onnxflops.count(typed_model(nodes, {"d": (INT64, [4])}, _REGULATED_CONSTANTS))
+    assert not report.uncosted
+    filled = next(n for n in report.nodes if n.op_type == "ConstantOfShape")
+    assert filled.output_shapes == [[1, 12, 8]]
+    assert report.total.macs == 12 * 8 * 8
+    assert bound_rows(report) == ["ConstantOfShape", "MatMul"]
+    assert "shape read from data, at most 1x12x8" in report.to_table()
+
+
+def test_a_shape_read_from_unbounded_durations_stays_uncosted_not_bounded():
+    # durations clipped below only (FastSpeech2's round(exp(·)) ≥ 0): no largest frame count
+    nodes = [node("Max", ["d", "zero"], ["clipped"]), *_regulated_nodes("clipped")]
+    report = onnxflops.count(typed_model(nodes, {"d": (INT64, [4])}, _REGULATED_CONSTANTS))
+    [uncosted] = report.uncosted
+    assert (uncosted.op_type, uncosted.reason) == (
+        "MatMul", "shape of 'regulated' is unknown (?x?x?): a size read from data the graph "
+        "does not bound (the shape of ConstantOfShape 'regulated')")
+    assert not bound_rows(report)

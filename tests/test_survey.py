@@ -74,6 +74,20 @@ def test_an_oracle_that_missed_work_found_by_hand_is_wrong_where_the_count_equal
     assert row["reason"].startswith("MACs equal the oracle's, but FlopCounterMode missed 30")
 
 
+def test_an_oracle_that_counts_work_the_forward_discards_is_wrong_where_the_count_equals_it_without():
+    # FlopCounterMode counted 120 MACs, 20 of them in a pooling head whose output the forward
+    # overwrites (the exported graph drops it): a count of 100 is exact
+    discarded = {"vision.head": 20}
+    row = judge(counted_row(macs=100, oracle_macs=120), discarded=discarded)
+    assert (row["verdict"], row["reason"]) == (
+        "oracle failed", "oracle wrong: FlopCounterMode counts 20 MACs in vision.head, work whose "
+        "output the forward's result never reads (its params get no gradient from it; the "
+        "exported graph drops it); without it the count is exact")
+    # a count of 90 is neither: it differs by its shortfall from the oracle
+    row = judge(counted_row(macs=90, oracle_macs=120), discarded=discarded)
+    assert (row["verdict"], row["reason"]) == ("differs", "MACs -30 (-25.00%)")
+
+
 def test_recurrent_work_by_hand():
     from onnxflops.survey.oracle import recurrent_macs
 
@@ -573,6 +587,43 @@ def test_audio_features_a_model_reads_as_time_by_bins_are_given_so():
     ran, (columns, _) = oracle_on_inputs_that_run(subject, on_meta=False)
     assert ran.kwargs["input_features"].shape == (1, 5, 8)
     assert columns == {"oracle_macs": 5 * 8 * 4, "oracle_params": 8 * 4 + 4}  # 5 steps × 8→4
+
+
+DISCARDING = """
+import torch
+
+class Tower(torch.nn.Module):  # a VLM's vision tower: its pooling head's output is overwritten
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Linear(8, 8)
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        hidden = self.body(x)
+        pooled = self.head(hidden[:, 0])
+        pooled = hidden.mean(1)  # as DeepSeek-VL's aligner replaces the tower's pooler output
+        return hidden, pooled
+
+def tower():
+    return Tower()
+"""
+
+
+@pytest.mark.slow  # imports torch
+def test_work_the_forward_discards_is_the_oracles_error_in_a_row(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    from onnxflops.survey.measure import measure
+    from onnxflops.survey.sources import Task
+
+    (tmp_path / "discarding.py").write_text(textwrap.dedent(DISCARDING))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    row = measure(Task("factory", "discarding:tower", "discarding:tower", (("x", (1, 5, 8)),)), 4)
+    # the body: 5 tokens · 8 · 8 = 320 MACs; the head, run on one token and discarded: 8 · 4 = 32
+    assert (row["macs"], row["oracle_macs"]) == (320, 352)
+    assert (row["params"], row["unused_params"], row["oracle_params"]) == (72, 36, 108)
+    assert row["verdict"] == "oracle failed"
+    assert "counts 32 MACs in head," in row["reason"]
 
 
 # one process per row, under its caps -------------------------------------------------------------

@@ -1,8 +1,9 @@
 """Output sizes that depend on data, typed at their upper bound and recorded as bounds.
 
 How many elements NonZero finds, which boxes NonMaxSuppression keeps, how many values Unique or
-Compress gives, a TopK whose k is computed from data, the size a Resize takes from box coordinates:
-none is known before a run. Where ONNX's inference leaves such a dim unknown, it takes the largest
+Compress gives, a TopK whose k is computed from data, the size a Resize takes from box coordinates,
+the shape a ConstantOfShape reads from data (a length regulator's frames): none is known before a
+run. Where ONNX's inference leaves such a dim unknown, it takes the largest
 size the op can give (every candidate, k's largest value, the top of the range the graph gives the
 sizes: ranges.py), and the tensor is recorded in GraphView.bounds with why, so that every
 count read from it is reported as an upper bound, never silently. Which branch of an If runs is
@@ -50,6 +51,7 @@ def bound_outputs(view: GraphView, row: NodeRow) -> bool:
             view.tensors[name] = TensorInfo(name, dtype if dtype is not None else
                                             (declared.dtype if declared else 0), shape)
             view.bounds[name] = why
+            view.unbounded.pop(name, None)
     return True
 
 
@@ -185,17 +187,51 @@ def _resize(view, row, infos, attrs):
     sizes = row.inputs[3] if len(row.inputs) > 3 else ""
     if not sizes or view.value(sizes) is not None or attrs.get("axes") is not None:
         return None
-    highest = value_range(view, sizes)[1]
-    if np.shape(highest) != (len(x.shape),):
-        return None  # one range over all dims: no dim's own
-    if not np.all(np.isfinite(highest)) or np.any(highest < 0) \
-            or math.prod(int(h) for h in highest) > MAX_BOUND_ELEMENTS:
-        return None
-    shape = tuple(int(h) for h in highest)
+    shape = _largest_sizes(view, sizes, len(x.shape))
+    if shape is None:
+        return _unbounded(view, row, "sizes")
     return [(x.dtype, shape)], (f"sizes read from data, at most {_dims(shape)} as the values "
                                 "they are computed from are ranged")
 
 
+def _constant_of_shape(view, row, infos, attrs):
+    """A tensor of the shape read from data (a length regulator's frames: the sum of durations
+    it predicts), each dim at the largest the graph's ranges let it be."""
+    shape_info = infos[0]
+    if view.value(row.inputs[0]) is not None or len(shape_info.shape) != 1:
+        return None
+    shape = _largest_sizes(view, row.inputs[0], shape_info.shape[0])
+    if shape is None:
+        return _unbounded(view, row, "shape")
+    value = attrs.get("value")
+    dtype = value.data_type if value is not None else onnx.TensorProto.FLOAT
+    return [(dtype, shape)], (f"shape read from data, at most {_dims(shape)} as the values it is "
+                              "computed from are ranged")
+
+
+def _unbounded(view: GraphView, row: NodeRow, what: str) -> None:
+    """No bound: the output's size is recorded as read from data the graph leaves unbounded, so
+    that the nodes it reaches say why they are uncosted (GraphView.unbounded)."""
+    if row.outputs and row.outputs[0]:
+        view.unbounded[row.outputs[0]] = (f"a size read from data the graph does not bound "
+                                          f"(the {what} of {row.op_type} "
+                                          f"'{row.proto.name or row.outputs[0]}')")
+    return None
+
+
+def _largest_sizes(view: GraphView, sizes: str, rank: int) -> tuple[int, ...] | None:
+    """The largest value of each of the `rank` sizes in tensor `sizes`, by the range the graph
+    fixes for each; None where one has no finite end (or the bound is no size a run meets)."""
+    highest = value_range(view, sizes)[1]
+    if np.shape(highest) != (rank,):
+        return None  # one range over all dims: no dim's own
+    if not np.all(np.isfinite(highest)) or np.any(highest < 0) \
+            or math.prod(int(h) for h in highest) > MAX_BOUND_ELEMENTS:
+        return None
+    return tuple(int(h) for h in highest)
+
+
 _RULES = {"NonZero": _non_zero, "TopK": _top_k, "NonMaxSuppression": _non_max_suppression,
-          "Unique": _unique, "Compress": _compress, "Resize": _resize}
+          "Unique": _unique, "Compress": _compress, "Resize": _resize,
+          "ConstantOfShape": _constant_of_shape}
 BOUNDED_OPS = frozenset(_RULES)

@@ -4,7 +4,7 @@ A size read from data (a mask pasted at its box's size: Resize to sizes computed
 coordinates) is unknown before a run, but the graph often fixes its range: the boxes were clipped
 to the image, the mask's size is a constant. Each op's output range follows from its inputs'
 (sound: every value a run can give lies in it, though it may be wider), through the layout ops,
-arithmetic, Max/Min/Clip and reductions, across the scopes a subgraph reads. What the graph does
+arithmetic, Max/Min/Clip, extreme reductions and sums (n values summed), across the scopes a subgraph reads. What the graph does
 not fix (a model input, an op not followed, a division by a range holding 0) is unbounded,
 [-inf, inf], and what is computed from it too, unless a Clip, Max or Min bounds it again.
 A sum or difference is also bounded as an affine form of the values it is computed from, where
@@ -121,10 +121,24 @@ class _Ranges:
             return lo, hi
         if op in ops.EXTREME_REDUCTIONS:
             return _spread(ranges[0])  # a max or min of values in [lo, hi] is in it too
+        if op == "ReduceSum":
+            return self._sum(inputs[0], name, ranges[0])
         if op == "Where" and len(ranges) == 3:
             (a, b), (c, d) = ranges[1], ranges[2]
             return np.minimum(a.min(), c.min()), np.maximum(b.max(), d.max())
         return UNBOUNDED
+
+
+    def _sum(self, reduced: str, name: str, r: Range) -> Range:
+        """Σ of n values in [lo, hi] is in [n·lo, n·hi], n the elements summed into each output
+        (the input's elements over the output's, both shapes known); unbounded where not known."""
+        given, made = self.view.info(reduced), self.view.info(name)
+        if given is None or made is None or not given.concrete or not made.concrete \
+                or not made.numel or given.numel % made.numel:
+            return UNBOUNDED
+        n = given.numel // made.numel
+        lo, hi = _spread(r)
+        return (lo * n, hi * n) if n else (np.asarray(0.0), np.asarray(0.0))
 
 
     # Affine forms: a value as Σ c·leaf + constant (+ an error interval), where a leaf is a

@@ -98,6 +98,8 @@ class _Counter:
         policy = None  # the constant-work policy, made where the graph has constant nodes
         bounded = set(graph.bounds)  # tensors whose sizes are upper bounds, and what they reach
         shares = set(graph.routed)  # parts of a split by data, and what is computed from them
+        # tensors whose sizes are read from data with no bound, and what they reach: why
+        unbounded = dict(graph.unbounded)
         reads: list[list[str]] = []  # each node's inputs, where recorded weights are credited
         folded_reads: list[str] = []  # what constant nodes read (their work folded or free)
         for position, row in enumerate(graph.rows()):
@@ -122,7 +124,10 @@ class _Counter:
                     constant_nodes += 1
                     constant_work.add(entry)
                 continue
+            before = len(self.uncosted)
             entry = self._report(row, graph, graph.kinds.get(position))
+            if unbounded:
+                _explain_unbounded(row, unbounded, self.uncosted[before:])
             if (_reads_share(row, shares) or reads_routed_weights(graph, row.proto)) \
                     and entry.category == CONTRACTION:
                 entry.detail = {**(entry.detail or {}), ROUTED: True}  # details may be shared
@@ -458,6 +463,19 @@ def _reads_share(row: NodeRow, shares: set[str]) -> bool:
     if row.op_type not in CONCATENATIONS:
         shares.update(name for name in row.outputs if name)
     return True
+
+
+def _explain_unbounded(row: NodeRow, unbounded: dict[str, str], new: list[Uncosted]) -> None:
+    """A node that makes or reads a size read from data with no bound carries why to its outputs,
+    and its own uncosted entries (an unknown shape) say why."""
+    why = next((unbounded[name] for name in (*row.outputs, *row.inputs) if name in unbounded),
+               None)
+    if why is None:
+        return
+    unbounded.update((name, why) for name in row.outputs if name and name not in unbounded)
+    for entry in new:
+        if "is unknown" in entry.reason:
+            entry.reason = f"{entry.reason}: {why}"
 
 
 def _reads_bound(row: NodeRow, bounded: set[str], bounds: dict[str, str]) -> bool:

@@ -361,28 +361,11 @@ GENERATE_RUNS = ("; HF's own generate runs: it feeds the model other than one to
 
 
 def discarded_modules(model, ids) -> tuple[str, ...]:
-    """The modules whose output the logits never read, by name: those whose every param gets no
-    gradient from the logits of a pass on `ids` (BigBird's pooler, which its causal LM runs and
-    discards), the outermost of them; none where that backward pass fails. The exported graph
-    drops their work, as every compiled runtime does; FlopCounterMode counts it."""
-    import torch
+    """The modules whose output the logits of a pass on `ids` never read (BigBird's pooler, which
+    its causal LM runs and discards): oracle.discarded_modules of that pass's logits."""
+    from onnxflops.survey.oracle import discarded_modules as unread_by
 
-    params = dict(model.named_parameters())
-    try:
-        with torch.enable_grad():
-            logits = model(input_ids=ids).logits
-            grads = torch.autograd.grad(logits.float().sum(), list(params.values()),
-                                        allow_unused=True)
-    except Exception:  # noqa: BLE001 - a model whose backward fails: nothing found
-        return ()
-    unused = {name for name, grad in zip(params, grads) if grad is None}
-    found: list[str] = []
-    for name, module in model.named_modules():
-        own = [f"{name}.{p}" if name else p for p, _ in module.named_parameters()]
-        if name and own and all(p in unused for p in own) \
-                and not any(name.startswith(outer + ".") for outer in found):
-            found.append(name)
-    return tuple(found)
+    return unread_by(model, lambda: model(input_ids=ids).logits)
 
 
 # one row ------------------------------------------------------------------------------------

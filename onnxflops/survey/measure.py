@@ -60,20 +60,22 @@ def measure(task: Task, memory_gb: float, stage: Callable[[str], None] = lambda 
     stage("count")
     start = time.perf_counter()
     try:
-        report = count(subject)
+        report, data_path = count(subject)
     except Exception as e:  # noqa: BLE001 - a row says why, and the survey goes on
         failures["count"] = failure(e)
     else:
         row.update(_counted(report))
-        bound = bound_note(report)
+        bound = "; ".join(note for note in (bound_note(report), data_path) if note)
         row["input"] = row["input"] or " ".join(f"{k}={'x'.join(map(str, v))}"
                                                 for k, v in report.inputs.items())
         uncosted = uncosted_reason(report)
     row["seconds"] = round(time.perf_counter() - start, 2)
+    discarded = discarded_work_of(subject, on_meta) if not failures and not uncosted \
+        and row["macs"] < (row["oracle_macs"] or 0) else {}
     if row["twin_macs"] is not None:
         theirs = row["oracle_macs"] if row["oracle_macs"] is not None else row["macs"]
         row["twin_agrees"] = row["twin_macs"] == theirs
-    return _finished(judge(row, uncosted, failures, bound, missed))
+    return _finished(judge(row, uncosted, failures, bound, missed, discarded))
 
 
 def build(task: Task, memory_gb: float) -> tuple[Subject, bool]:
@@ -162,6 +164,24 @@ def oracle_on_inputs_that_run(subject: Subject, on_meta: bool) -> tuple[Subject,
         raise first
 
 
+def discarded_work_of(subject: Subject, on_meta: bool) -> dict[str, int]:
+    """The MACs the oracle counts in modules whose output the forward's result never reads, by
+    module (oracle.discarded_work): asked only of a count short of the oracle, since it runs the
+    forward twice more and a backward pass. {} for a model that is not torch's, or where
+    that fails."""
+    if not _is_torch(subject.model):
+        return {}
+    from onnxflops.survey.oracle import discarded_work
+
+    args, kwargs = subject.args, subject.kwargs
+    if on_meta:
+        args, kwargs = _to_meta(args), _to_meta(kwargs)
+    try:
+        return discarded_work(subject.model, args, kwargs)
+    except Exception:  # noqa: BLE001 - the model's forward or backward raises anything
+        return {}
+
+
 def _oracle_on_meta(subject: Subject) -> tuple[dict, dict[str, int]] | None:
     """The oracle again with the model moved to the meta device, where its forward's activations
     take no memory either (a real-weight build whose forward ran out of memory); None where that
@@ -187,12 +207,18 @@ def twin(subject: Subject) -> dict:
 
 
 def count(subject: Subject):
+    """The subject's count, and what a DataPathWarning said of its conversion ('' if nothing):
+    the trace holds one path of a model that branches or loops on tensor values."""
     import onnxflops
+    from onnxflops.errors import DataPathWarning
 
     inputs = subject.kwargs or subject.args or None
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("ignore")
-        return onnxflops.count(subject.model, inputs)
+        warnings.simplefilter("always", DataPathWarning)
+        report = onnxflops.count(subject.model, inputs)
+    said = [str(w.message) for w in caught if issubclass(w.category, DataPathWarning)]
+    return report, (said[0].split(": ", 1)[-1] if said else "")
 
 
 def _counted(report) -> dict:

@@ -31,16 +31,85 @@ def checked_flop_counter(module, args: tuple = (), kwargs: dict | None = None
     counts 0. Each recurrent module's work is derived by hand (recurrent_macs) and held against
     what the counter saw while it ran; the shortfall is what the counter missed.
     """
-    import torch
-    from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
     missed: dict[str, int] = {}
-    with torch.enable_grad(), sdpa_kernel(SDPBackend.MATH), eager_experts(module), \
-            export_code_paths(module), FlopCounterMode(display=False) as counter, \
+    with _as_the_oracle_runs(module), FlopCounterMode(display=False) as counter, \
             _recurrent_checked(module, counter, missed):
         module(*args, **(kwargs or {}))
     return counter.get_total_flops(), missed
+
+
+@contextlib.contextmanager
+def _as_the_oracle_runs(module):
+    """Grad on, attention on the math backend, experts eager, the export's code paths: how every
+    oracle pass runs `module`."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with torch.enable_grad(), sdpa_kernel(SDPBackend.MATH), eager_experts(module), \
+            export_code_paths(module):
+        yield
+
+
+def discarded_modules(model, call) -> tuple[str, ...]:
+    """The modules whose output `call()`'s result never reads, by name: those whose every param
+    gets no gradient from the float tensors it returns (a vision tower's pooling head whose
+    output its VLM overwrites, BigBird's pooler that its causal LM runs and discards), the
+    outermost of them; none where that backward pass fails. The exported graph drops their
+    work, as every compiled runtime does; FlopCounterMode counts it."""
+    import torch
+
+    params = dict(model.named_parameters())
+    try:
+        with torch.enable_grad():
+            returned = [t for t in _tensors(call()) if t.is_floating_point() and t.requires_grad]
+            if not returned:
+                return ()
+            grads = torch.autograd.grad(sum(t.float().sum() for t in returned),
+                                        list(params.values()), allow_unused=True)
+    except Exception:  # noqa: BLE001 - a model whose backward fails: nothing found
+        return ()
+    unused = {name for name, grad in zip(params, grads) if grad is None}
+    found: list[str] = []
+    for name, module in model.named_modules():
+        own = [f"{name}.{p}" if name else p for p, _ in module.named_parameters()]
+        if name and own and all(p in unused for p in own) \
+                and not any(name.startswith(outer + ".") for outer in found):
+            found.append(name)
+    return tuple(found)
+
+
+def discarded_work(module, args: tuple = (), kwargs: dict | None = None) -> dict[str, int]:
+    """The MACs FlopCounterMode counts, as the oracle runs `module`, in each module whose output
+    the forward's result never reads (discarded_modules), by name; {} where there is none."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    module.eval()
+    with _as_the_oracle_runs(module):
+        names = discarded_modules(module, lambda: module(*args, **(kwargs or {})))
+    if not names:
+        return {}
+    with _as_the_oracle_runs(module), FlopCounterMode(display=False) as counter:
+        module(*args, **(kwargs or {}))
+    by_module, prefix = counter.get_flop_counts(), type(module).__name__ + "."
+    work = {name: sum(by_module.get(prefix + name, {}).values()) // 2 for name in names}
+    return {name: macs for name, macs in work.items() if macs}
+
+
+def _tensors(value):
+    """The tensors in a forward's result: itself, or those in its tuples, lists and dicts
+    (a ModelOutput is a dict), depth first; other objects (a cache) are passed over."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _tensors(item)
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _tensors(item)
 
 
 def torch_oracle(module, args: tuple = (), kwargs: dict | None = None,

@@ -43,18 +43,23 @@ def blank_row(model: str) -> dict:
 
 
 def judge(row: dict, uncosted: str = "", failures: dict[str, str] | None = None,
-          bound: str = "", missed: dict[str, int] | None = None) -> dict:
+          bound: str = "", missed: dict[str, int] | None = None,
+          discarded: dict[str, int] | None = None) -> dict:
     """`row` with its verdict and reason set.
 
     `uncosted`: a summary of the nodes the count left uncosted ('' when none); `failures`: the
     error message of each stage (build, count, oracle) that failed; `bound`: a note that some
-    nodes were counted at an upper bound, added to the reason of a row that is not exact;
+    nodes were counted at an upper bound, or that the trace holds one path of a model that
+    branches on data, added to the reason of a row that is not exact;
     `missed`: the MACs the oracle did not count, by kind of module, derived by hand. A count equal
     to the oracle's with them is `oracle failed`, the reason saying why: the oracle was wrong.
+    `discarded`: the MACs the oracle counts in modules whose output the forward's result never
+    reads, by module (oracle.discarded_work); a count equal to the oracle's without them is
+    `oracle failed` too.
     """
     failures = failures or {}
-    if missed and not failures and not uncosted:
-        wrong = oracle_wrong(row, missed)
+    if (missed or discarded) and not failures and not uncosted:
+        wrong = oracle_wrong(row, missed or {}, discarded or {})
         if wrong:
             return {**row, "verdict": "oracle failed", "reason": wrong}
     row = dict(row)
@@ -95,14 +100,28 @@ def judge(row: dict, uncosted: str = "", failures: dict[str, str] | None = None,
     return row
 
 
-def oracle_wrong(row: dict, missed: dict[str, int]) -> str:
+def oracle_wrong(row: dict, missed: dict[str, int], discarded: dict[str, int] | None = None
+                 ) -> str:
     """Why the oracle is wrong where the count equals it plus the work it missed (checked by the
-    hand formula) and params agree; '' where they do not."""
+    hand formula) less the work it counts that the forward discards, and params agree; '' where
+    they do not."""
+    discarded = discarded or {}
     ours = (row["params"] or 0) + (row["unused_params"] or 0)
-    if row["macs"] != (row["oracle_macs"] or 0) + sum(missed.values()) \
+    if row["macs"] != (row["oracle_macs"] or 0) + sum(missed.values()) - sum(discarded.values()) \
             or ours != row["oracle_params"]:
         return ""
-    return f"oracle wrong: {_missed_note(missed)}; with them the count is exact"
+    if not discarded:
+        return f"oracle wrong: {_missed_note(missed)}; with them the count is exact"
+    if not missed:
+        return f"oracle wrong: {_discarded_note(discarded)}; without it the count is exact"
+    return (f"oracle wrong: {_missed_note(missed)}; {_discarded_note(discarded)}; with the one "
+            "and without the other the count is exact")
+
+
+def _discarded_note(discarded: dict[str, int]) -> str:
+    modules = ", ".join(f"{macs:,} MACs in {name}" for name, macs in sorted(discarded.items()))
+    return (f"FlopCounterMode counts {modules}, work whose output the forward's result never "
+            "reads (its params get no gradient from it; the exported graph drops it)")
 
 
 def _missed_note(missed: dict[str, int]) -> str:

@@ -131,7 +131,16 @@ def _torchvision_names(_argument: str) -> list[str]:
             for name in tv.models.list_models(module=getattr(tv.models, kind) if kind else tv.models)]
 
 
+def seeded_weights() -> None:
+    """The weights a torch builder draws next, the same in every run: a row whose work depends on
+    them (a detector's boxes, a router's experts, a duration predictor's frames) reruns alike."""
+    import torch
+
+    torch.manual_seed(0)
+
+
 def _torchvision_build(task: Task) -> Subject:
+    seeded_weights()
     name = task.name
     kind = _torchvision_kind(name)
     # Nothing downloaded: a detector's or segmenter's backbone is random too.
@@ -170,6 +179,7 @@ def _timm_names(_argument: str) -> list[str]:
 
 
 def _timm_build(task: Task) -> Subject:
+    seeded_weights()
     model = _timm().create_model(task.name, pretrained=False)
     config = getattr(model, "pretrained_cfg", None) or getattr(model, "default_cfg", {}) or {}
     return Subject(model, (_image(1, *config.get("input_size", (3, IMAGE, IMAGE))),))
@@ -205,6 +215,7 @@ def _transformers_build(task: Task) -> Subject:
 
     t = _transformers()
     config = shrink(t.AutoConfig.for_model(task.name))
+    seeded_weights()
     model = t.AutoModel.from_config(config)
     inputs = _transformers_inputs(model, config)
     return Subject(model, kwargs=inputs, variants=input_variants(inputs))

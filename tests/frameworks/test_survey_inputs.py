@@ -22,3 +22,14 @@ def test_spectrogram_values_are_frames_by_bins_and_a_waveform_is_samples():
     assert _transformers_inputs(Audio(), spectrogram)["input_values"].shape == (1, 12, 8)
     waveform = types.SimpleNamespace()
     assert _transformers_inputs(Audio(), waveform)["input_values"].shape == (1, 16000)
+
+
+def test_a_registry_model_is_built_with_the_same_weights_in_every_run():
+    # a row whose work depends on the weights (a router's experts) reruns alike
+    from onnxflops.survey.sources import SOURCES, Task
+
+    task = Task("transformers", "", "bert")
+    first = SOURCES["transformers"].build(task).model
+    torch.rand(3)  # whatever draws between the builds
+    again = SOURCES["transformers"].build(task).model
+    assert all(torch.equal(a, b) for a, b in zip(first.parameters(), again.parameters()))

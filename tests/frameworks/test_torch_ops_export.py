@@ -188,3 +188,36 @@ def test_a_squeeze_of_a_dim_not_of_size_one_is_the_tensor_itself():
     report = onnxflops.count(model)
     assert report.nodes[-1].output_shapes == [[4, 16]]
     assert report.total.macs == 4 * 8 * 16
+
+
+class _Gated(torch.nn.Module):
+    """A second product only where a weight's value says so: Python control flow on a tensor's
+    value, which a trace records as the one path it took (LongCat-Flash's loop over the experts a
+    batch is routed to, identity experts costing nothing)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4, bias=False)
+        self.gate = torch.nn.Parameter(torch.tensor(7.0))
+
+    def forward(self, x):
+        h = self.lin(x)
+        if self.gate.item() == 7.0:  # true for its own weights, false for the stand-ins
+            h = self.lin(h)
+        return h
+
+
+def test_a_legacy_trace_that_follows_the_models_data_says_so():
+    from onnxflops.errors import DataPathWarning
+
+    with pytest.warns(DataPathWarning, match="the graphs differ, first at op 2 .one trace has 2 ops, the other 4."):
+        model = torch_to_onnx(_Gated(), [torch.randn(1, 4)], exporter="legacy")
+    # the stand-ins' path: one 1×4 @ 4×4 product (16 MACs), not the model's own two (32)
+    assert onnxflops.count(model).total.macs == 16
+
+
+def test_a_legacy_trace_of_one_path_for_all_data_is_not_flagged(recwarn):
+    from onnxflops.errors import DataPathWarning
+
+    torch_to_onnx(torch.nn.Linear(4, 4), [torch.randn(1, 4)], exporter="legacy")
+    assert not [w for w in recwarn if issubclass(w.category, DataPathWarning)]
