@@ -214,20 +214,25 @@ def eager_experts(module):
 
 @contextlib.contextmanager
 def export_code_paths(model):
-    """The model's own code on the path it takes when exported, for the duration: its modeling
-    module's `is_torchdynamo_exporting` made true. A chunked linear attention (Qwen3.5's gated
-    delta rule) solves its triangular system with torch.linalg.solve_triangular when run, which
-    FlopCounterMode does not count, and by forward substitution and two products when exported:
-    the oracle counts the program the graphs hold. Yields whether the module has that switch."""
+    """The model's own code on the path it takes when exported, for the duration: the
+    `is_torchdynamo_exporting` of the modeling module of each of its modules' classes made true
+    (a VLM's language model is another family's, in its own module: MiniCPM-V 4.6's is Qwen3.5's
+    text model). A chunked linear attention (Qwen3.5's gated delta rule) solves its triangular
+    system with torch.linalg.solve_triangular when run, which FlopCounterMode does not count,
+    and by forward substitution and two products when exported: the oracle counts the program
+    the graphs hold. Yields whether any module has that switch."""
     import sys
 
-    module = sys.modules.get(type(model).__module__)
-    switch = getattr(module, "is_torchdynamo_exporting", None)
-    if switch is None:
-        yield False
-        return
-    module.is_torchdynamo_exporting = lambda: True
+    switches = {}
+    for part in model.modules():
+        code = sys.modules.get(type(part).__module__)
+        switch = getattr(code, "is_torchdynamo_exporting", None)
+        if switch is not None and code not in switches:
+            switches[code] = switch
+    for code in switches:
+        code.is_torchdynamo_exporting = lambda: True
     try:
-        yield True
+        yield bool(switches)
     finally:
-        module.is_torchdynamo_exporting = switch
+        for code, switch in switches.items():
+            code.is_torchdynamo_exporting = switch

@@ -76,3 +76,32 @@ def test_a_scalar_parameter_folded_onto_a_product_is_still_a_parameter():
     assert report.total.params == 4 * 3 + 1  # parameters(): proj's 12 and the scale
     assert report.total.macs == 2 * 4 * 3 + 2 * 3 * 5  # proj, then the logits
 
+
+
+def test_the_export_path_of_a_part_from_another_modeling_module(monkeypatch):
+    # A VLM whose language model is another family's (MiniCPM-V 4.6 holds Qwen3.5's text model):
+    # the part's own module holds the switch; only the outer model's was made true, and the
+    # oracle counted solve_triangular as 0 where the graph holds the products (+786,432 MACs).
+    code = types.ModuleType("part_with_export_path")
+    code.is_torchdynamo_exporting = torch.compiler.is_exporting
+    monkeypatch.setitem(sys.modules, code.__name__, code)
+
+    class Solver(torch.nn.Module):
+        def forward(self, a, b):
+            if sys.modules[type(self).__module__].is_torchdynamo_exporting():
+                return a @ b  # 4×4 @ 4×2: 32 MACs
+            return torch.linalg.solve_triangular(a, b, upper=False)
+
+    class Outer(torch.nn.Module):  # this test module's class: no switch of its own
+        def __init__(self):
+            super().__init__()
+            self.part = Solver()
+
+        def forward(self, a, b):
+            return self.part(a, b)
+
+    Solver.__module__ = code.__name__
+    a, b = torch.eye(4), torch.ones(4, 2)
+    assert flop_counter_flops(Outer(), (a, b)) // 2 == 32
+    assert onnxflops.count(Outer(), inputs=(a, b)).total.macs == 32
+    assert code.is_torchdynamo_exporting is torch.compiler.is_exporting
