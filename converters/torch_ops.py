@@ -309,14 +309,66 @@ _legacy_symbolics_registered: list[int] = []
 
 def register_legacy_resizes(opset: int) -> None:
     """Give the TorchScript exporter the upsampling modes it lacks, for `opset` (18 or later,
-    where Resize takes antialias and axes): each one Resize over the spatial axes."""
+    where Resize takes antialias and axes), each one Resize over the spatial axes; and diff."""
     if opset < 18 or opset in _legacy_symbolics_registered:
         return
     import torch
 
     for name, attributes in _LEGACY_RESIZES.items():
         torch.onnx.register_custom_op_symbolic(f"aten::{name}", _legacy_resize(attributes), opset)
+    torch.onnx.register_custom_op_symbolic("aten::diff", _legacy_diff, opset)
+    torch.onnx.register_custom_op_symbolic("aten::cumsum", _legacy_cumsum, opset)
     _legacy_symbolics_registered.append(opset)
+
+
+def _legacy_diff(g, x, n, dim, prepend, append):
+    """torch.diff(x, n, dim, prepend, append), which the TorchScript exporter lacks (transformers'
+    packed-sequence check runs it on the position ids of every model that builds a mask): x
+    with prepend and append joined along dim, then n times x[1:] − x[:−1] along dim."""
+    import torch
+    from torch.onnx import symbolic_helper
+
+    times, axis = symbolic_helper._get_const(n, "i", "n"), symbolic_helper._get_const(dim, "i", "dim")
+    parts = [t for t in (prepend, x, append) if not symbolic_helper._is_none(t)]
+    if len(parts) > 1:
+        x = g.op("Concat", *parts, axis_i=axis)
+
+    def constant(values):
+        return g.op("Constant", value_t=torch.tensor(values, dtype=torch.int64))
+
+    for _ in range(times):
+        later = g.op("Slice", x, constant([1]), constant([2**62]), constant([axis]))
+        earlier = g.op("Slice", x, constant([0]), constant([-1]), constant([axis]))
+        x = g.op("Sub", later, earlier)
+    return x
+
+
+# torch's cumsum of these sums in int64 (where no dtype is given); ONNX's CumSum takes none of
+# bool, int8 and int16, and of int32 would sum in int32.
+_CUMSUM_PROMOTED = {"Bool", "Byte", "Char", "Short", "Int"}
+
+
+def _legacy_cumsum(g, x, dim, dtype):
+    """torch.cumsum(x, dim, dtype): x cast to `dtype` where given, or to int64 where torch
+    promotes it (a bool mask's running count: transformers' packed-sequence check), then a
+    CumSum. The TorchScript exporter's own left a CumSum of bool, which onnxruntime refuses."""
+    import torch
+    from torch.onnx import symbolic_helper
+
+    to = None
+    if not symbolic_helper._is_none(dtype):
+        from torch.onnx._internal.torchscript_exporter import _type_utils
+
+        to = int(_type_utils.JitScalarType(symbolic_helper._get_const(dtype, "i", "dtype"))
+                 .onnx_type())
+    elif x.type().scalarType() in _CUMSUM_PROMOTED:
+        to = 7  # INT64
+    if to is not None:
+        x = g.op("Cast", x, to_i=to)
+    axis = g.op("Constant", value_t=torch.tensor(symbolic_helper._get_const(dim, "i", "dim"),
+                                                 dtype=torch.int64))
+    return g.op("CumSum", x, axis)
+
 
 
 def _legacy_resize(attributes: dict) -> Callable:

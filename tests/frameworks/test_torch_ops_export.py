@@ -3,6 +3,7 @@ that keep their shapes, costed by rules; eager experts costed by tokens × k ove
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import onnxflops
@@ -166,6 +167,32 @@ def test_upsampling_modes_the_legacy_exporter_lacked_convert_as_resize(mode, opt
     counted = onnxflops.count(legacy)
     assert counted.nodes[-1].output_shapes == [[1, 2, 6, 10]]
     assert counted.total.flops == dynamo.total.flops  # the same Resize as the dynamo exporter's
+
+
+def test_diff_and_cumsum_convert_with_the_legacy_exporter_as_onnxruntime_runs_them():
+    # transformers' packed-sequence check runs torch.diff on the position ids of every model that
+    # builds a mask; the legacy exporter had no diff ("Exporting the operator 'aten::diff' ... is
+    # not supported"), and its cumsum of a bool mask stayed a CumSum of bool, which onnxruntime
+    # refuses: Mimi's encoder, which only the legacy exporter traces, was not counted.
+    ort = pytest.importorskip("onnxruntime")
+
+    class Diffs(torch.nn.Module):
+        def forward(self, x):
+            twice = torch.diff(x, n=2, dim=1)  # (2, 5, 3) -> (2, 3, 3)
+            once = torch.diff(x, dim=-1, prepend=x[..., :1] - 1, append=x[..., -1:])
+            # as transformers counts packed sequences: a running count of a bool mask, in int64
+            return once, twice, (once > 0).cumsum(-1), x.cumsum(1, dtype=torch.float64)
+
+    x = torch.randn(2, 5, 3)
+    model = torch_to_onnx(Diffs(), [x], exporter="legacy", keep_weights=True)
+    session = ort.InferenceSession(model.SerializeToString())
+    got = session.run(None, {session.get_inputs()[0].name: x.numpy()})
+    for ours, theirs in zip(got, Diffs()(x)):
+        assert ours.dtype == theirs.numpy().dtype
+        np.testing.assert_allclose(ours, theirs.numpy(), rtol=1e-6)
+    report = onnxflops.count(model)
+    assert [n.op_type for n in report.nodes if n.op_type == "CumSum"] == ["CumSum"] * 2
+    assert not report.uncosted
 
 
 def test_a_squeeze_of_a_dim_not_of_size_one_is_the_tensor_itself():
