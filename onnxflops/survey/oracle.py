@@ -24,23 +24,30 @@ def flop_counter_flops(module, args: tuple = (), kwargs: dict | None = None) -> 
 
 
 def checked_flop_counter(module, args: tuple = (), kwargs: dict | None = None
-                         ) -> tuple[int, dict[str, int]]:
-    """FlopCounterMode's FLOPs of one forward pass, and the MACs it missed by kind of module.
+                         ) -> tuple[int, dict[str, int], dict[str, int]]:
+    """FlopCounterMode's FLOPs of one forward pass; the MACs it missed, by kind of work; and the
+    MACs it counted in work whose result no output reads, by module.
 
-    The counter has no formula for some kernels: the oneDNN LSTM that nn.LSTM runs on the CPU
-    counts 0. Each recurrent module's work is derived by hand (recurrent_macs) and held against
+    Missed: the counter has no formula for some kernels. The oneDNN LSTM that nn.LSTM runs on
+    the CPU counts 0 (each recurrent module's work is derived by hand, recurrent_macs), and so
+    does an einsum that torch runs as a broadcast multiply (einsum_macs). Each is held against
     what the counter saw while it ran; the shortfall is what the counter missed.
+    Discarded: work the forward runs but whose result reaches no output (a projection computed
+    and dropped), which an exported graph leaves out (_discarded_work).
     """
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
     missed: dict[str, int] = {}
+    products: list[tuple[str, int]] = []
     with torch.enable_grad(), sdpa_kernel(SDPBackend.MATH), eager_experts(module), \
             export_code_paths(module), FlopCounterMode(display=False) as counter, \
-            _recurrent_checked(module, counter, missed):
-        module(*args, **(kwargs or {}))
-    return counter.get_total_flops(), missed
+            _recurrent_checked(module, counter, missed), \
+            _products_watched(counter, missed, products) as flow:
+        output = module(*args, **(kwargs or {}))
+    return counter.get_total_flops(), missed, _discarded_work(products, flow, output,
+                                                              type(module).__name__)
 
 
 def torch_oracle(module, args: tuple = (), kwargs: dict | None = None,
@@ -53,17 +60,25 @@ def torch_oracle(module, args: tuple = (), kwargs: dict | None = None,
 
 
 def checked_torch_oracle(module, args: tuple = (), kwargs: dict | None = None,
-                         unread: tuple[str, ...] = ()) -> tuple[int, int, dict[str, int]]:
-    """torch_oracle's (MACs, params), and the MACs FlopCounterMode missed by kind of module
-    (checked_flop_counter)."""
+                         unread: tuple[str, ...] = ()
+                         ) -> tuple[int, int, dict[str, int], dict[str, int]]:
+    """torch_oracle's (MACs, params), the MACs FlopCounterMode missed by kind of work, and those
+    it counted in work no output reads, by module (checked_flop_counter)."""
     module.eval()
-    flops, missed = checked_flop_counter(module, args, kwargs)
+    flops, missed, discarded = checked_flop_counter(module, args, kwargs)
     return flops // 2, sum(p.numel() for name, p in module.named_parameters()
-                           if not any(part in name for part in unread)), missed
+                           if not any(part in name for part in unread)), missed, discarded
 
 
 # Gate matmuls per step of each recurrent kind: LSTM's i, f, g, o; GRU's r, z, n; RNN's one.
 RECURRENT_GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+
+
+# How the work FlopCounterMode missed is counted by hand, by kind (checked_flop_counter), as a
+# row's reason quotes it.
+HAND_FORMULAS = {**dict.fromkeys(RECURRENT_GATES, "gates·H·(I+P) per step, layer and direction"),
+                 "einsum": "the product of its indices' sizes; torch runs an einsum whose "
+                           "contracted indices have size 1 as a broadcast multiply"}
 
 
 def recurrent_macs(kind: str, input_size: int, hidden_size: int, layers: int, directions: int,
@@ -115,6 +130,165 @@ def _recurrent_checked(module, counter, missed: dict[str, int]):
     finally:
         for handle in handles:
             handle.remove()
+
+
+def einsum_macs(equation: str, shapes: list[tuple[int, ...]]) -> int:
+    """Σ over pairwise contractions, left to right, of the product of the sizes of every index
+    the pair involves (one multiply-add per combination of them); 0 for one operand."""
+    lhs, arrow, out = equation.replace(" ", "").partition("->")
+    terms = lhs.split(",")
+    if len(terms) < 2:
+        return 0
+    # Each '...' spelled as the last of one run of fresh letters, as many as its operand's dims
+    # beyond its named ones (ellipses broadcast aligned on their last dims).
+    beyond = [len(shape) - len(term.replace("...", "")) for term, shape in zip(terms, shapes)]
+    dots = "".join(chr(0x100 + k) for k in range(max(beyond, default=0)))
+    spelled = [term.replace("...", dots[len(dots) - extra:] if extra else "")
+               for term, extra in zip(terms, beyond)]
+    sizes: dict[str, int] = {}
+    for term, shape in zip(spelled, shapes):
+        for letter, d in zip(term, shape):
+            sizes[letter] = max(sizes.get(letter, 1), d)
+    if arrow:
+        out = out.replace("...", dots)
+    else:  # the implicit output: the ellipsis dims, then the letters that occur once, sorted
+        letters = "".join(spelled)
+        out = dots + "".join(sorted(c for c in set(letters) if letters.count(c) == 1
+                                    and c not in dots))
+    total, current = 0, spelled[0]
+    for i, term in enumerate(spelled[1:], start=1):
+        involved = set(current) | set(term)
+        total += math.prod(sizes[c] for c in involved)
+        needed = set(out).union(*spelled[i + 1:])
+        current = "".join(c for c in sorted(involved) if c in needed)
+    return total
+
+
+@contextlib.contextmanager
+def _products_watched(counter, missed: dict[str, int], products: list):
+    """Every torch function the forward calls, watched while `counter` counts: an einsum's hand
+    MACs (einsum_macs) beyond what the counter saw go into `missed["einsum"]` (torch runs one
+    whose contracted indices all have size 1 as a broadcast multiply, which the counter has no
+    formula for). Each call the counter saw work in is appended to `products` as (its innermost
+    module, its MACs), and the values that depend on it are followed (_Dataflow), which
+    _discarded_work reads: yields the _Dataflow."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    einsums = {torch.einsum, torch.functional.einsum}
+    flow = _Dataflow()
+
+    class Watch(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            before = counter.get_total_flops()
+            result = func(*args, **(kwargs or {}))
+            counted = (counter.get_total_flops() - before) // 2
+            operands = args[1:]
+            if operands and isinstance(operands[0], (list, tuple)):
+                operands = operands[0]  # torch.einsum(equation, [a, b])
+            # Of two operands: torch may order more by another path than left to right.
+            if func in einsums and len(operands) == 2:
+                hand = einsum_macs(args[0], [tuple(t.shape) for t in operands])
+                if hand > counted:
+                    missed["einsum"] = missed.get("einsum", 0) + hand - counted
+                    counted = hand
+            if counted:
+                parents = counter.mod_tracker.parents
+                products.append((max(parents, key=len) if parents else "", counted))
+                flow.made(result, len(products) - 1)
+            return result
+
+    with Watch(), flow.following():
+        yield flow
+
+
+class _Dataflow:
+    """Which watched products each tensor's value depends on, followed through every aten op
+    the forward runs, by storage: a view shares its base's, and an op that writes into one
+    (in place, or `out=`) adds what it read to what the storage held. Values that leave the
+    tensors (`.item()` read into Python) are not followed."""
+
+    def __init__(self):
+        self.depends: dict = {}  # StorageWeakRef → frozenset of product indices
+
+    def made(self, result, product: int) -> None:
+        for key in self._storages(result):
+            self.depends[key] = self.depends.get(key, frozenset()) | {product}
+
+    def read_by(self, value) -> frozenset:
+        """The products the tensors in `value` depend on."""
+        return frozenset().union(*(self.depends.get(k, ()) for k in self._storages(value)))
+
+    @contextlib.contextmanager
+    def following(self):
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        flow = self
+
+        class Follow(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                result = func(*args, **(kwargs or {}))
+                read = flow._storages((args, kwargs))
+                depends = frozenset().union(*(flow.depends.get(k, ()) for k in read))
+                for key in flow._storages(result):
+                    # A storage it read (written into, in place or as `out=`) keeps what it held
+                    # with it; a fresh one (perhaps at a freed one's address) holds only this.
+                    if depends or key in read:
+                        flow.depends[key] = depends | flow.depends.get(key, frozenset()) \
+                            if key in read else depends
+                    else:
+                        flow.depends.pop(key, None)
+                return result
+
+        with Follow():
+            yield
+
+    @staticmethod
+    def _storages(value) -> set:
+        import torch
+        from torch.multiprocessing.reductions import StorageWeakRef
+        from torch.utils._pytree import tree_leaves
+
+        keys = set()
+        for leaf in tree_leaves(value):
+            if isinstance(leaf, torch.Tensor):
+                try:
+                    keys.add(StorageWeakRef(leaf.untyped_storage()))
+                except (RuntimeError, NotImplementedError):  # a tensor without storage
+                    pass
+        return keys
+
+
+def _discarded_work(products: list, flow: _Dataflow, output, root: str) -> dict[str, int]:
+    """MACs by module (its path below `root`) of the watched products that no tensor of `output`
+    depends on (_Dataflow): work the forward runs and drops."""
+    read = flow.read_by(_tensors_in(output))
+    discarded: dict[str, int] = {}
+    for index, (where, macs) in enumerate(products):
+        if index not in read:
+            name = where[len(root) + 1:] if where.startswith(root + ".") else where
+            discarded[name] = discarded.get(name, 0) + macs
+    return discarded
+
+
+def _tensors_in(value, depth: int = 0, seen: set | None = None) -> list:
+    """The tensors in a forward's result: in tuples, lists, dicts (transformers' outputs) and the
+    attributes of other objects (its caches), nested."""
+    import torch
+
+    seen = set() if seen is None else seen
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if depth > 6 or id(value) in seen or isinstance(value, (str, bytes, torch.nn.Module)):
+        return []
+    seen.add(id(value))
+    if isinstance(value, dict):
+        items = list(value.values())
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        items = list(getattr(value, "__dict__", {}).values())
+    return [t for item in items for t in _tensors_in(item, depth + 1, seen)]
 
 
 def keras_params(model, unread: tuple[str, ...] = ()) -> int:

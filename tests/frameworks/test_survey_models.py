@@ -95,6 +95,48 @@ def test_the_oracle_reports_the_lstm_work_flop_counter_mode_misses():
     # nn.LSTM on the CPU runs oneDNN's kernel, which FlopCounterMode counts as 0; the hand formula
     # gives 4·16·(8+16)·5 + 4·16·(16+16)·5 = 17,920 MACs. A GRU it counts: 3·16·24·5 = 5,760 MACs.
     lstm = torch.nn.LSTM(8, 16, num_layers=2)
-    assert checked_flop_counter(lstm, (torch.randn(5, 1, 8),)) == (0, {"LSTM": 17_920})
+    assert checked_flop_counter(lstm, (torch.randn(5, 1, 8),)) == (0, {"LSTM": 17_920}, {})
     gru = torch.nn.GRU(8, 16)
-    assert checked_flop_counter(gru, (torch.randn(5, 1, 8),)) == (2 * 5_760, {})
+    assert checked_flop_counter(gru, (torch.randn(5, 1, 8),)) == (2 * 5_760, {}, {})
+
+
+def test_the_oracle_reports_an_einsum_torch_runs_as_a_broadcast_multiply():
+    import torch
+
+    from onnxflops.survey.oracle import checked_flop_counter
+
+    class Outer(torch.nn.Module):
+        def forward(self, a, b):
+            # Longformer's diagonal mask: contracted index d has size 1, so torch runs a `mul`
+            # that FlopCounterMode has no formula for; by hand b·c·x·y·d = 1·2·8·8·1 = 128 MACs.
+            # With d = 3 it runs a bmm the counter sees: 1·2·8·8·3 = 384, nothing missed.
+            return torch.einsum("bcxd,bcyd->bcxy", a, b)
+
+    ones = torch.ones(1, 2, 8, 1)
+    assert checked_flop_counter(Outer(), (ones, ones)) == (0, {"einsum": 128}, {})
+    threes = torch.ones(1, 2, 8, 3)
+    assert checked_flop_counter(Outer(), (threes, threes)) == (2 * 384, {}, {})
+
+
+def test_the_oracle_reports_work_whose_result_no_output_reads():
+    import torch
+
+    from onnxflops.survey.oracle import checked_flop_counter
+
+    class Dropped(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dropped = torch.nn.Linear(4, 3, bias=False)  # FLAVA's text_to_mm_projection
+            self.router = torch.nn.Linear(4, 2, bias=False)
+            self.kept = torch.nn.Linear(4, 5, bias=False)
+
+        def forward(self, x):
+            self.dropped(x)
+            # read through integer indices only (no gradient flows): still read
+            pick = self.router(x).argmax(-1)
+            out = self.kept(x)
+            return out[torch.arange(2), pick]
+
+    # x 2×4: dropped 2·4·3 = 24, router 2·4·2 = 16, kept 2·4·5 = 40 MACs
+    flops, missed, discarded = checked_flop_counter(Dropped(), (torch.ones(2, 4),))
+    assert (flops // 2, missed, discarded) == (24 + 16 + 40, {}, {"dropped": 24})
