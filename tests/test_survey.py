@@ -89,22 +89,10 @@ def test_an_oracle_that_counted_work_no_output_reads_is_wrong_where_the_count_eq
     row = judge(counted_row(macs=80), discarded=discarded)
     assert row["verdict"] == "differs"
     assert row["reason"].startswith("MACs -20 (-20.00%); FlopCounterMode counts 30 MACs")
-    # missed einsum work and discarded work together: 100 + 8 - 30 = 78
-    row = judge(counted_row(macs=78), missed={"einsum": 8}, discarded=discarded)
+    # missed LSTM work and discarded work together: 100 + 8 - 30 = 78
+    row = judge(counted_row(macs=78), missed={"LSTM": 8}, discarded=discarded)
     assert row["verdict"] == "oracle failed"
     assert row["reason"].endswith("with the one and without the other the count is exact")
-
-
-def test_einsum_work_by_hand():
-    from onnxflops.survey.oracle import einsum_macs
-
-    # Longformer's mask: b c x d, b c y d → b c x y with d = 1: 1·2·8·8·1 = 128
-    assert einsum_macs("bcxd,bcyd->bcxy", [(1, 2, 8, 1), (1, 2, 8, 1)]) == 128
-    # an ellipsis of two dims broadcast against one of size 1: ... = 3×4, i = 5, j = 6
-    assert einsum_macs("...i,...ij->...j", [(3, 4, 5), (1, 5, 6)]) == 3 * 4 * 5 * 6
-    # implicit output i l, three operands left to right: i j k = 2·3·4, then i k l = 2·4·5
-    assert einsum_macs("ij,jk,kl", [(2, 3), (3, 4), (4, 5)]) == 24 + 40
-    assert einsum_macs("ij->ji", [(2, 3)]) == 0  # one operand: no product
 
 
 def test_recurrent_work_by_hand():

@@ -28,10 +28,9 @@ def checked_flop_counter(module, args: tuple = (), kwargs: dict | None = None
     """FlopCounterMode's FLOPs of one forward pass; the MACs it missed, by kind of work; and the
     MACs it counted in work whose result no output reads, by module.
 
-    Missed: the counter has no formula for some kernels. The oneDNN LSTM that nn.LSTM runs on
-    the CPU counts 0 (each recurrent module's work is derived by hand, recurrent_macs), and so
-    does an einsum that torch runs as a broadcast multiply (einsum_macs). Each is held against
-    what the counter saw while it ran; the shortfall is what the counter missed.
+    Missed: the counter has no formula for some kernels: the oneDNN LSTM that nn.LSTM runs on
+    the CPU counts 0. Each recurrent module's work is derived by hand (recurrent_macs) and held
+    against what the counter saw while it ran; the shortfall is what the counter missed.
     Discarded: work the forward runs but whose result reaches no output (a projection computed
     and dropped), which an exported graph leaves out (_discarded_work).
     """
@@ -44,7 +43,7 @@ def checked_flop_counter(module, args: tuple = (), kwargs: dict | None = None
     with torch.enable_grad(), sdpa_kernel(SDPBackend.MATH), eager_experts(module), \
             export_code_paths(module), FlopCounterMode(display=False) as counter, \
             _recurrent_checked(module, counter, missed), \
-            _products_watched(counter, missed, products) as flow:
+            _products_watched(counter, products) as flow:
         output = module(*args, **(kwargs or {}))
     return counter.get_total_flops(), missed, _discarded_work(products, flow, output,
                                                               type(module).__name__)
@@ -72,13 +71,6 @@ def checked_torch_oracle(module, args: tuple = (), kwargs: dict | None = None,
 
 # Gate matmuls per step of each recurrent kind: LSTM's i, f, g, o; GRU's r, z, n; RNN's one.
 RECURRENT_GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
-
-
-# How the work FlopCounterMode missed is counted by hand, by kind (checked_flop_counter), as a
-# row's reason quotes it.
-HAND_FORMULAS = {**dict.fromkeys(RECURRENT_GATES, "gates·H·(I+P) per step, layer and direction"),
-                 "einsum": "the product of its indices' sizes; torch runs an einsum whose "
-                           "contracted indices have size 1 as a broadcast multiply"}
 
 
 def recurrent_macs(kind: str, input_size: int, hidden_size: int, layers: int, directions: int,
@@ -132,50 +124,14 @@ def _recurrent_checked(module, counter, missed: dict[str, int]):
             handle.remove()
 
 
-def einsum_macs(equation: str, shapes: list[tuple[int, ...]]) -> int:
-    """Σ over pairwise contractions, left to right, of the product of the sizes of every index
-    the pair involves (one multiply-add per combination of them); 0 for one operand."""
-    lhs, arrow, out = equation.replace(" ", "").partition("->")
-    terms = lhs.split(",")
-    if len(terms) < 2:
-        return 0
-    # Each '...' spelled as the last of one run of fresh letters, as many as its operand's dims
-    # beyond its named ones (ellipses broadcast aligned on their last dims).
-    beyond = [len(shape) - len(term.replace("...", "")) for term, shape in zip(terms, shapes)]
-    dots = "".join(chr(0x100 + k) for k in range(max(beyond, default=0)))
-    spelled = [term.replace("...", dots[len(dots) - extra:] if extra else "")
-               for term, extra in zip(terms, beyond)]
-    sizes: dict[str, int] = {}
-    for term, shape in zip(spelled, shapes):
-        for letter, d in zip(term, shape):
-            sizes[letter] = max(sizes.get(letter, 1), d)
-    if arrow:
-        out = out.replace("...", dots)
-    else:  # the implicit output: the ellipsis dims, then the letters that occur once, sorted
-        letters = "".join(spelled)
-        out = dots + "".join(sorted(c for c in set(letters) if letters.count(c) == 1
-                                    and c not in dots))
-    total, current = 0, spelled[0]
-    for i, term in enumerate(spelled[1:], start=1):
-        involved = set(current) | set(term)
-        total += math.prod(sizes[c] for c in involved)
-        needed = set(out).union(*spelled[i + 1:])
-        current = "".join(c for c in sorted(involved) if c in needed)
-    return total
-
-
 @contextlib.contextmanager
-def _products_watched(counter, missed: dict[str, int], products: list):
-    """Every torch function the forward calls, watched while `counter` counts: an einsum's hand
-    MACs (einsum_macs) beyond what the counter saw go into `missed["einsum"]` (torch runs one
-    whose contracted indices all have size 1 as a broadcast multiply, which the counter has no
-    formula for). Each call the counter saw work in is appended to `products` as (its innermost
-    module, its MACs), and the values that depend on it are followed (_Dataflow), which
-    _discarded_work reads: yields the _Dataflow."""
-    import torch
+def _products_watched(counter, products: list):
+    """Every torch function the forward calls, watched while `counter` counts: each call the
+    counter saw work in is appended to `products` as (its innermost module, its MACs), and the
+    values that depend on it are followed (_Dataflow), which _discarded_work reads: yields the
+    _Dataflow."""
     from torch.overrides import TorchFunctionMode
 
-    einsums = {torch.einsum, torch.functional.einsum}
     flow = _Dataflow()
 
     class Watch(TorchFunctionMode):
@@ -183,15 +139,6 @@ def _products_watched(counter, missed: dict[str, int], products: list):
             before = counter.get_total_flops()
             result = func(*args, **(kwargs or {}))
             counted = (counter.get_total_flops() - before) // 2
-            operands = args[1:]
-            if operands and isinstance(operands[0], (list, tuple)):
-                operands = operands[0]  # torch.einsum(equation, [a, b])
-            # Of two operands: torch may order more by another path than left to right.
-            if func in einsums and len(operands) == 2:
-                hand = einsum_macs(args[0], [tuple(t.shape) for t in operands])
-                if hand > counted:
-                    missed["einsum"] = missed.get("einsum", 0) + hand - counted
-                    counted = hand
             if counted:
                 parents = counter.mod_tracker.parents
                 products.append((max(parents, key=len) if parents else "", counted))
@@ -254,7 +201,7 @@ class _Dataflow:
             if isinstance(leaf, torch.Tensor):
                 try:
                     keys.add(StorageWeakRef(leaf.untyped_storage()))
-                except (RuntimeError, NotImplementedError):  # a tensor without storage
+                except (RuntimeError, NotImplementedError, TypeError):  # one without storage
                     pass
         return keys
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from onnxflops.survey.oracle import HAND_FORMULAS
-
 COLUMNS = ("model", "input", "macs", "flops", "params", "unused_params", "foldable_macs",
            "buffers", "bytes", "oracle_macs", "oracle_params", "verdict", "reason", "seconds",
            "peak_mb",
@@ -52,7 +50,7 @@ def judge(row: dict, uncosted: str = "", failures: dict[str, str] | None = None,
     `uncosted`: a summary of the nodes the count left uncosted ('' when none); `failures`: the
     error message of each stage (build, count, oracle) that failed; `bound`: a note that some
     nodes were counted at an upper bound, added to the reason of a row that is not exact;
-    `missed`: the MACs the oracle did not count, by kind of work, derived by hand; `discarded`:
+    `missed`: the MACs the oracle did not count, by kind of module, derived by hand; `discarded`:
     the MACs it counted in work whose result no output reads, by module (the exported graph
     drops that work). A count equal to the oracle's with the missed work and without the
     discarded is `oracle failed`, the reason saying why: the oracle was wrong.
@@ -121,9 +119,8 @@ def oracle_wrong(row: dict, missed: dict[str, int], discarded: dict[str, int] | 
 
 def _missed_note(missed: dict[str, int]) -> str:
     kinds = ", ".join(f"{macs:,} of {kind}" for kind, macs in sorted(missed.items()))
-    formulas = "; ".join(dict.fromkeys(HAND_FORMULAS.get(kind, "by hand")
-                                       for kind in sorted(missed)))
-    return f"FlopCounterMode missed {kinds} MACs (by hand: {formulas})"
+    return (f"FlopCounterMode missed {kinds} MACs (by hand: gates·H·(I+P) per step, layer and "
+            f"direction)")
 
 
 def _discarded_note(discarded: dict[str, int]) -> str:

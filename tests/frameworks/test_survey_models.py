@@ -100,24 +100,6 @@ def test_the_oracle_reports_the_lstm_work_flop_counter_mode_misses():
     assert checked_flop_counter(gru, (torch.randn(5, 1, 8),)) == (2 * 5_760, {}, {})
 
 
-def test_the_oracle_reports_an_einsum_torch_runs_as_a_broadcast_multiply():
-    import torch
-
-    from onnxflops.survey.oracle import checked_flop_counter
-
-    class Outer(torch.nn.Module):
-        def forward(self, a, b):
-            # Longformer's diagonal mask: contracted index d has size 1, so torch runs a `mul`
-            # that FlopCounterMode has no formula for; by hand b·c·x·y·d = 1·2·8·8·1 = 128 MACs.
-            # With d = 3 it runs a bmm the counter sees: 1·2·8·8·3 = 384, nothing missed.
-            return torch.einsum("bcxd,bcyd->bcxy", a, b)
-
-    ones = torch.ones(1, 2, 8, 1)
-    assert checked_flop_counter(Outer(), (ones, ones)) == (0, {"einsum": 128}, {})
-    threes = torch.ones(1, 2, 8, 3)
-    assert checked_flop_counter(Outer(), (threes, threes)) == (2 * 384, {}, {})
-
-
 def test_the_oracle_reports_work_whose_result_no_output_reads():
     import torch
 
