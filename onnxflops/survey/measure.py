@@ -39,9 +39,8 @@ def measure(task: Task, memory_gb: float, stage: Callable[[str], None] = lambda 
     row["input"] = describe(subject) + (" on meta" if on_meta else "")
     stage("oracle")
     missed: dict[str, int] = {}
-    discarded: dict[str, int] = {}
     try:
-        subject, (columns, missed, discarded) = oracle_on_inputs_that_run(subject, on_meta)
+        subject, (columns, missed) = oracle_on_inputs_that_run(subject, on_meta)
         row["input"] = describe(subject) + (" on meta" if on_meta else "")
         row.update(columns)
     except Exception as e:  # noqa: BLE001 - the framework's own forward pass failed
@@ -51,7 +50,7 @@ def measure(task: Task, memory_gb: float, stage: Callable[[str], None] = lambda 
                 and _is_torch(subject.model):
             on_meta_columns = _oracle_on_meta(subject)
         if on_meta_columns is not None:
-            columns, missed, discarded = on_meta_columns
+            columns, missed = on_meta_columns
             row.update(columns)
             row["input"] += " on meta"
             del failures["oracle"]
@@ -74,7 +73,7 @@ def measure(task: Task, memory_gb: float, stage: Callable[[str], None] = lambda 
     if row["twin_macs"] is not None:
         theirs = row["oracle_macs"] if row["oracle_macs"] is not None else row["macs"]
         row["twin_agrees"] = row["twin_macs"] == theirs
-    return _finished(judge(row, uncosted, failures, bound, missed, discarded))
+    return _finished(judge(row, uncosted, failures, bound, missed))
 
 
 def build(task: Task, memory_gb: float) -> tuple[Subject, bool]:
@@ -129,10 +128,9 @@ def _parameters_on_meta():
         torch.nn.Module.register_parameter = register
 
 
-def oracle(subject: Subject, on_meta: bool) -> tuple[dict, dict[str, int], dict[str, int]]:
+def oracle(subject: Subject, on_meta: bool) -> tuple[dict, dict[str, int]]:
     """The oracle's columns of the row (the framework's own MACs and params; for Keras, its
-    unused params and buffers too), the MACs FlopCounterMode missed by kind of work, and those
-    it counted in work no output reads, by module (oracle.checked_flop_counter)."""
+    unused params and buffers too), and the MACs FlopCounterMode missed by kind of module."""
     if isinstance(subject.model, (str, os.PathLike)):
         raise LookupError("an .onnx file has no framework oracle")
     if not _is_torch(subject.model):
@@ -140,18 +138,16 @@ def oracle(subject: Subject, on_meta: bool) -> tuple[dict, dict[str, int], dict[
 
         walked = keras_oracle(subject.model, subject.kwargs)
         return {"oracle_macs": walked.macs, "oracle_params": walked.params,
-                "oracle_unused_params": walked.unused_params, "oracle_buffers": walked.buffers}, \
-            {}, {}
+                "oracle_unused_params": walked.unused_params, "oracle_buffers": walked.buffers}, {}
     args, kwargs = subject.args, subject.kwargs
     if on_meta:
         args, kwargs = _to_meta(args), _to_meta(kwargs)
-    macs, params, missed, discarded = checked_torch_oracle(subject.model, args, kwargs,
-                                                           subject.unread)
-    return {"oracle_macs": macs, "oracle_params": params}, missed, discarded
+    macs, params, missed = checked_torch_oracle(subject.model, args, kwargs, subject.unread)
+    return {"oracle_macs": macs, "oracle_params": params}, missed
 
 
 def oracle_on_inputs_that_run(subject: Subject, on_meta: bool) -> tuple[Subject, tuple]:
-    """The oracle (its columns, missed and discarded MACs) on the subject's inputs, or where its forward
+    """The oracle (its columns and missed MACs) on the subject's inputs, or where its forward
     fails on them, on the first of its variants it runs on; with the subject called so (the
     count reads the same inputs). Where none runs, the failure on the inputs themselves."""
     try:
@@ -166,7 +162,7 @@ def oracle_on_inputs_that_run(subject: Subject, on_meta: bool) -> tuple[Subject,
         raise first
 
 
-def _oracle_on_meta(subject: Subject) -> tuple[dict, dict[str, int], dict[str, int]] | None:
+def _oracle_on_meta(subject: Subject) -> tuple[dict, dict[str, int]] | None:
     """The oracle again with the model moved to the meta device, where its forward's activations
     take no memory either (a real-weight build whose forward ran out of memory); None where that
     fails too. FlopCounterMode reads shapes only, so its count is the same; the count that

@@ -24,104 +24,41 @@ def flop_counter_flops(module, args: tuple = (), kwargs: dict | None = None) -> 
 
 
 def checked_flop_counter(module, args: tuple = (), kwargs: dict | None = None
-                         ) -> tuple[int, dict[str, int], dict[str, int]]:
-    """FlopCounterMode's FLOPs of one forward pass; the MACs it missed, by kind of work; and the
-    MACs it counted in work whose result no output reads, by module.
+                         ) -> tuple[int, dict[str, int]]:
+    """FlopCounterMode's FLOPs of one forward pass, and the MACs it missed by kind of module.
 
-    Missed: the counter has no formula for some kernels: the oneDNN LSTM that nn.LSTM runs on
-    the CPU counts 0. Each recurrent module's work is derived by hand (recurrent_macs) and held
-    against what the counter saw while it ran; the shortfall is what the counter missed.
-    Discarded: work the forward runs but whose result reaches no output (a projection computed
-    and dropped), which an exported graph leaves out (_discarded_work).
+    The counter has no formula for some kernels: the oneDNN LSTM that nn.LSTM runs on the CPU
+    counts 0. Each recurrent module's work is derived by hand (recurrent_macs) and held against
+    what the counter saw while it ran; the shortfall is what the counter missed.
     """
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
     missed: dict[str, int] = {}
+    with torch.enable_grad(), sdpa_kernel(SDPBackend.MATH), eager_experts(module), \
+            export_code_paths(module), FlopCounterMode(display=False) as counter, \
+            _recurrent_checked(module, counter, missed):
+        module(*args, **(kwargs or {}))
+    return counter.get_total_flops(), missed
+
+
+def discarded_work(module, args: tuple = (), kwargs: dict | None = None) -> dict[str, int]:
+    """The MACs FlopCounterMode counts, as the oracle runs `module`, in work whose result no
+    tensor of the forward's result depends on, by the module it ran in (_Dataflow: followed
+    through every aten op, integer indices included); {} where there is none. Work inside a
+    module whose other work is read counts too (LiLT's last layout attention product)."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    module.eval()
     products: list[tuple[str, int]] = []
     with torch.enable_grad(), sdpa_kernel(SDPBackend.MATH), eager_experts(module), \
             export_code_paths(module), FlopCounterMode(display=False) as counter, \
-            _recurrent_checked(module, counter, missed), \
             _products_watched(counter, products) as flow:
         output = module(*args, **(kwargs or {}))
-    return counter.get_total_flops(), missed, _discarded_work(products, flow, output,
-                                                              type(module).__name__)
-
-
-def torch_oracle(module, args: tuple = (), kwargs: dict | None = None,
-                 unread: tuple[str, ...] = ()) -> tuple[int, int]:
-    """(MACs, params) of a torch module in eval mode, as torch counts them.
-
-    `unread`: parts of parameter names the forward pass never reads, left out of params.
-    """
-    return checked_torch_oracle(module, args, kwargs, unread)[:2]
-
-
-def checked_torch_oracle(module, args: tuple = (), kwargs: dict | None = None,
-                         unread: tuple[str, ...] = ()
-                         ) -> tuple[int, int, dict[str, int], dict[str, int]]:
-    """torch_oracle's (MACs, params), the MACs FlopCounterMode missed by kind of work, and those
-    it counted in work no output reads, by module (checked_flop_counter)."""
-    module.eval()
-    flops, missed, discarded = checked_flop_counter(module, args, kwargs)
-    return flops // 2, sum(p.numel() for name, p in module.named_parameters()
-                           if not any(part in name for part in unread)), missed, discarded
-
-
-# Gate matmuls per step of each recurrent kind: LSTM's i, f, g, o; GRU's r, z, n; RNN's one.
-RECURRENT_GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
-
-
-def recurrent_macs(kind: str, input_size: int, hidden_size: int, layers: int, directions: int,
-                   steps: int, proj_size: int = 0) -> int:
-    """Σ_layers directions·steps·(g·H·(I_l + P) + P·H): each step's g gate matmuls of the input
-    and the previous output (P = proj_size or H wide), and LSTM's projection H → P; I_l = I for
-    the first layer, directions·P after it (steps: time steps × batch)."""
-    gates, out = RECURRENT_GATES[kind], proj_size or hidden_size
-    projection = proj_size * hidden_size if proj_size else 0
-    total, width = 0, input_size
-    for _ in range(layers):
-        total += directions * steps * (gates * hidden_size * (width + out) + projection)
-        width = directions * out
-    return total
-
-
-@contextlib.contextmanager
-def _recurrent_checked(module, counter, missed: dict[str, int]):
-    """Hooks on every nn.LSTM, nn.GRU and nn.RNN of `module` adding to `missed` the MACs of
-    their hand formula that `counter` did not count while they ran."""
-    import torch
-
-    kinds = {torch.nn.LSTM: "LSTM", torch.nn.GRU: "GRU", torch.nn.RNN: "RNN"}
-    handles, seen = [], {}
-    for sub in module.modules():
-        kind = kinds.get(type(sub))
-        if kind is None:
-            continue
-
-        def before(m, inputs):
-            seen[id(m)] = counter.get_total_flops()
-
-        def after(m, inputs, output, kind=kind):
-            x = inputs[0]
-            if isinstance(x, torch.nn.utils.rnn.PackedSequence):
-                steps = x.data.shape[0]  # every sequence's steps, packed
-            else:
-                steps = math.prod(x.shape[:-1])  # time × batch (either order), or time alone
-            hand = recurrent_macs(kind, m.input_size, m.hidden_size, m.num_layers,
-                                  2 if m.bidirectional else 1, steps,
-                                  getattr(m, "proj_size", 0))
-            counted = (counter.get_total_flops() - seen.pop(id(m))) // 2
-            if hand > counted:
-                missed[kind] = missed.get(kind, 0) + hand - counted
-
-        handles += [sub.register_forward_pre_hook(before), sub.register_forward_hook(after)]
-    try:
-        yield
-    finally:
-        for handle in handles:
-            handle.remove()
+    return _discarded_work(products, flow, output, type(module).__name__)
 
 
 @contextlib.contextmanager
@@ -236,6 +173,80 @@ def _tensors_in(value, depth: int = 0, seen: set | None = None) -> list:
     else:
         items = list(getattr(value, "__dict__", {}).values())
     return [t for item in items for t in _tensors_in(item, depth + 1, seen)]
+
+
+def torch_oracle(module, args: tuple = (), kwargs: dict | None = None,
+                 unread: tuple[str, ...] = ()) -> tuple[int, int]:
+    """(MACs, params) of a torch module in eval mode, as torch counts them.
+
+    `unread`: parts of parameter names the forward pass never reads, left out of params.
+    """
+    return checked_torch_oracle(module, args, kwargs, unread)[:2]
+
+
+def checked_torch_oracle(module, args: tuple = (), kwargs: dict | None = None,
+                         unread: tuple[str, ...] = ()) -> tuple[int, int, dict[str, int]]:
+    """torch_oracle's (MACs, params), and the MACs FlopCounterMode missed by kind of module
+    (checked_flop_counter)."""
+    module.eval()
+    flops, missed = checked_flop_counter(module, args, kwargs)
+    return flops // 2, sum(p.numel() for name, p in module.named_parameters()
+                           if not any(part in name for part in unread)), missed
+
+
+# Gate matmuls per step of each recurrent kind: LSTM's i, f, g, o; GRU's r, z, n; RNN's one.
+RECURRENT_GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+
+
+def recurrent_macs(kind: str, input_size: int, hidden_size: int, layers: int, directions: int,
+                   steps: int, proj_size: int = 0) -> int:
+    """Σ_layers directions·steps·(g·H·(I_l + P) + P·H): each step's g gate matmuls of the input
+    and the previous output (P = proj_size or H wide), and LSTM's projection H → P; I_l = I for
+    the first layer, directions·P after it (steps: time steps × batch)."""
+    gates, out = RECURRENT_GATES[kind], proj_size or hidden_size
+    projection = proj_size * hidden_size if proj_size else 0
+    total, width = 0, input_size
+    for _ in range(layers):
+        total += directions * steps * (gates * hidden_size * (width + out) + projection)
+        width = directions * out
+    return total
+
+
+@contextlib.contextmanager
+def _recurrent_checked(module, counter, missed: dict[str, int]):
+    """Hooks on every nn.LSTM, nn.GRU and nn.RNN of `module` adding to `missed` the MACs of
+    their hand formula that `counter` did not count while they ran."""
+    import torch
+
+    kinds = {torch.nn.LSTM: "LSTM", torch.nn.GRU: "GRU", torch.nn.RNN: "RNN"}
+    handles, seen = [], {}
+    for sub in module.modules():
+        kind = kinds.get(type(sub))
+        if kind is None:
+            continue
+
+        def before(m, inputs):
+            seen[id(m)] = counter.get_total_flops()
+
+        def after(m, inputs, output, kind=kind):
+            x = inputs[0]
+            if isinstance(x, torch.nn.utils.rnn.PackedSequence):
+                steps = x.data.shape[0]  # every sequence's steps, packed
+            else:
+                steps = math.prod(x.shape[:-1])  # time × batch (either order), or time alone
+            hand = recurrent_macs(kind, m.input_size, m.hidden_size, m.num_layers,
+                                  2 if m.bidirectional else 1, steps,
+                                  getattr(m, "proj_size", 0))
+            counted = (counter.get_total_flops() - seen.pop(id(m))) // 2
+            if hand > counted:
+                missed[kind] = missed.get(kind, 0) + hand - counted
+
+        handles += [sub.register_forward_pre_hook(before), sub.register_forward_hook(after)]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
 
 
 def keras_params(model, unread: tuple[str, ...] = ()) -> int:

@@ -43,21 +43,18 @@ def blank_row(model: str) -> dict:
 
 
 def judge(row: dict, uncosted: str = "", failures: dict[str, str] | None = None,
-          bound: str = "", missed: dict[str, int] | None = None,
-          discarded: dict[str, int] | None = None) -> dict:
+          bound: str = "", missed: dict[str, int] | None = None) -> dict:
     """`row` with its verdict and reason set.
 
     `uncosted`: a summary of the nodes the count left uncosted ('' when none); `failures`: the
     error message of each stage (build, count, oracle) that failed; `bound`: a note that some
     nodes were counted at an upper bound, added to the reason of a row that is not exact;
-    `missed`: the MACs the oracle did not count, by kind of module, derived by hand; `discarded`:
-    the MACs it counted in work whose result no output reads, by module (the exported graph
-    drops that work). A count equal to the oracle's with the missed work and without the
-    discarded is `oracle failed`, the reason saying why: the oracle was wrong.
+    `missed`: the MACs the oracle did not count, by kind of module, derived by hand. A count equal
+    to the oracle's with them is `oracle failed`, the reason saying why: the oracle was wrong.
     """
     failures = failures or {}
-    if (missed or discarded) and not failures and not uncosted:
-        wrong = oracle_wrong(row, missed or {}, discarded or {})
+    if missed and not failures and not uncosted:
+        wrong = oracle_wrong(row, missed)
         if wrong:
             return {**row, "verdict": "oracle failed", "reason": wrong}
     row = dict(row)
@@ -79,8 +76,6 @@ def judge(row: dict, uncosted: str = "", failures: dict[str, str] | None = None,
             problems.append(f"MACs {_difference(row['macs'], row['oracle_macs'])}")
             if missed:
                 problems.append(_missed_note(missed))
-            if discarded:
-                problems.append(_discarded_note(discarded))
         elif missed:  # equal to an oracle that missed work: the count missed it too
             problems.append(f"MACs equal the oracle's, but {_missed_note(missed)}")
         ours = (row["params"] or 0) + (row["unused_params"] or 0)
@@ -100,34 +95,20 @@ def judge(row: dict, uncosted: str = "", failures: dict[str, str] | None = None,
     return row
 
 
-def oracle_wrong(row: dict, missed: dict[str, int], discarded: dict[str, int] | None = None
-                 ) -> str:
+def oracle_wrong(row: dict, missed: dict[str, int]) -> str:
     """Why the oracle is wrong where the count equals it plus the work it missed (checked by the
-    hand formula) less the work it counted that no output reads, and params agree; '' where
-    they do not."""
-    discarded = discarded or {}
+    hand formula) and params agree; '' where they do not."""
     ours = (row["params"] or 0) + (row["unused_params"] or 0)
-    if row["macs"] != (row["oracle_macs"] or 0) + sum(missed.values()) - sum(discarded.values()) \
+    if row["macs"] != (row["oracle_macs"] or 0) + sum(missed.values()) \
             or ours != row["oracle_params"]:
         return ""
-    notes = ([_missed_note(missed)] if missed else []) + \
-        ([_discarded_note(discarded)] if discarded else [])
-    corrected = ("with the one and without the other" if missed and discarded
-                 else "with them" if missed else "without them")
-    return f"oracle wrong: {'; '.join(notes)}; {corrected} the count is exact"
+    return f"oracle wrong: {_missed_note(missed)}; with them the count is exact"
 
 
 def _missed_note(missed: dict[str, int]) -> str:
     kinds = ", ".join(f"{macs:,} of {kind}" for kind, macs in sorted(missed.items()))
     return (f"FlopCounterMode missed {kinds} MACs (by hand: gates·H·(I+P) per step, layer and "
             f"direction)")
-
-
-def _discarded_note(discarded: dict[str, int]) -> str:
-    where = ", ".join(f"{macs:,} in {module or 'the model'}"
-                      for module, macs in sorted(discarded.items()))
-    return (f"FlopCounterMode counts {sum(discarded.values()):,} MACs of work whose result no "
-            f"output reads ({where}), which the exported graph drops")
 
 
 def _difference(ours: int, theirs: int) -> str:
