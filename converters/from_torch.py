@@ -601,10 +601,11 @@ def _keyword_call(module, names: list[str]):
 
 
 def _tensors(value):
-    """The tensors of a forward's result. Of a transformers cache, only the recurrent states:
-    keys and values are read by the attention that made them, but a linear-attention layer's
-    last state update is read by nothing else, and a graph without it leaves out work the
-    forward runs (and returns, for the next call)."""
+    """The tensors of a forward's result. Of a transformers cache, what its layers keep for the
+    next call besides keys and values (cache_state_tensors): keys and values are read by the
+    attention that made them, but a linear-attention layer's last state update, or the
+    projections a compressing layer buffers until a window fills, are read by nothing else, and
+    a graph without them leaves out work the forward runs (and returns, for the next call)."""
     import torch
 
     if isinstance(value, torch.Tensor):
@@ -617,7 +618,7 @@ def _tensors(value):
             yield from _tensors(item)
     elif type(value).__module__.startswith("transformers.") and hasattr(value, "layers"):
         for layer in value.layers or ():
-            yield from recurrent_state_tensors(layer).values()
+            yield from cache_state_tensors(layer)
 
 
 # What a transformers LinearAttentionLayer keeps its states in: dicts of tensors.
@@ -636,6 +637,23 @@ def recurrent_state_tensors(layer) -> dict:
             for key in RECURRENT_STATES
             for index, t in (getattr(layer, key, None) or {}).items()
             if isinstance(t, torch.Tensor)}
+
+
+def cache_state_tensors(layer) -> list:
+    """The floating tensors a transformers cache layer holds besides its keys and values, in its
+    own attributes or in dicts and lists there: a linear-attention layer's recurrent states
+    (recurrent_state_tensors), DeepSeek-V4's compressor buffers and compressed entries. Integer
+    ones are bookkeeping (lengths, positions, window sizes), not work."""
+    import torch
+
+    def held(value):
+        if isinstance(value, Mapping):
+            value = list(value.values())
+        items = value if isinstance(value, (list, tuple)) else [value]
+        return [t for t in items if isinstance(t, torch.Tensor) and t.is_floating_point()]
+
+    return [t for key, value in vars(layer).items() if key not in ("keys", "values")
+            for t in held(value)]
 
 
 def _example_args(module, inputs, names: list[str], is_program: bool, label: str,

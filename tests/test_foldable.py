@@ -122,6 +122,27 @@ def test_arithmetic_on_literals_and_shapes_stays_free():
     assert report.total.flops == B * L * D
 
 
+def test_a_tensor_of_one_value_the_code_made_is_a_literal_not_a_weight():
+    # Longformer without an attention mask: torch.ones(1, 16) traced to a Constant node, its
+    # diagonal mask an outer product of it (contracted index of size 1); LED, the same code, got
+    # its ones from ConstantOfShape, free. The same product of a Constant holding a weight (ONNX
+    # files that store weights in Constant nodes) is the network's work.
+    from onnx import numpy_helper
+
+    def outer(values):
+        table = numpy_helper.from_array(np.asarray(values, dtype=np.float32).reshape(L, 1))
+        nodes = [node("Constant", [], ["mask"], value=table),
+                 node("Einsum", ["mask", "mask"], ["diagonal"], equation="xd,yd->xy"),
+                 node("Add", ["scores", "diagonal"], ["y"])]
+        return onnxflops.count(model(nodes, {"scores": [B, L, L]}))
+
+    product = L * L * 1  # x·y·d = 5·5·1 = 25 MACs
+    ones = outer(np.ones(L))
+    assert (ones.total.macs, ones.foldable.macs, ones.constant_work.macs) == (0, 0, product)
+    stored = outer(np.arange(1.0, L + 1))
+    assert (stored.total.macs, stored.foldable.macs) == (product, product)
+
+
 def test_foldable_work_in_the_json_and_the_table():
     nodes = [node("Mul", ["w", "two"], ["w2"]), node("MatMul", ["x", "w2"], ["y"])]
     report = onnxflops.count(model(nodes, {"x": [3, D]}, [weight("w", (D, 4)),

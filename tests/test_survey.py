@@ -81,8 +81,8 @@ def test_an_oracle_that_counts_work_the_forward_discards_is_wrong_where_the_coun
     row = judge(counted_row(macs=100, oracle_macs=120), discarded=discarded)
     assert (row["verdict"], row["reason"]) == (
         "oracle failed", "oracle wrong: FlopCounterMode counts 20 MACs in vision.head, work whose "
-        "output the forward's result never reads (its params get no gradient from it; the "
-        "exported graph drops it); without it the count is exact")
+        "output the forward's result never reads (no output depends on it; the exported graph "
+        "drops it); without it the count is exact")
     # a count of 90 is neither: it differs by its shortfall from the oracle
     row = judge(counted_row(macs=90, oracle_macs=120), discarded=discarded)
     assert (row["verdict"], row["reason"]) == ("differs", "MACs -30 (-25.00%)")

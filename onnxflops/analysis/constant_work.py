@@ -11,7 +11,7 @@ A node whose every input is constant (GraphView marks them: the facts) is one of
 - **free** (`constant_work`, not in the totals):
   - work that reads no weight: shape arithmetic on dims that binding made constant, integer or
     float arithmetic on literals (a scale computed as 1/sqrt(64), a Range, a window of a fixed
-    size);
+    size, a mask from a tensor of ones the code made);
   - work descended from an op that *initialises* weights (RandomNormal, RandomUniform, ...:
     seed 000, where TensorFlow's profiler counted a layer's random-normal initializer), which
     never runs in a forward pass;
@@ -24,7 +24,8 @@ An RNN's first step on a zero state (h0 times W_hh, once torch.export unrolls it
 too: foldable, and counted, as it was.
 
 A weight is a float initializer or Constant of more than one element: a scalar is a coefficient,
-an integer tensor holds indices, axes or shapes.
+an integer tensor holds indices, axes or shapes, and a Constant node holding one value in every
+element is a literal the code made (torch.ones(1, 16) traced), as ConstantOfShape's is.
 The params a foldable node reads are credited, as before, to the network node that reads its
 result (GraphView.weight_sources). Subgraph bodies keep every constant node free.
 """
@@ -51,7 +52,8 @@ class ConstantWork:
     def _trace(self, row: NodeRow) -> None:
         _, op_type, domain, inputs, outputs = row
         if op_type == "Constant" and not domain:
-            origin = _WEIGHT if self._is_weight(outputs[0]) else 0
+            origin = _WEIGHT if self._is_weight(outputs[0]) and not self._is_splat(outputs[0]) \
+                else 0
         else:
             origin = _INITIALISED if op_type in INITIALISERS and not domain else 0
             for name in inputs:
@@ -70,6 +72,13 @@ class ConstantWork:
     def _is_weight(self, name: str) -> bool:
         info = self.graph.info(name)
         return info is not None and info.is_float and info.concrete and info.numel > 1
+
+    def _is_splat(self, name: str) -> bool:
+        """Whether a Constant node's tensor holds one value in every element: a literal the code
+        made (torch.ones(1, 16): Longformer's attention mask where none is given), not a weight
+        stored in the graph. Where its value is not held (too large), a weight."""
+        value = self.graph.value(name)
+        return value is not None and value.size > 0 and bool((value == value.flat[0]).all())
 
     def may_fold(self, row: NodeRow) -> bool:
         """Whether a constant node works on weights (not on literals or shapes alone) and does not

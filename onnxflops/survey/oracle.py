@@ -63,7 +63,7 @@ def discarded_modules(model, call) -> tuple[str, ...]:
     params = dict(model.named_parameters())
     try:
         with torch.enable_grad():
-            returned = [t for t in _tensors(call()) if t.is_floating_point() and t.requires_grad]
+            returned = [t for t in _tensors_in(call()) if t.is_floating_point() and t.requires_grad]
             if not returned:
                 return ()
             grads = torch.autograd.grad(sum(t.float().sum() for t in returned),
@@ -81,35 +81,132 @@ def discarded_modules(model, call) -> tuple[str, ...]:
 
 
 def discarded_work(module, args: tuple = (), kwargs: dict | None = None) -> dict[str, int]:
-    """The MACs FlopCounterMode counts, as the oracle runs `module`, in each module whose output
-    the forward's result never reads (discarded_modules), by name; {} where there is none."""
+    """The MACs FlopCounterMode counts, as the oracle runs `module`, in work whose result no
+    tensor of the forward's result depends on, by the module it ran in (_Dataflow: followed
+    through every aten op, integer indices included); {} where there is none. Work inside a
+    module whose other work is read counts too (LiLT's last layout attention product)."""
     from torch.utils.flop_counter import FlopCounterMode
 
     module.eval()
-    with _as_the_oracle_runs(module):
-        names = discarded_modules(module, lambda: module(*args, **(kwargs or {})))
-    if not names:
-        return {}
-    with _as_the_oracle_runs(module), FlopCounterMode(display=False) as counter:
-        module(*args, **(kwargs or {}))
-    by_module, prefix = counter.get_flop_counts(), type(module).__name__ + "."
-    work = {name: sum(by_module.get(prefix + name, {}).values()) // 2 for name in names}
-    return {name: macs for name, macs in work.items() if macs}
+    products: list[tuple[str, int]] = []
+    with _as_the_oracle_runs(module), FlopCounterMode(display=False) as counter, \
+            _products_watched(counter, products) as flow:
+        output = module(*args, **(kwargs or {}))
+    return _discarded_work(products, flow, output, type(module).__name__)
 
 
-def _tensors(value):
-    """The tensors in a forward's result: itself, or those in its tuples, lists and dicts
-    (a ModelOutput is a dict), depth first; other objects (a cache) are passed over."""
+@contextlib.contextmanager
+def _products_watched(counter, products: list):
+    """Every torch function the forward calls, watched while `counter` counts: each call the
+    counter saw work in is appended to `products` as (its innermost module, its MACs), and the
+    values that depend on it are followed (_Dataflow), which _discarded_work reads: yields the
+    _Dataflow."""
+    from torch.overrides import TorchFunctionMode
+
+    flow = _Dataflow()
+
+    class Watch(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            before = counter.get_total_flops()
+            result = func(*args, **(kwargs or {}))
+            counted = (counter.get_total_flops() - before) // 2
+            if counted:
+                parents = counter.mod_tracker.parents
+                products.append((max(parents, key=len) if parents else "", counted))
+                flow.made(result, len(products) - 1)
+            return result
+
+    with Watch(), flow.following():
+        yield flow
+
+
+class _Dataflow:
+    """Which watched products each tensor's value depends on, followed through every aten op
+    the forward runs, by storage: a view shares its base's, and an op that writes into one
+    (in place, or `out=`) adds what it read to what the storage held. Values that leave the
+    tensors (`.item()` read into Python) are not followed."""
+
+    def __init__(self):
+        self.depends: dict = {}  # StorageWeakRef → frozenset of product indices
+
+    def made(self, result, product: int) -> None:
+        for key in self._storages(result):
+            self.depends[key] = self.depends.get(key, frozenset()) | {product}
+
+    def read_by(self, value) -> frozenset:
+        """The products the tensors in `value` depend on."""
+        return frozenset().union(*(self.depends.get(k, ()) for k in self._storages(value)))
+
+    @contextlib.contextmanager
+    def following(self):
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        flow = self
+
+        class Follow(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                result = func(*args, **(kwargs or {}))
+                read = flow._storages((args, kwargs))
+                depends = frozenset().union(*(flow.depends.get(k, ()) for k in read))
+                for key in flow._storages(result):
+                    # A storage it read (written into, in place or as `out=`) keeps what it held
+                    # with it; a fresh one (perhaps at a freed one's address) holds only this.
+                    if depends or key in read:
+                        flow.depends[key] = depends | flow.depends.get(key, frozenset()) \
+                            if key in read else depends
+                    else:
+                        flow.depends.pop(key, None)
+                return result
+
+        with Follow():
+            yield
+
+    @staticmethod
+    def _storages(value) -> set:
+        import torch
+        from torch.multiprocessing.reductions import StorageWeakRef
+        from torch.utils._pytree import tree_leaves
+
+        keys = set()
+        for leaf in tree_leaves(value):
+            if isinstance(leaf, torch.Tensor):
+                try:
+                    keys.add(StorageWeakRef(leaf.untyped_storage()))
+                except (RuntimeError, NotImplementedError, TypeError):  # one without storage
+                    pass
+        return keys
+
+
+def _discarded_work(products: list, flow: _Dataflow, output, root: str) -> dict[str, int]:
+    """MACs by module (its path below `root`) of the watched products that no tensor of `output`
+    depends on (_Dataflow): work the forward runs and drops."""
+    read = flow.read_by(_tensors_in(output))
+    discarded: dict[str, int] = {}
+    for index, (where, macs) in enumerate(products):
+        if index not in read:
+            name = where[len(root) + 1:] if where.startswith(root + ".") else where
+            discarded[name] = discarded.get(name, 0) + macs
+    return discarded
+
+
+def _tensors_in(value, depth: int = 0, seen: set | None = None) -> list:
+    """The tensors in a forward's result: in tuples, lists, dicts (transformers' outputs) and the
+    attributes of other objects (its caches), nested."""
     import torch
 
+    seen = set() if seen is None else seen
     if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _tensors(item)
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from _tensors(item)
+        return [value]
+    if depth > 6 or id(value) in seen or isinstance(value, (str, bytes, torch.nn.Module)):
+        return []
+    seen.add(id(value))
+    if isinstance(value, dict):
+        items = list(value.values())
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        items = list(getattr(value, "__dict__", {}).values())
+    return [t for item in items for t in _tensors_in(item, depth + 1, seen)]
 
 
 def torch_oracle(module, args: tuple = (), kwargs: dict | None = None,

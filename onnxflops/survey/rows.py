@@ -121,7 +121,7 @@ def oracle_wrong(row: dict, missed: dict[str, int], discarded: dict[str, int] | 
 def _discarded_note(discarded: dict[str, int]) -> str:
     modules = ", ".join(f"{macs:,} MACs in {name}" for name, macs in sorted(discarded.items()))
     return (f"FlopCounterMode counts {modules}, work whose output the forward's result never "
-            "reads (its params get no gradient from it; the exported graph drops it)")
+            "reads (no output depends on it; the exported graph drops it)")
 
 
 def _missed_note(missed: dict[str, int]) -> str:

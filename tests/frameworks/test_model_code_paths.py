@@ -4,8 +4,9 @@ the survey's oracle and the count must see the same program.
 - A model module's `is_torchdynamo_exporting` switch (Qwen3.5's gated delta rule solves its
   triangular system with solve_triangular when run, which FlopCounterMode counts as 0, and by
   forward substitution and products when exported): the oracle runs the exported path.
-- A forward that returns a cache: its linear-attention states are outputs of the graph, so the
-  last state update (read by no other output) is counted, as the forward runs it.
+- A forward that returns a cache: what its layers keep besides keys and values (linear-attention
+  states, a compressor's buffered projections) are outputs of the graph, so the last state
+  update or the buffered projection (read by no other output) is counted, as the forward runs it.
 """
 
 import sys
@@ -58,6 +59,30 @@ def test_a_returned_caches_recurrent_states_are_outputs():
     # proj 2·4·3 = 24, the state 4·2·4 = 32; left out before: 24
     assert onnxflops.count(StateUpdate(), inputs={"x": x}).total.macs == 24 + 32
     assert flop_counter_flops(StateUpdate(), (x,)) // 2 == 24 + 32
+
+
+def test_what_a_returned_cache_buffers_for_the_next_call_is_an_output():
+    from transformers.cache_utils import DynamicCache, DynamicLayer
+
+    class Buffering(torch.nn.Module):
+        # DeepSeek-V4's compressor: the gate of tokens short of a full window is projected and
+        # kept in the cache layer until the next call, read by no output of this one.
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(4, 3, bias=False)
+            self.gate = torch.nn.Linear(4, 2, bias=False)
+
+        def forward(self, x):
+            cache = DynamicCache()
+            cache.layers = [DynamicLayer()]
+            cache.layers[0].buffer_gate = {"compressor": self.gate(x)}
+            cache.layers[0].entry_count = {"compressor": torch.tensor(0)}  # bookkeeping
+            return {"out": self.proj(x), "past_key_values": cache}
+
+    x = torch.ones(1, 2, 4)
+    # proj 2·4·3 = 24, the buffered gate 2·4·2 = 16; left out before: 24
+    assert onnxflops.count(Buffering(), inputs={"x": x}).total.macs == 24 + 16
+    assert flop_counter_flops(Buffering(), (x,)) // 2 == 24 + 16
 
 
 def test_a_scalar_parameter_folded_onto_a_product_is_still_a_parameter():

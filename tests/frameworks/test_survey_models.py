@@ -98,3 +98,41 @@ def test_the_oracle_reports_the_lstm_work_flop_counter_mode_misses():
     assert checked_flop_counter(lstm, (torch.randn(5, 1, 8),)) == (0, {"LSTM": 17_920})
     gru = torch.nn.GRU(8, 16)
     assert checked_flop_counter(gru, (torch.randn(5, 1, 8),)) == (2 * 5_760, {})
+
+
+def test_the_oracle_reports_work_whose_result_no_output_reads():
+    import torch
+
+    from onnxflops.survey.oracle import discarded_work
+
+    class Dropped(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dropped = torch.nn.Linear(4, 3, bias=False)  # FLAVA's text_to_mm_projection
+            self.router = torch.nn.Linear(4, 2, bias=False)
+            self.kept = torch.nn.Linear(4, 5, bias=False)
+
+        def forward(self, x):
+            self.dropped(x)
+            # read through integer indices only (no gradient flows): still read
+            pick = self.router(x).argmax(-1)
+            out = self.kept(x)
+            return out[torch.arange(2), pick]
+
+    class Attention(torch.nn.Module):
+        # LiLT's last layer on text alone: the layout stream's attention product runs in the
+        # module whose text product is read, and is itself read by nothing
+        def __init__(self):
+            super().__init__()
+            self.text = torch.nn.Linear(4, 4, bias=False)
+            self.layout = torch.nn.Linear(4, 2, bias=False)
+
+        def forward(self, x):
+            probs = torch.softmax(x @ x.transpose(-1, -2), -1)  # 2·4·2 = 16 MACs, read
+            probs @ self.layout(x)  # layout 2·4·2 = 16, its product 2·2·2 = 8: dropped
+            return probs @ self.text(x)  # text 2·4·4 = 32, its product 2·2·4 = 16
+
+    # x 2×4: dropped 2·4·3 = 24, router 2·4·2 = 16 (read through argmax), kept 2·4·5 = 40 MACs
+    assert discarded_work(Dropped(), (torch.ones(2, 4),)) == {"dropped": 24}
+    # the product in the model itself is named by its class
+    assert discarded_work(Attention(), (torch.ones(2, 4),)) == {"layout": 16, "Attention": 8}
