@@ -291,21 +291,25 @@ def keras_params(model, unread: tuple[str, ...] = ()) -> int:
 
 @contextlib.contextmanager
 def eager_experts(module):
-    """transformers' mixture-of-experts layers run as plain per-expert matmuls for the duration."""
-    config = getattr(module, "config", None)
-    setter = getattr(module, "set_experts_implementation", None)
-    previous = getattr(config, "_experts_implementation", None)
-    switched = False
-    if setter is not None and previous not in (None, "eager"):
+    """transformers' mixture-of-experts layers run as plain per-expert matmuls for the duration:
+    in every model the module holds, each with its own config (a speech model's language model
+    from another family: NeMo SpeechLM's Nemotron-H ran its grouped kernel, which
+    FlopCounterMode counts as 0, under an outer config that said eager)."""
+    switched = []
+    for part in module.modules():
+        setter = getattr(part, "set_experts_implementation", None)
+        previous = getattr(getattr(part, "config", None), "_experts_implementation", None)
+        if setter is None or previous in (None, "eager"):
+            continue
         try:
             setter("eager")
-            switched = True
         except (ValueError, AttributeError, KeyError):  # a model without experts
-            pass
+            continue
+        switched.append((setter, previous))
     try:
         yield
     finally:
-        if switched:
+        for setter, previous in reversed(switched):
             setter(previous)
 
 

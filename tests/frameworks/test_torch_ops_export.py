@@ -110,6 +110,28 @@ def test_eager_experts_cost_tokens_times_k_over_all_experts():
     assert model.config._experts_implementation == "eager"  # as the user left it
 
 
+def test_the_oracle_runs_the_experts_of_a_model_held_in_another_eagerly():
+    # NeMo SpeechLM holds a Nemotron-H whose own config runs the grouped kernel (0 in
+    # FlopCounterMode) under an outer model with no experts: the oracle switched only the outer.
+    from onnxflops.survey.oracle import flop_counter_flops
+
+    class Outer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.language_model = tiny_mixtral("grouped_mm")
+
+        def forward(self, input_ids):
+            return self.language_model(input_ids=input_ids).logits
+
+    ids = torch.ones(1, T, dtype=torch.long)
+    outer, eager = Outer().eval(), tiny_mixtral("eager")
+    assert flop_counter_flops(outer, (ids,)) == flop_counter_flops(eager, (ids,))
+    # routed: per layer T·k·D·2F + T·k·F·D, as counted by hand above
+    assert onnxflops.count(outer, {"input_ids": ids}).routed_macs == \
+        LAYERS * (T * K_ROUTED * D * 2 * F + T * K_ROUTED * F * D)
+    assert outer.language_model.config._experts_implementation == "grouped_mm"  # put back
+
+
 def test_the_default_grouped_experts_kernel_exports_and_costs_its_groups():
     model = tiny_mixtral("grouped_mm")
     ids = torch.ones(1, T, dtype=torch.long)
