@@ -617,6 +617,7 @@ def _tensors(value):
         for item in value:
             yield from _tensors(item)
     elif type(value).__module__.startswith("transformers.") and hasattr(value, "layers"):
+        yield from cache_state_tensors(value)  # a cache's own (MiniMax's linear_cache)
         for layer in value.layers or ():
             yield from cache_state_tensors(layer)
 
@@ -640,10 +641,11 @@ def recurrent_state_tensors(layer) -> dict:
 
 
 def cache_state_tensors(layer) -> list:
-    """The floating tensors a transformers cache layer holds besides its keys and values, in its
-    own attributes or in dicts and lists there: a linear-attention layer's recurrent states
-    (recurrent_state_tensors), DeepSeek-V4's compressor buffers and compressed entries. Integer
-    ones are bookkeeping (lengths, positions, window sizes), not work."""
+    """The floating tensors a transformers cache layer (or a cache) holds besides its keys and
+    values, in its own attributes or in dicts and lists there: a linear-attention layer's
+    recurrent states (recurrent_state_tensors), DeepSeek-V4's compressor buffers and compressed
+    entries, a cache class's own per-layer states (MiniMax's linear_cache). Integer ones are
+    bookkeeping (lengths, positions, window sizes), not work."""
     import torch
 
     def held(value):

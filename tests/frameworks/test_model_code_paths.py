@@ -85,6 +85,30 @@ def test_what_a_returned_cache_buffers_for_the_next_call_is_an_output():
     assert flop_counter_flops(Buffering(), (x,)) // 2 == 24 + 16
 
 
+def test_what_a_cache_class_keeps_in_its_own_attributes_is_an_output():
+    from transformers.cache_utils import DynamicCache
+
+    class LinearCache(DynamicCache):  # MiniMax's: a per-layer linear-attention state list
+        def __init__(self):
+            super().__init__()
+            self.linear_cache = []
+
+    class Lightning(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(4, 3, bias=False)
+
+        def forward(self, x):
+            cache = LinearCache()
+            cache.linear_cache.append(x.transpose(-1, -2) @ x)  # the state, read by no output
+            return {"out": self.proj(x), "past_key_values": cache}
+
+    LinearCache.__module__ = "transformers.models.minimax.modeling_minimax"  # as a library's
+    x = torch.ones(1, 2, 4)
+    # proj 2·4·3 = 24, the state 4·2·4 = 32; left out before: 24
+    assert onnxflops.count(Lightning(), inputs={"x": x}).total.macs == 24 + 32
+
+
 def test_a_scalar_parameter_folded_onto_a_product_is_still_a_parameter():
     # CLIP-like logit scale: (exp(clamp(s)) · a) @ b, the factor moved onto the product as its
     # value by the canonical forms; AIMv2 was one param short of parameters().
