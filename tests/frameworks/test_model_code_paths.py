@@ -23,8 +23,10 @@ from onnxflops.survey.oracle import flop_counter_flops  # noqa: E402
 pytestmark = pytest.mark.slow
 
 
-def test_the_oracle_runs_the_path_the_model_takes_when_exported(monkeypatch):
-    code = types.ModuleType("model_with_export_path")
+def _solver_in_a_modeling_module(monkeypatch, name: str):
+    """A module class defined in a modeling module of its own (`name`) that holds transformers'
+    `is_torchdynamo_exporting` switch, and that module."""
+    code = types.ModuleType(name)
     code.is_torchdynamo_exporting = torch.compiler.is_exporting
     monkeypatch.setitem(sys.modules, code.__name__, code)
 
@@ -35,6 +37,11 @@ def test_the_oracle_runs_the_path_the_model_takes_when_exported(monkeypatch):
             return torch.linalg.solve_triangular(a, b, upper=False)  # no formula: 0
 
     Solver.__module__ = code.__name__
+    return Solver, code
+
+
+def test_the_oracle_runs_the_path_the_model_takes_when_exported(monkeypatch):
+    Solver, code = _solver_in_a_modeling_module(monkeypatch, "model_with_export_path")
     a, b = torch.eye(4), torch.ones(4, 2)
     assert flop_counter_flops(Solver(), (a, b)) // 2 == 32
     assert onnxflops.count(Solver(), inputs=(a, b)).total.macs == 32
@@ -126,20 +133,11 @@ def test_a_scalar_parameter_folded_onto_a_product_is_still_a_parameter():
     assert report.total.macs == 2 * 4 * 3 + 2 * 3 * 5  # proj, then the logits
 
 
-
 def test_the_export_path_of_a_part_from_another_modeling_module(monkeypatch):
     # A VLM whose language model is another family's (MiniCPM-V 4.6 holds Qwen3.5's text model):
     # the part's own module holds the switch; only the outer model's was made true, and the
     # oracle counted solve_triangular as 0 where the graph holds the products (+786,432 MACs).
-    code = types.ModuleType("part_with_export_path")
-    code.is_torchdynamo_exporting = torch.compiler.is_exporting
-    monkeypatch.setitem(sys.modules, code.__name__, code)
-
-    class Solver(torch.nn.Module):
-        def forward(self, a, b):
-            if sys.modules[type(self).__module__].is_torchdynamo_exporting():
-                return a @ b  # 4×4 @ 4×2: 32 MACs
-            return torch.linalg.solve_triangular(a, b, upper=False)
+    Solver, code = _solver_in_a_modeling_module(monkeypatch, "part_with_export_path")
 
     class Outer(torch.nn.Module):  # this test module's class: no switch of its own
         def __init__(self):
@@ -149,7 +147,6 @@ def test_the_export_path_of_a_part_from_another_modeling_module(monkeypatch):
         def forward(self, a, b):
             return self.part(a, b)
 
-    Solver.__module__ = code.__name__
     a, b = torch.eye(4), torch.ones(4, 2)
     assert flop_counter_flops(Outer(), (a, b)) // 2 == 32
     assert onnxflops.count(Outer(), inputs=(a, b)).total.macs == 32
