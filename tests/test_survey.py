@@ -1057,3 +1057,27 @@ def test_a_forward_that_runs_without_a_grid_keeps_the_other_input_rules():
         pass
 
     assert flattened_patches(_parameters(tower), Config(patch_size=None)) is None  # no patch size
+
+
+@pytest.mark.slow  # converts with torch
+def test_a_towers_grid_is_a_constant_of_its_graph_so_positions_from_it_have_shapes():
+    """A tower whose positions come from its grid's values (a Range of t·h·w) is counted whole
+    where the grid is fixed in the model, as a preprocessor fixes it: given as an input, the
+    grid's values are unknown to the graph and the Add after the Range is uncosted."""
+    torch = pytest.importorskip("torch")
+    import onnxflops
+    from onnxflops.survey.sources import _with_fixed_grid
+
+    class Tower(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(12, 8, bias=False)
+
+        def forward(self, hidden_states, grid_thw):
+            positions = torch.arange(int(grid_thw.prod()), dtype=torch.float32)
+            return self.proj(hidden_states) + positions[:, None]
+
+    fixed = _with_fixed_grid(Tower(), "grid_thw", [[1, 4, 4]])
+    assert type(fixed).__name__ == "Tower"  # messages name the tower
+    report = onnxflops.count(fixed, {"hidden_states": torch.zeros(16, 12)})
+    assert report.total.macs == 16 * 12 * 8 and report.complete  # 16 patches: 12 → 8

@@ -218,7 +218,39 @@ def _transformers_build(task: Task) -> Subject:
     seeded_weights()
     model = t.AutoModel.from_config(config)
     inputs = _transformers_inputs(model, config)
+    grid = _grid_argument(model, inputs)
+    if grid:
+        model = _with_fixed_grid(model, grid, inputs.pop(grid).tolist())
     return Subject(model, kwargs=inputs, variants=input_variants(inputs))
+
+
+def _grid_argument(model, inputs: dict) -> str | None:
+    """The grid argument among `inputs` of a tower given flattened patches (`flattened_patches`)."""
+    import inspect
+
+    patches = flattened_patches(inspect.signature(model.forward).parameters,
+                                getattr(model.config, "vision_config", None) or model.config)
+    return patches[2] if patches and patches[2] in inputs else None
+
+
+def _with_fixed_grid(model, grid: str, rows: list):
+    """`model` called with its image's grid fixed, as its preprocessor fixes it for an image of
+    one size: the grid is a constant of the graph, not an input, so the positions and windows a
+    forward computes from it have known shapes, as FlopCounterMode sees them."""
+    import torch
+
+    class FixedGrid(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, **inputs):
+            device = next(iter(inputs.values())).device
+            return self.model(**inputs, **{grid: torch.tensor(rows, dtype=torch.int64,
+                                                               device=device)})
+
+    FixedGrid.__name__ = FixedGrid.__qualname__ = type(model).__name__  # messages name the model
+    return FixedGrid()
 
 
 def _transformers_inputs(model, config) -> dict:
