@@ -218,18 +218,18 @@ def _transformers_build(task: Task) -> Subject:
     seeded_weights()
     model = t.AutoModel.from_config(config)
     inputs = _transformers_inputs(model, config)
-    grid = _grid_argument(model, inputs)
+    grid = _grid_argument(model, config, inputs)
     if grid:
         model = _with_fixed_grid(model, grid, inputs.pop(grid).tolist())
     return Subject(model, kwargs=inputs, variants=input_variants(inputs))
 
 
-def _grid_argument(model, inputs: dict) -> str | None:
+def _grid_argument(model, config, inputs: dict) -> str | None:
     """The grid argument among `inputs` of a tower given flattened patches (`flattened_patches`)."""
     import inspect
 
     patches = flattened_patches(inspect.signature(model.forward).parameters,
-                                getattr(model.config, "vision_config", None) or model.config)
+                                getattr(config, "vision_config", None) or config)
     return patches[2] if patches and patches[2] in inputs else None
 
 
