@@ -1000,3 +1000,84 @@ def test_a_layer_pattern_or_period_keeps_each_kind_within_the_depth():
     assert vars(jamba) == {"num_hidden_layers": 2, "attn_layer_period": 2,
                            "attn_layer_offset": 0, "expert_layer_period": 2,
                            "expert_layer_offset": 1}
+
+
+# the flattened-patches rule of a Qwen2-VL-like vision tower ------------------------------------
+
+def _parameters(forward):
+    import inspect
+
+    return inspect.signature(forward).parameters
+
+
+def test_a_tower_that_needs_a_grid_gets_flattened_patches_and_their_grid():
+    from onnxflops.survey.sources import flattened_patches
+
+    def qwen_tower(self, hidden_states, grid_thw, **kwargs):
+        pass
+
+    qwen = Config(patch_size=14, temporal_patch_size=2, in_channels=3, spatial_merge_size=2)
+    # 4×4 merged patches of 2×2 → an 8×8 grid: 64 rows of 3 channels × 2 frames × 14 × 14
+    assert flattened_patches(_parameters(qwen_tower), qwen) == \
+        ("hidden_states", (64, 1176), "grid_thw", [[1, 8, 8]])
+
+    def muse_tower(self, pixel_values, image_grid_thw, **kwargs):
+        pass
+
+    muse = Config(patch_size=16, patch_temporal=2, num_channels=4, merge_size=[3, 3])
+    # 12×12 grid: 144 rows of 4 × 2 × 16 × 16
+    assert flattened_patches(_parameters(muse_tower), muse, merged_side=4) == \
+        ("pixel_values", (144, 2048), "image_grid_thw", [[1, 12, 12]])
+    # no temporal patch, channels or merge in its config: one frame, 3 channels, no merge
+    assert flattened_patches(_parameters(muse_tower), Config(patch_size=16)) == \
+        ("pixel_values", (16, 768), "image_grid_thw", [[1, 4, 4]])
+
+
+def test_a_forward_that_runs_without_a_grid_keeps_the_other_input_rules():
+    from onnxflops.survey.sources import flattened_patches
+
+    config = Config(patch_size=16, spatial_merge_size=2)
+
+    def optional_grid(self, pixel_values, image_grid_hw=None):  # RADIO: runs on an image
+        pass
+
+    def whole_vlm(self, input_ids, pixel_values=None, image_grid_thw=None):
+        pass
+
+    def vlm_needing_a_grid(self, input_ids, pixel_values, image_grid_thw):  # text too
+        pass
+
+    def no_grid(self, pixel_values):
+        pass
+
+    for forward in (optional_grid, whole_vlm, vlm_needing_a_grid, no_grid):
+        assert flattened_patches(_parameters(forward), config) is None, forward.__name__
+
+    def tower(self, pixel_values, grid_thw):
+        pass
+
+    assert flattened_patches(_parameters(tower), Config(patch_size=None)) is None  # no patch size
+
+
+@pytest.mark.slow  # converts with torch
+def test_a_towers_grid_is_a_constant_of_its_graph_so_positions_from_it_have_shapes():
+    """A tower whose positions come from its grid's values (a Range of t·h·w) is counted whole
+    where the grid is fixed in the model, as a preprocessor fixes it: given as an input, the
+    grid's values are unknown to the graph and the Add after the Range is uncosted."""
+    torch = pytest.importorskip("torch")
+    import onnxflops
+    from onnxflops.survey.sources import _with_fixed_grid
+
+    class Tower(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(12, 8, bias=False)
+
+        def forward(self, hidden_states, grid_thw):
+            positions = torch.arange(int(grid_thw.prod()), dtype=torch.float32)
+            return self.proj(hidden_states) + positions[:, None]
+
+    fixed = _with_fixed_grid(Tower(), "grid_thw", [[1, 4, 4]])
+    assert type(fixed).__name__ == "Tower"  # messages name the tower
+    report = onnxflops.count(fixed, {"hidden_states": torch.zeros(16, 12)})
+    assert report.total.macs == 16 * 12 * 8 and report.complete  # 16 patches: 12 → 8

@@ -218,7 +218,39 @@ def _transformers_build(task: Task) -> Subject:
     seeded_weights()
     model = t.AutoModel.from_config(config)
     inputs = _transformers_inputs(model, config)
+    grid = _grid_argument(model, config, inputs)
+    if grid:
+        model = _with_fixed_grid(model, grid, inputs.pop(grid).tolist())
     return Subject(model, kwargs=inputs, variants=input_variants(inputs))
+
+
+def _grid_argument(model, config, inputs: dict) -> str | None:
+    """The grid argument among `inputs` of a tower given flattened patches (`flattened_patches`)."""
+    import inspect
+
+    patches = flattened_patches(inspect.signature(model.forward).parameters,
+                                getattr(config, "vision_config", None) or config)
+    return patches[2] if patches and patches[2] in inputs else None
+
+
+def _with_fixed_grid(model, grid: str, rows: list):
+    """`model` called with its image's grid fixed, as its preprocessor fixes it for an image of
+    one size: the grid is a constant of the graph, not an input, so the positions and windows a
+    forward computes from it have known shapes, as FlopCounterMode sees them."""
+    import torch
+
+    class FixedGrid(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, **inputs):
+            device = next(iter(inputs.values())).device
+            return self.model(**inputs, **{grid: torch.tensor(rows, dtype=torch.int64,
+                                                               device=device)})
+
+    FixedGrid.__name__ = FixedGrid.__qualname__ = type(model).__name__  # messages name the model
+    return FixedGrid()
 
 
 def _transformers_inputs(model, config) -> dict:
@@ -227,6 +259,12 @@ def _transformers_inputs(model, config) -> dict:
     import inspect
 
     takes = inspect.signature(model.forward).parameters
+    patches = flattened_patches(takes, getattr(config, "vision_config", None) or config)
+    if patches:
+        import torch
+
+        pixels, shape, grid, rows = patches
+        return {pixels: _image(*shape), grid: torch.tensor(rows, dtype=torch.int64)}
     main = _main_input(model, takes)
     text = getattr(config, "get_text_config", lambda: config)()
     vocab = getattr(text, "vocab_size", None) or 100
@@ -255,6 +293,39 @@ def _transformers_inputs(model, config) -> dict:
     if "input_ids" in inputs and "pixel_values" in inputs:
         inputs["input_ids"] = _with_image_tokens(model, config, inputs, vocab)
     return inputs
+
+
+def flattened_patches(takes, vision, merged_side: int = 4):
+    """`pixels: (t·h·w, channels·temporal_patch·patch²)`, `grid: [[t, h, w]]` with t = 1 and
+    h = w = `merged_side`·spatial_merge: the inputs of a Qwen2-VL-like vision tower, whose forward
+    takes its image as flattened patches and needs a grid argument (`grid_thw`, `image_grid_thw`).
+
+    Returns (pixels name, pixels shape, grid name, grid rows), or None for a forward without a
+    grid argument it needs, one that takes text (a whole VLM) or a config without a patch size.
+    `takes`: the forward's signature's parameters."""
+    grid = next((name for name, parameter in takes.items()
+                 if "grid" in name and parameter.default is parameter.empty), None)
+    pixels = next((name for name in takes
+                   if name.startswith("pixel_values") or name == "hidden_states"), None)
+    patch = getattr(vision, "patch_size", None)
+    if grid is None or pixels is None or "input_ids" in takes or not isinstance(patch, int):
+        return None
+    temporal = _first_int(vision, ("temporal_patch_size", "patch_temporal"), 1)
+    channels = _first_int(vision, ("in_channels", "num_channels"), 3)
+    merge = _first_int(vision, ("spatial_merge_size", "merge_size", "merge_kernel_size"), 1)
+    side = merged_side * merge
+    return pixels, (side * side, channels * temporal * patch * patch), grid, [[1, side, side]]
+
+
+def _first_int(config, names: tuple[str, ...], default: int) -> int:
+    """The first of `names` that `config` sets, as an int (a square kernel's side for a pair)."""
+    for name in names:
+        value = getattr(config, name, None)
+        if isinstance(value, (list, tuple)) and value and len(set(value)) == 1:
+            value = value[0]
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return default
 
 
 def _spectrogram_frames(config) -> int | None:
