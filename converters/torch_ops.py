@@ -74,13 +74,15 @@ def custom_translations() -> dict:
 def _missing_aten_translations() -> dict:
     """Translations of the torch ops torchlib has none for, or one that differs from torch, that
     transformers' models run: erfinv (Gemma 3n's activation sparsity, via Normal.icdf),
-    _is_all_true (ProphetNet's torch.all in a check) and squeeze of a dim (NeMo's RNN-T joint
-    squeezes a dim of 16 tokens: a no-op in torch, which ONNX's Squeeze refuses)."""
+    _is_all_true (ProphetNet's torch.all in a check), squeeze of a dim (NeMo's RNN-T joint
+    squeezes a dim of 16 tokens: a no-op in torch, which ONNX's Squeeze refuses) and randn with
+    a generator (UnivNet's noise)."""
     import torch
 
     return {torch.ops.aten.erfinv.default: erf_inv, torch.ops.prims.erf_inv.default: erf_inv,
             torch.ops.aten._is_all_true.default: is_all_true,
-            torch.ops.aten.squeeze.dim: squeeze_dim}
+            torch.ops.aten.squeeze.dim: squeeze_dim,
+            torch.ops.aten.randn.generator: randn_generator}
 
 
 # Giles (2010), "Approximating the erfinv function", single precision: erfinv(x) ≈ x·p(w),
@@ -133,6 +135,16 @@ def squeeze_dim(self, dim: int):
     if shape is not None and isinstance(shape[dim], int) and shape[dim] != 1:
         return op.Identity(self)
     return op.Squeeze(self, op.Constant(value_ints=[dim]))
+
+
+def randn_generator(size, generator=None, dtype: int = 1, layout: str = "", device: str = "",
+                    pin_memory: bool = False):
+    """torch.randn(size, generator=g): normal noise of `size` as RandomNormalLike, as torchlib
+    translates randn without a generator (the values are random either way; a count reads the
+    shape)."""
+    from onnxscript import opset18 as op
+
+    return op.RandomNormalLike(op.ConstantOfShape(size), dtype=1 if dtype is None else dtype)
 
 
 def _defined_by_torch(module: str) -> bool:

@@ -270,3 +270,22 @@ def test_a_legacy_trace_of_one_path_for_all_data_is_not_flagged(recwarn):
 
     torch_to_onnx(torch.nn.Linear(4, 4), [torch.randn(1, 4)], exporter="legacy")
     assert not [w for w in recwarn if issubclass(w.category, DataPathWarning)]
+
+
+def test_noise_drawn_with_a_generator_argument_exports():
+    # UnivNet draws its noise with torch.randn(shape, generator=generator): the exporter had no
+    # translation of randn.generator ("No ONNX function found"), so the model was not counted.
+    ort = pytest.importorskip("onnxruntime")
+
+    class Noisy(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 4)
+
+        def forward(self, x, generator=None):
+            return self.lin(x + torch.randn(x.shape, generator=generator))
+
+    model = torch_to_onnx(Noisy(), [(2, 8)])
+    assert "RandomNormalLike" in [n.op_type for n in model.graph.node]
+    ort.InferenceSession(model.SerializeToString())
+    assert onnxflops.count(model).total.macs == 2 * 8 * 4
