@@ -639,6 +639,24 @@ def _loop_with_cycle() -> onnx.ModelProto:
                   [weight("trips", (), np.int64, 3)])
 
 
+def _twice(proto: onnx.NodeProto, name: str, value) -> onnx.NodeProto:
+    """`proto` with attribute `name` given (once more) as `value`."""
+    proto.attribute.append(helper.make_attribute(name, value))
+    proto.attribute.append(helper.make_attribute(name, value))
+    return proto
+
+
+def _loop_running(inner: onnx.NodeProto) -> onnx.ModelProto:
+    """A Loop of 3 trips whose body computes b = inner(v)."""
+    vi = helper.make_tensor_value_info
+    body = helper.make_graph(
+        [inner, node("Identity", ["cond"], ["cond_out"])], "body",
+        [vi("i", TensorProto.INT64, []), vi("cond", TensorProto.BOOL, []), vi("v", TensorProto.FLOAT, [2, 3])],
+        [vi("cond_out", TensorProto.BOOL, []), vi("b", TensorProto.FLOAT, [2, 3])])
+    return _graph([node("Loop", ["trips", "", "x"], ["y"], body=body)],
+                  [weight("trips", (), np.int64, 3)])
+
+
 @pytest.mark.parametrize("build, message", [
     (lambda: _graph([node("Relu", ["x"], ["y"]), node("Sigmoid", ["x"], ["y"], name="s")]),
      r"node 's' \(Sigmoid\) writes 'y', which node 'y' \(Relu\) defines already"),
@@ -654,6 +672,12 @@ def _loop_with_cycle() -> onnx.ModelProto:
      r"output 'nowhere' is defined by no node, input or initializer"),
     (lambda: _graph([node("Relu", ["x"], ["r"], name="twin"), node("Relu", ["r"], ["y"], name="twin")]),
      r"two nodes are named 'twin'"),
+    # the fuzz run's scan:216966: a Scan naming 'body' twice, which ONNX's checker lets pass
+    (lambda: _graph([_twice(node("LeakyRelu", ["x"], ["y"], alpha=0.1), "alpha", 0.2)]),
+     r"node 'y' \(LeakyRelu\) names its attribute 'alpha' more than once"),
+    (lambda: _loop_running(_twice(node("Relu", ["v"], ["b"], name="inner"), "alpha", 0.2)),
+     r"node 'inner' \(Relu\).*(names its attribute 'alpha' more than once|Attribute 'alpha' "
+     r"appeared multiple times)"),
     (lambda: _graph([helper.make_node("Op", ["x"], ["y"], domain="custom.a")]),
      r"node \(Op\) writing 'y' is of domain 'custom.a', which the model imports no opset of"),
     # onnxruntime loads these two, then fails on the first run: no count of them means anything.

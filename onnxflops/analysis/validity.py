@@ -55,6 +55,7 @@ def check_structure(graph: onnx.GraphProto, rows: Sequence[NodeRow] | None = Non
                 rows[position] = row._replace(inputs=[*row.inputs, *sorted(implicit)])
         defined = _check_graph(graph, rows, outer, where)
         _check_names(rows, where)
+        _check_attribute_names(rows, where)
         scope = outer | defined if holders else outer
         for position in holders:
             row = rows[position]
@@ -106,6 +107,20 @@ def _check_names(rows: Sequence[NodeRow], where: str) -> None:
                                  f"{row.op_type})")
         if name:
             seen.add(name)
+
+
+def _check_attribute_names(rows: Sequence[NodeRow], where: str) -> None:
+    """No node names one attribute twice: onnxruntime refuses it at load ("Attribute 'body'
+    appeared multiple times"), and ONNX's checker lets it pass (the fuzz run's scan:216966)."""
+    for row in rows:
+        attributes = row.proto.attribute
+        if len(attributes) < 2:
+            continue
+        names = [a.name for a in attributes]
+        if len(set(names)) < len(names):
+            twice = next(name for name in names if names.count(name) > 1)
+            raise OnnxFlopsError(f"{where}: node {_label(row)} names its attribute '{twice}' "
+                                 "more than once, which onnxruntime refuses at load")
 
 
 def _find_duplicate(graph: onnx.GraphProto, rows: Sequence[NodeRow], where: str) -> None:
