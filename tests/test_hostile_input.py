@@ -1073,6 +1073,12 @@ def test_a_dim_fixed_whatever_the_bound_is_refused_where_it_does_not_fit():
         return model([node("Unique", ["x"], ["u"]), node("Flatten", ["u"], ["f"], axis=1),
                       node("Gemm", ["f", "w"], ["y"], transB=1)], {"x": [2, 8]},
                      [weight("w", [3, k])])
+    try:
+        onnx.shape_inference.infer_shapes(flattened(4), strict_mode=True, data_prop=True)
+    except onnx.shape_inference.InferenceError:
+        pass
+    else:  # the refusal is ONNX's inference's: onnx 1.19 (the floor) checks no Gemm's K
+        pytest.skip("this onnx's inference lets a Gemm of mismatched K pass")
     with pytest.raises(OnnxFlopsError, match=r"node 'y' \(Gemm\): ONNX's shape inference "
                                              r"refuses it.*between 4 and 1"):
         count(flattened(4))
