@@ -100,3 +100,57 @@ def test_onnxruntime_refuses_a_nested_graph_without_a_name():
     with pytest.raises(Exception, match="Field 'name' of 'graph' is required to be non-empty"):
         ort.InferenceSession(_loop_with_body_named("").SerializeToString(),
                              providers=["CPUExecutionProvider"])
+
+
+def _if_whose_branches_differ_in_rank(imports: list[tuple[str, int]]) -> onnx.ModelProto:
+    """An If whose else branch declares rank 3 while it computes rank 4: If before opset 6 merges
+    its branches' shapes and refuses that; later ones take their union."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 6, 6])
+    flag = helper.make_tensor_value_info("flag", TensorProto.BOOL, [])
+    else_branch = helper.make_graph([helper.make_node("Relu", ["x"], ["e"])], "else", [],
+                                    [helper.make_tensor_value_info("e", TensorProto.FLOAT, [1, 6, 6])])
+    then_branch = helper.make_graph([helper.make_node("Sigmoid", ["x"], ["t"])], "then", [],
+                                    [helper.make_tensor_value_info("t", TensorProto.FLOAT, [1, 2, 6, 6])])
+    node = helper.make_node("If", ["flag"], ["y"], name="branch", else_branch=else_branch,
+                            then_branch=then_branch)
+    graph = helper.make_graph([node], "g", [x, flag], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in imports],
+                             ir_version=8)
+
+
+# if:218066 (long-6): a model importing "" 17, then "ai.onnx" 1 (the fuzzer's extra opset) runs
+# at opset 1 in onnxruntime, the last import of the domain however it is spelled; onnx's inference
+# read it at 17, and the If was counted.
+@pytest.mark.parametrize("imports, refused", [
+    ([("", 17), ("ai.onnx", 5)], True),
+    ([("", 17), ("", 5)], True),
+    ([("ai.onnx", 5), ("", 17)], False),
+    ([("", 5), ("ai.onnx", 17)], False),
+])
+def test_a_domain_imported_twice_is_read_at_its_last_import_as_onnxruntime_reads_it(
+        imports, refused, tmp_path, capsys):
+    path = tmp_path / "m.onnx"
+    onnx.save(_if_whose_branches_differ_in_rank(imports), path)
+    assert main(["count", str(path)]) == (2 if refused else 0)
+    lines = capsys.readouterr().err.splitlines()
+    if refused:
+        assert len(lines) == 1
+        assert lines[0].startswith("onnxflops: error: node 'branch' (If): ONNX's shape inference "
+                                   "refuses it, as onnxruntime would")
+        assert lines[0].endswith("Mismatch between number of inferred and declared dimensions. "
+                                 "inferred=3 declared=4")
+
+
+@pytest.mark.parametrize("imports, refused", [
+    ([("", 17), ("ai.onnx", 5)], True),
+    ([("ai.onnx", 5), ("", 17)], False),
+])
+def test_onnxruntime_reads_a_domain_imported_twice_at_its_last_import(imports, refused):
+    import onnxruntime
+
+    data = _if_whose_branches_differ_in_rank(imports).SerializeToString()
+    if refused:
+        with pytest.raises(Exception, match="inferred=3 declared=4"):
+            onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
+    else:
+        onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])

@@ -12,7 +12,7 @@ import onnx
 from google.protobuf.message import DecodeError
 
 from onnxflops.errors import OnnxFlopsError
-from onnxflops.graph import MAX_VALUE_ELEMENTS
+from onnxflops.graph import MAX_VALUE_ELEMENTS, domain_key
 from onnxflops.load.text_names import NodeNames
 from onnxflops.load.validate import check_model
 
@@ -41,7 +41,7 @@ def load_model(source: str | os.PathLike | onnx.ModelProto) -> onnx.ModelProto:
                              f"onnx.ModelProto (or a framework model){hint}")
     if isinstance(source, onnx.ModelProto):
         check_model(source, source.graph.name or "model")  # before headers hide what data it holds
-        return without_weight_bytes(source)
+        return _imports_as_onnxruntime_reads(without_weight_bytes(source))
     if not str(source):
         raise OnnxFlopsError("no model given: the path is an empty string")
     path = Path(source)
@@ -63,6 +63,19 @@ def load_model(source: str | os.PathLike | onnx.ModelProto) -> onnx.ModelProto:
     if not model.graph.node and not model.graph.input and not model.graph.output:
         raise OnnxFlopsError(f"{path}: not an ONNX model (no graph found)")
     check_model(model, str(path), names_text=names.text)
+    return _imports_as_onnxruntime_reads(model)
+
+
+def _imports_as_onnxruntime_reads(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` (a copy of its own) importing each domain once, at the version of the last import
+    of it and the default domain spelled "": onnxruntime reads a domain imported twice ("" and
+    "ai.onnx" being one) at its last import, where onnx's inference keeps "" apart from "ai.onnx"
+    (a model importing "" 17, then "ai.onnx" 1, runs at opset 1)."""
+    versions = {domain_key(o.domain): o.version for o in model.opset_import}
+    if len(versions) == len(model.opset_import):
+        return model  # the common case: nothing imported twice, and the spelling kept
+    del model.opset_import[:]
+    model.opset_import.extend(onnx.helper.make_opsetid(d, v) for d, v in versions.items())
     return model
 
 
