@@ -267,6 +267,38 @@ def test_a_probe_with_stored_weights_runs_in_onnxruntime():
     assert ceilings._best_time(model, config, shapes, "float32", 2, 0.0) > 0
 
 
+class _Clocks:
+    """Each run of a probe takes 1.0 s of wall time (perf_counter, read as it starts and as it
+    ends) and 0.25 s of this process's CPU time (process_time, read likewise): other work held
+    the core the rest."""
+
+    def __init__(self):
+        self.wall = self.cpu = 0.0
+
+    def perf_counter(self):
+        self.wall += 1.0
+        return self.wall
+
+    def process_time(self):
+        self.cpu += 0.25
+        return self.cpu
+
+
+@pytest.mark.parametrize("threads, seconds", [(1, 0.25), (2, 1.0), (None, 1.0)])
+def test_a_one_thread_probe_takes_the_cpu_seconds_it_held_the_core(threads, seconds, monkeypatch):
+    """Probed at load 1.5/core, a 1-thread peak of 131 GFLOP/s was beaten by ResNet-50's
+    convolutions at 142 when the load eased: on one thread a run's CPU seconds are the time it
+    computed. With more threads, CPU seconds count spinning too: wall time it is."""
+    pytest.importorskip("onnxruntime")
+    model, shapes, _ = ceilings._compute_probes("cpu", 1, "float32")[0]
+    config = onnxflops.profiling.runtime.SessionConfig(threads=threads)
+    monkeypatch.setattr(ceilings, "time", _Clocks())
+    usage = []
+    assert ceilings._best_time(model, config, shapes, "float32", 2, 0.0, usage) == seconds
+    # the share of the CPU the probe had is still over its wall time: 2 runs, 2 s
+    assert usage[0][1] == 2.0
+
+
 def test_bandwidth_is_the_best_of_the_streaming_probes_and_the_copy(monkeypatch):
     """A copy alone (27 GB/s) let a Llama decode step beat its roof: kernels streaming weights
     (a vector times a weight, a sum) read faster than a copy reads and writes."""
@@ -290,6 +322,24 @@ def test_bandwidth_is_the_best_of_the_streaming_probes_and_the_copy(monkeypatch)
     monkeypatch.setattr(ceilings, "_best_time", timed)
     measured = ceilings.measure(onnxflops.profiling.runtime.SessionConfig(threads=1), quick=True)
     assert measured.bandwidth_bytes_per_s == pytest.approx(55e9)
+
+
+@pytest.mark.parametrize("load, more", [(0.5, 1), (1.5, 4), (None, 4)])
+def test_probes_run_four_times_as_long_under_load(load, more, monkeypatch):
+    """Under load a run seldom has the machine to itself: the best of more runs is nearer what
+    the kernel reaches alone (quick: 3 runs of each probe; full: 10 runs and at least 0.25 s of
+    each compute probe, 1 s of each bandwidth probe)."""
+    asked = []
+
+    def timed(model, config, shapes, dtype, runs, seconds, usage):
+        asked.append((runs, seconds))
+        return 1.0
+
+    monkeypatch.setattr(ceilings, "_best_time", timed)
+    monkeypatch.setattr(ceilings, "_load_per_core", lambda: load)
+    ceilings.measure(onnxflops.profiling.runtime.SessionConfig(threads=1), quick=False)
+    compute, bandwidth = len(ceilings._compute_probes("cpu", 0, "float32")), 4
+    assert asked == [(10 * more, 0.25 * more)] * compute + [(10 * more, 1.0 * more)] * bandwidth
 
 
 def fake_ceilings(peak, bandwidth, load=0.1, share=1.0):
