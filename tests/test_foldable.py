@@ -155,11 +155,38 @@ def test_foldable_work_in_the_json_and_the_table():
 
 @pytest.mark.parametrize("op", ["RandomNormalLike", "RandomUniformLike"])
 def test_work_on_an_initialiser_op_stays_free(op):
-    nodes = [node(op, ["w"], ["r"]), node("Mul", ["r", "w"], ["w2"]),
+    # a weight initialised in the graph: a draw like w, scaled by a literal (seed 000's form)
+    nodes = [node(op, ["w"], ["r"]), node("Mul", ["r", "scale"], ["w2"]),
              node("MatMul", ["x", "w2"], ["y"])]
-    report = onnxflops.count(model(nodes, {"x": [3, D]}, [weight("w", (D, D))]))
+    report = onnxflops.count(model(nodes, {"x": [3, D]}, [weight("w", (D, D)),
+                                                          weight("scale", (), value=0.02)]))
     assert report.foldable_nodes == 0 and report.constant_nodes == 2
     assert report.total.flops == 2 * 3 * D * D
+
+
+@pytest.mark.parametrize("op", ["RandomNormal", "RandomUniform"])
+def test_noise_drawn_each_forward_through_the_weights_is_counted_and_never_foldable(op):
+    """UnivNet draws its `noise_sequence` in the forward and runs it through a Conv, a
+    ConvTranspose and more (5,529,600 MACs that FlopCounterMode counts were dropped as an
+    initialiser's work): a draw that meets a weight is the network's work, and what is computed
+    from it too. No runtime folds it: the draw changes at each run."""
+    c_in, c_out, k, steps = 4, 3, 3, 10
+    nodes = [node(op, [], ["noise"], shape=[1, c_in, steps], dtype=1),
+             node("Conv", ["noise", "w"], ["h"], kernel_shape=[k], pads=[1, 1]),  # reads w
+             node("Relu", ["h"], ["a"]),  # computed from that work
+             node("Mul", ["noise", "strength"], ["scaled"]),  # a learned strength: a weight
+             node("MatMul", ["x", "a"], ["y"])]
+    report = onnxflops.count(model(nodes, {"x": [2, c_out]},
+                                   [weight("w", (c_out, c_in, k)),
+                                    weight("strength", (1, c_in, 1))],
+                                   outputs=["y", "scaled"]))
+    conv_macs = c_out * c_in * k * steps  # 3·4·3·10 = 360
+    assert report.total.macs == conv_macs + 2 * c_out * steps  # + the MatMul's 60
+    assert report.foldable_nodes == 0 and report.foldable.macs == 0
+    assert report.constant_nodes == 1  # the draw alone
+    assert [n.op_type for n in report.nodes] == ["Conv", "Relu", "Mul", "MatMul"]
+    assert report.total.flops == 2 * conv_macs + c_out * steps + c_in * steps + 2 * 60
+    assert report.total.params == c_out * c_in * k + c_in
 
 
 def test_compare_shows_the_foldable_work_of_each_side():

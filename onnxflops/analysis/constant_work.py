@@ -14,11 +14,16 @@ A node whose every input is constant (GraphView marks them: the facts) is one of
     size, a mask from a tensor of ones the code made);
   - work descended from an op that *initialises* weights (RandomNormal, RandomUniform, ...:
     seed 000, where TensorFlow's profiler counted a layer's random-normal initializer), which
-    never runs in a forward pass;
+    never runs in a forward pass: a draw shaped, scaled and shifted by literals;
   - (de)quantizing a weight: its storage format, which fused kernels read as stored;
   - work with no floating-point operation: moves that assemble weights (Slice, Concat,
     Transpose, Reshape, Gather, Cast of initializers; their bytes too, as the node that reads the
     result reads the weight's bytes already) and integer work on index tables.
+
+A draw that meets a weight is no initialiser: noise a vocoder or a generator draws on each forward
+and runs through its layers (UnivNet's `noise_sequence` through a Conv and a ConvTranspose), or
+scales by a learned strength. That work, and all computed from it, is the network's: counted, and
+neither foldable (the draw changes at each run, so no runtime computes it once) nor free.
 
 An RNN's first step on a zero state (h0 times W_hh, once torch.export unrolls it) is such work
 too: foldable, and counted, as it was.
@@ -35,8 +40,9 @@ from __future__ import annotations
 from onnxflops.graph import GraphView, NodeRow
 from onnxflops.ops import INITIALISERS, STORAGE_FORMATS
 
-# What a constant tensor was computed from.
-_WEIGHT, _INITIALISED = 1, 2
+# What a constant tensor was computed from: weights; a random draw (initialising, free); a draw
+# and weights together (the network's work on noise, each forward).
+_WEIGHT, _INITIALISED, _ON_A_DRAW = 1, 2, 4
 
 
 class ConstantWork:
@@ -54,11 +60,14 @@ class ConstantWork:
         if op_type == "Constant" and not domain:
             origin = _WEIGHT if self._is_weight(outputs[0]) and not self._is_splat(outputs[0]) \
                 else 0
+        elif op_type in INITIALISERS and not domain:
+            origin = _INITIALISED  # its inputs give a shape, a type or odds, not the values drawn
         else:
-            origin = _INITIALISED if op_type in INITIALISERS and not domain else 0
-            for name in inputs:
-                if name:
-                    origin |= self.origin(name)
+            origin = self._input_origin(inputs)
+            if origin & _WEIGHT and origin & _INITIALISED:
+                origin = _ON_A_DRAW
+            elif origin & _ON_A_DRAW:
+                origin = _ON_A_DRAW
         for name in outputs:
             if name:
                 self._origins[name] = origin
@@ -80,16 +89,27 @@ class ConstantWork:
         value = self.graph.value(name)
         return value is not None and value.size > 0 and bool((value == value.flat[0]).all())
 
+    def _input_origin(self, inputs: list[str]) -> int:
+        origin = 0
+        for name in inputs:
+            if name:
+                origin |= self.origin(name)
+        return origin
+
     def may_fold(self, row: NodeRow) -> bool:
         """Whether a constant node works on weights (not on literals or shapes alone) and does not
         descend from an initialiser op: foldable if its cost holds floating-point work."""
         if row.op_type in INITIALISERS and not row.domain or row.op_type in STORAGE_FORMATS:
             return False
-        origin = 0
-        for name in row.inputs:
-            if name:
-                origin |= self.origin(name)
-        return origin == _WEIGHT
+        return self._input_origin(row.inputs) == _WEIGHT
+
+    def works_on_a_draw(self, row: NodeRow) -> bool:
+        """Whether a constant node computes with a random draw and the weights, or with what
+        such work computed: the network's work on each forward, counted and not foldable."""
+        if row.op_type in INITIALISERS and not row.domain:
+            return False
+        origin = self._input_origin(row.inputs)
+        return bool(origin & _ON_A_DRAW) or bool(origin & _WEIGHT and origin & _INITIALISED)
 
 
 def is_foldable_cost(macs, flops) -> bool:

@@ -103,10 +103,14 @@ class _Counter:
         reads: list[list[str]] = []  # each node's inputs, where recorded weights are credited
         folded_reads: list[str] = []  # what constant nodes read (their work folded or free)
         for position, row in enumerate(graph.rows()):
-            if graph.is_constant_row(row):
+            constant = graph.is_constant_row(row)
+            if constant:
                 if row.op_type == "Constant":
                     continue
                 policy = policy or ConstantWork(graph)
+                # Noise drawn at each forward and run through the weights: the network's work.
+                constant = not policy.works_on_a_draw(row)
+            if constant:
                 if self.weights.recorded:
                     folded_reads.extend(row.inputs)
                 may_fold = policy.may_fold(row)
