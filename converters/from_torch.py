@@ -45,13 +45,17 @@ from onnxflops.converters.complex_ops import complex_translations
 from onnxflops.converters.structure import StandInValues, is_float_dtype
 from onnxflops.converters.torch_ops import (attention_as_4d, custom_translations,
                                             emitted_domains, experts_exported_as,
-                                            record_custom_shapes, register_legacy_resizes)
+                                            record_custom_shapes, register_legacy_resizes,
+                                            registry_export_patches)
 from onnxflops.errors import DataPathWarning, OnnxFlopsError, did_you_mean, first_line
 from onnxflops.graph import MAX_VALUE_ELEMENTS
 from onnxflops.load import record_weight_roles
 
 OPSET = 18
 EXPORTERS = ("dynamo", "legacy")
+# The dynamo exporter under transformers' ONNX export patches (registry_export_patches): a
+# fallback only, so that a model either exporter converts is converted as written.
+PATCHED_DYNAMO = "patched dynamo"
 _WEIGHTS_ONLY = "TORCH_FORCE_WEIGHTS_ONLY_LOAD"
 
 
@@ -97,13 +101,18 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
         stack.enter_context(attention_as_4d())
         # The legacy exporter cannot take meta weights; a program converts with dynamo only.
         fallbacks = () if is_program or on_meta else tuple(e for e in EXPORTERS if e != exporter)
+        # Last, where both fail: dynamo with the registry's decompositions of torch ops.
+        patched = () if is_program else (PATCHED_DYNAMO,)
         failures = []
         data_path = None  # where a legacy trace follows the model's data
-        for attempt in (exporter, *fallbacks):
+        for attempt in (exporter, *fallbacks, *patched):
             try:
                 with contextlib.ExitStack() as weights_swapped:
                     if attempt == "legacy" and not keep_weights:
                         weights_swapped.enter_context(_stand_in_weights(weights))
+                    if attempt == PATCHED_DYNAMO \
+                            and not weights_swapped.enter_context(registry_export_patches()):
+                        continue  # this transformers has no patches
                     proto = _export(attempt, target, args, names, opset, keep_weights)
                 if attempt == "legacy" and not keep_weights:
                     data_path = _traced_on_data(proto, target, args, names, opset)
@@ -497,7 +506,7 @@ def _input_names(names: list[str], args: tuple) -> list[str] | None:
 
 def _export(exporter: str, module, args: tuple, names: list[str], opset: int,
             keep_weights: bool) -> onnx.ModelProto:
-    if exporter == "dynamo":
+    if exporter in ("dynamo", PATCHED_DYNAMO):
         return export_dynamo(module, args, names, opset, keep_weights=keep_weights)
     return _export_legacy(module, args, names, opset)
 

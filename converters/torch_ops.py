@@ -194,6 +194,22 @@ def experts_exported_as(module, form: str = EXPERTS_FORM, *,
 
 
 @contextlib.contextmanager
+def registry_export_patches() -> Iterator[bool]:
+    """transformers' own patches of torch ops for its ONNX export, for the duration: histc over
+    the data's range, searchsorted and bucketize as comparisons, cummax and cummin as masked
+    reductions, a copy before a view of a non-contiguous tensor, and the like. Decompositions of
+    the same values (no product changes), which make exportable what neither exporter converts as
+    written (HunYuan-MoE's `histc` of min = max). Yields False where transformers has none."""
+    try:
+        from transformers.exporters.utils import apply_patches
+    except ImportError:  # no transformers, or one without its exporters
+        yield False
+        return
+    with apply_patches("onnx"):
+        yield True
+
+
+@contextlib.contextmanager
 def attention_as_4d() -> Iterator[None]:
     """Scaled dot-product attention on inputs of rank above 4 runs, for the duration, on 4-D views
     of them (every dim before the last two flattened into one batch dim, one head), its result

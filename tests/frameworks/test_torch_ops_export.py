@@ -289,3 +289,27 @@ def test_noise_drawn_with_a_generator_argument_exports():
     assert "RandomNormalLike" in [n.op_type for n in model.graph.node]
     ort.InferenceSession(model.SerializeToString())
     assert onnxflops.count(model).total.macs == 2 * 8 * 4
+
+
+def test_what_neither_exporter_converts_converts_with_the_registrys_decompositions(recwarn):
+    # HunYuan-MoE counts the tokens each expert gets with torch.histc over the data's own range
+    # (min = max = 0): torchlib refuses that, the legacy exporter has no histc, so the model was
+    # not counted. transformers' ONNX export patches histc as a scatter-add of ones.
+    pytest.importorskip("transformers.exporters.utils")
+
+    class ExpertLoad(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.router = torch.nn.Linear(8, 4)
+
+        def forward(self, x):
+            logits = self.router(x)
+            return logits * torch.histc(logits.argmax(-1).float(), bins=4)
+
+    model = torch_to_onnx(ExpertLoad(), [(3, 8)])
+    [fallback] = [str(w.message) for w in recwarn if "exporter instead" in str(w.message)]
+    assert "aten_histc with min == max" in fallback
+    assert fallback.endswith("converted with the patched dynamo exporter instead")
+    assert "ScatterElements" in [n.op_type for n in model.graph.node]
+    assert onnxflops.count(model).total.macs == 3 * 8 * 4  # the router once; histc no product
+    assert torch.histc is not None and "patch" not in torch.histc.__qualname__  # restored
