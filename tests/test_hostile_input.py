@@ -1187,6 +1187,28 @@ def test_a_pool_padded_by_its_kernel_or_more_is_refused_as_onnxruntime_refuses_i
                          providers=["CPUExecutionProvider"])
 
 
+@pytest.mark.parametrize("order", [2, -1, 2**31])
+def test_a_max_pool_of_a_storage_order_other_than_0_or_1_is_refused_as_onnxruntime_refuses_it(
+        order):
+    # The fuzz run's cnn_dynamo:225680 (long-7, slice 02): a MaxPool of storage_order 2^31 was
+    # counted; onnxruntime's kernel refuses it at load ("storage_order must be 0 (row-major) or 1
+    # (column-major)"). ceil_mode and count_include_pad it reads as booleans, any value.
+    def pool(storage_order: int) -> onnx.ModelProto:
+        return model([node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2],
+                           storage_order=storage_order)], {"x": [1, 1, 8, 8]})
+
+    with pytest.raises(OnnxFlopsError, match=rf"^node 'y' \(MaxPool\): storage_order {order} is "
+                       r"neither 0 \(row-major\) nor 1 \(column-major\), which onnxruntime "
+                       r"refuses at load$"):
+        count(pool(order))
+    # 7·7 windows of 2·2 (stride 1), each 3 comparisons
+    assert count(pool(1)).total.flops == count(pool(0)).total.flops == 49 * 3
+    ort = pytest.importorskip("onnxruntime")
+    with pytest.raises(Exception, match="storage_order must be 0"):
+        ort.InferenceSession(pool(order).SerializeToString(), providers=["CPUExecutionProvider"])
+    ort.InferenceSession(pool(1).SerializeToString(), providers=["CPUExecutionProvider"])
+
+
 def _float(name: str, shape=(2,)):
     return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
 

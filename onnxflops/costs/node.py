@@ -220,7 +220,7 @@ def check_node(node: Node) -> None:
         if name not in present:
             raise Uncostable(f"lacks its required attribute '{name}'")
     if node.op_type in _POOLS and domain_key(node.domain) == "":
-        _check_pool_pads(node)
+        _check_pool_attributes(node)
 
 
 def _axis_range(node: Node, rank: int) -> tuple[int, int, int]:
@@ -241,11 +241,17 @@ def _axis_range(node: Node, rank: int) -> tuple[int, int, int]:
 _POOLS = frozenset(("MaxPool", "AveragePool", "LpPool"))
 
 
-def _check_pool_pads(node: Node) -> None:
+def _check_pool_attributes(node: Node) -> None:
     """Each pad, at the start and the end of each spatial dim, smaller than the kernel there:
     pads[i] < kernel_shape[i] and pads[i + n] < kernel_shape[i] (the fuzz run's
-    cnn_legacy:153713, a MaxPool of kernel 2 and pads [0, 0, 7, 0], was counted)."""
+    cnn_legacy:153713, a MaxPool of kernel 2 and pads [0, 0, 7, 0], was counted); a MaxPool's
+    storage_order 0 (row-major) or 1 (column-major), as onnxruntime's kernel requires at load
+    (cnn_dynamo:225680, a storage_order of 2^31, was counted)."""
     attributes = {a.name: a for a in node.proto.attribute if not a.ref_attr_name}
+    order = attributes.get("storage_order")
+    if node.op_type == "MaxPool" and order is not None and order.i not in (0, 1):
+        raise _refused(node, f"storage_order {order.i} is neither 0 (row-major) nor 1 "
+                       "(column-major), which onnxruntime refuses at load")
     kernel = list(attributes["kernel_shape"].ints) if "kernel_shape" in attributes else []
     pads = list(attributes["pads"].ints) if "pads" in attributes else []
     if kernel and len(pads) == 2 * len(kernel) and any(
