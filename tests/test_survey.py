@@ -281,6 +281,28 @@ def test_a_size_equal_to_a_width_that_was_cut_follows_it():
                             "classifier_proj_size": 77}
 
 
+def test_lists_of_stage_widths_that_share_widths_are_cut_by_one_factor():
+    # HGNetV2: stage i takes stage i-1's output (stage_in [48, 128, …] = stem [.., 48] and
+    # stage_out [128, …]); cut each by its own first, 128 became 96 in stage_out_channels and 48
+    # in stage_in_channels, and its depthwise conv (groups = 128) met 96 channels. One factor,
+    # 96 / 256 (the widest first, hidden_sizes'): 128 → 48 in both, 48 → 18, 32 → 12; the image's
+    # 3 channels stay
+    config = shrink(Config(num_channels=3, hidden_sizes=[256, 512, 1024, 2048],
+                           stem_channels=(3, 32, 48), stage_in_channels=(48, 128, 512, 1024),
+                           stage_mid_channels=(48, 96, 192, 384),
+                           stage_out_channels=(128, 512, 1024, 2048)))
+    assert (config.hidden_sizes, config.stem_channels, config.stage_in_channels,
+            config.stage_mid_channels, config.stage_out_channels) == (
+        [96, 192, 384, 768], [3, 12, 18], [18, 48, 192, 384], [18, 36, 72, 144],
+        [48, 192, 384, 768])
+    # lists that share no width keep their own first: RT-DETR's encoder_in_channels [512, …]
+    # beside decoder_in_channels [256, …] (as wide as its d_model, 96 after the cut)
+    config = shrink(Config(d_model=256, encoder_in_channels=[512, 1024, 2048],
+                           decoder_in_channels=[256, 256, 256]))
+    assert (config.encoder_in_channels, config.decoder_in_channels) == ([96, 192, 384],
+                                                                         [96, 96, 96])
+
+
 def test_experts_per_token_spelled_out_are_cut_with_the_experts():
     # Kimi-Linear's num_experts_per_token = 8 of 64 experts: 8 of the 4 left made its top-k fail
     config = shrink(Config(num_experts=64, num_experts_per_token=8))

@@ -64,6 +64,7 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
     depths_cut: set[int] = set()
     heads_before = {k: v for k, v in values.items() if k.endswith("heads") and _is_count(v)}
     vocab = VOCAB
+    widths_scales = _widths_scales(values)
     for key, value in values.items():
         if hasattr(value, "to_dict") and hasattr(value, "model_type"):
             shrink(value, seen, multimodal=key == "text_config" and "vision_config" in values)
@@ -82,9 +83,9 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
             lowered = key.lower()
             if _LIST_DEPTHS.match(lowered):
                 setattr(config, key, [min(v, 1) for v in value])
-            elif _LIST_WIDTHS.match(lowered) and value[0] > WIDTH:
-                # stage widths keep their ratios, the first becoming WIDTH
-                setattr(config, key, [max(1, v * WIDTH // value[0]) for v in value])
+            elif key in widths_scales:
+                setattr(config, key, _widths_scaled(value, widths_scales[key],
+                                                    values.get("num_channels")))
             elif lowered.endswith("heads"):
                 setattr(config, key, [min(v, HEADS) for v in value])
     _kv_heads_in_proportion(config, values, heads_before)
@@ -112,6 +113,34 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
         elif _TOKEN_ID.match(key.lower()) and _is_counts(value):
             setattr(config, key, [v % vocab for v in value])
     return config
+
+
+def _widths_scales(values: dict) -> dict[str, int]:
+    """For each list of stage widths (hidden_sizes, *_channels) of the config, the width that
+    becomes WIDTH when it is cut: the widest first stage among the lists that share a width with
+    it (HGNetV2's stem_channels, stage_in_channels, stage_mid_channels, stage_out_channels: one
+    model's stages, joined by the widths they share), where that first stage is wider than WIDTH.
+    Lists that share no width each keep their own first."""
+    lists = {k: v for k, v in values.items() if _is_counts(v) and _LIST_WIDTHS.match(k.lower())}
+    groups: list[set[str]] = []
+    for key in lists:
+        joined = [g for g in groups if any(set(lists[key]) & set(lists[k]) for k in g)]
+        groups = [g for g in groups if g not in joined] + [{key}.union(*joined)]
+    scales = {}
+    for group in groups:
+        widest = max(lists[k][0] for k in group)
+        scales.update({k: widest for k in group if widest > WIDTH})
+    return scales
+
+
+def _widths_scaled(widths, widest: int, image) -> list[int]:
+    """w · WIDTH / `widest` for each stage width w (_widths_scales): the stages keep their ratios,
+    and a width that is one size in two lists stays one (HGNetV2's stage_in_channels [48, 128, …]
+    are the stage_out_channels [128, …] of the stage before; each list cut by its own first, 128
+    became 96 in one and 48 in the other). The `image`'s channels (num_channels, a stem's first
+    width) are not a width: kept."""
+    return [v if i == 0 and v == image else max(1, v * WIDTH // widest)
+            for i, v in enumerate(widths)]
 
 
 def _layers_kept(config, depth: int) -> list[int]:
