@@ -594,6 +594,22 @@ def test_a_main_input_the_forward_does_not_take_is_the_first_pixels_it_takes():
     assert _main_input(VisionTower(), takes) == "pixel_values"
 
 
+def test_audio_features_have_the_bins_and_frames_a_sub_config_sets():
+    from onnxflops.survey.sources import _feature_frames, _mel_bins
+
+    # Canary names its 128 bins in encoder_config only: the default 80 met its projection of
+    # 8 · 128 inputs. Nemotron's diarizer a level deeper; its subsampling by 8 refuses 100 frames
+    asr = Config(num_mel_bins=128, subsampling_factor=8)
+    canary = Config(encoder_config=asr, decoder_config=Config(hidden_size=96))
+    nemotron = Config(asr_config=Config(hidden_size=96), diarization_config=Config(audio_config=asr))
+    assert (_mel_bins(canary), _mel_bins(nemotron)) == (128, 128)
+    assert (_feature_frames(canary), _feature_frames(nemotron)) == (104, 104)  # 100 → 13 · 8
+    # the config's own bins first (Whisper's 80 and 2 · 1500 frames), then feature_size, then 80
+    whisper = Config(num_mel_bins=80, max_source_positions=1500, encoder_config=asr)
+    assert (_mel_bins(whisper), _feature_frames(whisper)) == (80, 3000)
+    assert (_mel_bins(Config(feature_size=160)), _mel_bins(Config())) == (160, 80)
+
+
 @pytest.mark.slow  # imports torch
 def test_audio_features_a_model_reads_as_time_by_bins_are_given_so():
     torch = pytest.importorskip("torch")

@@ -270,8 +270,7 @@ def _transformers_inputs(model, config) -> dict:
     vocab = getattr(text, "vocab_size", None) or 100
     inputs = {}
     if main == "input_features":
-        bins = getattr(config, "num_mel_bins", None) or getattr(config, "feature_size", 80)
-        inputs[main] = _image(1, bins, 2 * getattr(config, "max_source_positions", 50))
+        inputs[main] = _image(1, _mel_bins(config), _feature_frames(config))
     elif main == "input_values" and _spectrogram_frames(config):
         # values as spectrogram frames × mel bins, as many frames as its positions are laid for
         inputs[main] = _image(1, _spectrogram_frames(config), config.num_mel_bins)
@@ -326,6 +325,35 @@ def _first_int(config, names: tuple[str, ...], default: int) -> int:
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value
     return default
+
+
+def _mel_bins(config) -> int:
+    """The mel bins of a model's audio features: its config's num_mel_bins or feature_size, else
+    the first set in its sub-configs (an ASR model's encoder_config: Canary's 128; the 80 of a
+    config that names none met a projection of 8 · 128 inputs), else 80."""
+    return _first_set(config, ("num_mel_bins", "feature_size")) or 80
+
+
+def _feature_frames(config) -> int:
+    """2 · max_source_positions frames (100 where unset; Whisper's 3000), rounded up to a whole
+    number of the subsampling_factor the config or a sub-config sets (Nemotron's 8 refuses 100
+    frames: "must be a multiple of `subsampling_factor`")."""
+    frames = 2 * getattr(config, "max_source_positions", 50)
+    factor = _first_set(config, ("subsampling_factor",)) or 1
+    return -(-frames // factor) * factor
+
+
+def _first_set(config, names: tuple[str, ...]) -> int | None:
+    """The first of `names` set to a count in `config`, else in its sub-configs, breadth first."""
+    parts = [config]
+    for part in parts:
+        for name in names:
+            value = getattr(part, name, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+        parts += [v for v in vars(part).values() if hasattr(v, "to_dict")
+                  and hasattr(v, "model_type") and all(v is not p for p in parts)]
+    return None
 
 
 def _spectrogram_frames(config) -> int | None:
