@@ -303,6 +303,17 @@ def test_lists_of_stage_widths_that_share_widths_are_cut_by_one_factor():
                                                                          [96, 96, 96])
 
 
+def test_a_depthwise_groups_count_follows_its_width_and_a_codebook_size_stays():
+    # Mimi: upsample_groups = hidden_size = 512, a group a channel; left at 512 over the 96
+    # channels left, its conv refused to build. Its codebook_size 2048, equal to its
+    # intermediate_size, is a count of codes, not a width: cut to 192 with it, DAC's (1024 = its
+    # hidden_size) refused to build ("must be a power of 2"); its codebook_dim is a width
+    config = shrink(Config(hidden_size=512, upsample_groups=512, num_groups=32,
+                           intermediate_size=2048, codebook_size=2048, codebook_dim=512))
+    assert vars(config) == {"hidden_size": 96, "upsample_groups": 96, "num_groups": 4,
+                            "intermediate_size": 192, "codebook_size": 2048, "codebook_dim": 96}
+
+
 def test_experts_per_token_spelled_out_are_cut_with_the_experts():
     # Kimi-Linear's num_experts_per_token = 8 of 64 experts: 8 of the 4 left made its top-k fail
     config = shrink(Config(num_experts=64, num_experts_per_token=8))
@@ -592,6 +603,25 @@ def test_a_main_input_the_forward_does_not_take_is_the_first_pixels_it_takes():
     assert _main_input(VisionTower(), takes) == "pixel_values"
     VisionTower.main_input_name = "pixel_values"  # as it says, where the forward takes it
     assert _main_input(VisionTower(), takes) == "pixel_values"
+
+
+@pytest.mark.slow  # imports torch
+def test_a_codec_decoder_is_given_latents_and_a_waveform_may_take_a_channel_axis():
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import TOKENS, _transformers_inputs, input_variants
+
+    class Decoder:  # Mimi's decoder: latents (batch, hidden_size, frames), not token ids
+        main_input_name = "latents"
+
+        def forward(self, latents, padding_mask=None):
+            pass
+
+    inputs = _transformers_inputs(Decoder(), Config(hidden_size=96, vocab_size=1000))
+    assert inputs["latents"].shape == (1, 96, TOKENS)
+    assert inputs["latents"].dtype == torch.float32
+    # DAC names no audio_channels: its waveform (1, 16000) is also tried as (1, 1, 16000)
+    waveform = {"input_values": torch.zeros(1, 16000)}
+    assert [v["input_values"].shape for v in input_variants(waveform)] == [(1, 1, 16000)]
 
 
 def test_audio_features_have_the_bins_and_frames_a_sub_config_sets():

@@ -44,8 +44,10 @@ _RULES = (  # (key pattern, new value from the old one); the first that matches 
 )
 _WIDTH_KEY = re.compile(r".*(size|dim|d_model|n_embd|n_embed)$")
 _SIZE_KEY = re.compile(r".*_(size|dim)$")
+# a codebook's size is a count of codes, a vocabulary (DAC's must be a power of 2), not a width
 _NOT_A_WIDTH = re.compile(r".*(image|patch|position|vocab|window|chunk|bucket|kernel|stride|"
-                          r"sampling|frame|mel|length|batch)")
+                          r"sampling|frame|mel|length|batch|codebook_size)")
+_GROUPS_KEY = re.compile(r".*groups$")
 _TOKEN_ID = re.compile(r".*(token_id|token_index|token_ids)$")
 _LIST_WIDTHS = re.compile(r".*(hidden_sizes|embed_dims|dims|channels|conv_dim)$")
 _KIND_LIST = re.compile(r".*_types$")  # the kind of each layer, or a pattern of them
@@ -239,12 +241,15 @@ def _shrunk(key: str, value: int) -> int:
 
 def _tied_sizes_follow(config, before: dict) -> None:
     """A size the rule does not name that equals a width it cut (a bottleneck as wide as the
-    embedding) is cut with it: equal sizes are most often one size used twice."""
+    embedding) is cut with it: equal sizes are most often one size used twice. So is a count of
+    groups equal to it: a depthwise conv's, one group a channel (Mimi's upsample_groups = its
+    hidden_size, 512: left at 512 over 96 channels, its conv refused to build)."""
     cut = {before[k]: vars(config).get(k) for k in before
            if _is_count(before[k]) and vars(config).get(k) != before[k] and _WIDTH_KEY.match(k)}
     for key, value in before.items():
         if (_is_count(value) and value in cut and vars(config).get(key) == value
-                and _SIZE_KEY.match(key) and not _NOT_A_WIDTH.match(key)):
+                and (_SIZE_KEY.match(key) or _GROUPS_KEY.match(key.lower()))
+                and not _NOT_A_WIDTH.match(key)):
             setattr(config, key, cut[value])
 
 

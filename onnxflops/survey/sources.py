@@ -277,6 +277,9 @@ def _transformers_inputs(model, config) -> dict:
     elif main == "input_values":
         channels = getattr(config, "audio_channels", None)  # a codec's waveform has channels
         inputs[main] = _image(1, *([channels] if channels else []), 16000)
+    elif main == "latents" and _is_width(getattr(config, "hidden_size", None)):
+        # a codec's decoder: TOKENS frames of latents as wide as its hidden size, channels first
+        inputs[main] = _image(1, config.hidden_size, TOKENS)
     elif not main.startswith("pixel_values"):
         inputs[main] = _ids(1, TOKENS, high=vocab)
     pixels = main if main.startswith("pixel_values") else "pixel_values"
@@ -343,14 +346,17 @@ def _feature_frames(config) -> int:
     return -(-frames // factor) * factor
 
 
+def _is_width(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
 def _first_set(config, names: tuple[str, ...]) -> int | None:
     """The first of `names` set to a count in `config`, else in its sub-configs, breadth first."""
     parts = [config]
     for part in parts:
         for name in names:
-            value = getattr(part, name, None)
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                return value
+            if _is_width(getattr(part, name, None)):
+                return getattr(part, name)
         parts += [v for v in vars(part).values() if hasattr(v, "to_dict")
                   and hasattr(v, "model_type") and all(v is not p for p in parts)]
     return None
@@ -378,11 +384,14 @@ def _main_input(model, takes) -> str:
 
 
 def input_variants(inputs: dict) -> tuple[dict, ...]:
-    """Variants of `inputs` a model's forward may run on where it fails on them: audio features
-    as time × bins rather than bins × time (a conformer's layout), or a VLM's text alone (one
+    """Variants of `inputs` a model's forward may run on where it fails on them: a waveform with
+    a channel axis, audio features as time × bins rather than bins × time (a conformer's layout), or a VLM's text alone (one
     that needs more than pixels: image grids, sizes; its vision tower's weights are then params
     the forward never reads)."""
     variants = []
+    if "input_values" in inputs and inputs["input_values"].dim() == 2:
+        # a codec's waveform as (batch, channels, samples), one channel (DAC's names none)
+        variants.append({**inputs, "input_values": inputs["input_values"].unsqueeze(1)})
     if "input_features" in inputs and inputs["input_features"].dim() == 3:
         variants.append({**inputs, "input_features": inputs["input_features"].transpose(1, 2)
                          .contiguous()})
