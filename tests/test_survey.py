@@ -314,6 +314,16 @@ def test_a_depthwise_groups_count_follows_its_width_and_a_codebook_size_stays():
                             "intermediate_size": 192, "codebook_size": 2048, "codebook_dim": 96}
 
 
+def test_a_depth_that_counts_the_stages_keeps_them():
+    # Swin: num_layers = len(depths) = 4 stages; cut to 2, the per-stage lists went with it and
+    # Grounding DINO's backbone, whose out_features name stage 4, failed. The 4 stages stay,
+    # one layer each; a depth that counts layers (num_hidden_layers) is cut as before
+    config = shrink(Config(depths=[2, 2, 6, 2], num_layers=4, num_heads=[3, 6, 12, 24],
+                           num_hidden_layers=24))
+    assert vars(config) == {"depths": [1, 1, 1, 1], "num_layers": 4, "num_heads": [3, 4, 4, 4],
+                            "num_hidden_layers": 2}
+
+
 def test_experts_per_token_spelled_out_are_cut_with_the_experts():
     # Kimi-Linear's num_experts_per_token = 8 of 64 experts: 8 of the 4 left made its top-k fail
     config = shrink(Config(num_experts=64, num_experts_per_token=8))
@@ -622,6 +632,23 @@ def test_a_codec_decoder_is_given_latents_and_a_waveform_may_take_a_channel_axis
     # DAC names no audio_channels: its waveform (1, 16000) is also tried as (1, 1, 16000)
     waveform = {"input_values": torch.zeros(1, 16000)}
     assert [v["input_values"].shape for v in input_variants(waveform)] == [(1, 1, 16000)]
+
+
+def test_token_ids_a_forward_requires_are_given_beside_its_pixels():
+    import inspect
+
+    from onnxflops.survey.sources import _required_token_ids
+
+    def detector(pixel_values, input_ids, qformer_input_ids, token_type_ids=None):
+        pass  # Grounding DINO's text prompt, without a default
+
+    def vision_text(pixel_values, input_ids=None):
+        pass  # CLIP's: text optional, not given
+
+    takes = inspect.signature(detector).parameters
+    assert _required_token_ids(takes, {"pixel_values": 0}) == ["input_ids", "qformer_input_ids"]
+    assert _required_token_ids(takes, {"input_ids": 0}) == ["qformer_input_ids"]
+    assert _required_token_ids(inspect.signature(vision_text).parameters, {}) == []
 
 
 def test_audio_features_have_the_bins_and_frames_a_sub_config_sets():

@@ -73,7 +73,7 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
         elif isinstance(value, dict) and value and all(hasattr(v, "to_dict") for v in value.values()):
             for sub in value.values():
                 shrink(sub, seen)
-        elif _is_count(value):
+        elif _is_count(value) and not _counts_stages(key, value, values):
             new = _shrunk(key.lower(), value)
             if new != value:
                 setattr(config, key, new)
@@ -115,6 +115,14 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
         elif _TOKEN_ID.match(key.lower()) and _is_counts(value):
             setattr(config, key, [v % vocab for v in value])
     return config
+
+
+def _counts_stages(key: str, value: int, values: dict) -> bool:
+    """Whether `key` is a depth that counts the stages of a per-stage list of depths (Swin's
+    num_layers = len(depths) = 4): the stages stay, each cut to one layer. Cut to 2, the lists
+    of 4 went with it, and a backbone whose out_features name stage 4 (Grounding DINO's) failed."""
+    return _DEPTH_KEY.match(key.lower()) is not None and any(
+        _is_counts(v) and len(v) == value for k, v in values.items() if k.lower().endswith("depths"))
 
 
 def _widths_scales(values: dict) -> dict[str, int]:

@@ -292,9 +292,19 @@ def _transformers_inputs(model, config) -> dict:
                                         getattr(vision, "num_channels", 3), *side)
     if getattr(config, "is_encoder_decoder", False) and "decoder_input_ids" in takes:
         inputs["decoder_input_ids"] = _ids(1, TOKENS, high=vocab)
+    for name in _required_token_ids(takes, inputs):
+        inputs[name] = _ids(1, TOKENS, high=vocab)
     if "input_ids" in inputs and "pixel_values" in inputs:
         inputs["input_ids"] = _with_image_tokens(model, config, inputs, vocab)
     return inputs
+
+
+def _required_token_ids(takes, given) -> list[str]:
+    """The token-id arguments (input_ids, qformer_input_ids) the forward requires, having no
+    default, beside those `given`: a detector prompted by text (Grounding DINO) or a Q-Former's
+    VLM (BLIP-2) needs its text as well as its pixels."""
+    return [name for name, parameter in takes.items() if name.endswith("input_ids")
+            and parameter.default is parameter.empty and name not in given]
 
 
 def flattened_patches(takes, vision, merged_side: int = 4):
