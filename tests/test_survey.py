@@ -665,6 +665,21 @@ def test_audio_features_have_the_bins_and_frames_a_sub_config_sets():
     whisper = Config(num_mel_bins=80, max_source_positions=1500, encoder_config=asr)
     assert (_mel_bins(whisper), _feature_frames(whisper)) == (80, 3000)
     assert (_mel_bins(Config(feature_size=160)), _mel_bins(Config())) == (160, 80)
+    # W2V-BERT reads 2 stacked frames of 80 bins: its projection's 160 inputs, not feature_size
+    assert _mel_bins(Config(feature_size=80, feature_projection_input_dim=160)) == 160
+
+
+def test_audio_a_forward_requires_beside_its_text_is_given():
+    import inspect
+
+    from onnxflops.survey.sources import _required_audio
+
+    def text_and_audio(input_ids, input_values, input_features=None):
+        pass  # PE Audio: its main input is its text; its waveform has no default
+
+    takes = inspect.signature(text_and_audio).parameters
+    assert _required_audio(takes, {"input_ids": 0}) == ["input_values"]
+    assert _required_audio(takes, {"input_values": 0}) == []
 
 
 @pytest.mark.slow  # imports torch

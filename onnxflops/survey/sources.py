@@ -269,14 +269,8 @@ def _transformers_inputs(model, config) -> dict:
     text = getattr(config, "get_text_config", lambda: config)()
     vocab = getattr(text, "vocab_size", None) or 100
     inputs = {}
-    if main == "input_features":
-        inputs[main] = _image(1, _mel_bins(config), _feature_frames(config))
-    elif main == "input_values" and _spectrogram_frames(config):
-        # values as spectrogram frames × mel bins, as many frames as its positions are laid for
-        inputs[main] = _image(1, _spectrogram_frames(config), config.num_mel_bins)
-    elif main == "input_values":
-        channels = getattr(config, "audio_channels", None)  # a codec's waveform has channels
-        inputs[main] = _image(1, *([channels] if channels else []), 16000)
+    if main in ("input_features", "input_values"):
+        inputs[main] = _audio(main, config)
     elif main == "latents" and _is_width(getattr(config, "hidden_size", None)):
         # a codec's decoder: TOKENS frames of latents as wide as its hidden size, channels first
         inputs[main] = _image(1, config.hidden_size, TOKENS)
@@ -294,9 +288,31 @@ def _transformers_inputs(model, config) -> dict:
         inputs["decoder_input_ids"] = _ids(1, TOKENS, high=vocab)
     for name in _required_token_ids(takes, inputs):
         inputs[name] = _ids(1, TOKENS, high=vocab)
+    for name in _required_audio(takes, inputs):
+        inputs[name] = _audio(name, config)
     if "input_ids" in inputs and "pixel_values" in inputs:
         inputs["input_ids"] = _with_image_tokens(model, config, inputs, vocab)
     return inputs
+
+
+def _audio(name: str, config):
+    """`input_features`: mel bins × frames; `input_values`: a waveform of 16,000 samples (with
+    the channels a codec's config names), or spectrogram frames × mel bins where the config lays
+    its positions for frames (the Audio Spectrogram Transformer)."""
+    if name == "input_features":
+        return _image(1, _mel_bins(config), _feature_frames(config))
+    if _spectrogram_frames(config):
+        return _image(1, _spectrogram_frames(config), config.num_mel_bins)
+    channels = getattr(config, "audio_channels", None)
+    return _image(1, *([channels] if channels else []), 16000)
+
+
+def _required_audio(takes, given) -> list[str]:
+    """The audio arguments (input_values, input_features) the forward requires, having no
+    default, beside those `given`: a codec that reads its waveform and its features (XCodec2),
+    a model of text and audio (PE Audio) whose main input is its text."""
+    return [name for name, parameter in takes.items() if name in ("input_values", "input_features")
+            and parameter.default is parameter.empty and name not in given]
 
 
 def _required_token_ids(takes, given) -> list[str]:
@@ -341,10 +357,13 @@ def _first_int(config, names: tuple[str, ...], default: int) -> int:
 
 
 def _mel_bins(config) -> int:
-    """The mel bins of a model's audio features: its config's num_mel_bins or feature_size, else
-    the first set in its sub-configs (an ASR model's encoder_config: Canary's 128; the 80 of a
-    config that names none met a projection of 8 · 128 inputs), else 80."""
-    return _first_set(config, ("num_mel_bins", "feature_size")) or 80
+    """The mel bins of a model's audio features: its config's feature_projection_input_dim (the
+    features as its projection reads them: W2V-BERT's 2 stacked frames of 80, 160), num_mel_bins
+    or feature_size, else the first set in its sub-configs (an ASR model's encoder_config:
+    Canary's 128; the 80 of a config that names none met a projection of 8 · 128 inputs), else
+    80."""
+    return _first_set(config, ("feature_projection_input_dim", "num_mel_bins",
+                               "feature_size")) or 80
 
 
 def _feature_frames(config) -> int:
