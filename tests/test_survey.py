@@ -629,6 +629,16 @@ def test_a_codec_decoder_is_given_latents_and_a_waveform_may_take_a_channel_axis
     inputs = _transformers_inputs(Decoder(), Config(hidden_size=96, vocab_size=1000))
     assert inputs["latents"].shape == (1, 96, TOKENS)
     assert inputs["latents"].dtype == torch.float32
+
+    class Head:  # Nemotron's word timestamps: states (batch, tokens, hidden_size)
+        main_input_name = "inputs_embeds"
+
+        def forward(self, inputs_embeds, attention_mask=None):
+            pass
+
+    inputs = _transformers_inputs(Head(), Config(hidden_size=96, vocab_size=1000))
+    assert inputs["inputs_embeds"].shape == (1, TOKENS, 96)
+    assert inputs["inputs_embeds"].dtype == torch.float32
     # DAC names no audio_channels: its waveform (1, 16000) is also tried as (1, 1, 16000)
     waveform = {"input_values": torch.zeros(1, 16000)}
     assert [v["input_values"].shape for v in input_variants(waveform)] == [(1, 1, 16000)]

@@ -274,6 +274,9 @@ def _transformers_inputs(model, config) -> dict:
     elif main == "latents" and _is_width(getattr(config, "hidden_size", None)):
         # a codec's decoder: TOKENS frames of latents as wide as its hidden size, channels first
         inputs[main] = _image(1, config.hidden_size, TOKENS)
+    elif main == "inputs_embeds" and _is_width(getattr(config, "hidden_size", None)):
+        # a head over another model's states (Nemotron's word timestamps): TOKENS of them
+        inputs[main] = _image(1, TOKENS, config.hidden_size)
     elif not main.startswith("pixel_values"):
         inputs[main] = _ids(1, TOKENS, high=vocab)
     pixels = main if main.startswith("pixel_values") else "pixel_values"
