@@ -281,6 +281,49 @@ def test_a_size_equal_to_a_width_that_was_cut_follows_it():
                             "classifier_proj_size": 77}
 
 
+def test_lists_of_stage_widths_that_share_widths_are_cut_by_one_factor():
+    # HGNetV2: stage i takes stage i-1's output (stage_in [48, 128, …] = stem [.., 48] and
+    # stage_out [128, …]); cut each by its own first, 128 became 96 in stage_out_channels and 48
+    # in stage_in_channels, and its depthwise conv (groups = 128) met 96 channels. One factor,
+    # 96 / 256 (the widest first, hidden_sizes'): 128 → 48 in both, 48 → 18, 32 → 12; the image's
+    # 3 channels stay
+    config = shrink(Config(num_channels=3, hidden_sizes=[256, 512, 1024, 2048],
+                           stem_channels=(3, 32, 48), stage_in_channels=(48, 128, 512, 1024),
+                           stage_mid_channels=(48, 96, 192, 384),
+                           stage_out_channels=(128, 512, 1024, 2048)))
+    assert (config.hidden_sizes, config.stem_channels, config.stage_in_channels,
+            config.stage_mid_channels, config.stage_out_channels) == (
+        [96, 192, 384, 768], [3, 12, 18], [18, 48, 192, 384], [18, 36, 72, 144],
+        [48, 192, 384, 768])
+    # lists that share no width keep their own first: RT-DETR's encoder_in_channels [512, …]
+    # beside decoder_in_channels [256, …] (as wide as its d_model, 96 after the cut)
+    config = shrink(Config(d_model=256, encoder_in_channels=[512, 1024, 2048],
+                           decoder_in_channels=[256, 256, 256]))
+    assert (config.encoder_in_channels, config.decoder_in_channels) == ([96, 192, 384],
+                                                                         [96, 96, 96])
+
+
+def test_a_depthwise_groups_count_follows_its_width_and_a_codebook_size_stays():
+    # Mimi: upsample_groups = hidden_size = 512, a group a channel; left at 512 over the 96
+    # channels left, its conv refused to build. Its codebook_size 2048, equal to its
+    # intermediate_size, is a count of codes, not a width: cut to 192 with it, DAC's (1024 = its
+    # hidden_size) refused to build ("must be a power of 2"); its codebook_dim is a width
+    config = shrink(Config(hidden_size=512, upsample_groups=512, num_groups=32,
+                           intermediate_size=2048, codebook_size=2048, codebook_dim=512))
+    assert vars(config) == {"hidden_size": 96, "upsample_groups": 96, "num_groups": 4,
+                            "intermediate_size": 192, "codebook_size": 2048, "codebook_dim": 96}
+
+
+def test_a_depth_that_counts_the_stages_keeps_them():
+    # Swin: num_layers = len(depths) = 4 stages; cut to 2, the per-stage lists went with it and
+    # Grounding DINO's backbone, whose out_features name stage 4, failed. The 4 stages stay,
+    # one layer each; a depth that counts layers (num_hidden_layers) is cut as before
+    config = shrink(Config(depths=[2, 2, 6, 2], num_layers=4, num_heads=[3, 6, 12, 24],
+                           num_hidden_layers=24))
+    assert vars(config) == {"depths": [1, 1, 1, 1], "num_layers": 4, "num_heads": [3, 4, 4, 4],
+                            "num_hidden_layers": 2}
+
+
 def test_experts_per_token_spelled_out_are_cut_with_the_experts():
     # Kimi-Linear's num_experts_per_token = 8 of 64 experts: 8 of the 4 left made its top-k fail
     config = shrink(Config(num_experts=64, num_experts_per_token=8))
@@ -570,6 +613,83 @@ def test_a_main_input_the_forward_does_not_take_is_the_first_pixels_it_takes():
     assert _main_input(VisionTower(), takes) == "pixel_values"
     VisionTower.main_input_name = "pixel_values"  # as it says, where the forward takes it
     assert _main_input(VisionTower(), takes) == "pixel_values"
+
+
+@pytest.mark.slow  # imports torch
+def test_a_codec_decoder_is_given_latents_and_a_waveform_may_take_a_channel_axis():
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import TOKENS, _transformers_inputs, input_variants
+
+    class Decoder:  # Mimi's decoder: latents (batch, hidden_size, frames), not token ids
+        main_input_name = "latents"
+
+        def forward(self, latents, padding_mask=None):
+            pass
+
+    inputs = _transformers_inputs(Decoder(), Config(hidden_size=96, vocab_size=1000))
+    assert inputs["latents"].shape == (1, 96, TOKENS)
+    assert inputs["latents"].dtype == torch.float32
+
+    class Head:  # Nemotron's word timestamps: states (batch, tokens, hidden_size)
+        main_input_name = "inputs_embeds"
+
+        def forward(self, inputs_embeds, attention_mask=None):
+            pass
+
+    inputs = _transformers_inputs(Head(), Config(hidden_size=96, vocab_size=1000))
+    assert inputs["inputs_embeds"].shape == (1, TOKENS, 96)
+    assert inputs["inputs_embeds"].dtype == torch.float32
+    # DAC names no audio_channels: its waveform (1, 16000) is also tried as (1, 1, 16000)
+    waveform = {"input_values": torch.zeros(1, 16000)}
+    assert [v["input_values"].shape for v in input_variants(waveform)] == [(1, 1, 16000)]
+
+
+def test_token_ids_a_forward_requires_are_given_beside_its_pixels():
+    import inspect
+
+    from onnxflops.survey.sources import _required_token_ids
+
+    def detector(pixel_values, input_ids, qformer_input_ids, token_type_ids=None):
+        pass  # Grounding DINO's text prompt, without a default
+
+    def vision_text(pixel_values, input_ids=None):
+        pass  # CLIP's: text optional, not given
+
+    takes = inspect.signature(detector).parameters
+    assert _required_token_ids(takes, {"pixel_values": 0}) == ["input_ids", "qformer_input_ids"]
+    assert _required_token_ids(takes, {"input_ids": 0}) == ["qformer_input_ids"]
+    assert _required_token_ids(inspect.signature(vision_text).parameters, {}) == []
+
+
+def test_audio_features_have_the_bins_and_frames_a_sub_config_sets():
+    from onnxflops.survey.sources import _feature_frames, _mel_bins
+
+    # Canary names its 128 bins in encoder_config only: the default 80 met its projection of
+    # 8 · 128 inputs. Nemotron's diarizer a level deeper; its subsampling by 8 refuses 100 frames
+    asr = Config(num_mel_bins=128, subsampling_factor=8)
+    canary = Config(encoder_config=asr, decoder_config=Config(hidden_size=96))
+    nemotron = Config(asr_config=Config(hidden_size=96), diarization_config=Config(audio_config=asr))
+    assert (_mel_bins(canary), _mel_bins(nemotron)) == (128, 128)
+    assert (_feature_frames(canary), _feature_frames(nemotron)) == (104, 104)  # 100 → 13 · 8
+    # the config's own bins first (Whisper's 80 and 2 · 1500 frames), then feature_size, then 80
+    whisper = Config(num_mel_bins=80, max_source_positions=1500, encoder_config=asr)
+    assert (_mel_bins(whisper), _feature_frames(whisper)) == (80, 3000)
+    assert (_mel_bins(Config(feature_size=160)), _mel_bins(Config())) == (160, 80)
+    # W2V-BERT reads 2 stacked frames of 80 bins: its projection's 160 inputs, not feature_size
+    assert _mel_bins(Config(feature_size=80, feature_projection_input_dim=160)) == 160
+
+
+def test_audio_a_forward_requires_beside_its_text_is_given():
+    import inspect
+
+    from onnxflops.survey.sources import _required_audio
+
+    def text_and_audio(input_ids, input_values, input_features=None):
+        pass  # PE Audio: its main input is its text; its waveform has no default
+
+    takes = inspect.signature(text_and_audio).parameters
+    assert _required_audio(takes, {"input_ids": 0}) == ["input_values"]
+    assert _required_audio(takes, {"input_values": 0}) == []
 
 
 @pytest.mark.slow  # imports torch

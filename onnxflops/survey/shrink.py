@@ -44,8 +44,10 @@ _RULES = (  # (key pattern, new value from the old one); the first that matches 
 )
 _WIDTH_KEY = re.compile(r".*(size|dim|d_model|n_embd|n_embed)$")
 _SIZE_KEY = re.compile(r".*_(size|dim)$")
+# a codebook's size is a count of codes, a vocabulary (DAC's must be a power of 2), not a width
 _NOT_A_WIDTH = re.compile(r".*(image|patch|position|vocab|window|chunk|bucket|kernel|stride|"
-                          r"sampling|frame|mel|length|batch)")
+                          r"sampling|frame|mel|length|batch|codebook_size)")
+_GROUPS_KEY = re.compile(r".*groups$")
 _TOKEN_ID = re.compile(r".*(token_id|token_index|token_ids)$")
 _LIST_WIDTHS = re.compile(r".*(hidden_sizes|embed_dims|dims|channels|conv_dim)$")
 _KIND_LIST = re.compile(r".*_types$")  # the kind of each layer, or a pattern of them
@@ -64,13 +66,14 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
     depths_cut: set[int] = set()
     heads_before = {k: v for k, v in values.items() if k.endswith("heads") and _is_count(v)}
     vocab = VOCAB
+    widths_scales = _widths_scales(values)
     for key, value in values.items():
         if hasattr(value, "to_dict") and hasattr(value, "model_type"):
             shrink(value, seen, multimodal=key == "text_config" and "vision_config" in values)
         elif isinstance(value, dict) and value and all(hasattr(v, "to_dict") for v in value.values()):
             for sub in value.values():
                 shrink(sub, seen)
-        elif _is_count(value):
+        elif _is_count(value) and not _counts_stages(key, value, values):
             new = _shrunk(key.lower(), value)
             if new != value:
                 setattr(config, key, new)
@@ -82,9 +85,9 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
             lowered = key.lower()
             if _LIST_DEPTHS.match(lowered):
                 setattr(config, key, [min(v, 1) for v in value])
-            elif _LIST_WIDTHS.match(lowered) and value[0] > WIDTH:
-                # stage widths keep their ratios, the first becoming WIDTH
-                setattr(config, key, [max(1, v * WIDTH // value[0]) for v in value])
+            elif key in widths_scales:
+                setattr(config, key, _widths_scaled(value, widths_scales[key],
+                                                    values.get("num_channels")))
             elif lowered.endswith("heads"):
                 setattr(config, key, [min(v, HEADS) for v in value])
     _kv_heads_in_proportion(config, values, heads_before)
@@ -112,6 +115,42 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
         elif _TOKEN_ID.match(key.lower()) and _is_counts(value):
             setattr(config, key, [v % vocab for v in value])
     return config
+
+
+def _counts_stages(key: str, value: int, values: dict) -> bool:
+    """Whether `key` is a depth that counts the stages of a per-stage list of depths (Swin's
+    num_layers = len(depths) = 4): the stages stay, each cut to one layer. Cut to 2, the lists
+    of 4 went with it, and a backbone whose out_features name stage 4 (Grounding DINO's) failed."""
+    return _DEPTH_KEY.match(key.lower()) is not None and any(
+        _is_counts(v) and len(v) == value for k, v in values.items() if k.lower().endswith("depths"))
+
+
+def _widths_scales(values: dict) -> dict[str, int]:
+    """For each list of stage widths (hidden_sizes, *_channels) of the config, the width that
+    becomes WIDTH when it is cut: the widest first stage among the lists that share a width with
+    it (HGNetV2's stem_channels, stage_in_channels, stage_mid_channels, stage_out_channels: one
+    model's stages, joined by the widths they share), where that first stage is wider than WIDTH.
+    Lists that share no width each keep their own first."""
+    lists = {k: v for k, v in values.items() if _is_counts(v) and _LIST_WIDTHS.match(k.lower())}
+    groups: list[set[str]] = []
+    for key in lists:
+        joined = [g for g in groups if any(set(lists[key]) & set(lists[k]) for k in g)]
+        groups = [g for g in groups if g not in joined] + [{key}.union(*joined)]
+    scales = {}
+    for group in groups:
+        widest = max(lists[k][0] for k in group)
+        scales.update({k: widest for k in group if widest > WIDTH})
+    return scales
+
+
+def _widths_scaled(widths, widest: int, image) -> list[int]:
+    """w · WIDTH / `widest` for each stage width w (_widths_scales): the stages keep their ratios,
+    and a width that is one size in two lists stays one (HGNetV2's stage_in_channels [48, 128, …]
+    are the stage_out_channels [128, …] of the stage before; each list cut by its own first, 128
+    became 96 in one and 48 in the other). The `image`'s channels (num_channels, a stem's first
+    width) are not a width: kept."""
+    return [v if i == 0 and v == image else max(1, v * WIDTH // widest)
+            for i, v in enumerate(widths)]
 
 
 def _layers_kept(config, depth: int) -> list[int]:
@@ -210,12 +249,15 @@ def _shrunk(key: str, value: int) -> int:
 
 def _tied_sizes_follow(config, before: dict) -> None:
     """A size the rule does not name that equals a width it cut (a bottleneck as wide as the
-    embedding) is cut with it: equal sizes are most often one size used twice."""
+    embedding) is cut with it: equal sizes are most often one size used twice. So is a count of
+    groups equal to it: a depthwise conv's, one group a channel (Mimi's upsample_groups = its
+    hidden_size, 512: left at 512 over 96 channels, its conv refused to build)."""
     cut = {before[k]: vars(config).get(k) for k in before
            if _is_count(before[k]) and vars(config).get(k) != before[k] and _WIDTH_KEY.match(k)}
     for key, value in before.items():
         if (_is_count(value) and value in cut and vars(config).get(key) == value
-                and _SIZE_KEY.match(key) and not _NOT_A_WIDTH.match(key)):
+                and (_SIZE_KEY.match(key) or _GROUPS_KEY.match(key.lower()))
+                and not _NOT_A_WIDTH.match(key)):
             setattr(config, key, cut[value])
 
 

@@ -269,15 +269,14 @@ def _transformers_inputs(model, config) -> dict:
     text = getattr(config, "get_text_config", lambda: config)()
     vocab = getattr(text, "vocab_size", None) or 100
     inputs = {}
-    if main == "input_features":
-        bins = getattr(config, "num_mel_bins", None) or getattr(config, "feature_size", 80)
-        inputs[main] = _image(1, bins, 2 * getattr(config, "max_source_positions", 50))
-    elif main == "input_values" and _spectrogram_frames(config):
-        # values as spectrogram frames × mel bins, as many frames as its positions are laid for
-        inputs[main] = _image(1, _spectrogram_frames(config), config.num_mel_bins)
-    elif main == "input_values":
-        channels = getattr(config, "audio_channels", None)  # a codec's waveform has channels
-        inputs[main] = _image(1, *([channels] if channels else []), 16000)
+    if main in ("input_features", "input_values"):
+        inputs[main] = _audio(main, config)
+    elif main == "latents" and _is_width(getattr(config, "hidden_size", None)):
+        # a codec's decoder: TOKENS frames of latents as wide as its hidden size, channels first
+        inputs[main] = _image(1, config.hidden_size, TOKENS)
+    elif main == "inputs_embeds" and _is_width(getattr(config, "hidden_size", None)):
+        # a head over another model's states (Nemotron's word timestamps): TOKENS of them
+        inputs[main] = _image(1, TOKENS, config.hidden_size)
     elif not main.startswith("pixel_values"):
         inputs[main] = _ids(1, TOKENS, high=vocab)
     pixels = main if main.startswith("pixel_values") else "pixel_values"
@@ -290,9 +289,41 @@ def _transformers_inputs(model, config) -> dict:
                                         getattr(vision, "num_channels", 3), *side)
     if getattr(config, "is_encoder_decoder", False) and "decoder_input_ids" in takes:
         inputs["decoder_input_ids"] = _ids(1, TOKENS, high=vocab)
+    for name in _required_token_ids(takes, inputs):
+        inputs[name] = _ids(1, TOKENS, high=vocab)
+    for name in _required_audio(takes, inputs):
+        inputs[name] = _audio(name, config)
     if "input_ids" in inputs and "pixel_values" in inputs:
         inputs["input_ids"] = _with_image_tokens(model, config, inputs, vocab)
     return inputs
+
+
+def _audio(name: str, config):
+    """`input_features`: mel bins × frames; `input_values`: a waveform of 16,000 samples (with
+    the channels a codec's config names), or spectrogram frames × mel bins where the config lays
+    its positions for frames (the Audio Spectrogram Transformer)."""
+    if name == "input_features":
+        return _image(1, _mel_bins(config), _feature_frames(config))
+    if _spectrogram_frames(config):
+        return _image(1, _spectrogram_frames(config), config.num_mel_bins)
+    channels = getattr(config, "audio_channels", None)
+    return _image(1, *([channels] if channels else []), 16000)
+
+
+def _required_audio(takes, given) -> list[str]:
+    """The audio arguments (input_values, input_features) the forward requires, having no
+    default, beside those `given`: a codec that reads its waveform and its features (XCodec2),
+    a model of text and audio (PE Audio) whose main input is its text."""
+    return [name for name, parameter in takes.items() if name in ("input_values", "input_features")
+            and parameter.default is parameter.empty and name not in given]
+
+
+def _required_token_ids(takes, given) -> list[str]:
+    """The token-id arguments (input_ids, qformer_input_ids) the forward requires, having no
+    default, beside those `given`: a detector prompted by text (Grounding DINO) or a Q-Former's
+    VLM (BLIP-2) needs its text as well as its pixels."""
+    return [name for name, parameter in takes.items() if name.endswith("input_ids")
+            and parameter.default is parameter.empty and name not in given]
 
 
 def flattened_patches(takes, vision, merged_side: int = 4):
@@ -328,6 +359,41 @@ def _first_int(config, names: tuple[str, ...], default: int) -> int:
     return default
 
 
+def _mel_bins(config) -> int:
+    """The mel bins of a model's audio features: its config's feature_projection_input_dim (the
+    features as its projection reads them: W2V-BERT's 2 stacked frames of 80, 160), num_mel_bins
+    or feature_size, else the first set in its sub-configs (an ASR model's encoder_config:
+    Canary's 128; the 80 of a config that names none met a projection of 8 · 128 inputs), else
+    80."""
+    return _first_set(config, ("feature_projection_input_dim", "num_mel_bins",
+                               "feature_size")) or 80
+
+
+def _feature_frames(config) -> int:
+    """2 · max_source_positions frames (100 where unset; Whisper's 3000), rounded up to a whole
+    number of the subsampling_factor the config or a sub-config sets (Nemotron's 8 refuses 100
+    frames: "must be a multiple of `subsampling_factor`")."""
+    frames = 2 * getattr(config, "max_source_positions", 50)
+    factor = _first_set(config, ("subsampling_factor",)) or 1
+    return -(-frames // factor) * factor
+
+
+def _is_width(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _first_set(config, names: tuple[str, ...]) -> int | None:
+    """The first of `names` set to a count in `config`, else in its sub-configs, breadth first."""
+    parts = [config]
+    for part in parts:
+        for name in names:
+            if _is_width(getattr(part, name, None)):
+                return getattr(part, name)
+        parts += [v for v in vars(part).values() if hasattr(v, "to_dict")
+                  and hasattr(v, "model_type") and all(v is not p for p in parts)]
+    return None
+
+
 def _spectrogram_frames(config) -> int | None:
     """The frames of a model whose `input_values` are a spectrogram (its config names mel bins
     and the frames its patch positions are laid for: the Audio Spectrogram Transformer), not a
@@ -350,11 +416,14 @@ def _main_input(model, takes) -> str:
 
 
 def input_variants(inputs: dict) -> tuple[dict, ...]:
-    """Variants of `inputs` a model's forward may run on where it fails on them: audio features
-    as time × bins rather than bins × time (a conformer's layout), or a VLM's text alone (one
+    """Variants of `inputs` a model's forward may run on where it fails on them: a waveform with
+    a channel axis, audio features as time × bins rather than bins × time (a conformer's layout), or a VLM's text alone (one
     that needs more than pixels: image grids, sizes; its vision tower's weights are then params
     the forward never reads)."""
     variants = []
+    if "input_values" in inputs and inputs["input_values"].dim() == 2:
+        # a codec's waveform as (batch, channels, samples), one channel (DAC's names none)
+        variants.append({**inputs, "input_values": inputs["input_values"].unsqueeze(1)})
     if "input_features" in inputs and inputs["input_features"].dim() == 3:
         variants.append({**inputs, "input_features": inputs["input_features"].transpose(1, 2)
                          .contiguous()})
