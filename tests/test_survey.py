@@ -101,6 +101,28 @@ def test_recurrent_work_by_hand():
     assert recurrent_macs("LSTM", 8, 16, 2, 2, 10, proj_size=4) == 33_280
 
 
+def test_distance_work_by_hand():
+    from onnxflops.survey.oracle import cdist_macs
+
+    # Mimi's codebook search: 9 frames against 2,048 codes of width 256, as ATen's matrix product
+    # of [−2·x, ‖x‖², 1] by [c, 1, ‖c‖²]ᵀ: 9·2,048·258
+    assert cdist_macs((1, 9, 256), (2048, 256)) == 4_755_456
+    # 25 points a side or fewer: the direct kernel, no product; unless compute_mode asks for one
+    assert cdist_macs((3, 25, 4), (3, 25, 4)) == 0
+    assert cdist_macs((3, 25, 4), (3, 25, 4), compute_mode="use_mm_for_euclid_dist") == 3 * 25 * 25 * 6
+    # batches broadcast; p other than 2 and a refused product run the direct kernel
+    assert cdist_macs((2, 1, 30, 4), (5, 7, 4)) == 2 * 5 * 30 * 7 * 6
+    assert cdist_macs((30, 4), (30, 4), p=1.0) == 0
+    assert cdist_macs((30, 4), (30, 4), compute_mode="donot_use_mm_for_euclid_dist") == 0
+
+
+def test_a_row_short_by_missed_distance_work_names_its_formula():
+    row = judge(counted_row(macs=130, oracle_macs=100), missed={"cdist": 30})
+    assert row["verdict"] == "oracle failed"
+    assert "FlopCounterMode missed 30 of cdist MACs (by hand: B·P·R·(M+2), ATen's " \
+        "matrix-product form)" in row["reason"]
+
+
 def test_each_failed_stage_gives_its_verdict():
     assert judge(blank_row("m"), failures={"build": "URLError: no network"})["verdict"] == "not built"
     row = judge(blank_row("m"), failures={"count": "OnnxFlopsError: no export"})

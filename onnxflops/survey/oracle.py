@@ -35,7 +35,7 @@ def checked_flop_counter(module, args: tuple = (), kwargs: dict | None = None
 
     missed: dict[str, int] = {}
     with _as_the_oracle_runs(module), FlopCounterMode(display=False) as counter, \
-            _recurrent_checked(module, counter, missed):
+            _recurrent_checked(module, counter, missed), _distances_checked(counter, missed):
         module(*args, **(kwargs or {}))
     return counter.get_total_flops(), missed
 
@@ -281,6 +281,60 @@ def _recurrent_checked(module, counter, missed: dict[str, int]):
     finally:
         for handle in handles:
             handle.remove()
+
+
+# ATen's cdist takes its matrix-product form for p = 2 where compute_mode asks for it, or, by
+# default, where either set holds more than 25 points (`_euclidean_dist`); else a direct kernel.
+_CDIST_MM_ALWAYS, _CDIST_MM_IF_NECESSARY = "use_mm_for_euclid_dist", \
+    "use_mm_for_euclid_dist_if_necessary"
+
+
+def cdist_macs(x1_shape, x2_shape, p: float = 2.0, compute_mode: str | None = None) -> int:
+    """B·P·R·(M + 2) where ATen's cdist runs as a matrix product (p = 2, more than 25 points or
+    compute_mode use_mm_for_euclid_dist): [−2·x1, ‖x1‖², 1] times [x2, 1, ‖x2‖²]ᵀ, M + 2 wide;
+    0 for its direct kernel, which multiplies no matrices. B the broadcast batch, P and R the
+    points of x1 and x2, M their width."""
+    points, others, width = x1_shape[-2], x2_shape[-2], x1_shape[-1]
+    uses_mm = p == 2 and (compute_mode == _CDIST_MM_ALWAYS or
+                          compute_mode in (None, _CDIST_MM_IF_NECESSARY) and
+                          (points > 25 or others > 25))
+    if not uses_mm:
+        return 0
+    batch = math.prod(_broadcast(tuple(x1_shape[:-2]), tuple(x2_shape[:-2])))
+    return batch * points * others * (width + 2)
+
+
+def _broadcast(a: tuple, b: tuple) -> tuple:
+    a, b = (1,) * (len(b) - len(a)) + a, (1,) * (len(a) - len(b)) + b
+    return tuple(max(x, y) for x, y in zip(a, b))
+
+
+@contextlib.contextmanager
+def _distances_checked(counter, missed: dict[str, int]):
+    """Each torch.cdist the forward calls adds to `missed` the MACs of its hand formula
+    (cdist_macs) that `counter` did not count while it ran: FlopCounterMode has no formula for
+    `_cdist_forward` and counts 0 (Mimi's codebook search)."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    class Distances(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func is not torch.cdist:
+                return func(*args, **kwargs)
+            before = counter.get_total_flops()
+            result = func(*args, **kwargs)
+            x1, x2 = args[0], args[1] if len(args) > 1 else kwargs["x2"]
+            p = args[2] if len(args) > 2 else kwargs.get("p", 2.0)
+            mode = args[3] if len(args) > 3 else kwargs.get("compute_mode")
+            hand = cdist_macs(tuple(x1.shape), tuple(x2.shape), p, mode)
+            counted = (counter.get_total_flops() - before) // 2
+            if hand > counted:
+                missed["cdist"] = missed.get("cdist", 0) + hand - counted
+            return result
+
+    with Distances():
+        yield
 
 
 def keras_params(model, unread: tuple[str, ...] = ()) -> int:

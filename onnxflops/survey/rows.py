@@ -124,10 +124,16 @@ def _discarded_note(discarded: dict[str, int]) -> str:
             "reads (no output depends on it; the exported graph drops it)")
 
 
+# How each kind of work FlopCounterMode misses is counted by hand (survey.oracle).
+_HAND_FORMULAS = {"cdist": "B·P·R·(M+2), ATen's matrix-product form"}
+_RECURRENT_FORMULA = "gates·H·(I+P) per step, layer and direction"
+
+
 def _missed_note(missed: dict[str, int]) -> str:
     kinds = ", ".join(f"{macs:,} of {kind}" for kind, macs in sorted(missed.items()))
-    return (f"FlopCounterMode missed {kinds} MACs (by hand: gates·H·(I+P) per step, layer and "
-            f"direction)")
+    formulas = "; ".join(dict.fromkeys(_HAND_FORMULAS.get(kind, _RECURRENT_FORMULA)
+                                       for kind in sorted(missed)))
+    return f"FlopCounterMode missed {kinds} MACs (by hand: {formulas})"
 
 
 def _difference(ours: int, theirs: int) -> str:

@@ -100,6 +100,27 @@ def test_the_oracle_reports_the_lstm_work_flop_counter_mode_misses():
     assert checked_flop_counter(gru, (torch.randn(5, 1, 8),)) == (2 * 5_760, {})
 
 
+def test_the_oracle_reports_the_distance_work_flop_counter_mode_misses():
+    import torch
+
+    from onnxflops.survey.oracle import checked_flop_counter
+
+    class CodebookSearch(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.codes = torch.nn.Parameter(torch.randn(64, 8))
+
+        def forward(self, x):
+            return torch.cdist(x, self.codes).argmin(-1)
+
+    # FlopCounterMode has no formula for cdist (0); ATen's matrix-product form, 64 codes > 25:
+    # 5·64·(8 + 2) = 3,200 MACs. The exported graph holds that MatMul (K = 10).
+    assert checked_flop_counter(CodebookSearch(), (torch.randn(5, 8),)) == (0, {"cdist": 3_200})
+    import onnxflops
+
+    assert onnxflops.count(CodebookSearch(), inputs=torch.randn(5, 8)).total.macs == 3_200
+
+
 def test_the_oracle_reports_work_whose_result_no_output_reads():
     import torch
 
