@@ -98,6 +98,41 @@ def test_initializer_dims_that_are_negative_or_disagree_with_the_data_are_errors
         count(m)
 
 
+def _packed(data_type: int, n: int, raw: int | None = None, bytes_as_ints: int | None = None):
+    """Cast of a packed initializer 'c' of n elements (its bytes in raw_data or int32_data)."""
+    c = onnx.TensorProto(name="c", data_type=data_type, dims=[n])
+    if raw is not None:
+        c.raw_data = b"\x11" * raw
+    if bytes_as_ints is not None:
+        c.int32_data.extend([0x11] * bytes_as_ints)
+    m = model([node("Cast", ["c"], ["f"], to=TensorProto.FLOAT), node("Add", ["x", "f"], ["y"])],
+              {"x": [n]}, [c], opset=21)
+    m.ir_version = 10
+    return m
+
+
+@pytest.mark.parametrize("data_type, n, raw, ints, needed", [
+    (TensorProto.UINT4, 1000, 1, None, 500),  # long-7's loop:228227
+    (TensorProto.UINT4, 5, 2, None, 3), (TensorProto.UINT4, 5, 4, None, 3),  # ceil(5·4/8) = 3
+    (TensorProto.INT4, 4, None, 3, 2), (TensorProto.INT4, 4, None, None, 2),
+])
+def test_packed_initializers_must_hold_the_bytes_their_dims_need(data_type, n, raw, ints, needed):
+    # A uint4 initializer of dims [1000] holding 1 byte was counted, and `profile` failed with a
+    # traceback reading it; onnxruntime refuses it at load ("raw_data size (1 bytes) does not match
+    # expected size from shape and data type (500 bytes)").
+    stored = raw if raw is not None else ints or 0
+    with pytest.raises(OnnxFlopsError, match=rf"initializer 'c' holds {stored} bytes of packed "
+                       rf"4-bit values, but its dims \({n}\) need {needed}$"):
+        count(_packed(data_type, n, raw, ints))
+    ort = pytest.importorskip("onnxruntime")
+    with pytest.raises(Exception, match="does not match expected"):
+        ort.InferenceSession(_packed(data_type, n, raw, ints).SerializeToString(),
+                             providers=["CPUExecutionProvider"])
+    right = _packed(data_type, n, needed, None)
+    assert count(right).total.flops == n  # the Add (the Cast of a stored weight is free)
+    ort.InferenceSession(right.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
 def test_an_opset_newer_than_onnx_knows_is_counted_with_a_warning():
     report = count(model([node("Relu", ["x"], ["y"])], {"x": [2]}, opset=99))
     assert any(w.startswith("imports opset 99 of ai.onnx, newer than the") for w in report.warnings)

@@ -123,11 +123,37 @@ def test_node_runs_of_a_scan_are_its_rows_times_its_body():
     assert budget.count_node_runs(counted.analyzed.graph) == (1 + 1000 * 2, 0)
 
 
+def _without_trip_count(model: onnx.ModelProto, condition_given: bool) -> onnx.ModelProto:
+    """The outer Loop without M: it runs until its condition is false. `condition_given`: its
+    starting condition a graph input, else the stored True its body passes on unchanged."""
+    model.graph.node[0].input[0] = ""
+    if condition_given:
+        [go] = [t for t in model.graph.initializer if t.name == "go"]
+        model.graph.initializer.remove(go)
+        model.graph.input.append(helper.make_tensor_value_info("go", TensorProto.BOOL, []))
+    return model
+
+
 def test_a_loop_of_unknown_trip_count_is_counted_once_and_said():
-    model = nested_loops(2, 10)
-    model.graph.node[0].input[0] = ""  # no M: runs until its condition is false
-    counted = count_with_model(model)
+    counted = count_with_model(_without_trip_count(nested_loops(2, 10), condition_given=True))
     assert budget.count_node_runs(counted.analyzed.graph) == (1 + 2 + 10 * 2, 1)
+
+
+def test_a_loop_that_never_ends_is_refused_before_it_runs(tmp_path):
+    # long-7's loop:226851: a Loop without M whose body passes its true condition on unchanged
+    # (through an Identity) hung `profile`: onnxruntime loads it and runs it forever.
+    endless = _without_trip_count(nested_loops(2, 10), condition_given=False)
+    with pytest.raises(OnnxFlopsError, match=r"^node 'outer' \(Loop\): no trip count, and a "
+                       r"condition that stays true"):
+        budget.count_node_runs(count_with_model(endless).analyzed.graph)
+    path = tmp_path / "endless.onnx"
+    onnx.save(endless, str(path))
+    assert_refused(profile_cli(str(path), "--runs", "1", "--warmup", "0"),
+                   "onnxruntime would run it forever")
+    # neither M nor a condition: the spec's endless loop
+    endless.graph.node[0].input[1] = ""
+    with pytest.raises(OnnxFlopsError, match="would run it forever"):
+        budget.count_node_runs(count_with_model(endless).analyzed.graph)
 
 
 @pytest.mark.parametrize("levels, trips", [(3, 1000), (30, 2)], ids=["1e9 trips", "30 levels"])

@@ -211,6 +211,12 @@ def count_node_runs(view: GraphView, call_sizes: Mapping[tuple[str, str], int] |
                 continue
             trips = _trips(node, scope)
             if trips is None:
+                if node.op_type == "Loop" and _never_ends(node, scope):
+                    raise OnnxFlopsError(
+                        f"node '{node.name or node.op_type}' (Loop): no trip count, and a "
+                        "condition that stays true (absent, or passed on unchanged by its body "
+                        "from a true start): onnxruntime would run it forever, so it is not "
+                        "profiled")
                 unknown += 1
                 trips = 1
             if node.op_type == "If":
@@ -221,6 +227,37 @@ def count_node_runs(view: GraphView, call_sizes: Mapping[tuple[str, str], int] |
                 mark_constants(inner)
                 stack.append((inner, times * trips))
     return total, unknown
+
+
+def _never_ends(node: onnx.NodeProto, scope: GraphView) -> bool:
+    """A Loop without a trip count M whose condition never turns false: none given (the spec's
+    endless loop), or true at the start and passed on by the body unchanged (its cond output the
+    cond input, through Identity nodes) or as a constant true."""
+    given = list(node.input) + ["", ""]
+    if given[0]:
+        return False
+    if not given[1]:
+        return True
+    start = scope.value(given[1])
+    if start is None or np.size(start) != 1 or not bool(np.asarray(start).reshape(())):
+        return False
+    body = next((a.g for a in node.attribute if a.name == "body"), None)
+    if body is None or len(body.input) < 2 or not body.output:
+        return False
+    producers = {o: n for n in body.node for o in n.output}
+    name, seen = body.output[0].name, set()
+    while name in producers and name not in seen:
+        seen.add(name)
+        step = producers[name]
+        if step.op_type == "Identity" and step.input:
+            name = step.input[0]
+        elif step.op_type == "Constant":
+            value = next((a.t for a in step.attribute if a.name == "value"), None)
+            held = onnx.numpy_helper.to_array(value) if value is not None else None
+            return held is not None and held.size == 1 and bool(held.reshape(()))
+        else:
+            return False
+    return name == body.input[1].name
 
 
 def _trips(node: onnx.NodeProto, scope: GraphView) -> int | None:
