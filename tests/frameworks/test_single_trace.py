@@ -199,3 +199,15 @@ def test_op_signatures_are_kept_per_schema_for_the_duration():
     assert str(kept) == str(anew)  # the same inputs, attributes and their defaults, types
     assert signature.__dict__["from_op_schema"] is made  # put back
     assert signature.from_op_schema(get_schema("Conv", 18, "")) is not kept
+
+
+def test_a_warmed_process_builds_no_tables_for_its_exports():
+    """The survey's template warms the registry and the tables; the rows it forks export with
+    them as they are."""
+    single_trace._split_tables.cache_clear()  # as a fresh process
+    from_torch.warm_torchlib_registry()
+    built = single_trace._split_tables.cache_info().misses
+    assert built == 1
+    from_torch.export_dynamo(Net().eval(), (torch.randn(1, 3, 6, 6), torch.randn(4)),
+                             ["x", "scale"], 18)
+    assert single_trace._split_tables.cache_info().misses == built
