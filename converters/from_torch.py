@@ -304,7 +304,8 @@ def export_dynamo(module, args: tuple, names: list[str], opset: int, dynamic_sha
 
     translations = custom_translations()
     # tracing makes a graph of long-lived objects, no garbage cycles
-    with collector_paused(), torchlib_registry_reused(), single_trace.stack_traces_skipped():
+    with collector_paused(), torchlib_registry_reused(), single_trace.stack_traces_skipped(), \
+            single_trace.op_signatures_reused(), single_trace.graph_code_deferred():
         traced = _traced_once(module, args, opset, translations) if dynamic_shapes is None \
             else None
         with single_trace.decomposition_skipped(traced) if traced is not None \
@@ -326,18 +327,26 @@ def _traced_once(module, args: tuple, opset: int, translations: dict):
     ExportedProgram, a torch without the internals, or a trace that fails (the exporter then tries
     its own strategies, and says why it failed)."""
     import torch
-    from torch.onnx._internal.exporter._registration import ONNXRegistry
 
     if isinstance(module, torch.export.ExportedProgram) or not single_trace.available() \
             or _has_tied_weights(module):
         return None
-    registry = ONNXRegistry.from_torchlib(max(opset, OPSET))  # as torch.onnx.export builds it
-    for op, translation in translations.items():
-        registry.register_op(op, translation, is_complex=False)
+    registry = _trace_registry(opset, translations)
     try:  # every argument positional, as `_positional` hands them to torch.onnx.export
         return single_trace.traced_once(module, tuple(args), None, registry)
     except Exception:  # noqa: BLE001 - torch.onnx.export traces it again and reports its failure
         return None
+
+
+def _trace_registry(opset: int, translations: dict):
+    """The registry of translations the one trace decomposes for, as torch.onnx.export builds
+    it: torchlib's at `opset`, and `translations` (the custom ones) added."""
+    from torch.onnx._internal.exporter._registration import ONNXRegistry
+
+    registry = ONNXRegistry.from_torchlib(max(opset, OPSET))
+    for op, translation in translations.items():
+        registry.register_op(op, translation, is_complex=False)
+    return registry
 
 
 def _has_tied_weights(module) -> bool:
@@ -384,12 +393,14 @@ def torchlib_registry_reused():
 
 
 def warm_torchlib_registry(opset: int = OPSET) -> None:
-    """Build the registry that `torchlib_registry_reused` hands out, now: a process whose children
-    fork from it (the survey's) builds it once for all of them."""
-    from torch.onnx._internal.exporter._registration import ONNXRegistry
-
+    """Build the registry that `torchlib_registry_reused` hands out, and the one trace's
+    decomposition tables for it, now: a process whose children fork from it (the survey's)
+    builds them once for all of them (a child that has registered more ops since builds its
+    tables anew)."""
     with torchlib_registry_reused():
-        ONNXRegistry.from_torchlib(opset)
+        registry = _trace_registry(opset, custom_translations())
+        if single_trace.available():
+            single_trace.decomposition_tables(registry)
 
 
 @functools.cache

@@ -35,18 +35,86 @@ def traced_once(module, args: tuple, kwargs: dict | None, registry):
     decomposed), from one non-strict trace."""
     import torch
 
-    trace, decompositions, split, override, _ = _internals()
-    # run_decompositions splits a copy of the table so: CIA ops overridden during the trace
-    # (those ONNX translates kept whole), the rest decomposed by the trace itself.
-    implemented = set(decompositions.get_onnx_implemented_overloads(registry))
-    table = decompositions.create_onnx_friendly_decomposition_table(implemented)
-    composite, rest = split(table)
+    trace, _, _, override, _ = _internals()
+    composite, rest = decomposition_tables(registry)
     with contextlib.ExitStack() as stack:
         # as the exporter's decomposition step runs (dims of size 0/1 stay symbolic)
         stack.enter_context(torch.fx.experimental._config.patch(backed_size_oblivious=True))
         stack.enter_context(override(composite))
         stack.enter_context(_aten_trace_decomposing(trace, rest))
         return trace._export(module, args, kwargs, strict=False, pre_dispatch=False)
+
+
+def decomposition_tables(registry) -> tuple[dict, dict]:
+    """The exporter's decomposition table for `registry`, split as run_decompositions splits it:
+    (CompositeImplicitAutograd ops → their override during the trace (those ONNX translates kept
+    whole), the rest → the decompositions the trace itself applies); fresh copies of tables made
+    once per process for each registry and set of registered ops.
+
+    Building and splitting them (every CIA op of the dispatcher materialized and checked) costs
+    more than a tenth of a ResNet-50 count and depends on no model. torch rebuilds them on every
+    export because an op may be registered meanwhile: the ops registered with a CIA kernel and
+    the size of torch's decomposition table are part of the key, so a newly registered op
+    builds them anew."""
+    import torch
+
+    decompositions = _internals()[1]
+    implemented = frozenset(decompositions.get_onnx_implemented_overloads(registry))
+    registered = frozenset(torch._C._dispatch_get_registrations_for_dispatch_key(
+        "CompositeImplicitAutograd"))
+    composite, rest = _split_tables(implemented, registered, len(torch._decomp.decomposition_table))
+    return dict(composite), dict(rest)
+
+
+@functools.lru_cache(maxsize=8)
+def _split_tables(implemented: frozenset, registered: frozenset, decompositions: int) -> tuple:
+    """(composite, rest) for the ops `implemented` (see `decomposition_tables`; the other two
+    arguments are the cache's key only)."""
+    _, tables, split, _, _ = _internals()
+    return split(tables.create_onnx_friendly_decomposition_table(set(implemented)))
+
+
+@contextlib.contextmanager
+def op_signatures_reused() -> Iterator[None]:
+    """The ONNX op signatures the exporter reads from each op's schema, made once per schema for
+    the duration.
+
+    The exporter's graph builder converts an op's ONNX schema into a signature every time it
+    emits the op (onnx_ir's `OpSignature.from_op_schema`, each type string parsed anew: a tenth
+    of translating a ResNet-50), while for a traced function it keeps the first (its
+    `_pt_onnx_signature`); here a schema's are kept alike. onnxscript fetches a standard op's
+    schema anew for each call (`onnx.defs.get_schema`, a fresh object each time), so those are
+    kept by (name, version), which name one schema of ONNX's registry; any other schema (a custom
+    translation's, which may share a name and version with another) by the object itself, held
+    so that its id is not reused. A signature is only read (a default attribute is copied before
+    a node takes it)."""
+    import onnx_ir
+
+    signature_class = onnx_ir.schemas.OpSignature
+    made = signature_class.__dict__.get("from_op_schema")
+    if not isinstance(made, classmethod):
+        yield  # laid out otherwise: made anew each time, as before
+        return
+    signatures: dict[tuple, tuple] = {}
+
+    def from_op_schema(cls, op_schema):
+        if cls is not signature_class:  # a subclass's own
+            return made.__func__(cls, op_schema)
+        key = ("", op_schema.name, op_schema.since_version) \
+            if op_schema.domain in _STANDARD_DOMAIN else (id(op_schema),)
+        if key not in signatures:
+            signatures[key] = (op_schema, made.__func__(cls, op_schema))
+        return signatures[key][1]
+
+    signature_class.from_op_schema = classmethod(from_op_schema)
+    try:
+        yield
+    finally:
+        signature_class.from_op_schema = made
+
+
+# ONNX's own domain, under its two names
+_STANDARD_DOMAIN = ("", "ai.onnx")
 
 
 @contextlib.contextmanager
@@ -113,6 +181,23 @@ def stack_traces_skipped() -> Iterator[None]:
         yield
     finally:
         torch.fx.config.do_not_emit_stack_traces = previous
+
+
+@contextlib.contextmanager
+def graph_code_deferred() -> Iterator[None]:
+    """FX graph modules made for the duration generate their Python code when first called,
+    not each time their graph changes (torch.fx's lazy graph modules, as torch.compile uses them).
+
+    The trace and the exporter's passes recompile the graph six times for a ResNet-50 (code made
+    and compiled each time); the exporter reads the graph's nodes, so two remain. Where torch has
+    no lazy graph modules, each recompiles as before."""
+    try:
+        from torch.fx._lazy_graph_module import _use_lazy_graph_module
+    except ImportError:
+        yield
+        return
+    with _use_lazy_graph_module(True):
+        yield
 
 
 @contextlib.contextmanager

@@ -1,6 +1,7 @@
 """The process every survey row of a torch registry forks from: importing this module imports what
 those rows all import (torch, torchvision, the exporter, onnxflops' pipeline) and builds the
-exporter's registry of translations, once for the whole survey instead of once per row.
+exporter's registry of translations and the one trace's decomposition tables for it, once for the
+whole survey instead of once per row.
 
 Only multiprocessing's forkserver imports it (`set_forkserver_preload`); each row still runs in a
 process of its own, forked from that server, under its own caps. torchvision comes too, since timm

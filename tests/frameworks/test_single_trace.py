@@ -132,3 +132,82 @@ def test_a_view_of_the_attention_output_exports_with_dynamo():
     # qkv 5·8·24 = 960; QKᵀ and AV 2 heads · 5 · 5 · 4 = 200 each
     assert report.total.macs == 960 + 200 + 200
     assert report.total.params == 8 * 24 + 24 + 2 * 5 * 5
+
+
+def test_what_an_export_reuses_changes_no_export(monkeypatch):
+    """The decomposition tables kept per process, the op signatures kept per export and the
+    graph code made when first called give the proto that making each anew gives."""
+    import contextlib
+
+    def exported() -> bytes:
+        torch.manual_seed(0)
+        return from_torch.export_dynamo(Net().eval(), (torch.randn(1, 3, 6, 6), torch.randn(4)),
+                                        ["x", "scale"], 18, keep_weights=True).SerializeToString()
+
+    reused = exported()
+    assert exported() == reused
+    monkeypatch.setattr(single_trace, "op_signatures_reused", contextlib.nullcontext)
+    monkeypatch.setattr(single_trace, "graph_code_deferred", contextlib.nullcontext)
+    monkeypatch.setattr(single_trace, "_split_tables",
+                        single_trace._split_tables.__wrapped__)  # built anew
+    assert exported() == reused
+
+
+def test_decomposition_tables_are_built_again_once_an_op_is_registered():
+    from torch.onnx._internal.exporter._registration import ONNXRegistry
+
+    registry = ONNXRegistry.from_torchlib(18)
+    composite, rest = single_trace.decomposition_tables(registry)
+    built = single_trace._split_tables.cache_info().misses
+    again, _ = single_trace.decomposition_tables(registry)
+    assert again == composite and again is not composite  # a copy each time
+    assert single_trace._split_tables.cache_info().misses == built
+    # a composite op registered since: the tables are built anew, and keep it whole
+    library = torch.library.Library("onnxflops_trace_test", "DEF")
+    library.define("twice(Tensor x) -> Tensor")
+    library.impl("twice", lambda x: 2 * x, "CompositeImplicitAutograd")
+    try:
+        fresh, _ = single_trace.decomposition_tables(registry)
+        assert single_trace._split_tables.cache_info().misses == built + 1
+        assert torch.ops.onnxflops_trace_test.twice.default in fresh
+        assert torch.ops.onnxflops_trace_test.twice.default not in composite
+    finally:
+        library._destroy()
+
+
+def test_op_signatures_are_kept_per_schema_for_the_duration():
+    import onnx_ir
+    from onnx.defs import OpSchema, get_schema
+
+    signature = onnx_ir.schemas.OpSignature
+    made = signature.__dict__["from_op_schema"]
+    anew = signature.from_op_schema(get_schema("Conv", 18, ""))
+
+    def custom(attribute: str) -> OpSchema:  # two schemas of one name and version
+        return OpSchema("op", "onnxflops_test", 1, inputs=[], outputs=[],
+                        attributes=[OpSchema.Attribute(attribute, OpSchema.AttrType.INT, "")])
+
+    first, second = custom("a"), custom("b")
+    with single_trace.op_signatures_reused():
+        kept = signature.from_op_schema(get_schema("Conv", 18, ""))  # a fresh schema object
+        assert signature.from_op_schema(get_schema("Conv", 18, "")) is kept
+        reductions = [signature.from_op_schema(get_schema("ReduceMean", v, "")) for v in (17, 18)]
+        assert [r.since_version for r in reductions] == [13, 18]  # two versions, two signatures
+        assert [p.name for p in signature.from_op_schema(first).params] == ["a"]
+        assert [p.name for p in signature.from_op_schema(second).params] == ["b"]
+        assert signature.from_op_schema(first) is signature.from_op_schema(first)
+    assert str(kept) == str(anew)  # the same inputs, attributes and their defaults, types
+    assert signature.__dict__["from_op_schema"] is made  # put back
+    assert signature.from_op_schema(get_schema("Conv", 18, "")) is not kept
+
+
+def test_a_warmed_process_builds_no_tables_for_its_exports():
+    """The survey's template warms the registry and the tables; the rows it forks export with
+    them as they are."""
+    single_trace._split_tables.cache_clear()  # as a fresh process
+    from_torch.warm_torchlib_registry()
+    built = single_trace._split_tables.cache_info().misses
+    assert built == 1
+    from_torch.export_dynamo(Net().eval(), (torch.randn(1, 3, 6, 6), torch.randn(4)),
+                             ["x", "scale"], 18)
+    assert single_trace._split_tables.cache_info().misses == built
