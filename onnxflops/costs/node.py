@@ -240,7 +240,7 @@ def _axis_range(node: Node, rank: int) -> tuple[int, int, int]:
 
 # Pools whose pads onnxruntime 1.32 checks against their kernel at load, whatever auto_pad and
 # dilations say (PoolAttributes: "Pad should be smaller than kernel").
-_POOLS = frozenset(("MaxPool", "AveragePool", "LpPool"))
+_POOLS = frozenset(("MaxPool", "AveragePool", "LpPool", "MaxUnpool"))
 
 
 def _check_pool_attributes(node: Node) -> None:
@@ -326,6 +326,20 @@ def _all_positive(values: list, _: Any) -> bool:
     return all(v > 0 for v in values)
 
 
+def _upsample_scales_fit(scales: list[float], values: dict) -> bool:
+    """What onnxruntime's Upsample scales in its linear and cubic modes (ScalesValidation):
+    linear, 2 or 3 dims, 4 of s0 = 1 and s1 = 1 or s3 = 1, 5 of s0 = s1 = 1; cubic, 2 dims, or
+    4 of s0 = s1 = 1, or of s0 = s3 = 1 with the others at least 1; nearest, any."""
+    mode, n = values.get("mode"), len(scales)
+    if mode == "linear":
+        return n in (2, 3) or (n == 4 and scales[0] == 1 and 1 in (scales[1], scales[3])) or (
+            n == 5 and scales[0] == scales[1] == 1)
+    if mode == "cubic":
+        return n == 2 or (n == 4 and scales[0] == 1 and (
+            scales[1] == 1 or (scales[3] == 1 and min(scales[1], scales[2]) >= 1)))
+    return True
+
+
 def _activations_known(names: list[str], _: Any) -> bool:
     """Every name one of the activations onnxruntime's GRU and LSTM know, in any case (its RNN
     wants them as spelled)."""
@@ -346,6 +360,7 @@ _RNN_ACTIVATIONS_ANY_CASE = frozenset(name.lower() for name in _RNN_ACTIVATIONS)
 _DIRECTION = ("direction", _one_of("forward", "reverse", "bidirectional"),
               "is none of 'forward', 'reverse' and 'bidirectional'")
 _CLIP = ("clip", _positive, "is not positive")
+_HIDDEN_SIZE = ("hidden_size", _positive, "is not positive")
 _ACTIVATIONS = ("activations", _activations_known, "names an activation onnxruntime does not know")
 _PADDING_MODE = ("padding_mode", _one_of("zeros", "border", "reflection"),
                  "is none of 'zeros', 'border' and 'reflection'")
@@ -371,7 +386,8 @@ _KERNEL_ATTRIBUTES: dict[str, tuple[tuple[str, Any, str], ...]] = {
     "MaxRoiPool": (("spatial_scale", _positive, "is not positive"),),
     "DepthToSpace": (("mode", _one_of("DCR", "CRD"), "is neither 'DCR' nor 'CRD'"),),
     "Upsample": (_UPSAMPLE_MODE,
-                 ("scales", lambda v, _: all(s >= 1 for s in v), "has a scale below 1")),
+                 ("scales", lambda v, _: all(s >= 1 for s in v), "has a scale below 1"),
+                 ("scales", _upsample_scales_fit, "are not ones onnxruntime's Upsample takes in its mode")),
     "Resize": (_UPSAMPLE_MODE,
                ("coordinate_transformation_mode",
                 _one_of("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
@@ -406,6 +422,10 @@ _KERNEL_ATTRIBUTES: dict[str, tuple[tuple[str, Any, str], ...]] = {
                          "is its batch_axis as well")),
     "Col2Im": (("dilations", _all_positive, "are not all positive"),
                ("strides", _all_positive, "are not all positive")),
+    "Scan": (("scan_input_directions", lambda v, _: all(d in (0, 1) for d in v),
+              "are not all 0 (forward) or 1 (reverse)"),
+             ("scan_output_directions", lambda v, _: all(d in (0, 1) for d in v),
+              "are not all 0 (forward) or 1 (reverse)")),
     "MaxUnpool": (("kernel_shape", _all_positive, "are not all positive"),
                   ("strides", _all_positive, "are not all positive")),
     "StringNormalizer": (("case_change_action", _one_of("LOWER", "UPPER", "NONE"),
@@ -422,9 +442,9 @@ _KERNEL_ATTRIBUTES: dict[str, tuple[tuple[str, Any, str], ...]] = {
             ("activations", lambda names, _: all(n in _RNN_ACTIVATIONS for n in names),
              "names an activation onnxruntime does not know"),
             ("activations", _activations_counted(1), "are not 1 per direction")),
-    "GRU": (_DIRECTION, _CLIP, _ACTIVATIONS,
+    "GRU": (_DIRECTION, _HIDDEN_SIZE, _CLIP, _ACTIVATIONS,
             ("activations", _activations_counted(2), "are not 2 per direction")),
-    "LSTM": (_DIRECTION, _CLIP, _ACTIVATIONS,
+    "LSTM": (_DIRECTION, _HIDDEN_SIZE, _CLIP, _ACTIVATIONS,
              ("activations", _activations_counted(3), "are not 3 per direction")),
 }
 
