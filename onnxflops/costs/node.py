@@ -362,6 +362,8 @@ _DIRECTION = ("direction", _one_of("forward", "reverse", "bidirectional"),
 _CLIP = ("clip", _positive, "is not positive")
 _HIDDEN_SIZE = ("hidden_size", _positive, "is not positive")
 _ACTIVATIONS = ("activations", _activations_known, "names an activation onnxruntime does not know")
+_CUMULATIVE = (("exclusive", _one_of(0, 1), "is neither 0 nor 1"),
+               ("reverse", _one_of(0, 1), "is neither 0 nor 1"))
 _PADDING_MODE = ("padding_mode", _one_of("zeros", "border", "reflection"),
                  "is none of 'zeros', 'border' and 'reflection'")
 _UPSAMPLE_MODE = ("mode", _one_of("nearest", "linear", "cubic"),
@@ -412,8 +414,9 @@ _KERNEL_ATTRIBUTES: dict[str, tuple[tuple[str, Any, str], ...]] = {
     "ConstantOfShape": (("value", lambda v, _: int(np.prod(v.dims)) == 1,
                          "is not a tensor of one element"),),
     "QuantizeLinear": (("block_size", _not_negative, "is negative"),),
-    "CumSum": (("exclusive", _one_of(0, 1), "is neither 0 nor 1"),
-               ("reverse", _one_of(0, 1), "is neither 0 nor 1")),
+    "CumSum": _CUMULATIVE,
+    "CumProd": _CUMULATIVE,
+    "TensorScatter": (("mode", _one_of("linear", "circular"), "is neither 'linear' nor 'circular'"),),
     "ReverseSequence": (("batch_axis", _one_of(0, 1), "is neither 0 nor 1"),
                         ("time_axis", _one_of(0, 1), "is neither 0 nor 1"),
                         ("batch_axis", lambda v, values: v != values.get("time_axis"),
