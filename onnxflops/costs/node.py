@@ -257,13 +257,13 @@ def _check_pool_attributes(node: Node) -> None:
 
 
 def _check_kernel_attributes(node: Node, version: int, types: dict[str, int]) -> None:
-    """Each attribute of a standard-domain node inside what onnxruntime's CPU kernel takes:
-    rule(value, attributes) for each attribute the node sets and each (attribute, rule, words) of
-    _KERNEL_ATTRIBUTES["op-version"] (the op's schema version), else of _KERNEL_ATTRIBUTES["op"],
-    the other attributes read with their schema's defaults (a default onnxruntime reads its own
-    way, as RNN's activations, is never judged); else refused, as the kernel's constructor refuses
-    it at load though ONNX's checker and inference take it (the fuzz run's cnn_dynamo:225680, a
-    MaxPool of storage_order 2^31, was counted)."""
+    """rule(value, attributes) holds for each (attribute, rule, words) of the node's op whose
+    attribute the node sets, in _KERNEL_ATTRIBUTES["Op-version"] (its schema's version) or else
+    _KERNEL_ATTRIBUTES["Op"]; the attributes it reads beside are the node's, else its schema's
+    defaults. Else the node is refused, as onnxruntime's kernel constructor refuses it at load
+    though ONNX's checker and inference take it (the fuzz run's cnn_dynamo:225680, a MaxPool of
+    storage_order 2^31, was counted). Only what the node sets is judged: a default onnxruntime
+    reads its own way (RNN's activations) never is."""
     rules = _KERNEL_ATTRIBUTES.get(f"{node.op_type}-{version}",
                                    _KERNEL_ATTRIBUTES.get(node.op_type))
     if rules is None:
@@ -315,19 +315,22 @@ def _one_of(*allowed: Any):
 
 
 def _positive(value: Any, _: Any) -> bool:
+    """value > 0."""
     return value > 0
 
 
 def _not_negative(value: Any, _: Any) -> bool:
+    """value >= 0."""
     return value >= 0
 
 
 def _all_positive(values: list, _: Any) -> bool:
+    """v > 0 for each v."""
     return all(v > 0 for v in values)
 
 
 def _upsample_scales_fit(scales: list[float], values: dict) -> bool:
-    """What onnxruntime's Upsample scales in its linear and cubic modes (ScalesValidation):
+    """The scales onnxruntime's Upsample takes in its linear and cubic modes (ScalesValidation):
     linear, 2 or 3 dims, 4 of s0 = 1 and s1 = 1 or s3 = 1, 5 of s0 = s1 = 1; cubic, 2 dims, or
     4 of s0 = s1 = 1, or of s0 = s3 = 1 with the others at least 1; nearest, any."""
     mode, n = values.get("mode"), len(scales)
