@@ -219,8 +219,10 @@ def check_node(node: Node) -> None:
     for name in required:
         if name not in present:
             raise Uncostable(f"lacks its required attribute '{name}'")
-    if node.op_type in _POOLS and domain_key(node.domain) == "":
-        _check_pool_attributes(node)
+    if domain_key(node.domain) == "":
+        _check_kernel_attributes(node, version, types)
+        if node.op_type in _POOLS:
+            _check_pool_attributes(node)
 
 
 def _axis_range(node: Node, rank: int) -> tuple[int, int, int]:
@@ -238,26 +240,219 @@ def _axis_range(node: Node, rank: int) -> tuple[int, int, int]:
 
 # Pools whose pads onnxruntime 1.32 checks against their kernel at load, whatever auto_pad and
 # dilations say (PoolAttributes: "Pad should be smaller than kernel").
-_POOLS = frozenset(("MaxPool", "AveragePool", "LpPool"))
+_POOLS = frozenset(("MaxPool", "AveragePool", "LpPool", "MaxUnpool"))
 
 
 def _check_pool_attributes(node: Node) -> None:
     """Each pad, at the start and the end of each spatial dim, smaller than the kernel there:
     pads[i] < kernel_shape[i] and pads[i + n] < kernel_shape[i] (the fuzz run's
-    cnn_legacy:153713, a MaxPool of kernel 2 and pads [0, 0, 7, 0], was counted); a MaxPool's
-    storage_order 0 (row-major) or 1 (column-major), as onnxruntime's kernel requires at load
-    (cnn_dynamo:225680, a storage_order of 2^31, was counted)."""
+    cnn_legacy:153713, a MaxPool of kernel 2 and pads [0, 0, 7, 0], was counted)."""
     attributes = {a.name: a for a in node.proto.attribute if not a.ref_attr_name}
-    order = attributes.get("storage_order")
-    if node.op_type == "MaxPool" and order is not None and order.i not in (0, 1):
-        raise _refused(node, f"storage_order {order.i} is neither 0 (row-major) nor 1 "
-                       "(column-major), which onnxruntime refuses at load")
     kernel = list(attributes["kernel_shape"].ints) if "kernel_shape" in attributes else []
     pads = list(attributes["pads"].ints) if "pads" in attributes else []
     if kernel and len(pads) == 2 * len(kernel) and any(
             pad >= kernel[i % len(kernel)] for i, pad in enumerate(pads)):
         raise _refused(node, f"pads {pads} are not all smaller than its kernel_shape {kernel}, "
                        "which onnxruntime refuses at load")
+
+
+def _check_kernel_attributes(node: Node, version: int, types: dict[str, int]) -> None:
+    """rule(value, attributes) holds for each (attribute, rule, words) of the node's op whose
+    attribute the node sets, in _KERNEL_ATTRIBUTES["Op-version"] (its schema's version) or else
+    _KERNEL_ATTRIBUTES["Op"]; the attributes it reads beside are the node's, else its schema's
+    defaults. Else the node is refused, as onnxruntime's kernel constructor refuses it at load
+    though ONNX's checker and inference take it (the fuzz run's cnn_dynamo:225680, a MaxPool of
+    storage_order 2^31, was counted). Only what the node sets is judged: a default onnxruntime
+    reads its own way (RNN's activations) never is."""
+    rules = _KERNEL_ATTRIBUTES.get(f"{node.op_type}-{version}",
+                                   _KERNEL_ATTRIBUTES.get(node.op_type))
+    if rules is None:
+        return
+    present = {a.name: _attribute_value(a) for a in node.proto.attribute
+               if not a.ref_attr_name and a.name in types}
+    values = {**dict(_schema_defaults(node.op_type, node.opset)), **present}
+    for name, rule, words in rules:
+        if name in present and not rule(values[name], values):
+            raise _refused(node, f"{name} {_shown(values[name])} {words}, which onnxruntime "
+                           "refuses at load")
+
+
+def _attribute_value(a: onnx.AttributeProto) -> Any:
+    """An attribute's value, its strings (bytes) read as text."""
+    value = onnx.helper.get_attribute_value(a)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "backslashreplace")
+    if isinstance(value, list) and value and isinstance(value[0], bytes):
+        return [v.decode("utf-8", "backslashreplace") for v in value]
+    return value
+
+
+def _shown(value: Any) -> str:
+    """An attribute's value as the refusal shows it: text quoted, lists in brackets."""
+    if isinstance(value, str):
+        return f"'{value}'"
+    if isinstance(value, onnx.TensorProto):
+        return f"(a tensor of shape {list(value.dims)})"
+    if isinstance(value, list):
+        return "[" + ", ".join(_shown(v) for v in value) + "]"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+@memoized(4096)
+def _schema_defaults(op_type: str, opset: int) -> tuple[tuple[str, Any], ...]:
+    """The default value of each attribute of the standard-domain op's schema that has one."""
+    try:
+        schema = onnx.defs.get_schema(op_type, opset, "")
+    except (onnx.defs.SchemaError, TypeError, OverflowError):
+        return ()
+    return tuple((name, _attribute_value(a.default_value)) for name, a in schema.attributes.items()
+                 if a.default_value.type != onnx.AttributeProto.UNDEFINED)
+
+
+def _one_of(*allowed: Any):
+    """The rule of an attribute onnxruntime takes from a fixed set: value in allowed."""
+    return lambda value, _: value in allowed
+
+
+def _positive(value: Any, _: Any) -> bool:
+    """value > 0."""
+    return value > 0
+
+
+def _not_negative(value: Any, _: Any) -> bool:
+    """value >= 0."""
+    return value >= 0
+
+
+def _all_positive(values: list, _: Any) -> bool:
+    """v > 0 for each v."""
+    return all(v > 0 for v in values)
+
+
+def _upsample_scales_fit(scales: list[float], values: dict) -> bool:
+    """The scales onnxruntime's Upsample takes in its linear and cubic modes (ScalesValidation):
+    linear, 2 or 3 dims, 4 of s0 = 1 and s1 = 1 or s3 = 1, 5 of s0 = s1 = 1; cubic, 2 dims, or
+    4 of s0 = s1 = 1, or of s0 = s3 = 1 with the others at least 1; nearest, any."""
+    mode, n = values.get("mode"), len(scales)
+    if mode == "linear":
+        return n in (2, 3) or (n == 4 and scales[0] == 1 and 1 in (scales[1], scales[3])) or (
+            n == 5 and scales[0] == scales[1] == 1)
+    if mode == "cubic":
+        return n == 2 or (n == 4 and scales[0] == 1 and (
+            scales[1] == 1 or (scales[3] == 1 and min(scales[1], scales[2]) >= 1)))
+    return True
+
+
+def _activations_known(names: list[str], _: Any) -> bool:
+    """Every name one of the activations onnxruntime's GRU and LSTM know, in any case (its RNN
+    wants them as spelled)."""
+    return all(name.lower() in _RNN_ACTIVATIONS_ANY_CASE for name in names)
+
+
+def _activations_counted(gates: int):
+    """The rule of a recurrent op's activations: gates names per direction, two directions if
+    bidirectional (onnxruntime: activations.size() == num_directions * gates)."""
+    return lambda names, values: len(names) == gates * (
+        2 if values.get("direction") == "bidirectional" else 1)
+
+
+_RNN_ACTIVATIONS = frozenset(("Affine", "Relu", "LeakyRelu", "ThresholdedRelu", "Tanh",
+                              "ScaledTanh", "Sigmoid", "HardSigmoid", "Elu", "Softsign",
+                              "Softplus"))
+_RNN_ACTIVATIONS_ANY_CASE = frozenset(name.lower() for name in _RNN_ACTIVATIONS)
+_DIRECTION = ("direction", _one_of("forward", "reverse", "bidirectional"),
+              "is none of 'forward', 'reverse' and 'bidirectional'")
+_CLIP = ("clip", _positive, "is not positive")
+_HIDDEN_SIZE = ("hidden_size", _positive, "is not positive")
+_ACTIVATIONS = ("activations", _activations_known, "names an activation onnxruntime does not know")
+_CUMULATIVE = (("exclusive", _one_of(0, 1), "is neither 0 nor 1"),
+               ("reverse", _one_of(0, 1), "is neither 0 nor 1"))
+_PADDING_MODE = ("padding_mode", _one_of("zeros", "border", "reflection"),
+                 "is none of 'zeros', 'border' and 'reflection'")
+_UPSAMPLE_MODE = ("mode", _one_of("nearest", "linear", "cubic"),
+                  "is none of 'nearest', 'linear' and 'cubic'")
+# The attribute values onnxruntime 1.32's CPU kernels refuse in their constructors, at session
+# creation ("Exception during initialization"), though ONNX's checker and strict inference take
+# them: op -> (attribute, rule(value, the node's attributes with their defaults), what the value
+# is). Found by reading the kernels (onnxruntime/core/providers/cpu/...) and checked one by one
+# against onnxruntime 1.32 (tests/test_hostile_runtime_refusals.py). A recurrent op's layout 1 is
+# left counted: valid ONNX that onnxruntime's CPU kernels merely do not implement.
+_KERNEL_ATTRIBUTES: dict[str, tuple[tuple[str, Any, str], ...]] = {
+    "MaxPool": (("storage_order", _one_of(0, 1),
+                 "is neither 0 (row-major) nor 1 (column-major)"),),
+    "LRN": (("size", lambda v, _: v > 0 and v % 2 == 1, "is not a positive odd number"),
+            ("alpha", _positive, "is not positive"), ("beta", _positive, "is not positive")),
+    "LpNormalization": (("p", _one_of(1, 2), "is neither 1 nor 2"),),
+    "Mod": (("fmod", _one_of(0, 1), "is neither 0 nor 1"),),
+    "BitShift": (("direction", _one_of("LEFT", "RIGHT"), "is neither 'LEFT' nor 'RIGHT'"),),
+    "NonMaxSuppression": (("center_point_box", _one_of(0, 1), "is neither 0 nor 1"),),
+    "RoiAlign": (("mode", _one_of("avg", "max"), "is neither 'avg' nor 'max'"),
+                 ("sampling_ratio", _not_negative, "is negative")),
+    "MaxRoiPool": (("spatial_scale", _positive, "is not positive"),),
+    "DepthToSpace": (("mode", _one_of("DCR", "CRD"), "is neither 'DCR' nor 'CRD'"),),
+    "Upsample": (_UPSAMPLE_MODE,
+                 ("scales", lambda v, _: all(s >= 1 for s in v), "has a scale below 1"),
+                 ("scales", _upsample_scales_fit, "are not ones onnxruntime's Upsample takes in its mode")),
+    "Resize": (_UPSAMPLE_MODE,
+               ("coordinate_transformation_mode",
+                _one_of("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+                        "align_corners", "asymmetric", "tf_half_pixel_for_nn",
+                        "tf_crop_and_resize"), "is not a mode onnxruntime knows"),
+               # onnxruntime reads nearest_mode only where the mode is nearest.
+               ("nearest_mode", lambda v, values: values.get("mode") != "nearest" or v in (
+                   "round_prefer_floor", "round_prefer_ceil", "floor", "ceil"),
+                "is not a mode onnxruntime knows"),
+               ("antialias", lambda v, values: v == 0 or values.get("mode") in ("linear", "cubic"),
+                "is set though its mode is neither 'linear' nor 'cubic'"),
+               ("exclude_outside", lambda v, values: v == 0 or values.get("mode") == "cubic" or (
+                   values.get("mode") == "linear" and values.get("antialias", 0) != 0),
+                "is set though its mode is neither 'cubic' nor an antialiased 'linear'")),
+    "Pad": (("mode", _one_of("constant", "reflect", "edge", "wrap"),
+             "is none of 'constant', 'reflect', 'edge' and 'wrap'"),),
+    # GridSample-16 names its modes bilinear and bicubic, GridSample-20 on linear and cubic.
+    "GridSample-16": (("mode", _one_of("bilinear", "nearest", "bicubic"),
+                       "is none of 'bilinear', 'nearest' and 'bicubic'"), _PADDING_MODE),
+    "GridSample": (("mode", _one_of("linear", "nearest", "cubic"),
+                    "is none of 'linear', 'nearest' and 'cubic'"), _PADDING_MODE),
+    "ConstantOfShape": (("value", lambda v, _: int(np.prod(v.dims)) == 1,
+                         "is not a tensor of one element"),),
+    "QuantizeLinear": (("block_size", _not_negative, "is negative"),),
+    "CumSum": _CUMULATIVE,
+    "CumProd": _CUMULATIVE,
+    "TensorScatter": (("mode", _one_of("linear", "circular"), "is neither 'linear' nor 'circular'"),),
+    "ReverseSequence": (("batch_axis", _one_of(0, 1), "is neither 0 nor 1"),
+                        ("time_axis", _one_of(0, 1), "is neither 0 nor 1"),
+                        ("batch_axis", lambda v, values: v != values.get("time_axis"),
+                         "is its time_axis as well"),
+                        ("time_axis", lambda v, values: v != values.get("batch_axis"),
+                         "is its batch_axis as well")),
+    "Col2Im": (("dilations", _all_positive, "are not all positive"),
+               ("strides", _all_positive, "are not all positive")),
+    "Scan": (("scan_input_directions", lambda v, _: all(d in (0, 1) for d in v),
+              "are not all 0 (forward) or 1 (reverse)"),
+             ("scan_output_directions", lambda v, _: all(d in (0, 1) for d in v),
+              "are not all 0 (forward) or 1 (reverse)")),
+    "MaxUnpool": (("kernel_shape", _all_positive, "are not all positive"),
+                  ("strides", _all_positive, "are not all positive")),
+    "StringNormalizer": (("case_change_action", _one_of("LOWER", "UPPER", "NONE"),
+                          "is none of 'LOWER', 'UPPER' and 'NONE'"),),
+    "TfIdfVectorizer": (("mode", _one_of("TF", "IDF", "TFIDF"), "is none of 'TF', 'IDF' and 'TFIDF'"),
+                        ("min_gram_length", _positive, "is not positive"),
+                        ("max_gram_length", lambda v, values: v >= values.get("min_gram_length", 1),
+                         "is below its min_gram_length"),
+                        ("max_skip_count", _not_negative, "is negative"),
+                        ("weights", lambda v, values: len(v) == len(values.get("ngram_indexes", v)),
+                         "are not as many as its ngram_indexes")),
+    "DequantizeLinear": (("block_size", _not_negative, "is negative"),),
+    "RNN": (_DIRECTION,
+            ("activations", lambda names, _: all(n in _RNN_ACTIVATIONS for n in names),
+             "names an activation onnxruntime does not know"),
+            ("activations", _activations_counted(1), "are not 1 per direction")),
+    "GRU": (_DIRECTION, _HIDDEN_SIZE, _CLIP, _ACTIVATIONS,
+            ("activations", _activations_counted(2), "are not 2 per direction")),
+    "LSTM": (_DIRECTION, _HIDDEN_SIZE, _CLIP, _ACTIVATIONS,
+             ("activations", _activations_counted(3), "are not 3 per direction")),
+}
 
 
 def _refused(node: Node, problem: str) -> OnnxFlopsError:
