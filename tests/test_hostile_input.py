@@ -590,6 +590,19 @@ def test_random_inputs_are_made_in_the_model_dtype():
     assert random_feeds(m)["x"].dtype == np.float16
 
 
+@pytest.mark.parametrize("elem_type", [TensorProto.BFLOAT16, TensorProto.FLOAT8E4M3FN,
+                                       TensorProto.FLOAT8E5M2, TensorProto.INT4, TensorProto.UINT4,
+                                       TensorProto.FLOAT4E2M1])
+def test_random_inputs_are_made_in_the_types_numpy_counts_as_neither_float_nor_int(elem_type):
+    # long-7's scan:232902: `report` of a model with a float8e4m3fn input ended in a traceback
+    # (numpy draws no integers of ml_dtypes' types, nor counts them floating).
+    from onnxflops.profiling.runtime import random_feeds
+
+    m = model([node("Identity", ["x"], ["y"])], {"x": [3, 4]}, input_type=elem_type)
+    made = random_feeds(m)["x"]
+    assert made.dtype == helper.tensor_dtype_to_np_dtype(elem_type) and made.shape == (3, 4)
+
+
 def test_an_onnxruntime_run_time_error_is_one_line(tmp_path, capsys):
     pytest.importorskip("onnxruntime")
     gather = model([node("Gather", ["table", "i"], ["y"])], {"i": [4]},

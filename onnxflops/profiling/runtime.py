@@ -160,7 +160,9 @@ def random_input(rng: np.random.Generator, shape: list[int], dtype) -> np.ndarra
     # Made in the input's own dtype (float16 from float32 numbers: numpy draws no narrower).
     if dtype in (np.float32, np.float64):
         return rng.standard_normal(shape, dtype=dtype)
-    if np.issubdtype(dtype, np.floating):
+    if np.dtype(dtype).kind in "fcV":
+        # float16, complex, and the types ml_dtypes adds (bfloat16, float8, float4, int4, uint4),
+        # which numpy does not count as floating or integer: converted from float32 draws.
         return rng.standard_normal(shape, dtype=np.float32).astype(dtype)
     if dtype == np.bool_:
         return np.ones(shape, dtype)
