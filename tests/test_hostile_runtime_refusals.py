@@ -146,7 +146,7 @@ def test_a_domain_imported_twice_is_read_at_its_last_import_as_onnxruntime_reads
     ([("ai.onnx", 5), ("", 17)], False),
 ])
 def test_onnxruntime_reads_a_domain_imported_twice_at_its_last_import(imports, refused):
-    import onnxruntime
+    onnxruntime = pytest.importorskip("onnxruntime")
 
     data = _if_whose_branches_differ_in_rank(imports).SerializeToString()
     if refused:
