@@ -364,6 +364,8 @@ _CASE_IDS = [f"{case[0]}-{case[7].split(' ')[0]}-{i}" for i, case in enumerate(_
                          _KERNEL_ATTRIBUTE_CASES, ids=_CASE_IDS)
 def test_an_attribute_value_onnxruntime_s_kernel_refuses_at_load_is_refused_naming_the_node(
         op, opset, inputs, inits, outputs, bad, good, ours, theirs, tmp_path, capsys):
+    if opset > onnx.defs.onnx_opset_version():  # the floor's onnx (1.19) knows no CumProd
+        pytest.skip(f"onnx {onnx.__version__} has no opset {opset}")
     path = tmp_path / "m.onnx"
     onnx.save(_one_node(op, opset, inputs, inits, outputs, bad), path)
     assert main(["count", str(path)]) == 2
