@@ -211,10 +211,12 @@ def registry_export_patches() -> Iterator[bool]:
 
 @contextlib.contextmanager
 def attention_as_4d() -> Iterator[None]:
-    """Scaled dot-product attention on inputs of rank above 4 runs, for the duration, on 4-D views
-    of them (every dim before the last two flattened into one batch dim, one head), its result
-    viewed back: the same products, in the form the ONNX translation of SDPA takes (it refuses
-    5-D inputs, such as NesT's and Twins' windows × heads)."""
+    """Scaled dot-product attention on inputs of another rank than 4 runs, for the duration, on
+    4-D views of them (every dim before the last two flattened into one batch dim, one head), its
+    result viewed back: the same products, in the form the ONNX translation of SDPA takes (it
+    refuses 5-D inputs, such as NesT's and Twins' windows × heads, and 3-D ones, such as timm's
+    SAM ViT's batch × heads: "only 4D query, key, and value are supported"). Grouped-query
+    attention (enable_gqa) keeps its own form."""
     import torch
     from torch.overrides import TorchFunctionMode
 
@@ -224,7 +226,8 @@ def attention_as_4d() -> Iterator[None]:
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             if func is attention and len(args) >= 3 and all(
-                    isinstance(t, torch.Tensor) for t in args[:3]) and args[0].dim() > 4:
+                    isinstance(t, torch.Tensor) for t in args[:3]) and args[0].dim() != 4 \
+                    and not kwargs.get("enable_gqa"):
                 return _attention_4d(attention, *args, **kwargs)
             return func(*args, **kwargs)
 

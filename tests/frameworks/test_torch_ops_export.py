@@ -174,6 +174,23 @@ def test_five_dimensional_attention_converts_with_the_dynamo_exporter(masked, re
     assert report.total.macs == 24 * 400
 
 
+@pytest.mark.parametrize("masked", [False, True])
+def test_three_dimensional_attention_converts_with_the_dynamo_exporter(masked, recwarn):
+    # timm's SAM ViT attends over (batch·heads, tokens, width): the ONNX translation of SDPA
+    # refused it ("only 4D query, key, and value are supported") and so did the legacy exporter.
+    class HeadsInBatch(torch.nn.Module):
+        def forward(self, q, k, v):
+            mask = torch.ones(5, 5, dtype=torch.bool).tril() if masked else None
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    qkv = [torch.randn(6, 5, 8) for _ in range(3)]
+    report = onnxflops.count(torch_to_onnx(HeadsInBatch(), qkv))
+    assert not [w for w in recwarn if "exporter instead" in str(w.message)]  # no fallback
+    assert not report.uncosted
+    # 6 batch·heads × (QKᵀ 5·5·8 + PV 5·5·8 = 400) = 2,400 MACs
+    assert report.total.macs == 6 * 400
+
+
 @pytest.mark.parametrize("mode, options", [("bicubic", {"antialias": True}),
                                            ("bilinear", {"antialias": True}),
                                            ("nearest-exact", {})])
