@@ -64,9 +64,7 @@ class ConstantWork:
             origin = _INITIALISED  # its inputs give a shape, a type or odds, not the values drawn
         else:
             origin = self._input_origin(inputs)
-            if origin & _WEIGHT and origin & _INITIALISED:
-                origin = _ON_A_DRAW
-            elif origin & _ON_A_DRAW:
+            if origin & _ON_A_DRAW or origin & _WEIGHT and origin & _INITIALISED:
                 origin = _ON_A_DRAW
         for name in outputs:
             if name:
@@ -106,10 +104,7 @@ class ConstantWork:
     def works_on_a_draw(self, row: NodeRow) -> bool:
         """Whether a constant node computes with a random draw and the weights, or with what
         such work computed: the network's work on each forward, counted and not foldable."""
-        if row.op_type in INITIALISERS and not row.domain:
-            return False
-        origin = self._input_origin(row.inputs)
-        return bool(origin & _ON_A_DRAW) or bool(origin & _WEIGHT and origin & _INITIALISED)
+        return any(self._origins.get(name) == _ON_A_DRAW for name in row.outputs if name)
 
 
 def is_foldable_cost(macs, flops) -> bool:

@@ -300,13 +300,10 @@ def cdist_macs(x1_shape, x2_shape, p: float = 2.0, compute_mode: str | None = No
                           (points > 25 or others > 25))
     if not uses_mm:
         return 0
-    batch = math.prod(_broadcast(tuple(x1_shape[:-2]), tuple(x2_shape[:-2])))
+    import numpy as np
+
+    batch = math.prod(np.broadcast_shapes(tuple(x1_shape[:-2]), tuple(x2_shape[:-2])))
     return batch * points * others * (width + 2)
-
-
-def _broadcast(a: tuple, b: tuple) -> tuple:
-    a, b = (1,) * (len(b) - len(a)) + a, (1,) * (len(a) - len(b)) + b
-    return tuple(max(x, y) for x, y in zip(a, b))
 
 
 @contextlib.contextmanager
