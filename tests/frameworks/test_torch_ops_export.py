@@ -3,6 +3,8 @@ that keep their shapes, costed by rules; eager experts costed by tokens × k ove
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -149,46 +151,33 @@ def test_the_default_grouped_experts_kernel_exports_and_costs_its_groups():
     assert report.total.params == sum(p.numel() for p in model.parameters())
 
 
-class _WindowAttention(torch.nn.Module):
-    """Attention over 5-D inputs (batch 2, heads 3, windows 4, tokens 5, width 8), as NesT's and
-    Twins' windowed attention calls it; the mask, when given, broadcasts over batch and heads."""
+class _Attention(torch.nn.Module):
+    """Attention over inputs of `lead` dims before (tokens 5, width 8); the causal mask, when
+    given, broadcasts over all but the last of them."""
 
-    def __init__(self, masked: bool):
+    def __init__(self, lead: tuple[int, ...], masked: bool):
         super().__init__()
-        self.masked = masked
+        self.lead, self.masked = lead, masked
 
     def forward(self, q, k, v):
-        mask = torch.ones(4, 5, 5, dtype=torch.bool).tril() if self.masked else None
+        mask = torch.ones(*self.lead[-1:], 5, 5, dtype=torch.bool).tril() if self.masked else None
         return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
 
+# 5-D: NesT's and Twins' windowed attention (batch 2, heads 3, windows 4); 3-D: timm's SAM ViT
+# (batch·heads 6), which the ONNX translation of SDPA refused ("only 4D query, key, and value are
+# supported") and the legacy exporter too.
+@pytest.mark.parametrize("lead", [(2, 3, 4), (6,)], ids=["5-D", "3-D"])
 @pytest.mark.parametrize("masked", [False, True])
-def test_five_dimensional_attention_converts_with_the_dynamo_exporter(masked, recwarn):
-    module = _WindowAttention(masked)
-    q = torch.randn(2, 3, 4, 5, 8)
-    model = torch_to_onnx(module, [q, torch.randn(2, 3, 4, 5, 8), torch.randn(2, 3, 4, 5, 8)])
+def test_attention_of_another_rank_than_4_converts_with_the_dynamo_exporter(lead, masked,
+                                                                            recwarn):
+    qkv = [torch.randn(*lead, 5, 8) for _ in range(3)]
+    model = torch_to_onnx(_Attention(lead, masked), qkv)
     assert not [w for w in recwarn if "exporter instead" in str(w.message)]  # no fallback
     report = onnxflops.count(model)
     assert not report.uncosted
-    # 2·3·4 = 24 windows × (QKᵀ 5·5·8 + PV 5·5·8 = 400) = 9,600 MACs
-    assert report.total.macs == 24 * 400
-
-
-@pytest.mark.parametrize("masked", [False, True])
-def test_three_dimensional_attention_converts_with_the_dynamo_exporter(masked, recwarn):
-    # timm's SAM ViT attends over (batch·heads, tokens, width): the ONNX translation of SDPA
-    # refused it ("only 4D query, key, and value are supported") and so did the legacy exporter.
-    class HeadsInBatch(torch.nn.Module):
-        def forward(self, q, k, v):
-            mask = torch.ones(5, 5, dtype=torch.bool).tril() if masked else None
-            return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-
-    qkv = [torch.randn(6, 5, 8) for _ in range(3)]
-    report = onnxflops.count(torch_to_onnx(HeadsInBatch(), qkv))
-    assert not [w for w in recwarn if "exporter instead" in str(w.message)]  # no fallback
-    assert not report.uncosted
-    # 6 batch·heads × (QKᵀ 5·5·8 + PV 5·5·8 = 400) = 2,400 MACs
-    assert report.total.macs == 6 * 400
+    # each of the 24 windows (2·3·4) or 6 batch·heads: QKᵀ 5·5·8 + PV 5·5·8 = 400 MACs
+    assert report.total.macs == math.prod(lead) * 400
 
 
 @pytest.mark.parametrize("mode, options", [("bicubic", {"antialias": True}),
