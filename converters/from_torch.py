@@ -28,6 +28,7 @@ import inspect
 import io
 import os
 import sys
+import types
 import warnings
 import zipfile
 from collections.abc import Mapping, Sequence
@@ -408,8 +409,32 @@ def _torchlib_registry(cls, build, opset_version: int | None, torchvision_ops: b
     """The registry `build` makes, once per opset; torchvision's ops enter it only once
     torchvision has loaded them, so whether it has is part of the key. Each translation's
     signature is inferred when an export first dispatches to it (`_signatures_inferred_on_use`)."""
-    with _signatures_inferred_on_use():
+    with _signatures_inferred_on_use(), _traced_domains_from_opset():
         return build(cls) if opset_version is None else build(cls, opset_version)
+
+
+@contextlib.contextmanager
+def _traced_domains_from_opset():
+    """While the registry is built, a traced torchlib function's `function_ir`, which the build
+    reads only for its domain, is that domain alone, read off the function's opset.
+
+    onnxscript makes it by parsing the function's source and translating its signature (~500
+    functions, about 0.7 s a process), and the translator writes the opset's domain there (a test
+    compares the two for every function)."""
+    try:
+        from onnxscript._internal.values import TracedOnnxFunction
+    except ImportError:
+        TracedOnnxFunction = None  # noqa: N806 - a class, under its own name
+    parsed = getattr(TracedOnnxFunction, "__dict__", {}).get("function_ir")
+    if not isinstance(parsed, property):
+        yield  # laid out otherwise: the build parses as before
+        return
+    TracedOnnxFunction.function_ir = property(
+        lambda function: types.SimpleNamespace(domain=function.opset.domain))
+    try:
+        yield
+    finally:
+        TracedOnnxFunction.function_ir = parsed
 
 
 @contextlib.contextmanager

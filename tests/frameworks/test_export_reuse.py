@@ -80,3 +80,29 @@ def test_signatures_inferred_on_use_are_the_ones_inferred_when_made():
     # (an entry made to skip inference, such as a no_compile torchlib op, has none to infer)
     assert not any(meta.__dict__.get("_pending") and not meta.skip_signature_inference
                    for meta in metas)
+
+
+def test_a_traced_translation_s_domain_is_its_opset_s():
+    """The registry build reads each traced torchlib function's domain off its opset, not off
+    the signature parsed from its source: the two agree on every function."""
+    from onnxscript._internal.values import TracedOnnxFunction
+    from onnxscript.function_libs.torch_lib import registration
+
+    traced = [f for entry in registration.default_registry.values()
+              for f in (*entry.overloads, *entry.complex) if isinstance(f, TracedOnnxFunction)]
+    assert len(traced) > 300
+    assert [f.function_ir.domain for f in traced] == [f.opset.domain for f in traced]
+    with from_torch._traced_domains_from_opset():
+        assert [f.function_ir.domain for f in traced] == [f.opset.domain for f in traced]
+        assert not hasattr(traced[0].function_ir, "graph")  # the cheap record
+    assert hasattr(traced[0].function_ir, "graph")  # put back
+
+
+def test_a_registry_built_with_domains_from_opsets_is_the_one_built_parsing():
+    built = ONNXRegistry.__dict__["from_torchlib"].__func__
+    parsing = built(ONNXRegistry, 18)
+    with from_torch._traced_domains_from_opset():
+        cheap = built(ONNXRegistry, 18)
+    assert {t: [(m.onnx_function, m.signature) for m in metas]
+            for t, metas in cheap.functions.items()} == {
+        t: [(m.onnx_function, m.signature) for m in metas] for t, metas in parsing.functions.items()}
