@@ -10,12 +10,16 @@ import sys
 import traceback
 import warnings
 
+from onnxflops.caches import collector_paused
 from onnxflops.errors import OnnxFlopsError, UncostedWarning, first_line
 
 COMMANDS = ("count", "convert", "compare", "ops", "profile", "report", "llm", "survey")
 # Exit codes: 0 counted; 1 counted, some nodes uncosted (or compare: the counts differ); 2 bad
 # input, said in one line; 3 a bug in onnxflops, said in one line (the traceback with --debug).
 EXIT_BAD_INPUT, EXIT_BUG = 2, 3
+# Commands that keep Python's cyclic collector on: the survey's parent lives for hours; every
+# other command works on one model and ends (see `run`).
+_COLLECTED_THROUGHOUT = frozenset({"survey"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -127,9 +131,18 @@ def run() -> None:
     """The console script: `main`, then end the process as soon as its output is out.
 
     Tearing the interpreter down would free a large graph's objects one by one, which takes
-    longer than some whole counts; nothing needs cleaning up once the output is written.
+    longer than some whole counts; nothing needs cleaning up once the output is written. A
+    command on one model runs with the cyclic collector paused.
     """
-    code = main()
+    argv = sys.argv[1:]
+    if argv and argv[0] in _COLLECTED_THROUGHOUT:
+        code = main(argv)
+    else:
+        # The objects a framework and its model make live until the process ends, and the
+        # collector would walk them again and again to free nothing (a seventh of the CPU time of
+        # counting a torch model, most of it while torch's exporter imports).
+        with collector_paused():
+            code = main(argv)
     try:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -218,3 +218,25 @@ def test_counting_an_onnx_file_imports_neither_tensorflow_nor_torch(onnx_file):
     out = subprocess.run([sys.executable, "-c", code, path],
                          capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("command, collected", [("count", False), ("profile", False),
+                                                ("survey", True)])
+def test_a_command_on_one_model_runs_with_the_cyclic_collector_paused(monkeypatch, command,
+                                                                      collected):
+    """A command on one model ends with its process: the collector, which would walk the
+    framework's objects again and again to free nothing, is paused while it runs; the survey's
+    long-lived parent keeps it."""
+    import gc
+
+    from onnxflops import cli
+
+    seen = []
+    monkeypatch.setattr(sys, "argv", ["onnxflops", command, "model.onnx"])
+    monkeypatch.setattr(cli, "main", lambda argv: seen.append((argv, gc.isenabled())) or 0)
+    exits = []
+    monkeypatch.setattr(cli.os, "_exit", exits.append)
+    assert gc.isenabled()
+    cli.run()
+    assert seen == [([command, "model.onnx"], collected)] and exits == [0]
+    assert gc.isenabled()  # on again after
