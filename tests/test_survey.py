@@ -714,6 +714,123 @@ def test_audio_a_forward_requires_beside_its_text_is_given():
     assert _required_audio(takes, {"input_values": 0}) == []
 
 
+_DOCUMENTED_FORWARD = """Runs the model.
+
+        Args:
+            input_ids (`torch.Tensor` of shape `(batch_size, sequence_length)`, *optional*):
+                Token ids.
+            bbox ('torch.Tensor' of shape '(batch_size, num_boxes, 4)'):
+                Boxes: (x1, y1, x2, y2).
+            visual_feats (`torch.Tensor` of shape `(batch_size, num_visual_features, visual_feat_dim)`):
+                Visual features.
+            past_values (`torch.Tensor` of shape `(bs, sequence_length, num_input_channels)`, *required*):
+                Input sequence.
+            freq (`torch.LongTensor` of shape `(batch_size,)`):
+                Frequency indices.
+            query_length (`int`, *optional*):
+                Not a tensor.
+
+        Returns:
+            last_hidden_state (`torch.Tensor` of shape `(batch_size, sequence_length, hidden_size)`):
+                Not an argument.
+        """
+
+
+def test_a_forwards_docstring_gives_each_arguments_type_shape_and_whether_it_is_optional():
+    from onnxflops.survey.sources import documented_arguments
+
+    def forward(input_ids=None, bbox=None, visual_feats=None, past_values=None, freq=None):
+        pass
+
+    forward.__doc__ = _DOCUMENTED_FORWARD
+    documented = documented_arguments(forward)
+    assert documented["input_ids"] == ("torch.Tensor", ["batch_size", "sequence_length"], True)
+    assert documented["bbox"] == ("torch.Tensor", ["batch_size", "num_boxes", "4"], False)
+    assert documented["visual_feats"][1] == ["batch_size", "num_visual_features",
+                                             "visual_feat_dim"]
+    assert documented["past_values"][2] is False  # *required*
+    assert documented["freq"] == ("torch.LongTensor", ["batch_size"], False)
+    assert documented["query_length"] == ("int", None, True)
+    assert "last_hidden_state" not in documented  # Returns, not Args
+
+
+@pytest.mark.slow  # imports torch
+def test_inputs_a_forward_requires_are_shaped_as_its_docstring_says():
+    """TimesFM: float past values (not token ids) as long as the config's context, their
+    padding and frequency; a time series of channels (PatchTST); Qwen3-ASR's features mask over
+    the frames of its features, given bins × frames."""
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import _transformers_inputs
+
+    class TimeSeries:
+        main_input_name = "past_values"
+
+        def forward(self, past_values, past_values_padding, freq, **kwargs):
+            pass
+
+    TimeSeries.forward.__doc__ = _DOCUMENTED_FORWARD.replace(
+        "(bs, sequence_length, num_input_channels)", "(batch_size, sequence_length)").replace(
+        "freq (", "past_values_padding (`torch.LongTensor` of shape `(batch_size, "
+                  "sequence_length)`):\n                Padding.\n            freq (")
+    inputs = _transformers_inputs(TimeSeries(), Config(hidden_size=96, context_length=512))
+    assert {k: (tuple(v.shape), v.dtype) for k, v in inputs.items()} == {
+        "past_values": ((1, 512), torch.float32),
+        "past_values_padding": ((1, 512), torch.int64),  # zeros: nothing padded
+        "freq": ((1,), torch.int64)}
+    assert not inputs["past_values_padding"].any()
+
+    class Channels(TimeSeries):
+        def forward(self, past_values, **kwargs):
+            pass
+
+    Channels.forward.__doc__ = _DOCUMENTED_FORWARD
+    inputs = _transformers_inputs(Channels(), Config(num_input_channels=7, context_length=32))
+    assert inputs["past_values"].shape == (1, 32, 7)
+
+    class Encoder:
+        main_input_name = "input_features"
+
+        def forward(self, input_features, input_features_mask, **kwargs):
+            """Encodes.
+
+            Args:
+                input_features (`torch.Tensor` of shape `(batch_size, sequence_length, feature_dim)`):
+                    Features.
+                input_features_mask (`torch.LongTensor` of shape `(batch_size, padded_feature_length)`):
+                    Which frames are features.
+            """
+
+    inputs = _transformers_inputs(Encoder(), Config(num_mel_bins=128, max_source_positions=50))
+    assert inputs["input_features"].shape == (1, 128, 100)
+    assert inputs["input_features_mask"].shape == (1, 100)  # over the frames, all of them
+    assert inputs["input_features_mask"].all()
+
+
+@pytest.mark.slow  # imports torch
+def test_tensors_a_docstring_does_not_call_optional_are_a_variant_of_the_inputs():
+    """LXMERT's visual features and positions, BROS's boxes: documented without *optional*
+    but defaulting to None; the forward fails without them, so they are tried then."""
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import TOKENS, documented_variants
+
+    class Text:
+        def forward(self, input_ids=None, bbox=None, visual_feats=None, past_values=None,
+                    freq=None, query_length=None):
+            pass
+
+    Text.forward.__doc__ = _DOCUMENTED_FORWARD
+    config = Config(vocab_size=1000, visual_feat_dim=2048, num_input_channels=3)
+    ids = torch.zeros(1, TOKENS, dtype=torch.long)
+    (variant,) = documented_variants(Text(), config, {"input_ids": ids})
+    assert {k: tuple(v.shape) for k, v in variant.items()} == {
+        "input_ids": (1, TOKENS), "bbox": (1, TOKENS, 4),  # one box a token: num_boxes, by default
+        "visual_feats": (1, TOKENS, 2048), "past_values": (1, TOKENS, 3), "freq": (1,)}
+    boxes = variant["bbox"].float()  # a float type: corners on 0-1
+    assert (boxes[..., :2] <= boxes[..., 2:]).all() and 0 <= boxes.min() and boxes.max() <= 1
+    everything = {**variant}
+    assert documented_variants(Text(), config, everything) == ()  # nothing more to give
+
+
 @pytest.mark.slow  # imports torch
 def test_audio_features_a_model_reads_as_time_by_bins_are_given_so():
     torch = pytest.importorskip("torch")

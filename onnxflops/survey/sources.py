@@ -8,6 +8,7 @@ counts it; frameworks are imported only then. Adding a registry is one entry in 
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -221,7 +222,25 @@ def _transformers_build(task: Task) -> Subject:
     grid = _grid_argument(model, config, inputs)
     if grid:
         model = _with_fixed_grid(model, grid, inputs.pop(grid).tolist())
-    return Subject(model, kwargs=inputs, variants=input_variants(inputs))
+    return Subject(model, kwargs=inputs, variants=(*input_variants(inputs),
+                                                   *documented_variants(model, config, inputs)))
+
+
+def documented_variants(model, config, inputs: dict) -> tuple[dict, ...]:
+    """`inputs` with every tensor argument the forward's docstring documents without calling it
+    *optional* (LXMERT's visual features and their positions, BROS's boxes), where the forward
+    takes it with a default and fails without it: tried only where it fails on `inputs`."""
+    import inspect
+
+    takes = inspect.signature(model.forward).parameters
+    documented = documented_arguments(model.forward)
+    text = getattr(config, "get_text_config", lambda: config)()
+    vocab = getattr(text, "vocab_size", None) or 100
+    more = dict(inputs)
+    for name, (kind, dims, optional) in documented.items():
+        if name in takes and name not in more and not optional and dims and "Tensor" in kind:
+            more[name] = documented_input(name, documented, config, more, vocab)
+    return (more,) if len(more) > len(inputs) else ()
 
 
 def _grid_argument(model, config, inputs: dict) -> str | None:
@@ -266,6 +285,7 @@ def _transformers_inputs(model, config) -> dict:
         pixels, shape, grid, rows = patches
         return {pixels: _image(*shape), grid: torch.tensor(rows, dtype=torch.int64)}
     main = _main_input(model, takes)
+    documented = documented_arguments(model.forward)
     text = getattr(config, "get_text_config", lambda: config)()
     vocab = getattr(text, "vocab_size", None) or 100
     inputs = {}
@@ -277,6 +297,12 @@ def _transformers_inputs(model, config) -> dict:
     elif main == "inputs_embeds" and _is_width(getattr(config, "hidden_size", None)):
         # a head over another model's states (Nemotron's word timestamps): TOKENS of them
         inputs[main] = _image(1, TOKENS, config.hidden_size)
+    elif main in documented and documented[main][1] and "Tensor" in documented[main][0] \
+            and not main.endswith("ids") \
+            and not any(t in documented[main][0] for t in ("Long", "Int", "Bool")):
+        # a main input of floats no rule above names (a time series' past values), not ids
+        # (which docstrings often type `torch.Tensor`): as the forward's docstring shapes it
+        inputs[main] = documented_input(main, documented, config, inputs, vocab)
     elif not main.startswith("pixel_values"):
         inputs[main] = _ids(1, TOKENS, high=vocab)
     pixels = main if main.startswith("pixel_values") else "pixel_values"
@@ -295,7 +321,98 @@ def _transformers_inputs(model, config) -> dict:
         inputs[name] = _audio(name, config)
     if "input_ids" in inputs and "pixel_values" in inputs:
         inputs["input_ids"] = _with_image_tokens(model, config, inputs, vocab)
+    for name in [n for n, p in takes.items() if n not in inputs and p.default is p.empty
+                 and n in documented and "Tensor" in documented[n][0] and documented[n][1]]:
+        # an argument the forward requires that no rule above gives: as its docstring shapes it
+        inputs[name] = documented_input(name, documented, config, inputs, vocab)
     return inputs
+
+
+# `name (`type` of shape `(dims)`, *optional*):` entries of a forward's docstring's Args
+_DOCUMENTED = re.compile(r"^\s*(\w+) \(['`]+([^'`]*)['`]+(?: of shape ['`]*\(([^)]*)\)['`]*)?"
+                         r"([^\n]*)\):", re.M)
+
+
+def documented_arguments(forward) -> dict[str, tuple[str, list[str] | None, bool]]:
+    """Each argument the Args of `forward`'s docstring (transformers' own) documents: its type,
+    its shape's dims as named there (None where it names no shape) and whether it says
+    *optional*. `bbox (`torch.LongTensor` of shape `(batch_size, num_boxes, 4)`):` → bbox:
+    ("torch.LongTensor", ["batch_size", "num_boxes", "4"], False)."""
+    doc = (getattr(forward, "__doc__", None) or "").split("Returns:")[0]
+    found = {}
+    for name, kind, shape, rest in _DOCUMENTED.findall(doc):
+        dims = [d.strip() for d in shape.split(",") if d.strip()] if shape else None
+        found.setdefault(name, (kind, dims, "optional" in rest))
+    return found
+
+
+def documented_input(name: str, documented: dict, config, given: dict, vocab: int):
+    """Argument `name` as the forward's docstring shapes it (`documented_arguments`): each dim
+    named as the inputs already `given` size it where their documented shapes name it too, else
+    as the config (or a sub-config) sets a key of that name (LXMERT's `visual_feat_dim`,
+    PatchTST's `num_input_channels`), else by what it is (a batch: 1; an image's side, channels
+    and frames as the vision config says; a sequence: the config's `context_length` where it
+    sets one, else TOKENS); a literal is itself. Values by what the name and type say: a mask
+    is ones, a padding zeros (nothing padded), boxes (`bbox`, last dim 4) corners in order on
+    a 0–1000 grid (a float type: 0–1), token ids below the vocabulary, other integers 0,
+    floats normal."""
+    import torch
+
+    sizes = {}
+    for other, tensor in given.items():
+        dims = (documented.get(other) or ("", None, True))[1]
+        if dims and hasattr(tensor, "shape") and len(dims) == tensor.dim():
+            sizes.update({d: n for d, n in zip(dims, tensor.shape) if d not in sizes})
+    kind, dims, _ = documented[name]
+    shape = [_documented_dim(d, config, sizes) for d in dims]
+    of = given.get(name[:-len("_mask")]) if name.endswith("_mask") else None
+    if hasattr(of, "dim") and of.dim() > 2 and len(dims) == of.dim() - 1:
+        # a mask over an input given channels first (audio features as bins × frames, images
+        # as channels × height × width): its positions, the input's shape less axis 1
+        shape = [of.shape[0], *of.shape[2:]]
+    integer = any(t in kind for t in ("Long", "Int", "Bool"))
+    if name.endswith("mask"):
+        return torch.ones(shape, dtype=torch.bool if "Bool" in kind else
+                          torch.long if integer else torch.float32)
+    if name.endswith("padding"):
+        return torch.zeros(shape, dtype=torch.long if integer else torch.float32)
+    if ("bbox" in name or "box" in name) and shape and shape[-1] == 4:
+        # (start, end) × (x, y), sorted along the points: x0 ≤ x1, y0 ≤ y1
+        boxes = _ids(*shape[:-1], 2, 2, high=1000).sort(dim=-2).values.reshape(shape)
+        return boxes if integer else boxes.float() / 1000
+    if integer:
+        return _ids(*shape, high=vocab) if name.endswith("ids") \
+            else torch.zeros(shape, dtype=torch.long)
+    return _image(*shape)
+
+
+def _documented_dim(dim: str, config, sizes: dict) -> int:
+    """One dim a docstring names (documented_input)."""
+    if "*" in dim:
+        product = 1
+        for part in dim.split("*"):
+            product *= _documented_dim(part.strip(), config, sizes)
+        return product
+    if dim.isdigit():
+        return int(dim)
+    if dim in sizes:
+        return int(sizes[dim])
+    if dim in ("batch_size", "bs") or dim.startswith("num_images"):
+        return 1
+    if _first_set(config, (dim,)):
+        return _first_set(config, (dim,))
+    vision = getattr(config, "vision_config", None) or config
+    side = getattr(vision, "image_size", IMAGE)
+    sides = list(side) if isinstance(side, (list, tuple)) else [side, side]
+    if dim in ("height", "image_size", "frame_size"):
+        return sides[0]
+    if dim == "width":
+        return sides[-1]
+    if dim == "num_channels":
+        return getattr(vision, "num_channels", 3)
+    if dim == "num_frames":
+        return getattr(vision, "num_frames", None) or FRAMES
+    return _first_set(config, ("context_length",)) or TOKENS
 
 
 def _audio(name: str, config):
