@@ -832,6 +832,60 @@ def test_tensors_a_docstring_does_not_call_optional_are_a_variant_of_the_inputs(
 
 
 @pytest.mark.slow  # imports torch
+def test_the_other_modalities_a_forward_takes_are_a_variant_of_the_inputs():
+    """ViLT (text, then its pixels), SAM 3 (pixels, then its text prompt): a forward that takes
+    another modality as optional but fails without it is tried with it too."""
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import TOKENS, modality_variants
+
+    class TextAndImage:
+        def forward(self, input_ids=None, pixel_values=None, input_features=None, labels=None):
+            pass
+
+    config = Config(vocab_size=1000, vision_config=Config(image_size=384, num_channels=3),
+                    num_mel_bins=64, max_source_positions=50)
+    ids = torch.zeros(1, TOKENS, dtype=torch.long)
+    (variant,) = modality_variants(TextAndImage(), config, {"input_ids": ids})
+    assert {k: tuple(v.shape) for k, v in variant.items()} == {
+        "input_ids": (1, TOKENS), "pixel_values": (1, 3, 384, 384),
+        "input_features": (1, 64, 100)}
+    assert variant["input_ids"] is ids  # the text as given: a model without image tokens
+    assert modality_variants(TextAndImage(), config, variant) == ()  # nothing more to give
+
+    class Segmenter:  # pixels its main input; text and video the forward does not take
+        def forward(self, pixel_values, input_ids=None):
+            pass
+
+    pixels = {"pixel_values": torch.zeros(1, 3, 64, 64)}
+    (variant,) = modality_variants(Segmenter(), Config(vocab_size=10), pixels)
+    assert variant["input_ids"].shape == (1, TOKENS) and variant["input_ids"].max() < 10
+
+
+@pytest.mark.slow  # imports torch
+def test_a_codec_reading_a_waveform_and_its_features_gets_a_frame_a_hop_and_both_layouts():
+    """XCodec2: 16,000 samples over downsampling ratios whose product is 320 are 50 frames of
+    features; tried with a channel axis and time × bins at once as well."""
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import _transformers_inputs, input_variants
+
+    class Codec:
+        main_input_name = "input_values"
+
+        def forward(self, input_values, input_features, padding_mask=None):
+            pass
+
+    config = Config(hidden_size=96, feature_size=160, downsampling_ratios=[2, 2, 4, 4, 5])
+    inputs = _transformers_inputs(Codec(), config)
+    assert {k: tuple(v.shape) for k, v in inputs.items()} == {
+        "input_values": (1, 16000), "input_features": (1, 160, 50)}
+    hop = Config(hidden_size=96, feature_size=80, audio_config=Config(hop_length=160))
+    assert _transformers_inputs(Codec(), hop)["input_features"].shape == (1, 80, 100)
+    assert [{k: tuple(v.shape) for k, v in variant.items()}
+            for variant in input_variants(inputs)][-1] == {
+        "input_values": (1, 1, 16000), "input_features": (1, 50, 160)}
+
+
+@pytest.mark.slow  # imports torch
 def test_audio_features_a_model_reads_as_time_by_bins_are_given_so():
     torch = pytest.importorskip("torch")
     from onnxflops.survey.measure import oracle_on_inputs_that_run

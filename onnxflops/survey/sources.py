@@ -223,7 +223,8 @@ def _transformers_build(task: Task) -> Subject:
     if grid:
         model = _with_fixed_grid(model, grid, inputs.pop(grid).tolist())
     return Subject(model, kwargs=inputs, variants=(*input_variants(inputs),
-                                                   *documented_variants(model, config, inputs)))
+                                                   *documented_variants(model, config, inputs),
+                                                   *modality_variants(model, config, inputs)))
 
 
 def documented_variants(model, config, inputs: dict) -> tuple[dict, ...]:
@@ -307,18 +308,19 @@ def _transformers_inputs(model, config) -> dict:
         inputs[main] = _ids(1, TOKENS, high=vocab)
     pixels = main if main.startswith("pixel_values") else "pixel_values"
     if pixels == main or ("pixel_values" in takes and hasattr(config, "vision_config")):
-        vision = getattr(config, "vision_config", None) or config
-        side = getattr(vision, "image_size", IMAGE)
-        side = side if isinstance(side, (list, tuple)) else (side, side)
-        frames = getattr(vision, "num_frames", None)  # a video model: frames before channels
-        inputs[pixels] = _image(1, *([frames] if frames else []),
-                                        getattr(vision, "num_channels", 3), *side)
+        inputs[pixels] = _pixels(config)
     if getattr(config, "is_encoder_decoder", False) and "decoder_input_ids" in takes:
         inputs["decoder_input_ids"] = _ids(1, TOKENS, high=vocab)
     for name in _required_token_ids(takes, inputs):
         inputs[name] = _ids(1, TOKENS, high=vocab)
     for name in _required_audio(takes, inputs):
         inputs[name] = _audio(name, config)
+    hop = _hop(config)
+    if hop and "input_features" in inputs and "input_values" in inputs \
+            and inputs["input_values"].dim() == 2 and inputs["input_features"].dim() == 3:
+        # a codec that reads a waveform and its features (XCodec2, NeuCodec): a frame a hop
+        inputs["input_features"] = _image(1, inputs["input_features"].shape[1],
+                                          inputs["input_values"].shape[-1] // hop)
     if "input_ids" in inputs and "pixel_values" in inputs:
         inputs["input_ids"] = _with_image_tokens(model, config, inputs, vocab)
     for name in [n for n, p in takes.items() if n not in inputs and p.default is p.empty
@@ -415,6 +417,43 @@ def _documented_dim(dim: str, config, sizes: dict) -> int:
     return _first_set(config, ("context_length",)) or TOKENS
 
 
+def _pixels(config, video: bool = False):
+    """An image as the vision config (else the config) sizes it: channels × its image_size;
+    frames before the channels for a video model (its num_frames; FRAMES for a `video` input
+    of a config that names none)."""
+    vision = getattr(config, "vision_config", None) or config
+    side = getattr(vision, "image_size", IMAGE)
+    side = side if isinstance(side, (list, tuple)) else (side, side)
+    frames = getattr(vision, "num_frames", None) or (FRAMES if video else None)
+    return _image(1, *([frames] if frames else []), getattr(vision, "num_channels", 3), *side)
+
+
+# the inputs of each modality, by the names transformers' forwards give them
+_MODALITIES = ("input_ids", "pixel_values", "pixel_values_videos", "input_features",
+               "input_values")
+
+
+def modality_variants(model, config, inputs: dict) -> tuple[dict, ...]:
+    """`inputs` with every other modality the forward takes, optional in its signature, given
+    as the rule gives it where it is the main input (a model of text and images that needs both:
+    ViLT's pixels beside its text, Kosmos-2's and SAM 3's text beside their pixels, CLAP's
+    audio): tried only where the forward fails on `inputs`."""
+    import inspect
+
+    takes = inspect.signature(model.forward).parameters
+    text = getattr(config, "get_text_config", lambda: config)()
+    vocab = getattr(text, "vocab_size", None) or 100
+    more = dict(inputs)
+    for name in _MODALITIES:
+        if name in takes and name not in more:
+            more[name] = (_ids(1, TOKENS, high=vocab) if name == "input_ids"
+                          else _pixels(config, video=name.endswith("videos"))
+                          if name.startswith("pixel_values") else _audio(name, config))
+    if "input_ids" in more and "pixel_values" in more and "input_ids" not in inputs:
+        more["input_ids"] = _with_image_tokens(model, config, more, vocab)
+    return (more,) if len(more) > len(inputs) else ()
+
+
 def _audio(name: str, config):
     """`input_features`: mel bins × frames; `input_values`: a waveform of 16,000 samples (with
     the channels a codec's config names), or spectrogram frames × mel bins where the config lays
@@ -425,6 +464,26 @@ def _audio(name: str, config):
         return _image(1, _spectrogram_frames(config), config.num_mel_bins)
     channels = getattr(config, "audio_channels", None)
     return _image(1, *([channels] if channels else []), 16000)
+
+
+def _hop(config) -> int | None:
+    """The samples of a waveform a frame of its features stands for: the config's (or a
+    sub-config's) hop_length, else the product of its downsampling_ratios (XCodec2's
+    [2, 2, 4, 4, 5]: 320); None where it names neither."""
+    hop = _first_set(config, ("hop_length",))
+    if hop:
+        return hop
+    parts = [config]
+    for part in parts:
+        ratios = getattr(part, "downsampling_ratios", None)
+        if isinstance(ratios, (list, tuple)) and ratios and all(_is_width(r) for r in ratios):
+            product = 1
+            for r in ratios:
+                product *= r
+            return product
+        parts += [v for v in vars(part).values() if hasattr(v, "to_dict")
+                  and hasattr(v, "model_type") and all(v is not p for p in parts)]
+    return None
 
 
 def _required_audio(takes, given) -> list[str]:
@@ -543,6 +602,12 @@ def input_variants(inputs: dict) -> tuple[dict, ...]:
         variants.append({**inputs, "input_values": inputs["input_values"].unsqueeze(1)})
     if "input_features" in inputs and inputs["input_features"].dim() == 3:
         variants.append({**inputs, "input_features": inputs["input_features"].transpose(1, 2)
+                         .contiguous()})
+    if "input_values" in inputs and inputs["input_values"].dim() == 2 \
+            and "input_features" in inputs and inputs["input_features"].dim() == 3:
+        # a codec that reads both (XCodec2, NeuCodec): a channel axis and time × bins at once
+        variants.append({**inputs, "input_values": inputs["input_values"].unsqueeze(1),
+                         "input_features": inputs["input_features"].transpose(1, 2)
                          .contiguous()})
     if "pixel_values" in inputs and "input_ids" in inputs:
         text = {k: v for k, v in inputs.items() if k != "pixel_values"}
