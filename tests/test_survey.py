@@ -303,6 +303,17 @@ def test_a_size_equal_to_a_width_that_was_cut_follows_it():
                             "classifier_proj_size": 77}
 
 
+def test_a_size_no_rule_names_that_was_a_multiple_of_the_width_keeps_the_multiple():
+    # XCodec2's quantizer reads its semantic and acoustic states side by side: 2 · 1024; left
+    # at 2048 it met 192 features. Mllama's vision_output_dim, 5 · 1536, likewise; a size no
+    # multiple of the width (a 48-wide encoder) and a position table are left to the others
+    config = shrink(Config(hidden_size=1024, quantization_dim=2048, codebook_dim=48,
+                           max_position_embeddings=4096))
+    assert vars(config) == {"hidden_size": 96, "quantization_dim": 192, "codebook_dim": 48,
+                            "max_position_embeddings": 4096}
+    assert shrink(Config(hidden_size=1536, vision_output_dim=7680)).vision_output_dim == 480
+
+
 def test_lists_of_stage_widths_that_share_widths_are_cut_by_one_factor():
     # HGNetV2: stage i takes stage i-1's output (stage_in [48, 128, …] = stem [.., 48] and
     # stage_out [128, …]); cut each by its own first, 128 became 96 in stage_out_channels and 48

@@ -270,11 +270,13 @@ def _main_width(values: dict) -> str | None:
 def _widths_keep_their_multiple(config, before: dict) -> None:
     """A second width that was a whole multiple m > 1 of the model's width is m · WIDTH, not
     WIDTH: Zamba2's attention reads the hidden state beside the embedding, attention_hidden_size
-    = 2 · hidden_size (5120 of 2560 → 192; cut to 96, its projection met 192 features)."""
+    = 2 · hidden_size (5120 of 2560 → 192; cut to 96, its projection met 192 features). So is
+    one no rule names, left as it was: XCodec2's quantization_dim, its semantic and acoustic
+    states side by side, 2 · 1024 → 192 (left at 2048, its quantizer met 192 features)."""
     main = _main_width(before)
     for key, value in before.items():
         if main and key != main and _is_count(value) and value > before[main] \
-                and value % before[main] == 0 and vars(config).get(key) == WIDTH \
+                and value % before[main] == 0 and vars(config).get(key) in (WIDTH, value) \
                 and _WIDTH_KEY.match(key.lower()) and not _NOT_A_WIDTH.match(key.lower()):
             setattr(config, key, value // before[main] * vars(config)[main])
 
