@@ -896,6 +896,48 @@ def test_a_codec_reading_a_waveform_and_its_features_gets_a_frame_a_hop_and_both
         "input_values": (1, 1, 16000), "input_features": (1, 50, 160)}
 
 
+@pytest.mark.slow  # imports torch and transformers
+def test_the_models_own_processor_makes_a_variant_of_its_pixels():
+    """SigLIP2's vision tower reads NaViT patches (up to its processor's 256, of 3 · 16² values),
+    their mask and the patch grid, not an image; Gemma 4's the positions its processor names
+    `image_position_ids`; LightGlue's processor takes a pair of images, not one. A vision
+    tower's type finds the processor of its package; a video model's, its video processor."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from onnxflops.survey.sources import _processors, processor_variants
+
+    assert _processors("siglip2_vision_model") == [("images", "Siglip2ImageProcessor")]
+    assert _processors("vjepa2") == [("videos", "VJEPA2VideoProcessor")]
+
+    class Patches:
+        def forward(self, pixel_values, pixel_attention_mask=None, spatial_shapes=None):
+            pass
+
+    image = {"pixel_values": torch.zeros(1, 3, 224, 224), "input_ids": torch.zeros(1, 4)}
+    one, two = processor_variants(Patches(), Config(model_type="siglip2_vision_model",
+                                                    patch_size=16), image)
+    assert {k: tuple(v.shape) for k, v in one.items()} == {
+        "input_ids": (1, 4),  # kept: only pixels are remade
+        "pixel_values": (1, 256, 768), "pixel_attention_mask": (1, 256), "spatial_shapes": (1, 2)}
+    assert one["spatial_shapes"].tolist() == [[16, 16]] and one["pixel_attention_mask"].all()
+    assert two["pixel_values"].shape == (2, 256, 768)  # the pair, a batch of two here
+
+    class Positions:
+        def forward(self, pixel_values, pixel_position_ids):
+            pass
+
+    (variant, _) = processor_variants(Positions(), Config(model_type="gemma4_vision",
+                                                          patch_size=16), image)
+    assert variant["pixel_position_ids"].shape[:2] == variant["pixel_values"].shape[:2]
+
+    class Matcher:
+        def forward(self, pixel_values):
+            pass
+
+    (pair,) = processor_variants(Matcher(), Config(model_type="lightglue"), image)
+    assert pair["pixel_values"].shape[:3] == (1, 2, 3)  # (batch, 2 images, channels, h, w)
+
+
 @pytest.mark.slow  # imports torch
 def test_audio_features_a_model_reads_as_time_by_bins_are_given_so():
     torch = pytest.importorskip("torch")

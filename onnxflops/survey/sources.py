@@ -224,7 +224,8 @@ def _transformers_build(task: Task) -> Subject:
         model = _with_fixed_grid(model, grid, inputs.pop(grid).tolist())
     return Subject(model, kwargs=inputs, variants=(*input_variants(inputs),
                                                    *documented_variants(model, config, inputs),
-                                                   *modality_variants(model, config, inputs)))
+                                                   *modality_variants(model, config, inputs),
+                                                   *processor_variants(model, config, inputs)))
 
 
 def documented_variants(model, config, inputs: dict) -> tuple[dict, ...]:
@@ -242,6 +243,94 @@ def documented_variants(model, config, inputs: dict) -> tuple[dict, ...]:
         if name in takes and name not in more and not optional and dims and "Tensor" in kind:
             more[name] = documented_input(name, documented, config, more, vocab)
     return (more,) if len(more) > len(inputs) else ()
+
+
+def processor_variants(model, config, inputs: dict) -> tuple[dict, ...]:
+    """`inputs` with their pixels as the model's own image processor, then its video processor,
+    makes them (transformers' classes for the model's type, or a type of its package: a vision
+    tower's, built with their defaults, their patch and merge sizes the vision config's) from a
+    random IMAGE × IMAGE image (8 frames of it for a video): patches and their positions,
+    masks and grids, image pairs, prompts. Each output the forward takes is given by its name,
+    or the name less `image_`/`video_` (`image_grid_thw`: `grid_thw`), or with `pixel_` for it
+    (`image_position_ids`: `pixel_position_ids`). Tried only where the forward fails."""
+    import inspect
+
+    takes = inspect.signature(model.forward).parameters
+    kept = {k: v for k, v in inputs.items() if not k.startswith("pixel_values")}
+    variants = []
+    for kind, processor in _processors(getattr(config, "model_type", "")):
+        for pair in ((False, True) if kind == "images" else (False,)):
+            variants += _processor_variant(kind, processor, pair, config, takes, kept)
+    return tuple(v for i, v in enumerate(variants)
+                 if not any(_same(v, w) for w in variants[:i]))
+
+
+def _same(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(
+        getattr(a[k], "shape", a[k]) == getattr(b[k], "shape", b[k]) for k in a)
+
+
+def _processor_variant(kind, processor, pair, config, takes, kept) -> list[dict]:
+    """[the variant `processor` makes (processor_variants)], or [] where it fails or makes no
+    pixels the forward takes; `pair`: given a pair of images, as a matcher's processor takes
+    them (EfficientLoFTR, LightGlue: (batch, 2, channels, height, width))."""
+    try:
+        made = _processed(kind, processor, getattr(config, "vision_config", None) or config,
+                          pair)
+    except Exception:  # noqa: BLE001 - a processor that needs more than its defaults
+        return []
+    given = {}
+    for name, value in made.items():
+        bare = name.split("_", 1)[1] if name.startswith(("image_", "video_")) else name
+        for candidate in (name, bare, f"pixel_{bare}"):
+            if candidate in takes and candidate not in given and hasattr(value, "shape"):
+                given[candidate] = value
+                break
+    return [{**kept, **given}] if any(k.startswith("pixel_values") for k in given) else []
+
+
+def _processors(model_type: str) -> list[tuple[str, str]]:
+    """("images" or "videos", class name) of each image and video processor transformers maps
+    to `model_type` or to a type of its package (`siglip2_vision_model`: Siglip2's)."""
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+    from transformers.models.auto.image_processing_auto import IMAGE_PROCESSOR_MAPPING_NAMES
+    from transformers.models.auto.video_processing_auto import VIDEO_PROCESSOR_MAPPING_NAMES
+
+    if not model_type:
+        return []
+    package = model_type_to_module_name(model_type)
+    found = []
+    for kind, mapping in (("images", IMAGE_PROCESSOR_MAPPING_NAMES),
+                          ("videos", VIDEO_PROCESSOR_MAPPING_NAMES)):
+        types = [model_type] + sorted(t for t in mapping if t != model_type
+                                      and model_type_to_module_name(t) == package)
+        for name in types:
+            classes = mapping.get(name) or {}
+            if isinstance(classes, dict):
+                chosen = classes.get("torchvision") or classes.get("pil")
+            else:
+                chosen = classes
+            if chosen and (kind, chosen) not in found:
+                found.append((kind, chosen))
+    return found
+
+
+def _processed(kind: str, processor: str, vision, pair: bool = False) -> dict:
+    """What processor class `processor` makes of a random image (`kind` "images"; a `pair` of
+    it) or 8 frames of it ("videos"; the processor's num_frames where it sets them), built with
+    its defaults and the `vision` config's patch and merge sizes."""
+    import numpy as np
+
+    made = getattr(_transformers(), processor)()
+    for key in ("patch_size", "temporal_patch_size", "merge_size"):
+        if isinstance(getattr(made, key, None), int) and _is_width(getattr(vision, key, None)):
+            setattr(made, key, getattr(vision, key))
+    image = np.random.RandomState(0).randint(0, 256, (IMAGE, IMAGE, 3), dtype=np.uint8)
+    if kind == "videos":
+        frames = getattr(made, "num_frames", None)
+        return dict(made(videos=[np.stack([image] * (frames if _is_width(frames) else 8))],
+                         return_tensors="pt"))
+    return dict(made(images=[[image, image]] if pair else [image], return_tensors="pt"))
 
 
 def _grid_argument(model, config, inputs: dict) -> str | None:
