@@ -222,10 +222,13 @@ def _transformers_build(task: Task) -> Subject:
     grid = _grid_argument(model, config, inputs)
     if grid:
         model = _with_fixed_grid(model, grid, inputs.pop(grid).tolist())
-    return Subject(model, kwargs=inputs, variants=(*input_variants(inputs),
-                                                   *documented_variants(model, config, inputs),
-                                                   *modality_variants(model, config, inputs),
-                                                   *processor_variants(model, config, inputs)))
+    import torch
+
+    with torch.random.fork_rng(devices=[]):  # a forward that draws noise draws as it did
+        variants = (*input_variants(inputs), *documented_variants(model, config, inputs),
+                    *modality_variants(model, config, inputs),
+                    *processor_variants(model, config, inputs))
+    return Subject(model, kwargs=inputs, variants=variants)
 
 
 def documented_variants(model, config, inputs: dict) -> tuple[dict, ...]:
