@@ -471,6 +471,34 @@ def test_multimodal_rotary_sections_split_the_cut_head_dim():
     assert shrink(DeclaresSections(hidden_size=64, rope_parameters=given)).rope_parameters == given
 
 
+def test_rotary_sections_split_the_half_of_the_heads_rotary_share():
+    # GLM-4V-MoE rotates half of each head (partial_rotary_factor 0.5): of the cut 24, 12
+    # channels, a half of 6: sections 2 + 2 + 2 ([4, 4, 4] summed to 12 and its split failed)
+    class DeclaresSections(Config):
+        ignore_keys_at_rope_validation = {"mrope_section"}
+
+    config = shrink(DeclaresSections(hidden_size=4096, num_attention_heads=96, rope_parameters={
+        "rope_type": "default", "partial_rotary_factor": 0.5}))
+    assert config.rope_parameters["mrope_section"] == [2, 2, 2]
+
+
+def test_a_rotary_head_dim_keeps_its_share_of_the_head_dim():
+    # DOTS3: qk_rope_head_dim 64 = head_dim 256 · 0.25; cut, 24 · 0.25 = 6 (at 24 it met the 6
+    # channels the head dim's share rotates). Mistral 4: head_dim 128 = qk_head_dim = 64 + 64,
+    # its rotary half the 24 of qk_rope_head_dim: head_dim is the sum, 48; v_head_dim its own
+    dots = shrink(Config(head_dim=256, qk_rope_head_dim=64, qk_nope_head_dim=128,
+                         rope_parameters={"rope_type": "default", "partial_rotary_factor": 0.25}))
+    assert (dots.head_dim, dots.qk_rope_head_dim, dots.qk_nope_head_dim) == (24, 6, 24)
+    mistral = shrink(Config(head_dim=128, qk_head_dim=128, qk_nope_head_dim=64,
+                            qk_rope_head_dim=64, v_head_dim=128,
+                            rope_parameters={"rope_type": "yarn", "partial_rotary_factor": 0.5}))
+    assert {k: v for k, v in vars(mistral).items() if k.endswith("dim")} == {
+        "head_dim": 48, "qk_head_dim": 48, "qk_nope_head_dim": 24, "qk_rope_head_dim": 24,
+        "v_head_dim": 24}
+    whole = shrink(Config(head_dim=128, qk_rope_head_dim=64))  # no share named: left alone
+    assert (whole.head_dim, whole.qk_rope_head_dim) == (24, 24)
+
+
 def test_rotary_sections_only_where_the_config_reads_them():
     # Llama's text-only config gets none; PaddleOCR-VL's text config declares none but is the
     # text config of a vision-language one: head dim 128 cut to 24, half 12, sections 4 + 4 + 4

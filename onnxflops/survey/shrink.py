@@ -95,6 +95,7 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
     _widths_keep_their_multiple(config, values)
     _heads_fill_inner_width(config, values)
     _head_dim_sums_follow(config, values)
+    _rotary_head_dims_keep_their_share(config, values)
     _rope_sections_fit(config, multimodal)
     _tied_sizes_follow(config, values)
     kept = {depth: _layers_kept(config, depth) for depth in depths_cut}
@@ -316,6 +317,32 @@ def _head_dim_sums_follow(config, before: dict) -> None:
         if len(parts) == 1:
             a, b = parts[0]
             setattr(config, key, vars(config)[a] + vars(config)[b])
+            # the model's head_dim, as wide as the sum before (Mistral 4's, whose rotary share
+            # is qk_rope_head_dim): the sum too; a value head dim of that width is its own
+            if before.get("head_dim") == value and key != "head_dim" \
+                    and vars(config).get("head_dim") == HEAD_DIM:
+                setattr(config, "head_dim", vars(config)[key])
+
+
+def _rotary_head_dims_keep_their_share(config, before: dict) -> None:
+    """A rotary head dim (its name says rope) that was head_dim · partial_rotary_factor is so
+    after the cut: DOTS3's qk_rope_head_dim, 64 = 256 · 0.25, is 24 · 0.25 = 6 (left at 24 it
+    met the 6 rotary channels head_dim's share gives)."""
+    head_dim = vars(config).get("head_dim")
+    rope = vars(config).get("rope_parameters")
+    factors = {p.get("partial_rotary_factor") for p in
+               ([rope] if isinstance(rope, dict) and "rope_type" in rope
+                else rope.values() if isinstance(rope, dict) else [])
+               if isinstance(p, dict)} | {vars(config).get("partial_rotary_factor")}
+    factors = {f for f in factors if isinstance(f, float) and 0 < f < 1}
+    if not (_is_count(head_dim) and _is_count(before.get("head_dim")) and len(factors) == 1):
+        return
+    (factor,) = factors
+    for key, value in before.items():
+        if "rope" in key.lower() and _is_count(value) and _HEAD_DIM.match(key.lower()) \
+                and value == before["head_dim"] * factor \
+                and vars(config)[key] != head_dim * factor and (head_dim * factor) % 2 == 0:
+            setattr(config, key, int(head_dim * factor))
 
 
 _STEM_HEAD_DIM = re.compile(r".*(head_?dim|d_head)$")
@@ -375,7 +402,11 @@ def _rope_sections_fit(config, multimodal: bool) -> None:
     if not isinstance(rope, dict) or "mrope_section" in rope or not _is_count(head_dim) \
             or not (declared or multimodal):
         return
-    half = head_dim // 2
+    # the sections split the rotary part's half: the head dim's partial_rotary_factor share
+    # (GLM-4V-MoE's half of 24: [2, 2, 2], not [4, 4, 4] over 6 channels)
+    factor = rope.get("partial_rotary_factor") or vars(config).get("partial_rotary_factor")
+    share = factor if isinstance(factor, float) and 0 < factor < 1 else 1
+    half = int(head_dim * share) // 2
     rope["mrope_section"] = [half - 2 * (half // 3), half // 3, half // 3]
 
 
