@@ -967,6 +967,27 @@ def test_the_models_own_processor_makes_a_variant_of_its_pixels():
 
 
 @pytest.mark.slow  # imports torch
+def test_audio_a_config_says_more_about_is_a_variant_of_the_inputs():
+    """FunASR stacks 7 frames of 80 bins (560 values a frame); MuseSpark's waveform must be a
+    whole number of its patch sizes' product (16 · 6 · 5 · 4 = 1,920): 16,000 → 17,280."""
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import audio_variants
+
+    features = {"input_features": torch.zeros(1, 80, 100),
+                "input_features_mask": torch.ones(1, 100, dtype=torch.long)}
+    stacked = audio_variants(Config(num_mel_bins=80, num_stacked_frames=7), features)
+    assert [{k: tuple(v.shape) for k, v in variant.items()} for variant in stacked] == [
+        {"input_features": (1, 560, 100), "input_features_mask": (1, 100)},
+        {"input_features": (1, 100, 560), "input_features_mask": (1, 100)}]
+    assert audio_variants(Config(num_mel_bins=80), features) == ()  # nothing stacked
+
+    waveform = {"input_values": torch.zeros(1, 16000)}
+    longer = audio_variants(Config(patch_sizes=[16, 6, 5, 4]), waveform)
+    assert [tuple(v["input_values"].shape) for v in longer] == [(1, 17280), (1, 1, 17280)]
+    assert audio_variants(Config(hop_length=320), waveform) == ()  # already whole hops
+
+
+@pytest.mark.slow  # imports torch
 def test_audio_features_a_model_reads_as_time_by_bins_are_given_so():
     torch = pytest.importorskip("torch")
     from onnxflops.survey.measure import oracle_on_inputs_that_run

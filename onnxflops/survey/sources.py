@@ -227,7 +227,7 @@ def _transformers_build(task: Task) -> Subject:
     with torch.random.fork_rng(devices=[]):  # a forward that draws noise draws as it did
         variants = (*input_variants(inputs), *documented_variants(model, config, inputs),
                     *modality_variants(model, config, inputs),
-                    *processor_variants(model, config, inputs))
+                    *processor_variants(model, config, inputs), *audio_variants(config, inputs))
     return Subject(model, kwargs=inputs, variants=variants)
 
 
@@ -558,24 +558,57 @@ def _audio(name: str, config):
     return _image(1, *([channels] if channels else []), 16000)
 
 
+def audio_variants(config, inputs: dict) -> tuple[dict, ...]:
+    """`inputs` with audio as a config that says more about it reads it, tried where the
+    forward fails: features of bins × the frames the config stacks (num_stacked_frames:
+    FunASR's 7 of 80, 560 values a frame), either layout, a mask beside them over their frames
+    kept; a waveform a whole number of the config's hop or patch sizes long (MuseSpark's
+    patch_sizes [16, 6, 5, 4]: 1,920; 16,000 samples → 17,280)."""
+    variants = []
+    stacked = _first_set(config, ("num_stacked_frames", "stacked_frames"))
+    features = inputs.get("input_features")
+    if stacked and stacked > 1 and hasattr(features, "dim") and features.dim() == 3:
+        wide = _image(1, features.shape[1] * stacked, features.shape[2])
+        variants += [{**inputs, "input_features": wide},
+                     {**inputs, "input_features": wide.transpose(1, 2).contiguous()}]
+    waveform = inputs.get("input_values")
+    hop = _hop(config) or _product(_first_list(config, "patch_sizes"))
+    if hop and hasattr(waveform, "dim") and waveform.shape[-1] % hop:
+        samples = -(-waveform.shape[-1] // hop) * hop
+        longer = _image(*waveform.shape[:-1], samples)
+        variants += [{**inputs, "input_values": longer}]
+        if longer.dim() == 2:
+            variants += [{**inputs, "input_values": longer.unsqueeze(1)}]
+    return tuple(variants)
+
+
+def _first_list(config, name: str) -> list[int] | None:
+    """The first list of counts named `name` in `config` or its sub-configs, breadth first."""
+    parts = [config]
+    for part in parts:
+        value = getattr(part, name, None)
+        if isinstance(value, (list, tuple)) and value and all(_is_width(v) for v in value):
+            return list(value)
+        parts += [v for v in vars(part).values() if hasattr(v, "to_dict")
+                  and hasattr(v, "model_type") and all(v is not p for p in parts)]
+    return None
+
+
+def _product(values) -> int | None:
+    if not values:
+        return None
+    product = 1
+    for value in values:
+        product *= value
+    return product
+
+
 def _hop(config) -> int | None:
     """The samples of a waveform a frame of its features stands for: the config's (or a
     sub-config's) hop_length, else the product of its downsampling_ratios (XCodec2's
     [2, 2, 4, 4, 5]: 320); None where it names neither."""
-    hop = _first_set(config, ("hop_length",))
-    if hop:
-        return hop
-    parts = [config]
-    for part in parts:
-        ratios = getattr(part, "downsampling_ratios", None)
-        if isinstance(ratios, (list, tuple)) and ratios and all(_is_width(r) for r in ratios):
-            product = 1
-            for r in ratios:
-                product *= r
-            return product
-        parts += [v for v in vars(part).values() if hasattr(v, "to_dict")
-                  and hasattr(v, "model_type") and all(v is not p for p in parts)]
-    return None
+    return _first_set(config, ("hop_length",)) \
+        or _product(_first_list(config, "downsampling_ratios"))
 
 
 def _required_audio(takes, given) -> list[str]:
