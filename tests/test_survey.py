@@ -401,6 +401,17 @@ def test_state_space_heads_fill_the_inner_width_expand_times_width():
     assert config.head_dim == 24
 
 
+def test_a_d_head_is_a_head_dim_and_a_size_of_heads_times_it_follows():
+    # Falcon-H1's state-space heads: mamba_n_heads 128 × mamba_d_head 8 = mamba_d_ssm 1024.
+    # d_head was cut as a count of heads (to 4) and d_ssm left at 1024: after, 4 × 24 = 96.
+    # XLNet's d_head is a head dim too: 24, not 4
+    config = shrink(Config(hidden_size=4096, mamba_n_heads=128, mamba_d_head=8,
+                           mamba_d_ssm=1024, mamba_d_state=256, mamba_expand=2))
+    assert vars(config) == {"hidden_size": 96, "mamba_n_heads": 4, "mamba_d_head": 24,
+                            "mamba_d_ssm": 96, "mamba_d_state": 256, "mamba_expand": 2}
+    assert shrink(Config(d_model=1024, n_head=16, d_head=64)).d_head == 24
+
+
 def test_a_head_dim_that_was_the_sum_of_its_parts_stays_their_sum():
     # LongCat-Flash: qk_head_dim 192 = qk_nope_head_dim 128 + qk_rope_head_dim 64; each cut to
     # 24, the sum is 48 (at 24 its split into [24, 24] failed). v_head_dim 128 = 64 + 64 of two

@@ -20,7 +20,8 @@ WINDOW = 32
 _DEPTH_KEY = re.compile(r".*(layers|n_layer|depth)$")
 _RULES = (  # (key pattern, new value from the old one); the first that matches applies
     (re.compile(r".*(key_value_heads|kv_heads|num_kv_groups)$"), None),  # in proportion: below
-    (re.compile(r".*heads?$"), lambda v: min(v, HEADS)),
+    # (a head's dim, d_head, is no count of heads: a head dim, below)
+    (re.compile(r"^(?!(.*_)?d_head$).*heads?$"), lambda v: min(v, HEADS)),
     # a state-space layer's head groups: at most its heads (each group at least one head)
     (re.compile(r".*n_groups$"), lambda v: min(v, HEADS)),
     # a group norm's groups: at most HEADS, which divides every width the rule leaves
@@ -33,7 +34,7 @@ _RULES = (  # (key pattern, new value from the old one); the first that matches 
     (_DEPTH_KEY, lambda v: min(v, DEPTH)),
     (re.compile(r".*(intermediate_size|ffn_dim|d_ff|n_inner|mlp_dim|ffn_hidden_size|"
                 r"intermediate_dim|feed_forward_size)$"), lambda v: FFN),
-    (_HEAD_DIM := re.compile(r".*(head_dim|d_kv|kv_channels|head_size|rotary_dim)$"),
+    (_HEAD_DIM := re.compile(r".*(head_dim|d_kv|kv_channels|head_size|rotary_dim|(^|_)d_head)$"),
      lambda v: HEAD_DIM),
     (re.compile(r".*lora_rank$"), lambda v: RANK),
     (re.compile(r".*(sliding_window|attention_chunk_size)$"), lambda v: min(v, WINDOW)),
@@ -94,6 +95,7 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
     _unset_head_dims_derived(config, values)
     _widths_keep_their_multiple(config, values)
     _heads_fill_inner_width(config, values)
+    _heads_times_head_dim_follows(config, values)
     _head_dim_sums_follow(config, values)
     _rotary_head_dims_keep_their_share(config, values)
     _rope_sections_fit(config, multimodal)
@@ -302,6 +304,24 @@ def _heads_fill_inner_width(config, before: dict) -> None:
                     and _stem(heads) == _stem(dim) and count * size == inner_before \
                     and inner % vars(config)[heads] == 0:
                 setattr(config, dim, inner // vars(config)[heads])
+
+
+def _heads_times_head_dim_follows(config, before: dict) -> None:
+    """A size no rule cut that was heads × head dim of one part (their names share a stem:
+    mamba_n_heads, mamba_d_head) is their product after the cut: Falcon-H1's state-space inner
+    width, mamba_d_ssm = 128 × 8 = 1024 → 4 × 8 = 32 (left at 1024, its heads met 32 values)."""
+    for heads, count in before.items():
+        if not (_is_count(count) and heads.lower().endswith("heads")):
+            continue
+        for dim, size in before.items():
+            if not (_is_count(size) and _STEM_HEAD_DIM.match(dim.lower())
+                    and _stem(heads) == _stem(dim) and _stem(dim)):
+                continue
+            for key, value in before.items():
+                if key not in (heads, dim) and _is_count(value) and value == count * size \
+                        and vars(config).get(key) == value and _stem(key) & _stem(dim) \
+                        and not _NOT_A_WIDTH.match(key.lower()):
+                    setattr(config, key, vars(config)[heads] * vars(config)[dim])
 
 
 def _head_dim_sums_follow(config, before: dict) -> None:
