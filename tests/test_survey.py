@@ -510,6 +510,17 @@ def test_a_rotary_head_dim_keeps_its_share_of_the_head_dim():
     assert (whole.head_dim, whole.qk_rope_head_dim) == (24, 24)
 
 
+def test_a_rotary_factor_over_one_head_keeps_its_share_of_the_width():
+    # EfficientLoFTR rotates 4 heads' worth of each head (256 / 8 · 4 = 128, half its width);
+    # over 4 heads of 24 that share is 2 (96 / 4 · 2 = 48), not 4. A factor of a head (0.5) stays
+    config = shrink(Config(hidden_size=256, num_attention_heads=8, rope_parameters={
+        "rope_type": "default", "partial_rotary_factor": 4.0}))
+    assert config.rope_parameters["partial_rotary_factor"] == 2.0
+    config = shrink(Config(hidden_size=256, num_attention_heads=8, rope_parameters={
+        "rope_type": "default", "partial_rotary_factor": 0.5}))
+    assert config.rope_parameters["partial_rotary_factor"] == 0.5
+
+
 def test_rotary_sections_only_where_the_config_reads_them():
     # Llama's text-only config gets none; PaddleOCR-VL's text config declares none but is the
     # text config of a vision-language one: head dim 128 cut to 24, half 12, sections 4 + 4 + 4

@@ -98,6 +98,7 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
     _heads_times_head_dim_follows(config, values)
     _head_dim_sums_follow(config, values)
     _rotary_head_dims_keep_their_share(config, values)
+    _rotary_factors_over_heads_keep_their_width(config, values, heads_before)
     _rope_sections_fit(config, multimodal)
     _tied_sizes_follow(config, values)
     kept = {depth: _layers_kept(config, depth) for depth in depths_cut}
@@ -363,6 +364,20 @@ def _rotary_head_dims_keep_their_share(config, before: dict) -> None:
                 and value == before["head_dim"] * factor \
                 and vars(config)[key] != head_dim * factor and (head_dim * factor) % 2 == 0:
             setattr(config, key, int(head_dim * factor))
+
+
+def _rotary_factors_over_heads_keep_their_width(config, before: dict, heads_before: dict) -> None:
+    """A partial_rotary_factor above 1 rotates more than a head: a share of the width, factor /
+    heads, which it keeps when the heads are cut (EfficientLoFTR's 4 over 8 heads, half the
+    width: 2 over 4; left at 4, its rotary table was twice the positions' embedding width)."""
+    heads = next((k for k in ("num_attention_heads", "n_head", "num_heads") if k in heads_before),
+                 None)
+    rope = vars(config).get("rope_parameters")
+    if not heads or not isinstance(rope, dict) or vars(config)[heads] == heads_before[heads]:
+        return
+    factor = rope.get("partial_rotary_factor")
+    if isinstance(factor, (int, float)) and not isinstance(factor, bool) and factor > 1:
+        rope["partial_rotary_factor"] = factor * vars(config)[heads] / heads_before[heads]
 
 
 _STEM_HEAD_DIM = re.compile(r".*(head_?dim|d_head)$")
