@@ -868,6 +868,31 @@ def test_inputs_a_forward_requires_are_shaped_as_its_docstring_says():
 
 
 @pytest.mark.slow  # imports torch
+def test_a_model_of_several_main_inputs_is_given_each_its_task_as_long_as_its_config_says():
+    """OneFormer names two main inputs, its pixels and its task; the task's sequence is as long
+    as the config's task_seq_len (77), not TOKENS."""
+    pytest.importorskip("torch")
+    from onnxflops.survey.sources import _transformers_inputs
+
+    class Segmenter:
+        main_input_name = ["pixel_values", "task_inputs"]
+
+        def forward(self, pixel_values, task_inputs, pixel_mask=None):
+            """Segments.
+
+            Args:
+                pixel_values (`torch.FloatTensor` of shape `(batch_size, num_channels, height, width)`):
+                    Pixels.
+                task_inputs (`torch.FloatTensor` of shape `(batch_size, sequence_length)`):
+                    The task.
+            """
+
+    inputs = _transformers_inputs(Segmenter(), Config(image_size=224, task_seq_len=77))
+    assert {k: tuple(v.shape) for k, v in inputs.items()} == {
+        "pixel_values": (1, 3, 224, 224), "task_inputs": (1, 77)}
+
+
+@pytest.mark.slow  # imports torch
 def test_tensors_a_docstring_does_not_call_optional_are_a_variant_of_the_inputs():
     """LXMERT's visual features and positions, BROS's boxes: documented without *optional*
     but defaulting to None; the forward fails without them, so they are tried then."""

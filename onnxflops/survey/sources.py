@@ -442,7 +442,9 @@ def documented_arguments(forward) -> dict[str, tuple[str, list[str] | None, bool
 
 def documented_input(name: str, documented: dict, config, given: dict, vocab: int):
     """Argument `name` as the forward's docstring shapes it (`documented_arguments`): each dim
-    named as the inputs already `given` size it where their documented shapes name it too, else
+    named as the inputs already `given` size it where their documented shapes name it too (a
+    sequence as the config sizes one for the argument's first word: `task_inputs`,
+    `task_seq_len`), else
     as the config (or a sub-config) sets a key of that name (LXMERT's `visual_feat_dim`,
     PatchTST's `num_input_channels`), else by what it is (a batch: 1; an image's side, channels
     and frames as the vision config says; a sequence: the config's `context_length` where it
@@ -458,7 +460,11 @@ def documented_input(name: str, documented: dict, config, given: dict, vocab: in
         if dims and hasattr(tensor, "shape") and len(dims) == tensor.dim():
             sizes.update({d: n for d, n in zip(dims, tensor.shape) if d not in sizes})
     kind, dims, _ = documented[name]
-    shape = [_documented_dim(d, config, sizes) for d in dims]
+    # a sequence the config sizes for this argument (OneFormer's task_inputs: task_seq_len)
+    own = _first_set(config, tuple(name.split("_")[0] + suffix
+                                   for suffix in ("_seq_len", "_seq_length", "_sequence_length")))
+    shape = [own if own and d in ("sequence_length", "seq_length") and d not in sizes
+             else _documented_dim(d, config, sizes) for d in dims]
     of = given.get(name[:-len("_mask")]) if name.endswith("_mask") else None
     if hasattr(of, "dim") and of.dim() > 2 and len(dims) == of.dim() - 1:
         # a mask over an input given channels first (audio features as bins × frames, images
@@ -710,6 +716,8 @@ def _main_input(model, takes) -> str:
     argument (a vision tower that inherits the text default, input_ids), the first pixels,
     audio features or waveform argument its forward does take."""
     main = getattr(model, "main_input_name", "input_ids")
+    if isinstance(main, (list, tuple)):  # several (OneFormer's pixels and task): the first
+        main = main[0] if main else "input_ids"
     if main in takes:
         return main
     return next((name for name in takes
