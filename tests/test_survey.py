@@ -303,6 +303,17 @@ def test_a_size_equal_to_a_width_that_was_cut_follows_it():
                             "classifier_proj_size": 77}
 
 
+def test_a_size_no_rule_names_that_was_a_multiple_of_the_width_keeps_the_multiple():
+    # XCodec2's quantizer reads its semantic and acoustic states side by side: 2 · 1024; left
+    # at 2048 it met 192 features. Mllama's vision_output_dim, 5 · 1536, likewise; a size no
+    # multiple of the width (a 48-wide encoder) and a position table are left to the others
+    config = shrink(Config(hidden_size=1024, quantization_dim=2048, codebook_dim=48,
+                           max_position_embeddings=4096))
+    assert vars(config) == {"hidden_size": 96, "quantization_dim": 192, "codebook_dim": 48,
+                            "max_position_embeddings": 4096}
+    assert shrink(Config(hidden_size=1536, vision_output_dim=7680)).vision_output_dim == 480
+
+
 def test_lists_of_stage_widths_that_share_widths_are_cut_by_one_factor():
     # HGNetV2: stage i takes stage i-1's output (stage_in [48, 128, …] = stem [.., 48] and
     # stage_out [128, …]); cut each by its own first, 128 became 96 in stage_out_channels and 48
@@ -390,6 +401,17 @@ def test_state_space_heads_fill_the_inner_width_expand_times_width():
     assert config.head_dim == 24
 
 
+def test_a_d_head_is_a_head_dim_and_a_size_of_heads_times_it_follows():
+    # Falcon-H1's state-space heads: mamba_n_heads 128 × mamba_d_head 8 = mamba_d_ssm 1024.
+    # d_head was cut as a count of heads (to 4) and d_ssm left at 1024: after, 4 × 24 = 96.
+    # XLNet's d_head is a head dim too: 24, not 4
+    config = shrink(Config(hidden_size=4096, mamba_n_heads=128, mamba_d_head=8,
+                           mamba_d_ssm=1024, mamba_d_state=256, mamba_expand=2))
+    assert vars(config) == {"hidden_size": 96, "mamba_n_heads": 4, "mamba_d_head": 24,
+                            "mamba_d_ssm": 96, "mamba_d_state": 256, "mamba_expand": 2}
+    assert shrink(Config(d_model=1024, n_head=16, d_head=64)).d_head == 24
+
+
 def test_a_head_dim_that_was_the_sum_of_its_parts_stays_their_sum():
     # LongCat-Flash: qk_head_dim 192 = qk_nope_head_dim 128 + qk_rope_head_dim 64; each cut to
     # 24, the sum is 48 (at 24 its split into [24, 24] failed). v_head_dim 128 = 64 + 64 of two
@@ -458,6 +480,45 @@ def test_multimodal_rotary_sections_split_the_cut_head_dim():
     assert config.rope_parameters == {"rope_type": "default", "mrope_section": [4, 4, 4]}
     given = {"mrope_section": [16, 24, 24]}  # a config's own sections stay as they are
     assert shrink(DeclaresSections(hidden_size=64, rope_parameters=given)).rope_parameters == given
+
+
+def test_rotary_sections_split_the_half_of_the_heads_rotary_share():
+    # GLM-4V-MoE rotates half of each head (partial_rotary_factor 0.5): of the cut 24, 12
+    # channels, a half of 6: sections 2 + 2 + 2 ([4, 4, 4] summed to 12 and its split failed)
+    class DeclaresSections(Config):
+        ignore_keys_at_rope_validation = {"mrope_section"}
+
+    config = shrink(DeclaresSections(hidden_size=4096, num_attention_heads=96, rope_parameters={
+        "rope_type": "default", "partial_rotary_factor": 0.5}))
+    assert config.rope_parameters["mrope_section"] == [2, 2, 2]
+
+
+def test_a_rotary_head_dim_keeps_its_share_of_the_head_dim():
+    # DOTS3: qk_rope_head_dim 64 = head_dim 256 · 0.25; cut, 24 · 0.25 = 6 (at 24 it met the 6
+    # channels the head dim's share rotates). Mistral 4: head_dim 128 = qk_head_dim = 64 + 64,
+    # its rotary half the 24 of qk_rope_head_dim: head_dim is the sum, 48; v_head_dim its own
+    dots = shrink(Config(head_dim=256, qk_rope_head_dim=64, qk_nope_head_dim=128,
+                         rope_parameters={"rope_type": "default", "partial_rotary_factor": 0.25}))
+    assert (dots.head_dim, dots.qk_rope_head_dim, dots.qk_nope_head_dim) == (24, 6, 24)
+    mistral = shrink(Config(head_dim=128, qk_head_dim=128, qk_nope_head_dim=64,
+                            qk_rope_head_dim=64, v_head_dim=128,
+                            rope_parameters={"rope_type": "yarn", "partial_rotary_factor": 0.5}))
+    assert {k: v for k, v in vars(mistral).items() if k.endswith("dim")} == {
+        "head_dim": 48, "qk_head_dim": 48, "qk_nope_head_dim": 24, "qk_rope_head_dim": 24,
+        "v_head_dim": 24}
+    whole = shrink(Config(head_dim=128, qk_rope_head_dim=64))  # no share named: left alone
+    assert (whole.head_dim, whole.qk_rope_head_dim) == (24, 24)
+
+
+def test_a_rotary_factor_over_one_head_keeps_its_share_of_the_width():
+    # EfficientLoFTR rotates 4 heads' worth of each head (256 / 8 · 4 = 128, half its width);
+    # over 4 heads of 24 that share is 2 (96 / 4 · 2 = 48), not 4. A factor of a head (0.5) stays
+    config = shrink(Config(hidden_size=256, num_attention_heads=8, rope_parameters={
+        "rope_type": "default", "partial_rotary_factor": 4.0}))
+    assert config.rope_parameters["partial_rotary_factor"] == 2.0
+    config = shrink(Config(hidden_size=256, num_attention_heads=8, rope_parameters={
+        "rope_type": "default", "partial_rotary_factor": 0.5}))
+    assert config.rope_parameters["partial_rotary_factor"] == 0.5
 
 
 def test_rotary_sections_only_where_the_config_reads_them():
@@ -712,6 +773,265 @@ def test_audio_a_forward_requires_beside_its_text_is_given():
     takes = inspect.signature(text_and_audio).parameters
     assert _required_audio(takes, {"input_ids": 0}) == ["input_values"]
     assert _required_audio(takes, {"input_values": 0}) == []
+
+
+_DOCUMENTED_FORWARD = """Runs the model.
+
+        Args:
+            input_ids (`torch.Tensor` of shape `(batch_size, sequence_length)`, *optional*):
+                Token ids.
+            bbox ('torch.Tensor' of shape '(batch_size, num_boxes, 4)'):
+                Boxes: (x1, y1, x2, y2).
+            visual_feats (`torch.Tensor` of shape `(batch_size, num_visual_features, visual_feat_dim)`):
+                Visual features.
+            past_values (`torch.Tensor` of shape `(bs, sequence_length, num_input_channels)`, *required*):
+                Input sequence.
+            freq (`torch.LongTensor` of shape `(batch_size,)`):
+                Frequency indices.
+            query_length (`int`, *optional*):
+                Not a tensor.
+
+        Returns:
+            last_hidden_state (`torch.Tensor` of shape `(batch_size, sequence_length, hidden_size)`):
+                Not an argument.
+        """
+
+
+def test_a_forwards_docstring_gives_each_arguments_type_shape_and_whether_it_is_optional():
+    from onnxflops.survey.sources import documented_arguments
+
+    def forward(input_ids=None, bbox=None, visual_feats=None, past_values=None, freq=None):
+        pass
+
+    forward.__doc__ = _DOCUMENTED_FORWARD
+    documented = documented_arguments(forward)
+    assert documented["input_ids"] == ("torch.Tensor", ["batch_size", "sequence_length"], True)
+    assert documented["bbox"] == ("torch.Tensor", ["batch_size", "num_boxes", "4"], False)
+    assert documented["visual_feats"][1] == ["batch_size", "num_visual_features",
+                                             "visual_feat_dim"]
+    assert documented["past_values"][2] is False  # *required*
+    assert documented["freq"] == ("torch.LongTensor", ["batch_size"], False)
+    assert documented["query_length"] == ("int", None, True)
+    assert "last_hidden_state" not in documented  # Returns, not Args
+
+
+@pytest.mark.slow  # imports torch
+def test_inputs_a_forward_requires_are_shaped_as_its_docstring_says():
+    """TimesFM: float past values (not token ids) as long as the config's context, their
+    padding and frequency; a time series of channels (PatchTST); Qwen3-ASR's features mask over
+    the frames of its features, given bins × frames."""
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import _transformers_inputs
+
+    class TimeSeries:
+        main_input_name = "past_values"
+
+        def forward(self, past_values, past_values_padding, freq, **kwargs):
+            pass
+
+    TimeSeries.forward.__doc__ = _DOCUMENTED_FORWARD.replace(
+        "(bs, sequence_length, num_input_channels)", "(batch_size, sequence_length)").replace(
+        "freq (", "past_values_padding (`torch.LongTensor` of shape `(batch_size, "
+                  "sequence_length)`):\n                Padding.\n            freq (")
+    inputs = _transformers_inputs(TimeSeries(), Config(hidden_size=96, context_length=512))
+    assert {k: (tuple(v.shape), v.dtype) for k, v in inputs.items()} == {
+        "past_values": ((1, 512), torch.float32),
+        "past_values_padding": ((1, 512), torch.int64),  # zeros: nothing padded
+        "freq": ((1,), torch.int64)}
+    assert not inputs["past_values_padding"].any()
+
+    class Channels(TimeSeries):
+        def forward(self, past_values, **kwargs):
+            pass
+
+    Channels.forward.__doc__ = _DOCUMENTED_FORWARD
+    inputs = _transformers_inputs(Channels(), Config(num_input_channels=7, context_length=32))
+    assert inputs["past_values"].shape == (1, 32, 7)
+
+    class Encoder:
+        main_input_name = "input_features"
+
+        def forward(self, input_features, input_features_mask, **kwargs):
+            """Encodes.
+
+            Args:
+                input_features (`torch.Tensor` of shape `(batch_size, sequence_length, feature_dim)`):
+                    Features.
+                input_features_mask (`torch.LongTensor` of shape `(batch_size, padded_feature_length)`):
+                    Which frames are features.
+            """
+
+    inputs = _transformers_inputs(Encoder(), Config(num_mel_bins=128, max_source_positions=50))
+    assert inputs["input_features"].shape == (1, 128, 100)
+    assert inputs["input_features_mask"].shape == (1, 100)  # over the frames, all of them
+    assert inputs["input_features_mask"].all()
+
+
+@pytest.mark.slow  # imports torch
+def test_a_model_of_several_main_inputs_is_given_each_its_task_as_long_as_its_config_says():
+    """OneFormer names two main inputs, its pixels and its task; the task's sequence is as long
+    as the config's task_seq_len (77), not TOKENS."""
+    pytest.importorskip("torch")
+    from onnxflops.survey.sources import _transformers_inputs
+
+    class Segmenter:
+        main_input_name = ["pixel_values", "task_inputs"]
+
+        def forward(self, pixel_values, task_inputs, pixel_mask=None):
+            """Segments.
+
+            Args:
+                pixel_values (`torch.FloatTensor` of shape `(batch_size, num_channels, height, width)`):
+                    Pixels.
+                task_inputs (`torch.FloatTensor` of shape `(batch_size, sequence_length)`):
+                    The task.
+            """
+
+    inputs = _transformers_inputs(Segmenter(), Config(image_size=224, task_seq_len=77))
+    assert {k: tuple(v.shape) for k, v in inputs.items()} == {
+        "pixel_values": (1, 3, 224, 224), "task_inputs": (1, 77)}
+
+
+@pytest.mark.slow  # imports torch
+def test_tensors_a_docstring_does_not_call_optional_are_a_variant_of_the_inputs():
+    """LXMERT's visual features and positions, BROS's boxes: documented without *optional*
+    but defaulting to None; the forward fails without them, so they are tried then."""
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import TOKENS, documented_variants
+
+    class Text:
+        def forward(self, input_ids=None, bbox=None, visual_feats=None, past_values=None,
+                    freq=None, query_length=None):
+            pass
+
+    Text.forward.__doc__ = _DOCUMENTED_FORWARD
+    config = Config(vocab_size=1000, visual_feat_dim=2048, num_input_channels=3)
+    ids = torch.zeros(1, TOKENS, dtype=torch.long)
+    (variant,) = documented_variants(Text(), config, {"input_ids": ids})
+    assert {k: tuple(v.shape) for k, v in variant.items()} == {
+        "input_ids": (1, TOKENS), "bbox": (1, TOKENS, 4),  # one box a token: num_boxes, by default
+        "visual_feats": (1, TOKENS, 2048), "past_values": (1, TOKENS, 3), "freq": (1,)}
+    boxes = variant["bbox"].float()  # a float type: corners on 0-1
+    assert (boxes[..., :2] <= boxes[..., 2:]).all() and 0 <= boxes.min() and boxes.max() <= 1
+    everything = {**variant}
+    assert documented_variants(Text(), config, everything) == ()  # nothing more to give
+
+
+@pytest.mark.slow  # imports torch
+def test_the_other_modalities_a_forward_takes_are_a_variant_of_the_inputs():
+    """ViLT (text, then its pixels), SAM 3 (pixels, then its text prompt): a forward that takes
+    another modality as optional but fails without it is tried with it too."""
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import TOKENS, modality_variants
+
+    class TextAndImage:
+        def forward(self, input_ids=None, pixel_values=None, input_features=None, labels=None):
+            pass
+
+    config = Config(vocab_size=1000, vision_config=Config(image_size=384, num_channels=3),
+                    num_mel_bins=64, max_source_positions=50)
+    ids = torch.zeros(1, TOKENS, dtype=torch.long)
+    (variant,) = modality_variants(TextAndImage(), config, {"input_ids": ids})
+    assert {k: tuple(v.shape) for k, v in variant.items()} == {
+        "input_ids": (1, TOKENS), "pixel_values": (1, 3, 384, 384),
+        "input_features": (1, 64, 100)}
+    assert variant["input_ids"] is ids  # the text as given: a model without image tokens
+    assert modality_variants(TextAndImage(), config, variant) == ()  # nothing more to give
+
+    class Segmenter:  # pixels its main input; text and video the forward does not take
+        def forward(self, pixel_values, input_ids=None):
+            pass
+
+    pixels = {"pixel_values": torch.zeros(1, 3, 64, 64)}
+    (variant,) = modality_variants(Segmenter(), Config(vocab_size=10), pixels)
+    assert variant["input_ids"].shape == (1, TOKENS) and variant["input_ids"].max() < 10
+
+
+@pytest.mark.slow  # imports torch
+def test_a_codec_reading_a_waveform_and_its_features_gets_a_frame_a_hop_and_both_layouts():
+    """XCodec2: 16,000 samples over downsampling ratios whose product is 320 are 50 frames of
+    features; tried with a channel axis and time × bins at once as well."""
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import _transformers_inputs, input_variants
+
+    class Codec:
+        main_input_name = "input_values"
+
+        def forward(self, input_values, input_features, padding_mask=None):
+            pass
+
+    config = Config(hidden_size=96, feature_size=160, downsampling_ratios=[2, 2, 4, 4, 5])
+    inputs = _transformers_inputs(Codec(), config)
+    assert {k: tuple(v.shape) for k, v in inputs.items()} == {
+        "input_values": (1, 16000), "input_features": (1, 160, 50)}
+    hop = Config(hidden_size=96, feature_size=80, audio_config=Config(hop_length=160))
+    assert _transformers_inputs(Codec(), hop)["input_features"].shape == (1, 80, 100)
+    assert [{k: tuple(v.shape) for k, v in variant.items()}
+            for variant in input_variants(inputs)][-1] == {
+        "input_values": (1, 1, 16000), "input_features": (1, 50, 160)}
+
+
+@pytest.mark.slow  # imports torch and transformers
+def test_the_models_own_processor_makes_a_variant_of_its_pixels():
+    """SigLIP2's vision tower reads NaViT patches (up to its processor's 256, of 3 · 16² values),
+    their mask and the patch grid, not an image; Gemma 4's the positions its processor names
+    `image_position_ids`; LightGlue's processor takes a pair of images, not one. A vision
+    tower's type finds the processor of its package; a video model's, its video processor."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from onnxflops.survey.sources import _processors, processor_variants
+
+    assert _processors("siglip2_vision_model") == [("images", "Siglip2ImageProcessor")]
+    assert _processors("vjepa2") == [("videos", "VJEPA2VideoProcessor")]
+
+    class Patches:
+        def forward(self, pixel_values, pixel_attention_mask=None, spatial_shapes=None):
+            pass
+
+    image = {"pixel_values": torch.zeros(1, 3, 224, 224), "input_ids": torch.zeros(1, 4)}
+    one, two = processor_variants(Patches(), Config(model_type="siglip2_vision_model",
+                                                    patch_size=16), image)
+    assert {k: tuple(v.shape) for k, v in one.items()} == {
+        "input_ids": (1, 4),  # kept: only pixels are remade
+        "pixel_values": (1, 256, 768), "pixel_attention_mask": (1, 256), "spatial_shapes": (1, 2)}
+    assert one["spatial_shapes"].tolist() == [[16, 16]] and one["pixel_attention_mask"].all()
+    assert two["pixel_values"].shape == (2, 256, 768)  # the pair, a batch of two here
+
+    class Positions:
+        def forward(self, pixel_values, pixel_position_ids):
+            pass
+
+    (variant, _) = processor_variants(Positions(), Config(model_type="gemma4_vision",
+                                                          patch_size=16), image)
+    assert variant["pixel_position_ids"].shape[:2] == variant["pixel_values"].shape[:2]
+
+    class Matcher:
+        def forward(self, pixel_values):
+            pass
+
+    (pair,) = processor_variants(Matcher(), Config(model_type="lightglue"), image)
+    assert pair["pixel_values"].shape[:3] == (1, 2, 3)  # (batch, 2 images, channels, h, w)
+
+
+@pytest.mark.slow  # imports torch
+def test_audio_a_config_says_more_about_is_a_variant_of_the_inputs():
+    """FunASR stacks 7 frames of 80 bins (560 values a frame); MuseSpark's waveform must be a
+    whole number of its patch sizes' product (16 · 6 · 5 · 4 = 1,920): 16,000 → 17,280."""
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import audio_variants
+
+    features = {"input_features": torch.zeros(1, 80, 100),
+                "input_features_mask": torch.ones(1, 100, dtype=torch.long)}
+    stacked = audio_variants(Config(num_mel_bins=80, num_stacked_frames=7), features)
+    assert [{k: tuple(v.shape) for k, v in variant.items()} for variant in stacked] == [
+        {"input_features": (1, 560, 100), "input_features_mask": (1, 100)},
+        {"input_features": (1, 100, 560), "input_features_mask": (1, 100)}]
+    assert audio_variants(Config(num_mel_bins=80), features) == ()  # nothing stacked
+
+    waveform = {"input_values": torch.zeros(1, 16000)}
+    longer = audio_variants(Config(patch_sizes=[16, 6, 5, 4]), waveform)
+    assert [tuple(v["input_values"].shape) for v in longer] == [(1, 17280), (1, 1, 17280)]
+    assert audio_variants(Config(hop_length=320), waveform) == ()  # already whole hops
 
 
 @pytest.mark.slow  # imports torch

@@ -20,7 +20,8 @@ WINDOW = 32
 _DEPTH_KEY = re.compile(r".*(layers|n_layer|depth)$")
 _RULES = (  # (key pattern, new value from the old one); the first that matches applies
     (re.compile(r".*(key_value_heads|kv_heads|num_kv_groups)$"), None),  # in proportion: below
-    (re.compile(r".*heads?$"), lambda v: min(v, HEADS)),
+    # (a head's dim, d_head, is no count of heads: a head dim, below)
+    (re.compile(r"^(?!(.*_)?d_head$).*heads?$"), lambda v: min(v, HEADS)),
     # a state-space layer's head groups: at most its heads (each group at least one head)
     (re.compile(r".*n_groups$"), lambda v: min(v, HEADS)),
     # a group norm's groups: at most HEADS, which divides every width the rule leaves
@@ -33,7 +34,7 @@ _RULES = (  # (key pattern, new value from the old one); the first that matches 
     (_DEPTH_KEY, lambda v: min(v, DEPTH)),
     (re.compile(r".*(intermediate_size|ffn_dim|d_ff|n_inner|mlp_dim|ffn_hidden_size|"
                 r"intermediate_dim|feed_forward_size)$"), lambda v: FFN),
-    (_HEAD_DIM := re.compile(r".*(head_dim|d_kv|kv_channels|head_size|rotary_dim)$"),
+    (_HEAD_DIM := re.compile(r".*(head_dim|d_kv|kv_channels|head_size|rotary_dim|(^|_)d_head)$"),
      lambda v: HEAD_DIM),
     (re.compile(r".*lora_rank$"), lambda v: RANK),
     (re.compile(r".*(sliding_window|attention_chunk_size)$"), lambda v: min(v, WINDOW)),
@@ -94,7 +95,10 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
     _unset_head_dims_derived(config, values)
     _widths_keep_their_multiple(config, values)
     _heads_fill_inner_width(config, values)
+    _heads_times_head_dim_follows(config, values)
     _head_dim_sums_follow(config, values)
+    _rotary_head_dims_keep_their_share(config, values)
+    _rotary_factors_over_heads_keep_their_width(config, values, heads_before)
     _rope_sections_fit(config, multimodal)
     _tied_sizes_follow(config, values)
     kept = {depth: _layers_kept(config, depth) for depth in depths_cut}
@@ -270,11 +274,13 @@ def _main_width(values: dict) -> str | None:
 def _widths_keep_their_multiple(config, before: dict) -> None:
     """A second width that was a whole multiple m > 1 of the model's width is m · WIDTH, not
     WIDTH: Zamba2's attention reads the hidden state beside the embedding, attention_hidden_size
-    = 2 · hidden_size (5120 of 2560 → 192; cut to 96, its projection met 192 features)."""
+    = 2 · hidden_size (5120 of 2560 → 192; cut to 96, its projection met 192 features). So is
+    one no rule names, left as it was: XCodec2's quantization_dim, its semantic and acoustic
+    states side by side, 2 · 1024 → 192 (left at 2048, its quantizer met 192 features)."""
     main = _main_width(before)
     for key, value in before.items():
         if main and key != main and _is_count(value) and value > before[main] \
-                and value % before[main] == 0 and vars(config).get(key) == WIDTH \
+                and value % before[main] == 0 and vars(config).get(key) in (WIDTH, value) \
                 and _WIDTH_KEY.match(key.lower()) and not _NOT_A_WIDTH.match(key.lower()):
             setattr(config, key, value // before[main] * vars(config)[main])
 
@@ -301,6 +307,24 @@ def _heads_fill_inner_width(config, before: dict) -> None:
                 setattr(config, dim, inner // vars(config)[heads])
 
 
+def _heads_times_head_dim_follows(config, before: dict) -> None:
+    """A size no rule cut that was heads × head dim of one part (their names share a stem:
+    mamba_n_heads, mamba_d_head) is their product after the cut: Falcon-H1's state-space inner
+    width, mamba_d_ssm = 128 × 8 = 1024 → 4 × 8 = 32 (left at 1024, its heads met 32 values)."""
+    for heads, count in before.items():
+        if not (_is_count(count) and heads.lower().endswith("heads")):
+            continue
+        for dim, size in before.items():
+            if not (_is_count(size) and _STEM_HEAD_DIM.match(dim.lower())
+                    and _stem(heads) == _stem(dim) and _stem(dim)):
+                continue
+            for key, value in before.items():
+                if key not in (heads, dim) and _is_count(value) and value == count * size \
+                        and vars(config).get(key) == value and _stem(key) & _stem(dim) \
+                        and not _NOT_A_WIDTH.match(key.lower()):
+                    setattr(config, key, vars(config)[heads] * vars(config)[dim])
+
+
 def _head_dim_sums_follow(config, before: dict) -> None:
     """A head dim that was the sum of two head dims named as its parts (its name's prefix, then
     a word more) is their sum after the cut: latent attention's query/key head dim, qk_head_dim
@@ -314,6 +338,46 @@ def _head_dim_sums_follow(config, before: dict) -> None:
         if len(parts) == 1:
             a, b = parts[0]
             setattr(config, key, vars(config)[a] + vars(config)[b])
+            # the model's head_dim, as wide as the sum before (Mistral 4's, whose rotary share
+            # is qk_rope_head_dim): the sum too; a value head dim of that width is its own
+            if before.get("head_dim") == value and key != "head_dim" \
+                    and vars(config).get("head_dim") == HEAD_DIM:
+                setattr(config, "head_dim", vars(config)[key])
+
+
+def _rotary_head_dims_keep_their_share(config, before: dict) -> None:
+    """A rotary head dim (its name says rope) that was head_dim · partial_rotary_factor is so
+    after the cut: DOTS3's qk_rope_head_dim, 64 = 256 · 0.25, is 24 · 0.25 = 6 (left at 24 it
+    met the 6 rotary channels head_dim's share gives)."""
+    head_dim = vars(config).get("head_dim")
+    rope = vars(config).get("rope_parameters")
+    factors = {p.get("partial_rotary_factor") for p in
+               ([rope] if isinstance(rope, dict) and "rope_type" in rope
+                else rope.values() if isinstance(rope, dict) else [])
+               if isinstance(p, dict)} | {vars(config).get("partial_rotary_factor")}
+    factors = {f for f in factors if isinstance(f, float) and 0 < f < 1}
+    if not (_is_count(head_dim) and _is_count(before.get("head_dim")) and len(factors) == 1):
+        return
+    (factor,) = factors
+    for key, value in before.items():
+        if "rope" in key.lower() and _is_count(value) and _HEAD_DIM.match(key.lower()) \
+                and value == before["head_dim"] * factor \
+                and vars(config)[key] != head_dim * factor and (head_dim * factor) % 2 == 0:
+            setattr(config, key, int(head_dim * factor))
+
+
+def _rotary_factors_over_heads_keep_their_width(config, before: dict, heads_before: dict) -> None:
+    """A partial_rotary_factor above 1 rotates more than a head: a share of the width, factor /
+    heads, which it keeps when the heads are cut (EfficientLoFTR's 4 over 8 heads, half the
+    width: 2 over 4; left at 4, its rotary table was twice the positions' embedding width)."""
+    heads = next((k for k in ("num_attention_heads", "n_head", "num_heads") if k in heads_before),
+                 None)
+    rope = vars(config).get("rope_parameters")
+    if not heads or not isinstance(rope, dict) or vars(config)[heads] == heads_before[heads]:
+        return
+    factor = rope.get("partial_rotary_factor")
+    if isinstance(factor, (int, float)) and not isinstance(factor, bool) and factor > 1:
+        rope["partial_rotary_factor"] = factor * vars(config)[heads] / heads_before[heads]
 
 
 _STEM_HEAD_DIM = re.compile(r".*(head_?dim|d_head)$")
@@ -373,7 +437,11 @@ def _rope_sections_fit(config, multimodal: bool) -> None:
     if not isinstance(rope, dict) or "mrope_section" in rope or not _is_count(head_dim) \
             or not (declared or multimodal):
         return
-    half = head_dim // 2
+    # the sections split the rotary part's half: the head dim's partial_rotary_factor share
+    # (GLM-4V-MoE's half of 24: [2, 2, 2], not [4, 4, 4] over 6 channels)
+    factor = rope.get("partial_rotary_factor") or vars(config).get("partial_rotary_factor")
+    share = factor if isinstance(factor, float) and 0 < factor < 1 else 1
+    half = int(head_dim * share) // 2
     rope["mrope_section"] = [half - 2 * (half // 3), half // 3, half // 3]
 
 

@@ -8,6 +8,7 @@ counts it; frameworks are imported only then. Adding a registry is one entry in 
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -221,7 +222,118 @@ def _transformers_build(task: Task) -> Subject:
     grid = _grid_argument(model, config, inputs)
     if grid:
         model = _with_fixed_grid(model, grid, inputs.pop(grid).tolist())
-    return Subject(model, kwargs=inputs, variants=input_variants(inputs))
+    import torch
+
+    with torch.random.fork_rng(devices=[]):  # a forward that draws noise draws as it did
+        variants = (*input_variants(inputs), *documented_variants(model, config, inputs),
+                    *modality_variants(model, config, inputs),
+                    *processor_variants(model, config, inputs), *audio_variants(config, inputs))
+    return Subject(model, kwargs=inputs, variants=variants)
+
+
+def documented_variants(model, config, inputs: dict) -> tuple[dict, ...]:
+    """`inputs` with every tensor argument the forward's docstring documents without calling it
+    *optional* (LXMERT's visual features and their positions, BROS's boxes), where the forward
+    takes it with a default and fails without it: tried only where it fails on `inputs`."""
+    import inspect
+
+    takes = inspect.signature(model.forward).parameters
+    documented = documented_arguments(model.forward)
+    text = getattr(config, "get_text_config", lambda: config)()
+    vocab = getattr(text, "vocab_size", None) or 100
+    more = dict(inputs)
+    for name, (kind, dims, optional) in documented.items():
+        if name in takes and name not in more and not optional and dims and "Tensor" in kind:
+            more[name] = documented_input(name, documented, config, more, vocab)
+    return (more,) if len(more) > len(inputs) else ()
+
+
+def processor_variants(model, config, inputs: dict) -> tuple[dict, ...]:
+    """`inputs` with their pixels as the model's own image processor, then its video processor,
+    makes them (transformers' classes for the model's type, or a type of its package: a vision
+    tower's, built with their defaults, their patch and merge sizes the vision config's) from a
+    random IMAGE × IMAGE image (8 frames of it for a video): patches and their positions,
+    masks and grids, image pairs, prompts. Each output the forward takes is given by its name,
+    or the name less `image_`/`video_` (`image_grid_thw`: `grid_thw`), or with `pixel_` for it
+    (`image_position_ids`: `pixel_position_ids`). Tried only where the forward fails."""
+    import inspect
+
+    takes = inspect.signature(model.forward).parameters
+    kept = {k: v for k, v in inputs.items() if not k.startswith("pixel_values")}
+    variants = []
+    for kind, processor in _processors(getattr(config, "model_type", "")):
+        for pair in ((False, True) if kind == "images" else (False,)):
+            variants += _processor_variant(kind, processor, pair, config, takes, kept)
+    return tuple(v for i, v in enumerate(variants)
+                 if not any(_same(v, w) for w in variants[:i]))
+
+
+def _same(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(
+        getattr(a[k], "shape", a[k]) == getattr(b[k], "shape", b[k]) for k in a)
+
+
+def _processor_variant(kind, processor, pair, config, takes, kept) -> list[dict]:
+    """[the variant `processor` makes (processor_variants)], or [] where it fails or makes no
+    pixels the forward takes; `pair`: given a pair of images, as a matcher's processor takes
+    them (EfficientLoFTR, LightGlue: (batch, 2, channels, height, width))."""
+    try:
+        made = _processed(kind, processor, getattr(config, "vision_config", None) or config,
+                          pair)
+    except Exception:  # noqa: BLE001 - a processor that needs more than its defaults
+        return []
+    given = {}
+    for name, value in made.items():
+        bare = name.split("_", 1)[1] if name.startswith(("image_", "video_")) else name
+        for candidate in (name, bare, f"pixel_{bare}"):
+            if candidate in takes and candidate not in given and hasattr(value, "shape"):
+                given[candidate] = value
+                break
+    return [{**kept, **given}] if any(k.startswith("pixel_values") for k in given) else []
+
+
+def _processors(model_type: str) -> list[tuple[str, str]]:
+    """("images" or "videos", class name) of each image and video processor transformers maps
+    to `model_type` or to a type of its package (`siglip2_vision_model`: Siglip2's)."""
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+    from transformers.models.auto.image_processing_auto import IMAGE_PROCESSOR_MAPPING_NAMES
+    from transformers.models.auto.video_processing_auto import VIDEO_PROCESSOR_MAPPING_NAMES
+
+    if not model_type:
+        return []
+    package = model_type_to_module_name(model_type)
+    found = []
+    for kind, mapping in (("images", IMAGE_PROCESSOR_MAPPING_NAMES),
+                          ("videos", VIDEO_PROCESSOR_MAPPING_NAMES)):
+        types = [model_type] + sorted(t for t in mapping if t != model_type
+                                      and model_type_to_module_name(t) == package)
+        for name in types:
+            classes = mapping.get(name) or {}
+            if isinstance(classes, dict):
+                chosen = classes.get("torchvision") or classes.get("pil")
+            else:
+                chosen = classes
+            if chosen and (kind, chosen) not in found:
+                found.append((kind, chosen))
+    return found
+
+
+def _processed(kind: str, processor: str, vision, pair: bool = False) -> dict:
+    """What processor class `processor` makes of a random image (`kind` "images"; a `pair` of
+    it) or 8 frames of it ("videos"; the processor's num_frames where it sets them), built with
+    its defaults and the `vision` config's patch and merge sizes."""
+    import numpy as np
+
+    made = getattr(_transformers(), processor)()
+    for key in ("patch_size", "temporal_patch_size", "merge_size"):
+        if isinstance(getattr(made, key, None), int) and _is_width(getattr(vision, key, None)):
+            setattr(made, key, getattr(vision, key))
+    image = np.random.RandomState(0).randint(0, 256, (IMAGE, IMAGE, 3), dtype=np.uint8)
+    if kind == "videos":
+        frames = getattr(made, "num_frames", None)
+        return dict(made(videos=[np.stack([image] * (frames if _is_width(frames) else 8))],
+                         return_tensors="pt"))
+    return dict(made(images=[[image, image]] if pair else [image], return_tensors="pt"))
 
 
 def _grid_argument(model, config, inputs: dict) -> str | None:
@@ -266,6 +378,7 @@ def _transformers_inputs(model, config) -> dict:
         pixels, shape, grid, rows = patches
         return {pixels: _image(*shape), grid: torch.tensor(rows, dtype=torch.int64)}
     main = _main_input(model, takes)
+    documented = documented_arguments(model.forward)
     text = getattr(config, "get_text_config", lambda: config)()
     vocab = getattr(text, "vocab_size", None) or 100
     inputs = {}
@@ -277,25 +390,166 @@ def _transformers_inputs(model, config) -> dict:
     elif main == "inputs_embeds" and _is_width(getattr(config, "hidden_size", None)):
         # a head over another model's states (Nemotron's word timestamps): TOKENS of them
         inputs[main] = _image(1, TOKENS, config.hidden_size)
+    elif main in documented and documented[main][1] and "Tensor" in documented[main][0] \
+            and not main.endswith("ids") \
+            and not any(t in documented[main][0] for t in ("Long", "Int", "Bool")):
+        # a main input of floats no rule above names (a time series' past values), not ids
+        # (which docstrings often type `torch.Tensor`): as the forward's docstring shapes it
+        inputs[main] = documented_input(main, documented, config, inputs, vocab)
     elif not main.startswith("pixel_values"):
         inputs[main] = _ids(1, TOKENS, high=vocab)
     pixels = main if main.startswith("pixel_values") else "pixel_values"
     if pixels == main or ("pixel_values" in takes and hasattr(config, "vision_config")):
-        vision = getattr(config, "vision_config", None) or config
-        side = getattr(vision, "image_size", IMAGE)
-        side = side if isinstance(side, (list, tuple)) else (side, side)
-        frames = getattr(vision, "num_frames", None)  # a video model: frames before channels
-        inputs[pixels] = _image(1, *([frames] if frames else []),
-                                        getattr(vision, "num_channels", 3), *side)
+        inputs[pixels] = _pixels(config)
     if getattr(config, "is_encoder_decoder", False) and "decoder_input_ids" in takes:
         inputs["decoder_input_ids"] = _ids(1, TOKENS, high=vocab)
     for name in _required_token_ids(takes, inputs):
         inputs[name] = _ids(1, TOKENS, high=vocab)
     for name in _required_audio(takes, inputs):
         inputs[name] = _audio(name, config)
+    hop = _hop(config)
+    if hop and "input_features" in inputs and "input_values" in inputs \
+            and inputs["input_values"].dim() == 2 and inputs["input_features"].dim() == 3:
+        # a codec that reads a waveform and its features (XCodec2, NeuCodec): a frame a hop
+        inputs["input_features"] = _image(1, inputs["input_features"].shape[1],
+                                          inputs["input_values"].shape[-1] // hop)
     if "input_ids" in inputs and "pixel_values" in inputs:
         inputs["input_ids"] = _with_image_tokens(model, config, inputs, vocab)
+    for name in [n for n, p in takes.items() if n not in inputs and p.default is p.empty
+                 and n in documented and "Tensor" in documented[n][0] and documented[n][1]]:
+        # an argument the forward requires that no rule above gives: as its docstring shapes it
+        inputs[name] = documented_input(name, documented, config, inputs, vocab)
     return inputs
+
+
+# `name (`type` of shape `(dims)`, *optional*):` entries of a forward's docstring's Args
+_DOCUMENTED = re.compile(r"^\s*(\w+) \(['`]+([^'`]*)['`]+(?: of shape ['`]*\(([^)]*)\)['`]*)?"
+                         r"([^\n]*)\):", re.M)
+
+
+def documented_arguments(forward) -> dict[str, tuple[str, list[str] | None, bool]]:
+    """Each argument the Args of `forward`'s docstring (transformers' own) documents: its type,
+    its shape's dims as named there (None where it names no shape) and whether it says
+    *optional*. `bbox (`torch.LongTensor` of shape `(batch_size, num_boxes, 4)`):` → bbox:
+    ("torch.LongTensor", ["batch_size", "num_boxes", "4"], False)."""
+    doc = (getattr(forward, "__doc__", None) or "").split("Returns:")[0]
+    found = {}
+    for name, kind, shape, rest in _DOCUMENTED.findall(doc):
+        dims = [d.strip() for d in shape.split(",") if d.strip()] if shape else None
+        found.setdefault(name, (kind, dims, "optional" in rest))
+    return found
+
+
+def documented_input(name: str, documented: dict, config, given: dict, vocab: int):
+    """Argument `name` as the forward's docstring shapes it (`documented_arguments`): each dim
+    named as the inputs already `given` size it where their documented shapes name it too (a
+    sequence as the config sizes one for the argument's first word: `task_inputs`,
+    `task_seq_len`), else
+    as the config (or a sub-config) sets a key of that name (LXMERT's `visual_feat_dim`,
+    PatchTST's `num_input_channels`), else by what it is (a batch: 1; an image's side, channels
+    and frames as the vision config says; a sequence: the config's `context_length` where it
+    sets one, else TOKENS); a literal is itself. Values by what the name and type say: a mask
+    is ones, a padding zeros (nothing padded), boxes (`bbox`, last dim 4) corners in order on
+    a 0–1000 grid (a float type: 0–1), token ids below the vocabulary, other integers 0,
+    floats normal."""
+    import torch
+
+    sizes = {}
+    for other, tensor in given.items():
+        dims = (documented.get(other) or ("", None, True))[1]
+        if dims and hasattr(tensor, "shape") and len(dims) == tensor.dim():
+            sizes.update({d: n for d, n in zip(dims, tensor.shape) if d not in sizes})
+    kind, dims, _ = documented[name]
+    # a sequence the config sizes for this argument (OneFormer's task_inputs: task_seq_len)
+    own = _first_set(config, tuple(name.split("_")[0] + suffix
+                                   for suffix in ("_seq_len", "_seq_length", "_sequence_length")))
+    shape = [own if own and d in ("sequence_length", "seq_length") and d not in sizes
+             else _documented_dim(d, config, sizes) for d in dims]
+    of = given.get(name[:-len("_mask")]) if name.endswith("_mask") else None
+    if hasattr(of, "dim") and of.dim() > 2 and len(dims) == of.dim() - 1:
+        # a mask over an input given channels first (audio features as bins × frames, images
+        # as channels × height × width): its positions, the input's shape less axis 1
+        shape = [of.shape[0], *of.shape[2:]]
+    integer = any(t in kind for t in ("Long", "Int", "Bool"))
+    if name.endswith("mask"):
+        return torch.ones(shape, dtype=torch.bool if "Bool" in kind else
+                          torch.long if integer else torch.float32)
+    if name.endswith("padding"):
+        return torch.zeros(shape, dtype=torch.long if integer else torch.float32)
+    if ("bbox" in name or "box" in name) and shape and shape[-1] == 4:
+        # (start, end) × (x, y), sorted along the points: x0 ≤ x1, y0 ≤ y1
+        boxes = _ids(*shape[:-1], 2, 2, high=1000).sort(dim=-2).values.reshape(shape)
+        return boxes if integer else boxes.float() / 1000
+    if integer:
+        return _ids(*shape, high=vocab) if name.endswith("ids") \
+            else torch.zeros(shape, dtype=torch.long)
+    return _image(*shape)
+
+
+def _documented_dim(dim: str, config, sizes: dict) -> int:
+    """One dim a docstring names (documented_input)."""
+    if "*" in dim:
+        product = 1
+        for part in dim.split("*"):
+            product *= _documented_dim(part.strip(), config, sizes)
+        return product
+    if dim.isdigit():
+        return int(dim)
+    if dim in sizes:
+        return int(sizes[dim])
+    if dim in ("batch_size", "bs") or dim.startswith("num_images"):
+        return 1
+    if _first_set(config, (dim,)):
+        return _first_set(config, (dim,))
+    vision = getattr(config, "vision_config", None) or config
+    side = getattr(vision, "image_size", IMAGE)
+    sides = list(side) if isinstance(side, (list, tuple)) else [side, side]
+    if dim in ("height", "image_size", "frame_size"):
+        return sides[0]
+    if dim == "width":
+        return sides[-1]
+    if dim == "num_channels":
+        return getattr(vision, "num_channels", 3)
+    if dim == "num_frames":
+        return getattr(vision, "num_frames", None) or FRAMES
+    return _first_set(config, ("context_length",)) or TOKENS
+
+
+def _pixels(config, video: bool = False):
+    """An image as the vision config (else the config) sizes it: channels × its image_size;
+    frames before the channels for a video model (its num_frames; FRAMES for a `video` input
+    of a config that names none)."""
+    vision = getattr(config, "vision_config", None) or config
+    side = getattr(vision, "image_size", IMAGE)
+    side = side if isinstance(side, (list, tuple)) else (side, side)
+    frames = getattr(vision, "num_frames", None) or (FRAMES if video else None)
+    return _image(1, *([frames] if frames else []), getattr(vision, "num_channels", 3), *side)
+
+
+# the inputs of each modality, by the names transformers' forwards give them
+_MODALITIES = ("input_ids", "pixel_values", "pixel_values_videos", "input_features",
+               "input_values")
+
+
+def modality_variants(model, config, inputs: dict) -> tuple[dict, ...]:
+    """`inputs` with every other modality the forward takes, optional in its signature, given
+    as the rule gives it where it is the main input (a model of text and images that needs both:
+    ViLT's pixels beside its text, Kosmos-2's and SAM 3's text beside their pixels, CLAP's
+    audio): tried only where the forward fails on `inputs`."""
+    import inspect
+
+    takes = inspect.signature(model.forward).parameters
+    text = getattr(config, "get_text_config", lambda: config)()
+    vocab = getattr(text, "vocab_size", None) or 100
+    more = dict(inputs)
+    for name in _MODALITIES:
+        if name in takes and name not in more:
+            more[name] = (_ids(1, TOKENS, high=vocab) if name == "input_ids"
+                          else _pixels(config, video=name.endswith("videos"))
+                          if name.startswith("pixel_values") else _audio(name, config))
+    if "input_ids" in more and "pixel_values" in more and "input_ids" not in inputs:
+        more["input_ids"] = _with_image_tokens(model, config, more, vocab)
+    return (more,) if len(more) > len(inputs) else ()
 
 
 def _audio(name: str, config):
@@ -308,6 +562,59 @@ def _audio(name: str, config):
         return _image(1, _spectrogram_frames(config), config.num_mel_bins)
     channels = getattr(config, "audio_channels", None)
     return _image(1, *([channels] if channels else []), 16000)
+
+
+def audio_variants(config, inputs: dict) -> tuple[dict, ...]:
+    """`inputs` with audio as a config that says more about it reads it, tried where the
+    forward fails: features of bins × the frames the config stacks (num_stacked_frames:
+    FunASR's 7 of 80, 560 values a frame), either layout, a mask beside them over their frames
+    kept; a waveform a whole number of the config's hop or patch sizes long (MuseSpark's
+    patch_sizes [16, 6, 5, 4]: 1,920; 16,000 samples → 17,280)."""
+    variants = []
+    stacked = _first_set(config, ("num_stacked_frames", "stacked_frames"))
+    features = inputs.get("input_features")
+    if stacked and stacked > 1 and hasattr(features, "dim") and features.dim() == 3:
+        wide = _image(1, features.shape[1] * stacked, features.shape[2])
+        variants += [{**inputs, "input_features": wide},
+                     {**inputs, "input_features": wide.transpose(1, 2).contiguous()}]
+    waveform = inputs.get("input_values")
+    hop = _hop(config) or _product(_first_list(config, "patch_sizes"))
+    if hop and hasattr(waveform, "dim") and waveform.shape[-1] % hop:
+        samples = -(-waveform.shape[-1] // hop) * hop
+        longer = _image(*waveform.shape[:-1], samples)
+        variants += [{**inputs, "input_values": longer}]
+        if longer.dim() == 2:
+            variants += [{**inputs, "input_values": longer.unsqueeze(1)}]
+    return tuple(variants)
+
+
+def _first_list(config, name: str) -> list[int] | None:
+    """The first list of counts named `name` in `config` or its sub-configs, breadth first."""
+    parts = [config]
+    for part in parts:
+        value = getattr(part, name, None)
+        if isinstance(value, (list, tuple)) and value and all(_is_width(v) for v in value):
+            return list(value)
+        parts += [v for v in vars(part).values() if hasattr(v, "to_dict")
+                  and hasattr(v, "model_type") and all(v is not p for p in parts)]
+    return None
+
+
+def _product(values) -> int | None:
+    if not values:
+        return None
+    product = 1
+    for value in values:
+        product *= value
+    return product
+
+
+def _hop(config) -> int | None:
+    """The samples of a waveform a frame of its features stands for: the config's (or a
+    sub-config's) hop_length, else the product of its downsampling_ratios (XCodec2's
+    [2, 2, 4, 4, 5]: 320); None where it names neither."""
+    return _first_set(config, ("hop_length",)) \
+        or _product(_first_list(config, "downsampling_ratios"))
 
 
 def _required_audio(takes, given) -> list[str]:
@@ -409,6 +716,8 @@ def _main_input(model, takes) -> str:
     argument (a vision tower that inherits the text default, input_ids), the first pixels,
     audio features or waveform argument its forward does take."""
     main = getattr(model, "main_input_name", "input_ids")
+    if isinstance(main, (list, tuple)):  # several (OneFormer's pixels and task): the first
+        main = main[0] if main else "input_ids"
     if main in takes:
         return main
     return next((name for name in takes
@@ -426,6 +735,12 @@ def input_variants(inputs: dict) -> tuple[dict, ...]:
         variants.append({**inputs, "input_values": inputs["input_values"].unsqueeze(1)})
     if "input_features" in inputs and inputs["input_features"].dim() == 3:
         variants.append({**inputs, "input_features": inputs["input_features"].transpose(1, 2)
+                         .contiguous()})
+    if "input_values" in inputs and inputs["input_values"].dim() == 2 \
+            and "input_features" in inputs and inputs["input_features"].dim() == 3:
+        # a codec that reads both (XCodec2, NeuCodec): a channel axis and time × bins at once
+        variants.append({**inputs, "input_values": inputs["input_values"].unsqueeze(1),
+                         "input_features": inputs["input_features"].transpose(1, 2)
                          .contiguous()})
     if "pixel_values" in inputs and "input_ids" in inputs:
         text = {k: v for k, v in inputs.items() if k != "pixel_values"}
