@@ -153,6 +153,8 @@ def views_promoted_as_reshapes() -> Iterator[None]:
     view, reshape = torch.ops.aten.view.default, torch.ops.aten.reshape.default
 
     def promoted(graph_module):
+        if _one_tensor_dtype(graph_module):
+            return None  # nothing to promote: the pass would run the graph again to cast nothing
         views = [n for n in graph_module.graph.nodes
                  if n.op == "call_function" and n.target is view]
         for node in views:
@@ -168,6 +170,32 @@ def views_promoted_as_reshapes() -> Iterator[None]:
         yield
     finally:
         passes.insert_type_promotion_nodes = promote
+
+
+def _one_tensor_dtype(graph_module) -> bool:
+    """Every tensor the graph (and each graph it nests) computes or reads is of one dtype, so the
+    type-promotion pass would insert no cast: a Python scalar beside a tensor takes the tensor's
+    dtype, and an op whose result is of another dtype shows it in its output. A node whose value
+    the trace did not record counts as another dtype."""
+    import torch
+
+    dtypes = set()
+    for module in graph_module.modules():
+        if not isinstance(module, torch.fx.GraphModule):
+            return False
+        for node in module.graph.nodes:
+            if node.op == "output" or (node.op == "placeholder" and not node.users):
+                continue
+            value = node.meta.get("val")
+            if node.op == "get_attr":  # a constant (its tensor) or a nested graph (walked above)
+                value = functools.reduce(getattr, node.target.split("."), module)
+                if isinstance(value, torch.fx.GraphModule):
+                    continue
+            values = value if isinstance(value, (list, tuple)) else [value]
+            if value is None:
+                return False
+            dtypes.update(v.dtype for v in values if isinstance(v, torch.Tensor))
+    return len(dtypes) <= 1
 
 
 @contextlib.contextmanager

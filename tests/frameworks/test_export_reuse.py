@@ -106,3 +106,32 @@ def test_a_registry_built_with_domains_from_opsets_is_the_one_built_parsing():
     assert {t: [(m.onnx_function, m.signature) for m in metas]
             for t, metas in cheap.functions.items()} == {
         t: [(m.onnx_function, m.signature) for m in metas] for t, metas in parsing.functions.items()}
+
+
+class _Mixed(torch.nn.Module):
+    def forward(self, x):
+        return (x.half() * 2).float() + torch.arange(4)  # casts, and an int64 tensor promoted
+
+
+@pytest.mark.parametrize("module, skipped", [(Net(), True), (_Mixed(), False)])
+def test_type_promotion_is_skipped_only_where_the_graph_has_one_dtype(module, skipped):
+    """The exporter's type-promotion pass, which runs the graph again on fake tensors, is skipped
+    where every tensor is of one dtype (it would cast nothing): the same ONNX, byte for byte."""
+    from onnxflops.converters import single_trace
+
+    checked = single_trace._one_tensor_dtype
+    seen = []
+
+    def exported(skip_allowed: bool) -> bytes:
+        single_trace._one_tensor_dtype = (lambda g: seen.append(checked(g)) or seen[-1]) \
+            if skip_allowed else (lambda g: False)
+        try:
+            torch.manual_seed(0)
+            return from_torch.export_dynamo(module.eval(), (torch.randn(1, 3, 8, 8) if skipped
+                                                            else torch.randn(2, 4),), ["x"], 18,
+                                            keep_weights=True).SerializeToString()
+        finally:
+            single_trace._one_tensor_dtype = checked
+
+    assert exported(True) == exported(False)
+    assert seen == [skipped]
