@@ -139,7 +139,8 @@ def decomposition_skipped(program) -> Iterator[None]:
 @contextlib.contextmanager
 def views_promoted_as_reshapes() -> Iterator[None]:
     """The exporter's type-promotion pass sees a graph's views as reshapes, for the duration;
-    the graph it hands on keeps them views (ONNX Reshape either way).
+    the graph it hands on keeps them views (ONNX Reshape either way). A graph whose tensors are
+    all of one dtype skips the pass (`_one_tensor_dtype`).
 
     That pass runs the graph again on fake tensors, where an op kept whole
     (scaled_dot_product_attention) may give its output other strides than the trace saw, and a
@@ -191,9 +192,9 @@ def _one_tensor_dtype(graph_module) -> bool:
                 value = functools.reduce(getattr, node.target.split("."), module)
                 if isinstance(value, torch.fx.GraphModule):
                     continue
-            values = value if isinstance(value, (list, tuple)) else [value]
             if value is None:
                 return False
+            values = value if isinstance(value, (list, tuple)) else [value]
             dtypes.update(v.dtype for v in values if isinstance(v, torch.Tensor))
     return len(dtypes) <= 1
 
