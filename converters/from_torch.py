@@ -99,7 +99,6 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
             stack.enter_context(eval_mode(module))
             stack.enter_context(experts_exported_as(module))
         stack.enter_context(triton_kept_out())
-        stack.enter_context(attention_as_4d())
         # The legacy exporter cannot take meta weights; a program converts with dynamo only.
         fallbacks = () if is_program or on_meta else tuple(e for e in EXPORTERS if e != exporter)
         # Last, where both fail: dynamo with the registry's decompositions of torch ops.
@@ -309,8 +308,10 @@ def export_dynamo(module, args: tuple, names: list[str], opset: int, dynamic_sha
             single_trace.op_signatures_reused(), single_trace.graph_code_deferred():
         traced = _traced_once(module, args, opset, translations) if dynamic_shapes is None \
             else None
+        # the one trace puts attention on 4-D views by its own rule; the exporter's trace needs
+        # the mode (the legacy exporter translates attention of any rank)
         with single_trace.decomposition_skipped(traced) if traced is not None \
-                else contextlib.nullcontext(), single_trace.views_promoted_as_reshapes():
+                else attention_as_4d(), single_trace.views_promoted_as_reshapes():
             program = torch.onnx.export(traced if traced is not None else module,
                                         _positional(args), dynamo=True, optimize=False,
                                         opset_version=opset,

@@ -20,6 +20,8 @@ import contextlib
 import functools
 from collections.abc import Iterator
 
+from onnxflops.converters.torch_ops import attention_on_4d_views
+
 
 def available() -> bool:
     """Whether this torch lays out the internals the one trace uses."""
@@ -37,6 +39,9 @@ def traced_once(module, args: tuple, kwargs: dict | None, registry):
 
     trace, _, _, override, _ = _internals()
     composite, rest = decomposition_tables(registry)
+    attention = torch.ops.aten.scaled_dot_product_attention.default
+    if attention in composite:  # the ONNX translation takes 4-D inputs only
+        composite[attention] = attention_on_4d_views(composite[attention])
     with contextlib.ExitStack() as stack:
         # as the exporter's decomposition step runs (dims of size 0/1 stay symbolic)
         stack.enter_context(torch.fx.experimental._config.patch(backed_size_oblivious=True))
@@ -71,7 +76,35 @@ def _split_tables(implemented: frozenset, registered: frozenset, decompositions:
     """(composite, rest) for the ops `implemented` (see `decomposition_tables`; the other two
     arguments are the cache's key only)."""
     _, tables, split, _, _ = _internals()
-    return split(tables.create_onnx_friendly_decomposition_table(set(implemented)))
+    with _cia_ops_materialized_once():
+        return split(tables.create_onnx_friendly_decomposition_table(set(implemented)))
+
+
+@contextlib.contextmanager
+def _cia_ops_materialized_once() -> Iterator[None]:
+    """torch's CompositeImplicitAutograd ops made attributes of `torch.ops` once, not again for
+    each op namespace, for the duration.
+
+    Building the tables collects the CIA ops of each of ~60 namespaces, and each collection first
+    materializes every CIA op of the dispatcher (~4,000, each looked up by name): two thirds of the
+    build, a twentieth of a whole ResNet-50 count. torch repeats it because an op may be
+    registered between two collections; none is while the tables are built. Where torch lays this
+    out otherwise, it runs as before."""
+    try:
+        from torch._export import utils
+    except ImportError:
+        yield
+        return
+    materialize = getattr(utils, "_materialize_cpp_cia_ops", None)
+    if materialize is None:
+        yield
+        return
+    materialize()
+    utils._materialize_cpp_cia_ops = lambda: None
+    try:
+        yield
+    finally:
+        utils._materialize_cpp_cia_ops = materialize
 
 
 @contextlib.contextmanager

@@ -216,7 +216,10 @@ def attention_as_4d() -> Iterator[None]:
     result viewed back: the same products, in the form the ONNX translation of SDPA takes (it
     refuses 5-D inputs, such as NesT's and Twins' windows × heads, and 3-D ones, such as timm's
     SAM ViT's batch × heads: "only 4D query, key, and value are supported"). Grouped-query
-    attention (enable_gqa) keeps its own form."""
+    attention (enable_gqa) keeps its own form.
+
+    For the exporter's own trace: the one trace (`single_trace`) applies the same rule as its
+    rule for the op (`attention_on_4d_views`), without a mode's cost on every torch call."""
     import torch
     from torch.overrides import TorchFunctionMode
 
@@ -226,13 +229,33 @@ def attention_as_4d() -> Iterator[None]:
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             if func is attention and len(args) >= 3 and all(
-                    isinstance(t, torch.Tensor) for t in args[:3]) and args[0].dim() != 4 \
-                    and not kwargs.get("enable_gqa"):
+                    isinstance(t, torch.Tensor) for t in args[:3]) and _on_views(args[0], kwargs):
                 return _attention_4d(attention, *args, **kwargs)
             return func(*args, **kwargs)
 
     with FourDimensional():
         yield
+
+
+def attention_on_4d_views(decomposition: Callable) -> Callable:
+    """A trace's rule for `aten.scaled_dot_product_attention` (see `attention_as_4d`) around its
+    `decomposition` there: on inputs of another rank than 4, the op again on their 4-D views, which
+    the decomposition then gets."""
+    import torch
+
+    attention = torch.ops.aten.scaled_dot_product_attention.default
+
+    def on_4d_views(query, *args, **kwargs):
+        if _on_views(query, kwargs):
+            return _attention_4d(attention, query, *args, **kwargs)
+        return decomposition(query, *args, **kwargs)
+
+    return on_4d_views
+
+
+def _on_views(query, kwargs: dict) -> bool:
+    """Whether attention of this query runs on 4-D views: of another rank, and not grouped."""
+    return query.dim() != 4 and not kwargs.get("enable_gqa")
 
 
 def _attention_4d(attention, query, key, value, attn_mask=None, *args, **kwargs):

@@ -39,7 +39,18 @@ def _tied():
     return torch.nn.Sequential(first, torch.nn.ReLU(), second)
 
 
-CASES = {"net": (Net, ((1, 3, 6, 6), (4,)), ["x", "scale"]), "tied": (_tied, ((1, 4),), ["x"])}
+class WindowAttention(torch.nn.Module):
+    """NesT's windowed attention: 5-D query, key and value (batch 2, heads 3, windows 4, tokens
+    5, width 8), a causal mask over each window's tokens, which the ONNX translation of SDPA
+    takes on 4-D views only."""
+
+    def forward(self, q, k, v):
+        mask = torch.ones(4, 5, 5, dtype=torch.bool).tril()
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+CASES = {"net": (Net, ((1, 3, 6, 6), (4,)), ["x", "scale"]), "tied": (_tied, ((1, 4),), ["x"]),
+         "windows": (WindowAttention, ((2, 3, 4, 5, 8),) * 3, ["q", "k", "v"])}
 
 
 def _exported(monkeypatch, case: str, once: bool) -> onnx.ModelProto:
@@ -75,9 +86,26 @@ def test_one_trace_exports_the_two_traces_graph(monkeypatch, case):
         assert len(one.graph.initializer) == 3  # the shared weight once, and two biases
         return
     kinds = {n.op_type for n in one.graph.node}
+    if case == "windows":  # the attention's two products over each window, on 4-D views
+        assert [n.op_type for n in one.graph.node].count("MatMul") == 2
+        return
     # ops ONNX translates stay whole (linear, hardswish: CompositeImplicitAutograd ops the
     # trace would decompose if the table did not keep them), the custom op one node of its own
     assert {"Conv", "BatchNormalization", "Gemm", "HardSwish", "Pad", "triple"} <= kinds
+
+
+def test_the_one_trace_puts_attention_of_another_rank_on_4d_views():
+    # its own rule for the op, not the exporter's TorchFunctionMode (entered around the
+    # exporters' own traces only, a tenth of a ResNet-50 trace where the model has no such input)
+    with from_torch.torchlib_registry_reused():
+        registry = from_torch._trace_registry(18, {})
+        program = single_trace.traced_once(WindowAttention(), tuple(
+            torch.randn(2, 3, 4, 5, 8) for _ in range(3)), None, registry)
+    [attention] = [n for n in program.graph.nodes
+                   if n.target is torch.ops.aten.scaled_dot_product_attention.default]
+    # the 24 windows (2·3·4) one batch dim of one head, the mask expanded over them
+    assert [tuple(a.meta["val"].shape) for a in attention.args[:4]] == \
+        [(24, 1, 5, 8)] * 3 + [(24, 1, 5, 5)]
 
 
 def test_export_traces_once(monkeypatch):
