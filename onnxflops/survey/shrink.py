@@ -38,8 +38,9 @@ _RULES = (  # (key pattern, new value from the old one); the first that matches 
      lambda v: HEAD_DIM),
     (re.compile(r".*lora_rank$"), lambda v: RANK),
     (re.compile(r".*(sliding_window|attention_chunk_size)$"), lambda v: min(v, WINDOW)),
-    (re.compile(r".*(hidden_size|d_model|n_embd|n_embed|embed_dim|embedding_size|hidden_dim|"
-                r"embedding_dim|d_embed|model_dim|word_embed_proj_dim)$"), lambda v: WIDTH),
+    (_WIDTH_RULE := re.compile(r".*(hidden_size|d_model|n_embd|n_embed|embed_dim|embedding_size|"
+                               r"hidden_dim|embedding_dim|d_embed|model_dim|"
+                               r"word_embed_proj_dim)$"), lambda v: WIDTH),
     # every vocabulary: Gemma 3n's per-layer input table, BLT's hashed byte groups
     (re.compile(r".*(vocab_size|vocab_size_per_layer_input|_vocab)$"), lambda v: min(v, VOCAB)),
 )
@@ -59,7 +60,12 @@ _LAYER_INDICES = re.compile(r".*layer_(ids|indices)$")  # which layers are of on
 def shrink(config, seen: set | None = None, multimodal: bool = False):
     """`config` (a transformers PretrainedConfig), shrunk in place and returned; `multimodal`:
     it is the text config of a config with a vision config."""
-    seen = set() if seen is None else seen
+    if seen is None:  # the whole tree: its sizes before, for the ties across its sub-configs
+        tree = _configs_of(config)
+        before = [(c, dict(vars(c))) for c in tree]
+        shrink(config, set(), multimodal)
+        _ties_across_configs(before)
+        return config
     if id(config) in seen:
         return config
     seen.add(id(config))
@@ -74,7 +80,10 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
         elif isinstance(value, dict) and value and all(hasattr(v, "to_dict") for v in value.values()):
             for sub in value.values():
                 shrink(sub, seen)
-        elif _is_count(value) and not _counts_stages(key, value, values):
+        elif _is_count(value) and not _counts_stages(key, value, values) \
+                and not (value == _grid_side(values) and _WIDTH_RULE.match(key.lower())):
+            # (a "width" as many as the patches along the image's side is that side: SAM's
+            # image_embedding_size, 64 = 1024 / 16, which its prompt encoder's grid is)
             new = _shrunk(key.lower(), value)
             if new != value:
                 setattr(config, key, new)
@@ -119,6 +128,12 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
         elif _TOKEN_ID.match(key.lower()) and _is_counts(value):
             setattr(config, key, [v % vocab for v in value])
     return config
+
+
+def _grid_side(values: dict) -> int | None:
+    """image_size // patch_size: the patches along the image's side, where the config sets both."""
+    image, patch = values.get("image_size"), values.get("patch_size")
+    return image // patch if _is_count(image) and _is_count(patch) else None
 
 
 def _counts_stages(key: str, value: int, values: dict) -> bool:
@@ -263,6 +278,51 @@ def _tied_sizes_follow(config, before: dict) -> None:
                 and (_SIZE_KEY.match(key) or _GROUPS_KEY.match(key.lower()))
                 and not _NOT_A_WIDTH.match(key)):
             setattr(config, key, cut[value])
+
+
+def _configs_of(config) -> list:
+    """`config` and every sub-config under it (text, vision, a dict of them), each once."""
+    found, todo = [], [config]
+    while todo:
+        c = todo.pop()
+        if any(c is f for f in found):
+            continue
+        found.append(c)
+        for v in vars(c).values():
+            if hasattr(v, "to_dict") and hasattr(v, "model_type"):
+                todo.append(v)
+            elif isinstance(v, dict) and v and all(hasattr(x, "to_dict") for x in v.values()):
+                todo.extend(v.values())
+    return found
+
+
+_TIED_KEY = re.compile(r".*(size|dim|channels|d_model)$")
+
+
+def _ties_across_configs(before: list) -> None:
+    """A size the rule left as it was that equals, in the config before the cut, a width the
+    rule cut in another sub-config, is cut with it where every cut of that width agrees: the
+    sub-configs of one model meet at those sizes (SAM's vision output_channels, 256, are its
+    prompt encoder's hidden_size; X-CLIP's projection_dim, 512, its text hidden_size). Within one
+    config, _tied_sizes_follow ties them."""
+    cuts: dict[int, set[int]] = {}
+    for c, values in before:
+        for k, v in values.items():
+            new = vars(c).get(k)
+            if _is_count(v) and _is_count(new) and new < v and _WIDTH_KEY.match(k.lower()) \
+                    and not _NOT_A_WIDTH.match(k.lower()) and not _HEAD_DIM.match(k.lower()):
+                cuts.setdefault(v, set()).add(new)
+    for c, values in before:
+        for k, v in values.items():
+            if _is_count(v) and len(cuts.get(v, ())) == 1 and vars(c).get(k) == v \
+                    and _TIED_KEY.match(k.lower()) and not _NOT_A_WIDTH.match(k.lower()) \
+                    and not _HEAD_DIM.match(k.lower()):
+                setattr(c, k, next(iter(cuts[v])))
+            # positional features, a sine and a cosine half of a width (SAM's num_pos_feats,
+            # 128 of the prompt encoder's 256): half the width after the cut
+            elif _is_count(v) and k.lower().endswith("pos_feats") and vars(c).get(k) == v \
+                    and len(cuts.get(2 * v, ())) == 1:
+                setattr(c, k, next(iter(cuts[2 * v])) // 2)
 
 
 def _main_width(values: dict) -> str | None:
