@@ -510,6 +510,27 @@ def test_a_rotary_head_dim_keeps_its_share_of_the_head_dim():
     assert (whole.head_dim, whole.qk_rope_head_dim) == (24, 24)
 
 
+def test_a_size_tied_to_another_sub_configs_width_follows_its_cut():
+    # SAM: its vision tower's output_channels (256) are its prompt encoder's and mask decoder's
+    # hidden_size (256 → 96): 96 too; its num_pos_feats (128, the sine and cosine halves of 256)
+    # 48; the prompt encoder's image_embedding_size (64 = 1024 / 16 patches along the side) is
+    # that grid, no width: kept. X-CLIP: projection_dim 512 = its text hidden_size → 96.
+    vision = Config(hidden_size=768, output_channels=256, num_pos_feats=128, image_size=1024,
+                    patch_size=16)
+    prompt = Config(hidden_size=256, image_embedding_size=64, image_size=1024, patch_size=16)
+    decoder = Config(hidden_size=256, iou_head_hidden_dim=256)
+    shrink(Config(vision_config=vision, prompt_encoder_config=prompt, mask_decoder_config=decoder))
+    assert (vision.hidden_size, vision.output_channels, vision.num_pos_feats) == (96, 96, 48)
+    assert (prompt.hidden_size, prompt.image_embedding_size) == (96, 64)
+    xclip = shrink(Config(projection_dim=512, text_config=Config(hidden_size=512),
+                          vision_config=Config(hidden_size=768)))
+    assert xclip.projection_dim == 96
+    # a size equal to widths cut to two values (96 here, 192 as a multiple there) is left alone
+    two = shrink(Config(projection_dim=512, text_config=Config(hidden_size=512),
+                        vision_config=Config(hidden_size=256, inner_size=512)))
+    assert two.projection_dim == 512
+
+
 def test_a_rotary_factor_over_one_head_keeps_its_share_of_the_width():
     # EfficientLoFTR rotates 4 heads' worth of each head (256 / 8 · 4 = 128, half its width);
     # over 4 heads of 24 that share is 2 (96 / 4 · 2 = 48), not 4. A factor of a head (0.5) stays
