@@ -410,15 +410,10 @@ def _rotary_head_dims_keep_their_share(config, before: dict) -> None:
     after the cut: DOTS3's qk_rope_head_dim, 64 = 256 · 0.25, is 24 · 0.25 = 6 (left at 24 it
     met the 6 rotary channels head_dim's share gives)."""
     head_dim = vars(config).get("head_dim")
-    rope = vars(config).get("rope_parameters")
-    factors = {p.get("partial_rotary_factor") for p in
-               ([rope] if isinstance(rope, dict) and "rope_type" in rope
-                else rope.values() if isinstance(rope, dict) else [])
-               if isinstance(p, dict)} | {vars(config).get("partial_rotary_factor")}
-    factors = {f for f in factors if isinstance(f, float) and 0 < f < 1}
-    if not (_is_count(head_dim) and _is_count(before.get("head_dim")) and len(factors) == 1):
+    factor = _rotary_factor(config)
+    if not (_is_count(head_dim) and _is_count(before.get("head_dim")) and factor
+            and factor < 1):
         return
-    (factor,) = factors
     for key, value in before.items():
         if "rope" in key.lower() and _is_count(value) and _HEAD_DIM.match(key.lower()) \
                 and value == before["head_dim"] * factor \
@@ -435,9 +430,26 @@ def _rotary_factors_over_heads_keep_their_width(config, before: dict, heads_befo
     rope = vars(config).get("rope_parameters")
     if not heads or not isinstance(rope, dict) or vars(config)[heads] == heads_before[heads]:
         return
-    factor = rope.get("partial_rotary_factor")
-    if isinstance(factor, (int, float)) and not isinstance(factor, bool) and factor > 1:
+    factor = _rotary_factor(config)
+    if factor and factor > 1 and "partial_rotary_factor" in rope:
         rope["partial_rotary_factor"] = factor * vars(config)[heads] / heads_before[heads]
+
+
+def _rotary_factor(config, per_kind: bool = True) -> float | None:
+    """The one partial_rotary_factor the config sets (in its rope_parameters, in each of its
+    per-kind rope_parameters, or as its own attribute; 1 rotates a whole head), a positive
+    number; None where it sets none, or several that differ (`per_kind` False: those of one kind
+    of layer are not read; rotary sections stand beside a rope_type, not among kinds). Below 1 it is a share of each head
+    (_rotary_head_dims_keep_their_share, _rope_sections_fit); above 1, a share of the width over
+    the heads (_rotary_factors_over_heads_keep_their_width)."""
+    rope = vars(config).get("rope_parameters")
+    parts = [rope] if isinstance(rope, dict) and "rope_type" in rope \
+        else list(rope.values()) if isinstance(rope, dict) and per_kind else []
+    found = {p.get("partial_rotary_factor") for p in parts if isinstance(p, dict)} \
+        | {vars(config).get("partial_rotary_factor")}
+    factors = {f for f in found if isinstance(f, (int, float)) and not isinstance(f, bool)
+               and f > 0}
+    return next(iter(factors)) if len(factors) == 1 else None
 
 
 _STEM_HEAD_DIM = re.compile(r".*(head_?dim|d_head)$")
@@ -499,8 +511,8 @@ def _rope_sections_fit(config, multimodal: bool) -> None:
         return
     # the sections split the rotary part's half: the head dim's partial_rotary_factor share
     # (GLM-4V-MoE's half of 24: [2, 2, 2], not [4, 4, 4] over 6 channels)
-    factor = rope.get("partial_rotary_factor") or vars(config).get("partial_rotary_factor")
-    share = factor if isinstance(factor, float) and 0 < factor < 1 else 1
+    factor = _rotary_factor(config, per_kind=False)
+    share = factor if factor and factor < 1 else 1
     half = int(head_dim * share) // 2
     rope["mrope_section"] = [half - 2 * (half // 3), half // 3, half // 3]
 
