@@ -531,6 +531,13 @@ def test_a_size_tied_to_another_sub_configs_width_follows_its_cut():
     assert two.projection_dim == 512
 
 
+def test_key_value_heads_per_layer_keep_their_proportion():
+    # Sapiens2: 16 query heads → 4; its key/value heads per layer, 16 or 8, are 4 or 2 (the
+    # per-layer list then cut with the depth); a list of them left at 16 met 4 query heads
+    config = shrink(Config(num_attention_heads=16, num_key_value_heads_per_layer=[16, 8, 8, 16]))
+    assert config.num_key_value_heads_per_layer == [4, 2, 2, 4]
+
+
 def test_a_rotary_factor_over_one_head_keeps_its_share_of_the_width():
     # EfficientLoFTR rotates 4 heads' worth of each head (256 / 8 · 4 = 128, half its width);
     # over 4 heads of 24 that share is 2 (96 / 4 · 2 = 48), not 4. A factor of a head (0.5) stays

@@ -462,12 +462,21 @@ def _stem(key: str) -> frozenset:
                                                      "headdim", "d"}
 
 
+_KV_HEADS_PER_LAYER = re.compile(r".*(key_value_heads|kv_heads)_per_layer$")
+
+
 def _kv_heads_in_proportion(config, before: dict, heads_before: dict) -> None:
     """Key/value heads · new heads / old heads, each against the head count of its own part (an
     encoder's and a decoder's: the heads key sharing its prefix), else the model's own."""
     default = next((k for k in ("num_attention_heads", "n_head", "num_heads",
                                 "encoder_attention_heads") if k in heads_before), None)
     for key, value in before.items():
+        if _is_counts(value) and _KV_HEADS_PER_LAYER.match(key.lower()) and default:
+            # per layer (Sapiens2's num_key_value_heads_per_layer, 16 or 8 of 16 heads): each in
+            # the same proportion, 4 or 2 of 4 (left at 16 over 4 query heads, its reshape failed)
+            old_heads, new_heads = heads_before[default], vars(config).get(default)
+            setattr(config, key, type(value)(max(1, v * new_heads // old_heads) for v in value))
+            continue
         if not (_is_count(value) and re.match(_RULES[0][0], key.lower())):
             continue
         heads = _heads_of_part(key, heads_before) or default
