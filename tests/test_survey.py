@@ -538,6 +538,22 @@ def test_key_value_heads_per_layer_keep_their_proportion():
     assert config.num_key_value_heads_per_layer == [4, 2, 2, 4]
 
 
+def test_a_width_keeps_whole_multiples_its_factors_round_to_and_blocks_follow_the_depth():
+    # xLSTM rounds sizes up to 64 and its query/key width is 0.5 of the width: 4096 · 0.5 = 2048
+    # was whole 64s; 96 · 0.5 = 48 is not (its cache rounded it to 64, its projections not), so
+    # the width is the least above 96 with 0.5 · w and 1.0 · w whole 64s, over 4 heads: 128, and
+    # embedding_dim, which was the width, with it. num_blocks (32 = num_hidden_layers) → 2;
+    # c2f_num_blocks, a count of another part equal to decoder_layers, stays
+    config = shrink(Config(hidden_size=4096, embedding_dim=4096, num_heads=8, qk_dim_factor=0.5,
+                           v_dim_factor=1.0, ffn_round_up_to_multiple_of=64,
+                           num_hidden_layers=32, num_blocks=32))
+    assert (config.hidden_size, config.embedding_dim, config.num_blocks) == (128, 128, 2)
+    other = shrink(Config(d_model=256, decoder_layers=3, c2f_num_blocks=3))
+    assert (other.decoder_layers, other.c2f_num_blocks) == (2, 3)
+    plain = shrink(Config(hidden_size=4096, qk_dim_factor=0.5))  # no multiple named: 96
+    assert plain.hidden_size == 96
+
+
 def test_a_rotary_factor_over_one_head_keeps_its_share_of_the_width():
     # EfficientLoFTR rotates 4 heads' worth of each head (256 / 8 · 4 = 128, half its width);
     # over 4 heads of 24 that share is 2 (96 / 4 · 2 = 48), not 4. A factor of a head (0.5) stays

@@ -110,12 +110,14 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
     _rotary_factors_over_heads_keep_their_width(config, values, heads_before)
     _rope_sections_fit(config, multimodal)
     _tied_sizes_follow(config, values)
+    _blocks_follow_their_depth(config, values)
     kept = {depth: _layers_kept(config, depth) for depth in depths_cut}
     _depth_holds_each_kind(config, values, max([*map(len, kept.values()), DEPTH,
                                                 *_pattern_depths(config, depths_cut)]))
     _periods_within_depth(config)
     _shared_layers_in_proportion(config, values)
     _width_parts_in_proportion(config, values)
+    _width_factors_keep_their_multiple(config, values)
     for key, value in vars(config).items():
         if isinstance(value, (list, tuple)) and len(value) in depths_cut \
                 and not _TOKEN_ID.match(key):
@@ -248,6 +250,51 @@ def _width_parts_in_proportion(config, before: dict) -> None:
             parts = [v * width // before[main] for v in value]
             parts[-1] += width - sum(parts)
             setattr(config, key, type(value)(parts))
+
+
+def _width_factors_keep_their_multiple(config, before: dict) -> None:
+    """Where the config rounds sizes up to a multiple it names (`…multiple_of`) and the width
+    times each of its dim factors (`…dim_factor`) was a whole multiple of it before the cut, the
+    width is the least one above the cut's that keeps it so, and splits into the heads: xLSTM's
+    4096 · 0.5 = 32 · 64 query/key width; cut to 96, 48 rounded up to 64 in its cache and not in
+    its projections, which met. 128 · 0.5 = 64: the width is 128. Every size that was the width
+    follows it."""
+    main = _main_width(before)
+    multiples = {v for k, v in before.items() if k.lower().endswith("multiple_of") and _is_count(v)}
+    factors = [v for k, v in before.items() if k.lower().endswith("dim_factor")
+               and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
+    if not (main and multiples and factors) or vars(config).get(main) == before[main]:
+        return
+    heads = _derived_head_dim(config) and next(
+        vars(config)[k] for k in ("num_attention_heads", "n_head", "num_heads")
+        if _is_count(vars(config).get(k)))
+
+    def whole(width: int) -> bool:
+        return all(width * f % m == 0 for f in factors for m in multiples)
+
+    width = vars(config)[main]
+    if not whole(before[main]) or whole(width):
+        return
+    new = next(w for w in range(width, before[main] + 1) if whole(w) and w % (heads or 1) == 0)
+    for key, value in before.items():
+        if value == before[main] and vars(config).get(key) == width:
+            setattr(config, key, new)
+
+
+def _blocks_follow_their_depth(config, before: dict) -> None:
+    """A count of blocks (`…blocks`) that equalled a depth of its part the rule cut (the same
+    prefix: none for num_blocks and num_hidden_layers) is that depth: the same layers under a
+    second name (xLSTM's num_blocks = num_hidden_layers = 32; left at 32 over
+    2, the model built 32 blocks and its cache 2)."""
+    def part(key: str) -> str:  # the part a count names: "" for num_blocks, "c2f_" for c2f_…
+        return re.sub(r"(num_|n_)?(hidden_)?(blocks|layers|layer)$", "", key.lower())
+
+    cut = {(before[k], part(k)): vars(config)[k] for k in before if _is_count(before[k])
+           and _DEPTH_KEY.match(k.lower()) and vars(config).get(k) != before[k]}
+    for key, value in before.items():
+        if key.lower().endswith("blocks") and _is_count(value) \
+                and (value, part(key)) in cut and vars(config).get(key) == value:
+            setattr(config, key, cut[value, part(key)])
 
 
 def _depth_holds_each_kind(config, before: dict, depth: int) -> None:
