@@ -531,6 +531,19 @@ def test_a_size_tied_to_another_sub_configs_width_follows_its_cut():
     assert two.projection_dim == 512
 
 
+def test_widths_a_backbones_stages_had_follow_their_cut():
+    # PP-DocLayout-V3: its encoder reads its backbone's last three stages, [512, 1024, 2048],
+    # which the backbone's lists cut to [192, 384, 768] (512 · 96 / 256, …): the encoder's list
+    # is so too, not cut by its own first ([96, 192, 384]); x4_feat_dim, 128, the backbone's
+    # first stage out (128 · 96 / 256 = 48), is 48. A backbone does not follow its parent.
+    backbone = Config(hidden_sizes=[256, 512, 1024, 2048], stage_out_channels=[128, 512, 1024, 2048])
+    config = shrink(Config(d_model=256, encoder_in_channels=[512, 1024, 2048], x4_feat_dim=128,
+                           backbone_config=backbone))
+    assert config.encoder_in_channels == [192, 384, 768]
+    assert config.x4_feat_dim == 48
+    assert backbone.hidden_sizes == [96, 192, 384, 768]
+
+
 def test_key_value_heads_per_layer_keep_their_proportion():
     # Sapiens2: 16 query heads → 4; its key/value heads per layer, 16 or 8, are 4 or 2 (the
     # per-layer list then cut with the depth); a list of them left at 16 met 4 query heads

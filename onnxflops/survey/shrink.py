@@ -359,6 +359,37 @@ def _ties_across_configs(before: list) -> None:
             if _is_count(v) and _is_count(new) and new < v and _WIDTH_KEY.match(k.lower()) \
                     and not _NOT_A_WIDTH.match(k.lower()) and not _HEAD_DIM.match(k.lower()):
                 cuts.setdefault(v, set()).add(new)
+    # each stage width of each config's lists of them, as its list was cut (HGNetV2's 512 → 192)
+    stages: dict[int, dict[int, set[int]]] = {}
+    for c, values in before:
+        for k, v in values.items():
+            new = vars(c).get(k)
+            if _is_counts(v) and _is_counts(new) and len(new) == len(v) and new != v \
+                    and _LIST_WIDTHS.match(k.lower()):
+                for old_width, new_width in zip(v, new):
+                    stages.setdefault(id(c), {}).setdefault(old_width, set()).add(new_width)
+    for c, values in before:
+        # its sub-configs' stage widths (a backbone's), where each was cut to one width
+        below = {id(sub) for sub in _configs_of(c) if sub is not c}
+        theirs: dict[int, set[int]] = {}
+        for owner, widths in stages.items():
+            if owner in below:
+                for w, news in widths.items():
+                    theirs.setdefault(w, set()).update(news)
+        theirs = {w: next(iter(n)) for w, n in theirs.items() if len(n) == 1}
+        for k, v in values.items():
+            # a list of widths all of which another config's stages had (PP-DocLayout-V3's
+            # encoder_in_channels, [512, 1024, 2048], its backbone's last three stages): as they
+            # were cut ([192, 384, 768]; cut by its own first, [96, 192, 384], they did not meet)
+            if _is_counts(v) and _LIST_WIDTHS.match(k.lower()) and all(w in theirs for w in v) \
+                    and any(w > WIDTH for w in v) and _is_counts(vars(c).get(k)):
+                setattr(c, k, type(v)(theirs[w] for w in v))
+            # a width left that another config's stage had (its x4_feat_dim, 128, the backbone's
+            # first stage: 48)
+            elif _is_count(v) and v in theirs and v not in cuts and vars(c).get(k) == v \
+                    and _TIED_KEY.match(k.lower()) and not _NOT_A_WIDTH.match(k.lower()) \
+                    and not _HEAD_DIM.match(k.lower()):
+                setattr(c, k, theirs[v])
     for c, values in before:
         for k, v in values.items():
             if _is_count(v) and len(cuts.get(v, ())) == 1 and vars(c).get(k) == v \
