@@ -544,6 +544,15 @@ def test_widths_a_backbones_stages_had_follow_their_cut():
     assert backbone.hidden_sizes == [96, 192, 384, 768]
 
 
+def test_a_width_coefficient_follows_the_width_it_scaled():
+    # EfficientNet: hidden_dim 2560 = 1280 · width_coefficient 2.0; hidden_dim cut to 96, the
+    # coefficient is 96 / 1280 = 0.075; a coefficient no cut width was a multiple of stays
+    config = shrink(Config(hidden_dim=2560, width_coefficient=2.0, depth_coefficient=3.1))
+    assert (config.hidden_dim, config.width_coefficient, config.depth_coefficient) \
+        == (96, 0.075, 3.1)
+    assert shrink(Config(hidden_dim=2561, width_coefficient=2.0)).width_coefficient == 2.0
+
+
 def test_key_value_heads_per_layer_keep_their_proportion():
     # Sapiens2: 16 query heads → 4; its key/value heads per layer, 16 or 8, are 4 or 2 (the
     # per-layer list then cut with the depth); a list of them left at 16 met 4 query heads

@@ -117,6 +117,7 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
     _periods_within_depth(config)
     _shared_layers_in_proportion(config, values)
     _width_parts_in_proportion(config, values)
+    _width_coefficients_follow(config, values)
     _width_factors_keep_their_multiple(config, values)
     for key, value in vars(config).items():
         if isinstance(value, (list, tuple)) and len(value) in depths_cut \
@@ -295,6 +296,24 @@ def _blocks_follow_their_depth(config, before: dict) -> None:
         if key.lower().endswith("blocks") and _is_count(value) \
                 and (value, part(key)) in cut and vars(config).get(key) == value:
             setattr(config, key, cut[value, part(key)])
+
+
+def _width_coefficients_follow(config, before: dict) -> None:
+    """A width coefficient (`width_coefficient`: the model's own widths times it) that a cut
+    width was a whole base times (EfficientNet's hidden_dim, 2560 = 1280 · 2.0, its code's 1280
+    scaled) is the cut width over that base: 96 / 1280 = 0.075, so the model's widths shrink with
+    it and its last conv is as wide as hidden_dim (left at 2.0, that conv had 2560 channels and
+    its norm 96)."""
+    for coef_key, coef in before.items():
+        if not (coef_key.lower().endswith("width_coefficient") and isinstance(coef, float)
+                and coef > 0):
+            continue
+        for key, value in before.items():
+            new = vars(config).get(key)
+            if _is_count(value) and _is_count(new) and new < value \
+                    and float(value / coef).is_integer() and _WIDTH_KEY.match(key.lower()):
+                setattr(config, coef_key, new / (value / coef))
+                break
 
 
 def _depth_holds_each_kind(config, before: dict, depth: int) -> None:
