@@ -553,6 +553,14 @@ def test_a_width_coefficient_follows_the_width_it_scaled():
     assert shrink(Config(hidden_dim=2561, width_coefficient=2.0)).width_coefficient == 2.0
 
 
+def test_equal_sizes_that_divide_the_width_keep_their_share():
+    # LayoutLMv3: 4 coordinate and 2 shape embeddings of 128 side by side are its width, 768;
+    # cut to 96, each is 96 · 128 / 768 = 16 (4 · 16 + 2 · 16 = 96). One such size alone stays
+    config = shrink(Config(hidden_size=768, coordinate_size=128, shape_size=128))
+    assert (config.hidden_size, config.coordinate_size, config.shape_size) == (96, 16, 16)
+    assert shrink(Config(hidden_size=768, coordinate_size=128)).coordinate_size == 128
+
+
 def test_key_value_heads_per_layer_keep_their_proportion():
     # Sapiens2: 16 query heads → 4; its key/value heads per layer, 16 or 8, are 4 or 2 (the
     # per-layer list then cut with the depth); a list of them left at 16 met 4 query heads

@@ -117,6 +117,7 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
     _periods_within_depth(config)
     _shared_layers_in_proportion(config, values)
     _width_parts_in_proportion(config, values)
+    _equal_width_parts_follow(config, values)
     _width_coefficients_follow(config, values)
     _width_factors_keep_their_multiple(config, values)
     for key, value in vars(config).items():
@@ -314,6 +315,24 @@ def _width_coefficients_follow(config, before: dict) -> None:
                     and float(value / coef).is_integer() and _WIDTH_KEY.match(key.lower()):
                 setattr(config, coef_key, new / (value / coef))
                 break
+
+
+def _equal_width_parts_follow(config, before: dict) -> None:
+    """Sizes no rule cut, two or more of one value that divides the model's width, are parts of
+    it laid side by side, and keep their share of it: LayoutLMv3's coordinate_size and
+    shape_size, 128 each, whose 4 + 2 embeddings (x, y, w, h; width, height) are concatenated
+    to its width, 768 → 96: 16 each (left at 128, the embeddings summed to 768 beside 96)."""
+    main = _main_width(before)
+    if not main or vars(config).get(main) == before[main]:
+        return
+    old, new = before[main], vars(config)[main]
+    left = [k for k, v in before.items() if k != main and _is_count(v) and v < old
+            and old % v == 0 and (new * v) % old == 0 and vars(config).get(k) == v
+            and _SIZE_KEY.match(k.lower()) and not _NOT_A_WIDTH.match(k.lower())
+            and not _HEAD_DIM.match(k.lower())]
+    for key in left:
+        if sum(before[k] == before[key] for k in left) >= 2:
+            setattr(config, key, new * before[key] // old)
 
 
 def _depth_holds_each_kind(config, before: dict, depth: int) -> None:
