@@ -551,6 +551,11 @@ def test_a_width_coefficient_follows_the_width_it_scaled():
     assert (config.hidden_dim, config.width_coefficient, config.depth_coefficient) \
         == (96, 0.075, 3.1)
     assert shrink(Config(hidden_dim=2561, width_coefficient=2.0)).width_coefficient == 2.0
+    # ALIGN's projection_dim, 640, is its EfficientNet tower's last stage (320 · 2.0): a tower
+    # another config holds keeps its coefficient
+    vision = Config(hidden_dim=2560, width_coefficient=2.0)
+    shrink(Config(projection_dim=640, vision_config=vision, text_config=Config(hidden_size=768)))
+    assert vision.width_coefficient == 2.0
 
 
 def test_equal_sizes_that_divide_the_width_keep_their_share():

@@ -69,6 +69,7 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
     if id(config) in seen:
         return config
     seen.add(id(config))
+    root = len(seen) == 1  # no other config holds it
     values = {k: v for k, v in vars(config).items() if not k.startswith("_")}
     depths_cut: set[int] = set()
     heads_before = {k: v for k, v in values.items() if k.endswith("heads") and _is_count(v)}
@@ -118,7 +119,8 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
     _shared_layers_in_proportion(config, values)
     _width_parts_in_proportion(config, values)
     _equal_width_parts_follow(config, values)
-    _width_coefficients_follow(config, values)
+    if root:  # a parent may read the widths a coefficient makes
+        _width_coefficients_follow(config, values)
     _width_factors_keep_their_multiple(config, values)
     for key, value in vars(config).items():
         if isinstance(value, (list, tuple)) and len(value) in depths_cut \
@@ -304,7 +306,8 @@ def _width_coefficients_follow(config, before: dict) -> None:
     width was a whole base times (EfficientNet's hidden_dim, 2560 = 1280 · 2.0, its code's 1280
     scaled) is the cut width over that base: 96 / 1280 = 0.075, so the model's widths shrink with
     it and its last conv is as wide as hidden_dim (left at 2.0, that conv had 2560 channels and
-    its norm 96)."""
+    its norm 96). Only in a config no other holds: ALIGN's projection_dim, 640, is its
+    EfficientNet tower's last stage, 320 · 2.0, which a coefficient of 0.075 made 24."""
     for coef_key, coef in before.items():
         if not (coef_key.lower().endswith("width_coefficient") and isinstance(coef, float)
                 and coef > 0):
