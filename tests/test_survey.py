@@ -510,6 +510,85 @@ def test_a_rotary_head_dim_keeps_its_share_of_the_head_dim():
     assert (whole.head_dim, whole.qk_rope_head_dim) == (24, 24)
 
 
+def test_a_size_tied_to_another_sub_configs_width_follows_its_cut():
+    # SAM: its vision tower's output_channels (256) are its prompt encoder's and mask decoder's
+    # hidden_size (256 → 96): 96 too; its num_pos_feats (128, the sine and cosine halves of 256)
+    # 48; the prompt encoder's image_embedding_size (64 = 1024 / 16 patches along the side) is
+    # that grid, no width: kept. X-CLIP: projection_dim 512 = its text hidden_size → 96.
+    vision = Config(hidden_size=768, output_channels=256, num_pos_feats=128, image_size=1024,
+                    patch_size=16)
+    prompt = Config(hidden_size=256, image_embedding_size=64, image_size=1024, patch_size=16)
+    decoder = Config(hidden_size=256, iou_head_hidden_dim=256)
+    shrink(Config(vision_config=vision, prompt_encoder_config=prompt, mask_decoder_config=decoder))
+    assert (vision.hidden_size, vision.output_channels, vision.num_pos_feats) == (96, 96, 48)
+    assert (prompt.hidden_size, prompt.image_embedding_size) == (96, 64)
+    xclip = shrink(Config(projection_dim=512, text_config=Config(hidden_size=512),
+                          vision_config=Config(hidden_size=768)))
+    assert xclip.projection_dim == 96
+    # a size equal to widths cut to two values (96 here, 192 as a multiple there) is left alone
+    two = shrink(Config(projection_dim=512, text_config=Config(hidden_size=512),
+                        vision_config=Config(hidden_size=256, inner_size=512)))
+    assert two.projection_dim == 512
+
+
+def test_widths_a_backbones_stages_had_follow_their_cut():
+    # PP-DocLayout-V3: its encoder reads its backbone's last three stages, [512, 1024, 2048],
+    # which the backbone's lists cut to [192, 384, 768] (512 · 96 / 256, …): the encoder's list
+    # is so too, not cut by its own first ([96, 192, 384]); x4_feat_dim, 128, the backbone's
+    # first stage out (128 · 96 / 256 = 48), is 48. A backbone does not follow its parent.
+    backbone = Config(hidden_sizes=[256, 512, 1024, 2048], stage_out_channels=[128, 512, 1024, 2048])
+    config = shrink(Config(d_model=256, encoder_in_channels=[512, 1024, 2048], x4_feat_dim=128,
+                           backbone_config=backbone))
+    assert config.encoder_in_channels == [192, 384, 768]
+    assert config.x4_feat_dim == 48
+    assert backbone.hidden_sizes == [96, 192, 384, 768]
+
+
+def test_a_width_coefficient_follows_the_width_it_scaled():
+    # EfficientNet: hidden_dim 2560 = 1280 · width_coefficient 2.0; hidden_dim cut to 96, the
+    # coefficient is 96 / 1280 = 0.075; a coefficient no cut width was a multiple of stays
+    config = shrink(Config(hidden_dim=2560, width_coefficient=2.0, depth_coefficient=3.1))
+    assert (config.hidden_dim, config.width_coefficient, config.depth_coefficient) \
+        == (96, 0.075, 3.1)
+    assert shrink(Config(hidden_dim=2561, width_coefficient=2.0)).width_coefficient == 2.0
+    # ALIGN's projection_dim, 640, is its EfficientNet tower's last stage (320 · 2.0): a tower
+    # another config holds keeps its coefficient
+    vision = Config(hidden_dim=2560, width_coefficient=2.0)
+    shrink(Config(projection_dim=640, vision_config=vision, text_config=Config(hidden_size=768)))
+    assert vision.width_coefficient == 2.0
+
+
+def test_equal_sizes_that_divide_the_width_keep_their_share():
+    # LayoutLMv3: 4 coordinate and 2 shape embeddings of 128 side by side are its width, 768;
+    # cut to 96, each is 96 · 128 / 768 = 16 (4 · 16 + 2 · 16 = 96). One such size alone stays
+    config = shrink(Config(hidden_size=768, coordinate_size=128, shape_size=128))
+    assert (config.hidden_size, config.coordinate_size, config.shape_size) == (96, 16, 16)
+    assert shrink(Config(hidden_size=768, coordinate_size=128)).coordinate_size == 128
+
+
+def test_key_value_heads_per_layer_keep_their_proportion():
+    # Sapiens2: 16 query heads → 4; its key/value heads per layer, 16 or 8, are 4 or 2 (the
+    # per-layer list then cut with the depth); a list of them left at 16 met 4 query heads
+    config = shrink(Config(num_attention_heads=16, num_key_value_heads_per_layer=[16, 8, 8, 16]))
+    assert config.num_key_value_heads_per_layer == [4, 2, 2, 4]
+
+
+def test_a_width_keeps_whole_multiples_its_factors_round_to_and_blocks_follow_the_depth():
+    # xLSTM rounds sizes up to 64 and its query/key width is 0.5 of the width: 4096 · 0.5 = 2048
+    # was whole 64s; 96 · 0.5 = 48 is not (its cache rounded it to 64, its projections not), so
+    # the width is the least above 96 with 0.5 · w and 1.0 · w whole 64s, over 4 heads: 128, and
+    # embedding_dim, which was the width, with it. num_blocks (32 = num_hidden_layers) → 2;
+    # c2f_num_blocks, a count of another part equal to decoder_layers, stays
+    config = shrink(Config(hidden_size=4096, embedding_dim=4096, num_heads=8, qk_dim_factor=0.5,
+                           v_dim_factor=1.0, ffn_round_up_to_multiple_of=64,
+                           num_hidden_layers=32, num_blocks=32))
+    assert (config.hidden_size, config.embedding_dim, config.num_blocks) == (128, 128, 2)
+    other = shrink(Config(d_model=256, decoder_layers=3, c2f_num_blocks=3))
+    assert (other.decoder_layers, other.c2f_num_blocks) == (2, 3)
+    plain = shrink(Config(hidden_size=4096, qk_dim_factor=0.5))  # no multiple named: 96
+    assert plain.hidden_size == 96
+
+
 def test_a_rotary_factor_over_one_head_keeps_its_share_of_the_width():
     # EfficientLoFTR rotates 4 heads' worth of each head (256 / 8 · 4 = 128, half its width);
     # over 4 heads of 24 that share is 2 (96 / 4 · 2 = 48), not 4. A factor of a head (0.5) stays

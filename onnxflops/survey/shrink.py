@@ -38,8 +38,9 @@ _RULES = (  # (key pattern, new value from the old one); the first that matches 
      lambda v: HEAD_DIM),
     (re.compile(r".*lora_rank$"), lambda v: RANK),
     (re.compile(r".*(sliding_window|attention_chunk_size)$"), lambda v: min(v, WINDOW)),
-    (re.compile(r".*(hidden_size|d_model|n_embd|n_embed|embed_dim|embedding_size|hidden_dim|"
-                r"embedding_dim|d_embed|model_dim|word_embed_proj_dim)$"), lambda v: WIDTH),
+    (_WIDTH_RULE := re.compile(r".*(hidden_size|d_model|n_embd|n_embed|embed_dim|embedding_size|"
+                               r"hidden_dim|embedding_dim|d_embed|model_dim|"
+                               r"word_embed_proj_dim)$"), lambda v: WIDTH),
     # every vocabulary: Gemma 3n's per-layer input table, BLT's hashed byte groups
     (re.compile(r".*(vocab_size|vocab_size_per_layer_input|_vocab)$"), lambda v: min(v, VOCAB)),
 )
@@ -59,10 +60,16 @@ _LAYER_INDICES = re.compile(r".*layer_(ids|indices)$")  # which layers are of on
 def shrink(config, seen: set | None = None, multimodal: bool = False):
     """`config` (a transformers PretrainedConfig), shrunk in place and returned; `multimodal`:
     it is the text config of a config with a vision config."""
-    seen = set() if seen is None else seen
+    if seen is None:  # the whole tree: its sizes before, for the ties across its sub-configs
+        tree = _configs_of(config)
+        before = [(c, dict(vars(c))) for c in tree]
+        shrink(config, set(), multimodal)
+        _ties_across_configs(before)
+        return config
     if id(config) in seen:
         return config
     seen.add(id(config))
+    root = len(seen) == 1  # no other config holds it
     values = {k: v for k, v in vars(config).items() if not k.startswith("_")}
     depths_cut: set[int] = set()
     heads_before = {k: v for k, v in values.items() if k.endswith("heads") and _is_count(v)}
@@ -74,7 +81,10 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
         elif isinstance(value, dict) and value and all(hasattr(v, "to_dict") for v in value.values()):
             for sub in value.values():
                 shrink(sub, seen)
-        elif _is_count(value) and not _counts_stages(key, value, values):
+        elif _is_count(value) and not _counts_stages(key, value, values) \
+                and not (value == _grid_side(values) and _WIDTH_RULE.match(key.lower())):
+            # (a "width" as many as the patches along the image's side is that side: SAM's
+            # image_embedding_size, 64 = 1024 / 16, which its prompt encoder's grid is)
             new = _shrunk(key.lower(), value)
             if new != value:
                 setattr(config, key, new)
@@ -101,12 +111,17 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
     _rotary_factors_over_heads_keep_their_width(config, values, heads_before)
     _rope_sections_fit(config, multimodal)
     _tied_sizes_follow(config, values)
+    _blocks_follow_their_depth(config, values)
     kept = {depth: _layers_kept(config, depth) for depth in depths_cut}
     _depth_holds_each_kind(config, values, max([*map(len, kept.values()), DEPTH,
                                                 *_pattern_depths(config, depths_cut)]))
     _periods_within_depth(config)
     _shared_layers_in_proportion(config, values)
     _width_parts_in_proportion(config, values)
+    _equal_width_parts_follow(config, values)
+    if root:  # a parent may read the widths a coefficient makes
+        _width_coefficients_follow(config, values)
+    _width_factors_keep_their_multiple(config, values)
     for key, value in vars(config).items():
         if isinstance(value, (list, tuple)) and len(value) in depths_cut \
                 and not _TOKEN_ID.match(key):
@@ -119,6 +134,12 @@ def shrink(config, seen: set | None = None, multimodal: bool = False):
         elif _TOKEN_ID.match(key.lower()) and _is_counts(value):
             setattr(config, key, [v % vocab for v in value])
     return config
+
+
+def _grid_side(values: dict) -> int | None:
+    """image_size // patch_size: the patches along the image's side, where the config sets both."""
+    image, patch = values.get("image_size"), values.get("patch_size")
+    return image // patch if _is_count(image) and _is_count(patch) else None
 
 
 def _counts_stages(key: str, value: int, values: dict) -> bool:
@@ -235,6 +256,88 @@ def _width_parts_in_proportion(config, before: dict) -> None:
             setattr(config, key, type(value)(parts))
 
 
+def _width_factors_keep_their_multiple(config, before: dict) -> None:
+    """Where the config rounds sizes up to a multiple it names (`…multiple_of`) and the width
+    times each of its dim factors (`…dim_factor`) was a whole multiple of it before the cut, the
+    width is the least one above the cut's that keeps it so, and splits into the heads: xLSTM's
+    4096 · 0.5 = 32 · 64 query/key width; cut to 96, 48 rounded up to 64 in its cache and not in
+    its projections, which met. 128 · 0.5 = 64: the width is 128. Every size that was the width
+    follows it."""
+    main = _main_width(before)
+    multiples = {v for k, v in before.items() if k.lower().endswith("multiple_of") and _is_count(v)}
+    factors = [v for k, v in before.items() if k.lower().endswith("dim_factor")
+               and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
+    if not (main and multiples and factors) or vars(config).get(main) == before[main]:
+        return
+    heads = _derived_head_dim(config) and next(
+        vars(config)[k] for k in ("num_attention_heads", "n_head", "num_heads")
+        if _is_count(vars(config).get(k)))
+
+    def whole(width: int) -> bool:
+        return all(width * f % m == 0 for f in factors for m in multiples)
+
+    width = vars(config)[main]
+    if not whole(before[main]) or whole(width):
+        return
+    new = next(w for w in range(width, before[main] + 1) if whole(w) and w % (heads or 1) == 0)
+    for key, value in before.items():
+        if value == before[main] and vars(config).get(key) == width:
+            setattr(config, key, new)
+
+
+def _blocks_follow_their_depth(config, before: dict) -> None:
+    """A count of blocks (`…blocks`) that equalled a depth of its part the rule cut (the same
+    prefix: none for num_blocks and num_hidden_layers) is that depth: the same layers under a
+    second name (xLSTM's num_blocks = num_hidden_layers = 32; left at 32 over
+    2, the model built 32 blocks and its cache 2)."""
+    def part(key: str) -> str:  # the part a count names: "" for num_blocks, "c2f_" for c2f_…
+        return re.sub(r"(num_|n_)?(hidden_)?(blocks|layers|layer)$", "", key.lower())
+
+    cut = {(before[k], part(k)): vars(config)[k] for k in before if _is_count(before[k])
+           and _DEPTH_KEY.match(k.lower()) and vars(config).get(k) != before[k]}
+    for key, value in before.items():
+        if key.lower().endswith("blocks") and _is_count(value) \
+                and (value, part(key)) in cut and vars(config).get(key) == value:
+            setattr(config, key, cut[value, part(key)])
+
+
+def _width_coefficients_follow(config, before: dict) -> None:
+    """A width coefficient (`width_coefficient`: the model's own widths times it) that a cut
+    width was a whole base times (EfficientNet's hidden_dim, 2560 = 1280 · 2.0, its code's 1280
+    scaled) is the cut width over that base: 96 / 1280 = 0.075, so the model's widths shrink with
+    it and its last conv is as wide as hidden_dim (left at 2.0, that conv had 2560 channels and
+    its norm 96). Only in a config no other holds: ALIGN's projection_dim, 640, is its
+    EfficientNet tower's last stage, 320 · 2.0, which a coefficient of 0.075 made 24."""
+    for coef_key, coef in before.items():
+        if not (coef_key.lower().endswith("width_coefficient") and isinstance(coef, float)
+                and coef > 0):
+            continue
+        for key, value in before.items():
+            new = vars(config).get(key)
+            if _is_count(value) and _is_count(new) and new < value \
+                    and float(value / coef).is_integer() and _WIDTH_KEY.match(key.lower()):
+                setattr(config, coef_key, new / (value / coef))
+                break
+
+
+def _equal_width_parts_follow(config, before: dict) -> None:
+    """Sizes no rule cut, two or more of one value that divides the model's width, are parts of
+    it laid side by side, and keep their share of it: LayoutLMv3's coordinate_size and
+    shape_size, 128 each, whose 4 + 2 embeddings (x, y, w, h; width, height) are concatenated
+    to its width, 768 → 96: 16 each (left at 128, the embeddings summed to 768 beside 96)."""
+    main = _main_width(before)
+    if not main or vars(config).get(main) == before[main]:
+        return
+    old, new = before[main], vars(config)[main]
+    left = [k for k, v in before.items() if k != main and _is_count(v) and v < old
+            and old % v == 0 and (new * v) % old == 0 and vars(config).get(k) == v
+            and _SIZE_KEY.match(k.lower()) and not _NOT_A_WIDTH.match(k.lower())
+            and not _HEAD_DIM.match(k.lower())]
+    for key in left:
+        if sum(before[k] == before[key] for k in left) >= 2:
+            setattr(config, key, new * before[key] // old)
+
+
 def _depth_holds_each_kind(config, before: dict, depth: int) -> None:
     """Each depth the rule cut to DEPTH made `depth` where a cut keeps more layers, one per kind
     (_layers_kept)."""
@@ -263,6 +366,82 @@ def _tied_sizes_follow(config, before: dict) -> None:
                 and (_SIZE_KEY.match(key) or _GROUPS_KEY.match(key.lower()))
                 and not _NOT_A_WIDTH.match(key)):
             setattr(config, key, cut[value])
+
+
+def _configs_of(config) -> list:
+    """`config` and every sub-config under it (text, vision, a dict of them), each once."""
+    found, todo = [], [config]
+    while todo:
+        c = todo.pop()
+        if any(c is f for f in found):
+            continue
+        found.append(c)
+        for v in vars(c).values():
+            if hasattr(v, "to_dict") and hasattr(v, "model_type"):
+                todo.append(v)
+            elif isinstance(v, dict) and v and all(hasattr(x, "to_dict") for x in v.values()):
+                todo.extend(v.values())
+    return found
+
+
+_TIED_KEY = re.compile(r".*(size|dim|channels|d_model)$")
+
+
+def _ties_across_configs(before: list) -> None:
+    """A size the rule left as it was that equals, in the config before the cut, a width the
+    rule cut in another sub-config, is cut with it where every cut of that width agrees: the
+    sub-configs of one model meet at those sizes (SAM's vision output_channels, 256, are its
+    prompt encoder's hidden_size; X-CLIP's projection_dim, 512, its text hidden_size). Within one
+    config, _tied_sizes_follow ties them."""
+    cuts: dict[int, set[int]] = {}
+    for c, values in before:
+        for k, v in values.items():
+            new = vars(c).get(k)
+            if _is_count(v) and _is_count(new) and new < v and _WIDTH_KEY.match(k.lower()) \
+                    and not _NOT_A_WIDTH.match(k.lower()) and not _HEAD_DIM.match(k.lower()):
+                cuts.setdefault(v, set()).add(new)
+    # each stage width of each config's lists of them, as its list was cut (HGNetV2's 512 → 192)
+    stages: dict[int, dict[int, set[int]]] = {}
+    for c, values in before:
+        for k, v in values.items():
+            new = vars(c).get(k)
+            if _is_counts(v) and _is_counts(new) and len(new) == len(v) and new != v \
+                    and _LIST_WIDTHS.match(k.lower()):
+                for old_width, new_width in zip(v, new):
+                    stages.setdefault(id(c), {}).setdefault(old_width, set()).add(new_width)
+    for c, values in before:
+        # its sub-configs' stage widths (a backbone's), where each was cut to one width
+        below = {id(sub) for sub in _configs_of(c) if sub is not c}
+        theirs: dict[int, set[int]] = {}
+        for owner, widths in stages.items():
+            if owner in below:
+                for w, news in widths.items():
+                    theirs.setdefault(w, set()).update(news)
+        theirs = {w: next(iter(n)) for w, n in theirs.items() if len(n) == 1}
+        for k, v in values.items():
+            # a list of widths all of which another config's stages had (PP-DocLayout-V3's
+            # encoder_in_channels, [512, 1024, 2048], its backbone's last three stages): as they
+            # were cut ([192, 384, 768]; cut by its own first, [96, 192, 384], they did not meet)
+            if _is_counts(v) and _LIST_WIDTHS.match(k.lower()) and all(w in theirs for w in v) \
+                    and any(w > WIDTH for w in v) and _is_counts(vars(c).get(k)):
+                setattr(c, k, type(v)(theirs[w] for w in v))
+            # a width left that another config's stage had (its x4_feat_dim, 128, the backbone's
+            # first stage: 48)
+            elif _is_count(v) and v in theirs and v not in cuts and vars(c).get(k) == v \
+                    and _TIED_KEY.match(k.lower()) and not _NOT_A_WIDTH.match(k.lower()) \
+                    and not _HEAD_DIM.match(k.lower()):
+                setattr(c, k, theirs[v])
+    for c, values in before:
+        for k, v in values.items():
+            if _is_count(v) and len(cuts.get(v, ())) == 1 and vars(c).get(k) == v \
+                    and _TIED_KEY.match(k.lower()) and not _NOT_A_WIDTH.match(k.lower()) \
+                    and not _HEAD_DIM.match(k.lower()):
+                setattr(c, k, next(iter(cuts[v])))
+            # positional features, a sine and a cosine half of a width (SAM's num_pos_feats,
+            # 128 of the prompt encoder's 256): half the width after the cut
+            elif _is_count(v) and k.lower().endswith("pos_feats") and vars(c).get(k) == v \
+                    and len(cuts.get(2 * v, ())) == 1:
+                setattr(c, k, next(iter(cuts[2 * v])) // 2)
 
 
 def _main_width(values: dict) -> str | None:
@@ -350,15 +529,10 @@ def _rotary_head_dims_keep_their_share(config, before: dict) -> None:
     after the cut: DOTS3's qk_rope_head_dim, 64 = 256 · 0.25, is 24 · 0.25 = 6 (left at 24 it
     met the 6 rotary channels head_dim's share gives)."""
     head_dim = vars(config).get("head_dim")
-    rope = vars(config).get("rope_parameters")
-    factors = {p.get("partial_rotary_factor") for p in
-               ([rope] if isinstance(rope, dict) and "rope_type" in rope
-                else rope.values() if isinstance(rope, dict) else [])
-               if isinstance(p, dict)} | {vars(config).get("partial_rotary_factor")}
-    factors = {f for f in factors if isinstance(f, float) and 0 < f < 1}
-    if not (_is_count(head_dim) and _is_count(before.get("head_dim")) and len(factors) == 1):
+    factor = _rotary_factor(config)
+    if not (_is_count(head_dim) and _is_count(before.get("head_dim")) and factor
+            and factor < 1):
         return
-    (factor,) = factors
     for key, value in before.items():
         if "rope" in key.lower() and _is_count(value) and _HEAD_DIM.match(key.lower()) \
                 and value == before["head_dim"] * factor \
@@ -375,9 +549,26 @@ def _rotary_factors_over_heads_keep_their_width(config, before: dict, heads_befo
     rope = vars(config).get("rope_parameters")
     if not heads or not isinstance(rope, dict) or vars(config)[heads] == heads_before[heads]:
         return
-    factor = rope.get("partial_rotary_factor")
-    if isinstance(factor, (int, float)) and not isinstance(factor, bool) and factor > 1:
+    factor = _rotary_factor(config)
+    if factor and factor > 1 and "partial_rotary_factor" in rope:
         rope["partial_rotary_factor"] = factor * vars(config)[heads] / heads_before[heads]
+
+
+def _rotary_factor(config, per_kind: bool = True) -> float | None:
+    """The one partial_rotary_factor the config sets (in its rope_parameters, in each of its
+    per-kind rope_parameters, or as its own attribute; 1 rotates a whole head), a positive
+    number; None where it sets none, or several that differ (`per_kind` False: those of one kind
+    of layer are not read; rotary sections stand beside a rope_type, not among kinds). Below 1 it is a share of each head
+    (_rotary_head_dims_keep_their_share, _rope_sections_fit); above 1, a share of the width over
+    the heads (_rotary_factors_over_heads_keep_their_width)."""
+    rope = vars(config).get("rope_parameters")
+    parts = [rope] if isinstance(rope, dict) and "rope_type" in rope \
+        else list(rope.values()) if isinstance(rope, dict) and per_kind else []
+    found = {p.get("partial_rotary_factor") for p in parts if isinstance(p, dict)} \
+        | {vars(config).get("partial_rotary_factor")}
+    factors = {f for f in found if isinstance(f, (int, float)) and not isinstance(f, bool)
+               and f > 0}
+    return next(iter(factors)) if len(factors) == 1 else None
 
 
 _STEM_HEAD_DIM = re.compile(r".*(head_?dim|d_head)$")
@@ -390,12 +581,21 @@ def _stem(key: str) -> frozenset:
                                                      "headdim", "d"}
 
 
+_KV_HEADS_PER_LAYER = re.compile(r".*(key_value_heads|kv_heads)_per_layer$")
+
+
 def _kv_heads_in_proportion(config, before: dict, heads_before: dict) -> None:
     """Key/value heads · new heads / old heads, each against the head count of its own part (an
     encoder's and a decoder's: the heads key sharing its prefix), else the model's own."""
     default = next((k for k in ("num_attention_heads", "n_head", "num_heads",
                                 "encoder_attention_heads") if k in heads_before), None)
     for key, value in before.items():
+        if _is_counts(value) and _KV_HEADS_PER_LAYER.match(key.lower()) and default:
+            # per layer (Sapiens2's num_key_value_heads_per_layer, 16 or 8 of 16 heads): each in
+            # the same proportion, 4 or 2 of 4 (left at 16 over 4 query heads, its reshape failed)
+            old_heads, new_heads = heads_before[default], vars(config).get(default)
+            setattr(config, key, type(value)(max(1, v * new_heads // old_heads) for v in value))
+            continue
         if not (_is_count(value) and re.match(_RULES[0][0], key.lower())):
             continue
         heads = _heads_of_part(key, heads_before) or default
@@ -439,8 +639,8 @@ def _rope_sections_fit(config, multimodal: bool) -> None:
         return
     # the sections split the rotary part's half: the head dim's partial_rotary_factor share
     # (GLM-4V-MoE's half of 24: [2, 2, 2], not [4, 4, 4] over 6 channels)
-    factor = rope.get("partial_rotary_factor") or vars(config).get("partial_rotary_factor")
-    share = factor if isinstance(factor, float) and 0 < factor < 1 else 1
+    factor = _rotary_factor(config, per_kind=False)
+    share = factor if factor and factor < 1 else 1
     half = int(head_dim * share) // 2
     rope["mrope_section"] = [half - 2 * (half // 3), half // 3, half // 3]
 
