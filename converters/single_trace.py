@@ -93,8 +93,7 @@ def _cia_ops_materialized_once() -> Iterator[None]:
     try:
         from torch._export import utils
     except ImportError:
-        yield
-        return
+        utils = None
     materialize = getattr(utils, "_materialize_cpp_cia_ops", None)
     if materialize is None:
         yield

@@ -331,8 +331,7 @@ def _equal_width_parts_follow(config, before: dict) -> None:
     old, new = before[main], vars(config)[main]
     left = [k for k, v in before.items() if k != main and _is_count(v) and v < old
             and old % v == 0 and (new * v) % old == 0 and vars(config).get(k) == v
-            and _SIZE_KEY.match(k.lower()) and not _NOT_A_WIDTH.match(k.lower())
-            and not _HEAD_DIM.match(k.lower())]
+            and _names_a_width(k, _SIZE_KEY)]
     for key in left:
         if sum(before[k] == before[key] for k in left) >= 2:
             setattr(config, key, new * before[key] // old)
@@ -387,6 +386,13 @@ def _configs_of(config) -> list:
 _TIED_KEY = re.compile(r".*(size|dim|channels|d_model)$")
 
 
+def _names_a_width(key: str, pattern: re.Pattern) -> bool:
+    """Whether `key` is of the `pattern` of sizes and names a width: not an image's, a patch's or
+    another size _NOT_A_WIDTH names, and not a head dim."""
+    key = key.lower()
+    return bool(pattern.match(key)) and not _NOT_A_WIDTH.match(key) and not _HEAD_DIM.match(key)
+
+
 def _ties_across_configs(before: list) -> None:
     """A size the rule left as it was that equals, in the config before the cut, a width the
     rule cut in another sub-config, is cut with it where every cut of that width agrees: the
@@ -397,8 +403,7 @@ def _ties_across_configs(before: list) -> None:
     for c, values in before:
         for k, v in values.items():
             new = vars(c).get(k)
-            if _is_count(v) and _is_count(new) and new < v and _WIDTH_KEY.match(k.lower()) \
-                    and not _NOT_A_WIDTH.match(k.lower()) and not _HEAD_DIM.match(k.lower()):
+            if _is_count(v) and _is_count(new) and new < v and _names_a_width(k, _WIDTH_KEY):
                 cuts.setdefault(v, set()).add(new)
     # each stage width of each config's lists of them, as its list was cut (HGNetV2's 512 → 192)
     stages: dict[int, dict[int, set[int]]] = {}
@@ -428,14 +433,12 @@ def _ties_across_configs(before: list) -> None:
             # a width left that another config's stage had (its x4_feat_dim, 128, the backbone's
             # first stage: 48)
             elif _is_count(v) and v in theirs and v not in cuts and vars(c).get(k) == v \
-                    and _TIED_KEY.match(k.lower()) and not _NOT_A_WIDTH.match(k.lower()) \
-                    and not _HEAD_DIM.match(k.lower()):
+                    and _names_a_width(k, _TIED_KEY):
                 setattr(c, k, theirs[v])
     for c, values in before:
         for k, v in values.items():
             if _is_count(v) and len(cuts.get(v, ())) == 1 and vars(c).get(k) == v \
-                    and _TIED_KEY.match(k.lower()) and not _NOT_A_WIDTH.match(k.lower()) \
-                    and not _HEAD_DIM.match(k.lower()):
+                    and _names_a_width(k, _TIED_KEY):
                 setattr(c, k, next(iter(cuts[v])))
             # positional features, a sine and a cosine half of a width (SAM's num_pos_feats,
             # 128 of the prompt encoder's 256): half the width after the cut
