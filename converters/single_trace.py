@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 from collections.abc import Iterator
 
-from onnxflops.converters.torch_ops import attention_on_4d_views
+from onnxflops.converters.torch_ops import attention_on_4d_views, batch_norm_in_inference
 
 
 def available() -> bool:
@@ -42,11 +43,16 @@ def traced_once(module, args: tuple, kwargs: dict | None, registry):
     attention = torch.ops.aten.scaled_dot_product_attention.default
     if attention in composite:  # the ONNX translation takes 4-D inputs only
         composite[attention] = attention_on_4d_views(composite[attention])
+    batch_norm = torch.ops.aten.batch_norm.default
+    if batch_norm not in composite and batch_norm not in rest:  # else the exporter's own rule
+        composite[batch_norm] = batch_norm_in_inference
     with contextlib.ExitStack() as stack:
         # as the exporter's decomposition step runs (dims of size 0/1 stay symbolic)
         stack.enter_context(torch.fx.experimental._config.patch(backed_size_oblivious=True))
         stack.enter_context(override(composite))
         stack.enter_context(_aten_trace_decomposing(trace, rest))
+        stack.enter_context(_torch_function_records_skipped(trace))
+        stack.enter_context(_tensor_reads_passed_through())
         return trace._export(module, args, kwargs, strict=False, pre_dispatch=False)
 
 
@@ -270,6 +276,70 @@ def _aten_trace_decomposing(trace, table: dict) -> Iterator[None]:
         yield
     finally:
         trace._export_to_aten_ir = to_aten
+
+
+@contextlib.contextmanager
+def _torch_function_records_skipped(trace) -> Iterator[None]:
+    """torch.export's ATen trace records no torch function per node (its `torch_fn` metadata),
+    for the duration.
+
+    make_fx records them with a TorchFunctionMode that intercepts every torch call of the trace,
+    most of them fake and functional tensors asking their own sizes, strides and layout for each
+    parameter: ~12,000 calls in a ResNet-50 count, a twelfth of its trace. Neither the ONNX
+    translation nor the count reads that record (the graph and the proto are the same without
+    it). Where aot_autograd takes no such switch, the trace records them as before."""
+    export = getattr(trace, "aot_export_joint_with_descriptors", None)
+    if export is None or "_disable_torch_fn_metadata_mode" not in \
+            inspect.signature(export).parameters:
+        yield
+        return
+    trace.aot_export_joint_with_descriptors = functools.partial(
+        export, _disable_torch_fn_metadata_mode=True)
+    try:
+        yield
+    finally:
+        trace.aot_export_joint_with_descriptors = export
+
+
+@contextlib.contextmanager
+def _tensor_reads_passed_through() -> Iterator[None]:
+    """torch.export's non-strict torch-function handler calls a tensor's own attribute reads and
+    methods (`Tensor.__getitem__` aside) straight away, for the duration.
+
+    The handler intercepts every torch call of the trace, ~25,000 in a ResNet-50 count, nearly all
+    of them fake and functional tensors reading their own layout, sizes and strides, to rewrite
+    the few it must (collectives, `torch.tensor` of symbolic ints, indexing by symbolic ints) and
+    add fixes to the message of a data-dependent error. It rewrites no tensor method but
+    `__getitem__`, and a trace that fails is traced again by the exporter (its messages come from
+    there). Where torch lays the handler out otherwise, it handles every call as before."""
+    try:
+        from torch._export.non_strict_utils import _NonStrictTorchFunctionHandler as handler
+    except ImportError:
+        handler = None
+    handles = getattr(handler, "__dict__", {}).get("__torch_function__")
+    if handles is None:
+        yield
+        return
+    import torch
+
+    tensor = torch._C.TensorBase
+
+    def torch_function(self, func, types, args=(), kwargs=None):
+        owner = getattr(getattr(func, "__self__", None), "__objclass__", None) \
+            if type(func) is _METHOD_WRAPPER else getattr(func, "__objclass__", None)
+        if owner is tensor and func.__name__ != "__getitem__":
+            return func(*args, **(kwargs or {}))
+        return handles(self, func, types, args, kwargs)
+
+    handler.__torch_function__ = torch_function
+    try:
+        yield
+    finally:
+        handler.__torch_function__ = handles
+
+
+# a descriptor's bound `__get__`/`__set__`, as torch functions hand a tensor's attribute reads
+_METHOD_WRAPPER = type(object().__str__)
 
 
 @functools.cache

@@ -253,6 +253,28 @@ def attention_on_4d_views(decomposition: Callable) -> Callable:
     return on_4d_views
 
 
+def batch_norm_in_inference(input, weight, bias, running_mean, running_var, training, momentum,
+                            eps, cudnn_enabled):
+    """A trace's rule for `aten.batch_norm`: y = `_native_batch_norm_legit_no_training`(x, γ, β,
+    μ, σ², eps)[0] in inference with running statistics, on a non-empty CPU or meta tensor;
+    otherwise its own decomposition.
+
+    That is the op its decomposition reaches, two more dispatches down (`_batch_norm_impl_index`,
+    then `native_batch_norm`, whose kernel is Python), each through a trace's functional, proxy
+    and fake layers: a batch norm cost a trace 2.5 times a convolution. Other devices may reach
+    other kernels (cuDNN's), so they decompose as before."""
+    import torch
+
+    numel = input.numel()
+    if training or running_mean is None or running_var is None \
+            or input.device.type not in ("cpu", "meta") or not isinstance(numel, int) or not numel:
+        return torch.ops.aten.batch_norm.default._op_dk(
+            torch._C.DispatchKey.CompositeImplicitAutograd, input, weight, bias, running_mean,
+            running_var, training, momentum, eps, cudnn_enabled)
+    return torch.ops.aten._native_batch_norm_legit_no_training.default(
+        input, weight, bias, running_mean, running_var, momentum, eps)[0]
+
+
 def _on_views(query, kwargs: dict) -> bool:
     """Whether attention of this query runs on 4-D views: of another rank, and not grouped."""
     return query.dim() != 4 and not kwargs.get("enable_gqa")

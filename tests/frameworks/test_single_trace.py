@@ -49,8 +49,27 @@ class WindowAttention(torch.nn.Module):
         return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
 
+class Norms(torch.nn.Module):
+    """Batch norms the one trace puts straight on `_native_batch_norm_legit_no_training` (2-D and
+    3-D inputs of BatchNorm1d, BatchNorm2d without affine parameters) and one it decomposes as
+    torch does: without running statistics it normalizes by the batch's own (training form)."""
+
+    def __init__(self):
+        super().__init__()
+        self.flat = torch.nn.BatchNorm1d(4)
+        self.sequence = torch.nn.BatchNorm1d(4)
+        self.plain = torch.nn.BatchNorm2d(4, affine=False)
+        self.batch_stats = torch.nn.BatchNorm2d(4, track_running_stats=False)
+
+    def forward(self, image):
+        pooled = self.flat(image.mean((2, 3)))
+        rows = self.sequence(image.flatten(2))
+        return pooled.sum() + rows.sum() + self.batch_stats(self.plain(image))
+
+
 CASES = {"net": (Net, ((1, 3, 6, 6), (4,)), ["x", "scale"]), "tied": (_tied, ((1, 4),), ["x"]),
-         "windows": (WindowAttention, ((2, 3, 4, 5, 8),) * 3, ["q", "k", "v"])}
+         "windows": (WindowAttention, ((2, 3, 4, 5, 8),) * 3, ["q", "k", "v"]),
+         "norms": (Norms, ((2, 4, 3, 3),), ["image"])}
 
 
 def _exported(monkeypatch, case: str, once: bool) -> onnx.ModelProto:
@@ -89,6 +108,9 @@ def test_one_trace_exports_the_two_traces_graph(monkeypatch, case):
     if case == "windows":  # the attention's two products over each window, on 4-D views
         assert [n.op_type for n in one.graph.node].count("MatMul") == 2
         return
+    if case == "norms":
+        assert [n.op_type for n in one.graph.node].count("BatchNormalization") == 4
+        return
     # ops ONNX translates stay whole (linear, hardswish: CompositeImplicitAutograd ops the
     # trace would decompose if the table did not keep them), the custom op one node of its own
     assert {"Conv", "BatchNormalization", "Gemm", "HardSwish", "Pad", "triple"} <= kinds
@@ -106,6 +128,41 @@ def test_the_one_trace_puts_attention_of_another_rank_on_4d_views():
     # the 24 windows (2·3·4) one batch dim of one head, the mask expanded over them
     assert [tuple(a.meta["val"].shape) for a in attention.args[:4]] == \
         [(24, 1, 5, 8)] * 3 + [(24, 1, 5, 5)]
+
+
+def test_the_one_trace_puts_batch_norm_in_inference_on_its_kernel(monkeypatch):
+    # its own rule for the op (each of the trace's two passes over the forward calls it), which
+    # gives the kernel torch's decompositions reach two dispatches down
+    calls = []
+    rule = single_trace.batch_norm_in_inference
+    monkeypatch.setattr(single_trace, "batch_norm_in_inference",
+                        lambda *args: calls.append(args[5]) or rule(*args))
+    with from_torch.torchlib_registry_reused():
+        registry = from_torch._trace_registry(18, {})
+        program = single_trace.traced_once(Norms().eval(), (torch.randn(2, 4, 3, 3),), None,
+                                           registry)
+    assert calls == [False, False, False, True] * 2  # `training`: no running statistics
+    aten = torch.ops.aten
+    norms = [n.target for n in program.graph.nodes if "batch_norm" in str(n.target)]
+    assert norms == [aten._native_batch_norm_legit_no_training.default] * 3 + \
+        [aten._native_batch_norm_legit.no_stats]
+
+
+def test_batch_norm_in_inference_computes_batch_norm():
+    from onnxflops.converters.torch_ops import batch_norm_in_inference
+
+    torch.manual_seed(0)
+    x, weight, bias = torch.randn(2, 3, 4), torch.randn(3), torch.randn(3)
+    mean, var = torch.randn(3), torch.rand(3) + 0.5
+    for training in (False, True):
+        expected = torch.nn.functional.batch_norm(x, mean.clone(), var.clone(), weight, bias,
+                                                  training, 0.1, 1e-5)
+        got = batch_norm_in_inference(x, weight, bias, mean.clone(), var.clone(), training, 0.1,
+                                      1e-5, False)
+        torch.testing.assert_close(got, expected)
+    empty = torch.randn(0, 3, 4)
+    assert batch_norm_in_inference(empty, weight, bias, mean, var, False, 0.1, 1e-5,
+                                   False).shape == (0, 3, 4)
 
 
 def test_export_traces_once(monkeypatch):
@@ -239,3 +296,46 @@ def test_a_warmed_process_builds_no_tables_for_its_exports():
     from_torch.export_dynamo(Net().eval(), (torch.randn(1, 3, 6, 6), torch.randn(4)),
                              ["x", "scale"], 18)
     assert single_trace._split_tables.cache_info().misses == built
+
+
+def test_the_trace_handler_passes_a_tensors_own_reads_through(monkeypatch):
+    from torch._export.non_strict_utils import _NonStrictTorchFunctionHandler as Handler
+
+    handled = []
+    monkeypatch.setattr(Handler, "_override",
+                        lambda self, func, args, kwargs: handled.append(func) or (func, args,
+                                                                                   kwargs))
+    handler, x = Handler(), torch.arange(6.0).reshape(2, 3)
+    reads = [(torch._C.TensorBase.shape.__get__, (x,)), (torch.Tensor.stride, (x,)),
+             (torch.Tensor.size, (x, 1))]
+    rewritten = [(torch.Tensor.__getitem__, (x, 1)), (torch.tensor, ([1, 2],))]
+    with single_trace._tensor_reads_passed_through():
+        results = [handler.__torch_function__(f, (torch.Tensor,), args) for f, args in reads]
+        assert handled == []
+        assert results == [(2, 3), (3, 1), 3]
+        for func, args in rewritten:  # what the handler may rewrite still reaches it
+            handler.__torch_function__(func, (torch.Tensor,), args)
+        assert handled == [torch.Tensor.__getitem__, torch.tensor]
+    handler.__torch_function__(torch.Tensor.stride, (torch.Tensor,), (x,))
+    assert handled[-1] is torch.Tensor.stride  # put back
+
+
+def test_the_trace_records_no_torch_function_per_node(monkeypatch):
+    import functools
+
+    import torch.export._trace as trace
+
+    switches = []
+    export = trace.aot_export_joint_with_descriptors
+
+    @functools.wraps(export)
+    def recorded(*args, **kwargs):
+        switches.append(kwargs.get("_disable_torch_fn_metadata_mode"))
+        return export(*args, **kwargs)
+
+    monkeypatch.setattr(trace, "aot_export_joint_with_descriptors", recorded)
+    with from_torch.torchlib_registry_reused():
+        single_trace.traced_once(Net().eval(), (torch.randn(1, 3, 6, 6), torch.randn(4)), None,
+                                 from_torch._trace_registry(18, {}))
+    assert switches == [True]
+    assert trace.aot_export_joint_with_descriptors is recorded  # put back
