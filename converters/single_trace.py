@@ -105,11 +105,8 @@ def _cia_ops_materialized_once() -> Iterator[None]:
         yield
         return
     materialize()
-    utils._materialize_cpp_cia_ops = lambda: None
-    try:
+    with _replaced(utils, "_materialize_cpp_cia_ops", lambda: None):
         yield
-    finally:
-        utils._materialize_cpp_cia_ops = materialize
 
 
 @contextlib.contextmanager
@@ -167,11 +164,8 @@ def decomposition_skipped(program) -> Iterator[None]:
             return exported_program
         return decompose(exported_program, registry)
 
-    passes.decompose_with_registry = decomposed
-    try:
+    with _replaced(passes, "decompose_with_registry", decomposed):
         yield
-    finally:
-        passes.decompose_with_registry = decompose
 
 
 @contextlib.contextmanager
@@ -204,11 +198,8 @@ def views_promoted_as_reshapes() -> Iterator[None]:
             for node in views:
                 node.target = view
 
-    passes.insert_type_promotion_nodes = promoted
-    try:
+    with _replaced(passes, "insert_type_promotion_nodes", promoted):
         yield
-    finally:
-        passes.insert_type_promotion_nodes = promote
 
 
 def _one_tensor_dtype(graph_module) -> bool:
@@ -242,12 +233,8 @@ def stack_traces_skipped() -> Iterator[None]:
     """FX tracing records no Python stack per node, for the duration."""
     import torch.fx.config
 
-    previous = torch.fx.config.do_not_emit_stack_traces
-    torch.fx.config.do_not_emit_stack_traces = True
-    try:
+    with _replaced(torch.fx.config, "do_not_emit_stack_traces", True):
         yield
-    finally:
-        torch.fx.config.do_not_emit_stack_traces = previous
 
 
 @contextlib.contextmanager
@@ -270,12 +257,9 @@ def graph_code_deferred() -> Iterator[None]:
 @contextlib.contextmanager
 def _aten_trace_decomposing(trace, table: dict) -> Iterator[None]:
     """torch.export's ATen-dispatch trace applies `table` (it takes no table of its own)."""
-    to_aten = trace._export_to_aten_ir
-    trace._export_to_aten_ir = functools.partial(to_aten, decomp_table=table)
-    try:
+    with _replaced(trace, "_export_to_aten_ir",
+                   functools.partial(trace._export_to_aten_ir, decomp_table=table)):
         yield
-    finally:
-        trace._export_to_aten_ir = to_aten
 
 
 @contextlib.contextmanager
@@ -293,12 +277,9 @@ def _torch_function_records_skipped(trace) -> Iterator[None]:
             inspect.signature(export).parameters:
         yield
         return
-    trace.aot_export_joint_with_descriptors = functools.partial(
-        export, _disable_torch_fn_metadata_mode=True)
-    try:
+    with _replaced(trace, "aot_export_joint_with_descriptors",
+                   functools.partial(export, _disable_torch_fn_metadata_mode=True)):
         yield
-    finally:
-        trace.aot_export_joint_with_descriptors = export
 
 
 @contextlib.contextmanager
@@ -331,15 +312,23 @@ def _tensor_reads_passed_through() -> Iterator[None]:
             return func(*args, **(kwargs or {}))
         return handles(self, func, types, args, kwargs)
 
-    handler.__torch_function__ = torch_function
-    try:
+    with _replaced(handler, "__torch_function__", torch_function):
         yield
-    finally:
-        handler.__torch_function__ = handles
 
 
 # a descriptor's bound `__get__`/`__set__`, as torch functions hand a tensor's attribute reads
 _METHOD_WRAPPER = type(object().__str__)
+
+
+@contextlib.contextmanager
+def _replaced(owner, name: str, value) -> Iterator[None]:
+    """`owner.name` is `value` for the duration, then what it was."""
+    before = getattr(owner, name)
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, before)
 
 
 @functools.cache
