@@ -215,6 +215,44 @@ def loop_model(trips: int):
     return model([loop], {"h0": [4, 8]}, weights)
 
 
+def tap_loop_model(lengths: list[int]):
+    """TorchScript's interpolation by taps: trip i gathers the rows offsets[i]:offsets[i+1] of a
+    [rows, 4] table, weighs them and sums them, so its shapes follow the trip number. Its
+    condition is the outer `True` cast to bool again in every trip, as TorchScript's loops do."""
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    rows = int(offsets[-1])
+
+    def constant(name, values):
+        return helper.make_node("Constant", [], [name], value=helper.make_tensor(
+            name, TensorProto.INT64, [len(values)], values))
+
+    body = helper.make_graph(
+        [constant("zero", [0]), constant("one", [1]),
+         node("Unsqueeze", ["i", "zero"], ["at"]), node("Add", ["at", "one"], ["after"]),
+         node("Slice", ["offsets", "at", "after", "zero"], ["start"]),
+         node("Add", ["after", "one"], ["beyond"]),
+         node("Slice", ["offsets", "after", "beyond", "zero"], ["end"]),
+         node("Slice", ["positions", "start", "end", "zero"], ["picked"]),
+         node("Gather", ["table", "picked"], ["rows"], axis=0),
+         node("Slice", ["taps", "start", "end", "zero"], ["tap"]),
+         node("Unsqueeze", ["tap", "one"], ["weights"]),
+         node("Mul", ["rows", "weights"], ["weighted"]),
+         node("ReduceSum", ["weighted", "zero"], ["tap_sum"], keepdims=0),
+         node("Cast", ["flag"], ["cond_out"], to=TensorProto.BOOL)],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("tap_sum", TensorProto.FLOAT, None)])
+    loop = node("Loop", ["M", "flag"], ["sums"], body=body)
+    return model([loop, node("Add", ["sums", "x"], ["y"])], {"x": [1, 1]},
+                 [weight("table", (rows, 4)), weight("taps", (rows,)),
+                  weight("positions", (rows,), dtype=np.int64, value=np.arange(rows)),
+                  weight("offsets", offsets.shape, dtype=np.int64, value=offsets),
+                  weight("flag", (), dtype=np.bool_, value=True),
+                  weight("M", (), dtype=np.int64, value=len(lengths))], outputs=["y"])
+
+
 class TestControlFlow:
     def test_loop_costs_body_times_trip_count(self):
         report = onnxflops.count(loop_model(6))
@@ -222,6 +260,22 @@ class TestControlFlow:
         assert entry.macs == 6 * 4 * 8 * 8
         assert entry.params == 64  # the weight read inside the body, counted once
         assert entry.detail == {"trip_count": 6}
+
+    def test_loop_whose_shapes_follow_its_trip_number_is_costed_trip_by_trip(self):
+        # Lengths 1, 2, 3: Mul (1+2+3)·4 = 24 FLOPs, ReduceSum (0+1+2)·4 = 12
+        report = onnxflops.count(tap_loop_model([1, 2, 3]), training=True)
+        assert not report.uncosted, report.uncosted
+        loop_entry, added = report.nodes
+        assert loop_entry.flops == 24 + 12
+        assert loop_entry.detail == {"trip_count": 3, "costed_per_trip": True}
+        assert added.output_shapes == [[3, 4]]  # the trips stacked: the condition stays true
+
+    def test_a_loop_costed_trip_by_trip_has_a_bound_on_its_trips(self):
+        from onnxflops.costs.control_flow import MAX_TRIPS_APART
+
+        report = onnxflops.count(tap_loop_model([1] * (MAX_TRIPS_APART + 1)))
+        [loop_entry] = [u for u in report.uncosted if u.op_type == "Loop"]
+        assert "shape of 'weighted' is unknown" in loop_entry.reason
 
     def test_if_takes_the_more_expensive_branch(self):
         cheap = helper.make_graph([node("Relu", ["x"], ["a"])], "then", [],

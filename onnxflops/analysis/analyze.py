@@ -218,11 +218,14 @@ def refine_subgraph(view: GraphView, opsets: dict[str, int]) -> None:
     Inference does not see the values of outer-scope tensors (the axes of an Unsqueeze, the shape
     of a ConstantOfShape), so the body is analyzed as a model of its own: its formal inputs typed
     as `view` has them, the outer tensors it reads as inputs, or constants where their value is
-    known.
+    known (a formal input too, where the view gives it one).
     """
     body = view.graph
     outer = sorted(free_names(body))
     known = {name: view.value(name) for name in outer}
+    # a formal input given a value (a Loop's trip number), read from this scope only: it shadows
+    # any outer tensor of its name
+    known.update({i.name: view.values[i.name] for i in body.input if i.name in view.values})
     inputs = [onnx.helper.make_tensor_value_info(name, info.dtype, info.shape)
               for name in [i.name for i in body.input] + outer
               if known.get(name) is None and (info := view.info(name)) is not None]

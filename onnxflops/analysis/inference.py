@@ -612,8 +612,9 @@ def _grown_shape(body: onnx.GraphProto, producers: dict, slot: int, start: tuple
 
 
 def _passes_on(body: onnx.GraphProto, condition_in: str, condition_out: str) -> bool | str:
-    """The body's condition output is its condition input, directly or through Identity (True),
-    or a tensor of the scope around it (its name: the trace's constant `True`), or neither."""
+    """The body's condition output is its condition input, directly or through Identity or a
+    Cast to bool (True), or a tensor of the scope around it (its name: the trace's constant `True`,
+    which TorchScript's loops cast to bool again in every trip), or neither."""
     name = condition_out
     producers = {o: n for n in body.node for o in n.output}
     formal = {i.name for i in body.input}
@@ -621,10 +622,16 @@ def _passes_on(body: onnx.GraphProto, condition_in: str, condition_out: str) -> 
         node = producers.get(name)
         if node is None:
             return name if name not in formal and name not in _initializers(body) else False
-        if node.op_type != "Identity" or len(node.input) != 1:
+        if len(node.input) != 1 or not (node.op_type == "Identity" or _casts_to_bool(node)):
             return False
         name = node.input[0]
     return True
+
+
+def _casts_to_bool(node: onnx.NodeProto) -> bool:
+    """A Cast to bool: the truth of its input (nonzero), which is what the trip count reads."""
+    return node.op_type == "Cast" and not node.domain and any(
+        a.name == "to" and a.i == onnx.TensorProto.BOOL for a in node.attribute)
 
 
 def _initializers(body: onnx.GraphProto) -> set[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import onnx
 
 from onnxflops.costs.node import Node
@@ -14,12 +15,35 @@ from onnxflops.graph import INT64_MAX, TensorInfo
 
 @rule("Loop", category=CONTROL_FLOW)
 def loop(n: Node) -> Cost:
-    """cost(body) × trip count (the constant M after binding)"""
+    """cost(body) × trip count M (the constant after binding); Σᵢ cost(body at trip i) where the
+    body's shapes follow its trip number"""
     trips = trip_count(n)
-    carried = [n.input_or_none(i) for i in range(2, n.num_inputs)]
-    counters = [TensorInfo("", onnx.TensorProto.INT64, ()), TensorInfo("", onnx.TensorProto.BOOL, ())]
-    body = n.subgraph_cost("body", counters + carried)
+    inputs = _body_inputs(n)
+    try:
+        body = n.subgraph_cost("body", inputs)
+    except Uncostable:
+        if not 0 < trips <= MAX_TRIPS_APART:
+            raise
+        # each trip's shapes read off its trip number (a gather of per-trip offsets, say)
+        body = sum((n.subgraph_cost("body", inputs, _trip(i)) for i in range(1, trips)),
+                   n.subgraph_cost("body", inputs, _trip(0)))
+        return replace(body, detail={"trip_count": trips, "costed_per_trip": True})
     return replace(body.scaled(trips), detail={"trip_count": trips})
+
+
+# The most trips a Loop's body is costed for one by one, where its shapes follow the trip number:
+# each is an analysis of the body, so the time grows with the trip count read from the file.
+MAX_TRIPS_APART = 256
+
+
+def _body_inputs(n: Node) -> list[TensorInfo | None]:
+    """The body's formal inputs: the trip number, the condition, the loop-carried values."""
+    counters = [TensorInfo("", onnx.TensorProto.INT64, ()), TensorInfo("", onnx.TensorProto.BOOL, ())]
+    return counters + [n.input_or_none(i) for i in range(2, n.num_inputs)]
+
+
+def _trip(i: int) -> dict[int, np.ndarray]:
+    return {0: np.array(i, dtype=np.int64)}
 
 
 def trip_count(n: Node) -> int:
@@ -33,8 +57,17 @@ def trip_count(n: Node) -> int:
 
 @backward("Loop")
 def loop_backward(n: Node, grads: Grads) -> Cost:
-    """backward of the body × trip count, every loop-carried value carrying a gradient"""
-    return n.subgraph_backward("body", frozenset(range(2, n.num_inputs))).scaled(trip_count(n))
+    """backward of the body × trip count (Σ over trips where it was costed per trip), every
+    loop-carried value carrying a gradient"""
+    carried = frozenset(range(2, n.num_inputs))
+    trips = trip_count(n)
+    try:
+        return n.subgraph_backward("body", carried).scaled(trips)
+    except Uncostable:
+        if not 0 < trips <= MAX_TRIPS_APART:
+            raise
+        return sum((n.subgraph_backward("body", carried, _trip(i)) for i in range(1, trips)),
+                   n.subgraph_backward("body", carried, _trip(0)))
 
 
 @rule("Scan", category=CONTROL_FLOW)

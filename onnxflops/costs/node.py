@@ -21,11 +21,13 @@ class Engine(Protocol):
 
     def op_cost(self, node: "Node") -> Cost: ...
 
-    def subgraph_cost(self, node: "Node", attr: str, inputs: list[TensorInfo | None]) -> Cost: ...
+    def subgraph_cost(self, node: "Node", attr: str, inputs: list[TensorInfo | None],
+                      values: dict[int, np.ndarray] | None = None) -> Cost: ...
 
     def function_cost(self, node: "Node") -> Cost: ...
 
-    def subgraph_backward(self, node: "Node", attr: str, formal_grads: frozenset[int]) -> Cost: ...
+    def subgraph_backward(self, node: "Node", attr: str, formal_grads: frozenset[int],
+                          values: dict[int, np.ndarray] | None = None) -> Cost: ...
 
     def function_backward(self, node: "Node", grads: frozenset[int]) -> Cost: ...
 
@@ -114,18 +116,22 @@ class Node:
             return v.tolist()
         return self.attr(attr, default)
 
-    def subgraph_cost(self, attr: str, inputs: list[TensorInfo | None]) -> Cost:
-        """Cost of one run of the subgraph in attribute `attr`, its formal inputs typed as given."""
-        return self._engine.subgraph_cost(self, attr, inputs)
+    def subgraph_cost(self, attr: str, inputs: list[TensorInfo | None],
+                      values: dict[int, np.ndarray] | None = None) -> Cost:
+        """Cost of one run of the subgraph in attribute `attr`, its formal inputs typed as given,
+        and those at the positions in `values` holding those values (a Loop's trip number)."""
+        return self._engine.subgraph_cost(self, attr, inputs, values)
 
     def function_cost(self) -> Cost:
         """Cost of the ONNX function body that defines this node's op."""
         return self._engine.function_cost(self)
 
-    def subgraph_backward(self, attr: str, formal_grads: frozenset[int]) -> Cost:
-        """Backward cost of one run of the subgraph in `attr` (costed forward already), the formal
-        inputs at the positions in `formal_grads` carrying a gradient in."""
-        return self._engine.subgraph_backward(self, attr, formal_grads)
+    def subgraph_backward(self, attr: str, formal_grads: frozenset[int],
+                          values: dict[int, np.ndarray] | None = None) -> Cost:
+        """Backward cost of one run of the subgraph in `attr` (costed forward already, with the
+        same `values`), the formal inputs at the positions in `formal_grads` carrying a gradient
+        in."""
+        return self._engine.subgraph_backward(self, attr, formal_grads, values)
 
     def function_backward(self, grads: frozenset[int]) -> Cost:
         """Backward cost of the function body that defines this node's op."""

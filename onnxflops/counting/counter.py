@@ -289,7 +289,8 @@ class _Counter:
             raise Uncostable(f"no cost rule for {node.op_type}")
         return rule.fn(node)
 
-    def subgraph_cost(self, node: Node, attr: str, inputs: list[TensorInfo | None]) -> Cost:
+    def subgraph_cost(self, node: Node, attr: str, inputs: list[TensorInfo | None],
+                      values: dict[int, np.ndarray] | None = None) -> Cost:
         body = next((a.g for a in node.proto.attribute if a.name == attr), None)
         if body is None:
             raise Uncostable(f"has no subgraph '{attr}'")
@@ -299,14 +300,17 @@ class _Counter:
             if given is not None and given.shape is not None and (
                     declared is None or not declared.known):
                 view.tensors[formal.name] = TensorInfo(formal.name, given.dtype, given.shape)
+        for slot, value in (values or {}).items():
+            view.values[body.input[slot].name] = value
         if has_unknown_outputs(view):
             refine_subgraph(view, {**self.opsets, "": node.opset})
         mark_constants(view)
-        self.bodies[_body_key(node, attr)] = view
+        self.bodies[_body_key(node, attr, values)] = view
         return self._sum_graph(view, self.opsets, f"subgraph '{attr}'")[0]
 
-    def subgraph_backward(self, node: Node, attr: str, formal_grads: frozenset[int]) -> Cost:
-        view = self.bodies.get(_body_key(node, attr))
+    def subgraph_backward(self, node: Node, attr: str, formal_grads: frozenset[int],
+                          values: dict[int, np.ndarray] | None = None) -> Cost:
+        view = self.bodies.get(_body_key(node, attr, values))
         if view is None:
             raise Uncostable(f"subgraph '{attr}' has no forward count")
         carrying = [f.name for i, f in enumerate(view.graph.input) if i in formal_grads]
@@ -517,8 +521,9 @@ def _backward_rule(rule: Rule | None) -> Backward | None:
     return rule.backward if rule is not None else None
 
 
-def _body_key(node: Node, attr: str) -> tuple:
-    return id(node.scope), tuple(node.proto.output), attr
+def _body_key(node: Node, attr: str, values: dict[int, np.ndarray] | None = None) -> tuple:
+    given = tuple(sorted((slot, value.tobytes()) for slot, value in (values or {}).items()))
+    return id(node.scope), tuple(node.proto.output), attr, given
 
 
 def _expansion_inputs(node: Node) -> tuple[list[TensorInfo | None], list[np.ndarray | None]]:
