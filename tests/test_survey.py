@@ -1622,3 +1622,204 @@ def test_a_towers_grid_is_a_constant_of_its_graph_so_positions_from_it_have_shap
     assert type(fixed).__name__ == "Tower"  # messages name the tower
     report = onnxflops.count(fixed, {"hidden_states": torch.zeros(16, 12)})
     assert report.total.macs == 16 * 12 * 8 and report.complete  # 16 patches: 12 → 8
+
+
+# the input rule: arguments documented as expressions or not at all (issue 19) ------------------
+
+@pytest.mark.slow  # imports torch
+def test_a_docstring_shape_in_brackets_is_read_as_expressions_of_the_configs_keys():
+    """MuseGlimmer's assistant documents `[batch_size, config.block_size, dim]` and
+    `[batch_size, number_of_previous_accepted_tokens, dim * len(config.target_layer_ids)]`: its
+    main input is states, not ids, and its required context as wide as its two target layers."""
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import TOKENS, _transformers_inputs, documented_arguments
+
+    class Assistant:
+        main_input_name = "noise_embeds"
+
+        def forward(self, noise_embeds, context_hidden_states, attention_mask=None):
+            """Denoises.
+
+            Args:
+                noise_embeds (`torch.Tensor` of shape `[batch_size, config.block_size, dim]`):
+                    Noise.
+                context_hidden_states (`torch.Tensor` of shape `[batch_size, number_of_previous_accepted_tokens, dim * len(config.target_layer_ids)]`):
+                    Context.
+                attention_mask (`torch.Tensor` of shape `[batch_size, number_of_previous_accepted_tokens + config.block_size]`):
+                    Mask.
+            """
+
+    config = Config(hidden_size=96, block_size=8, target_layer_ids=[1, 13], vocab_size=1000)
+    inputs = _transformers_inputs(Assistant(), config)
+    assert {k: (tuple(v.shape), v.dtype) for k, v in inputs.items()} == {
+        "noise_embeds": ((1, 8, 96), torch.float32),
+        "context_hidden_states": ((1, TOKENS, 2 * 96), torch.float32)}
+
+    def qformer(query_embeds):
+        """Args:
+            query_embeds (`torch.Tensor`  of shape `(batch_size, sequence_length, hidden_size)`):
+                Queries (two spaces before "of shape", as BLIP-2's Q-Former writes it).
+        """
+
+    assert documented_arguments(qformer)["query_embeds"][1] == [
+        "batch_size", "sequence_length", "hidden_size"]
+
+
+@pytest.mark.slow  # imports torch
+def test_cross_attention_states_a_config_sizes_are_a_variant_of_the_inputs():
+    """BLIP-2's Q-Former: `encoder_hidden_states` is documented *optional* with a `hidden_size`,
+    but its config sizes it (`encoder_hidden_size`) and its cross-attention needs it."""
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import TOKENS, documented_variants
+
+    class QFormer:
+        def forward(self, query_embeds, encoder_hidden_states=None, labels=None):
+            """Args:
+                query_embeds (`torch.Tensor` of shape `(batch_size, sequence_length, hidden_size)`):
+                    Queries.
+                encoder_hidden_states (`torch.Tensor` of shape `(batch_size, sequence_length, hidden_size)`, *optional*):
+                    The vision tower's states.
+                labels (`torch.Tensor` of shape `(batch_size, sequence_length)`, *optional*):
+                    Not sized for by the config: not given.
+            """
+
+    queries = {"query_embeds": torch.zeros(1, TOKENS, 96)}
+    (variant,) = documented_variants(QFormer(), Config(hidden_size=96, encoder_hidden_size=48),
+                                     queries)
+    assert {k: tuple(v.shape) for k, v in variant.items()} == {
+        "query_embeds": (1, TOKENS, 96), "encoder_hidden_states": (1, TOKENS, 48)}
+    assert documented_variants(QFormer(), Config(hidden_size=96), queries) == ()
+
+
+@pytest.mark.slow  # imports torch
+def test_optional_boxes_over_the_text_are_a_variant_as_integers_then_on_0_1():
+    """UDOP documents its `bbox` *optional*, as `torch.LongTensor` of shape `({0}, 4)` (an
+    unfilled placeholder for the text's shape), yet its relative position bias needs the boxes
+    and reads them as floats; boxes over its patches (`visual_bbox`) it makes itself."""
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import TOKENS, documented_arguments, documented_variants
+
+    class Document:
+        def forward(self, input_ids=None, bbox=None, visual_bbox=None):
+            """Args:
+                input_ids (`torch.Tensor` of shape `(batch_size, sequence_length)`, *optional*):
+                    Tokens.
+                bbox (`torch.LongTensor` of shape `({0}, 4)`, *optional*):
+                    Boxes of the tokens.
+                visual_bbox (`torch.LongTensor` of shape `(batch_size, patch_sequence_length, 4)`, *optional*):
+                    Boxes of the patches.
+            """
+
+    assert documented_arguments(Document.forward)["bbox"][1] == [
+        "batch_size", "sequence_length", "4"]
+    ids = {"input_ids": torch.zeros(1, TOKENS, dtype=torch.long)}
+    integers, floats = documented_variants(Document(), Config(vocab_size=1000), ids)
+    assert integers.keys() == floats.keys() == {"input_ids", "bbox"}
+    assert integers["bbox"].shape == floats["bbox"].shape == (1, TOKENS, 4)
+    assert integers["bbox"].dtype == torch.long and integers["bbox"].max() < 1000
+    assert floats["bbox"].is_floating_point() and floats["bbox"].max() <= 1
+    boxes = floats["bbox"]
+    assert (boxes[..., :2] <= boxes[..., 2:]).all()
+
+
+@pytest.mark.slow  # imports torch
+def test_a_forward_that_reads_its_main_input_under_another_name_is_given_it_so():
+    """VibeVoice's tokenizer encoder says its main input is `input_values` but its forward reads
+    the waveform as `hidden_states` (undocumented); its decoder reads latents there, channels
+    first: the waveform, then states of the config's width in either layout, are tried."""
+    pytest.importorskip("torch")
+    from onnxflops.survey.sources import (TOKENS, _transformers_inputs, as_the_forward_names,
+                                          input_variants)
+
+    class Tokenizer:
+        main_input_name = "input_values"
+
+        def forward(self, hidden_states, padding_cache=None, use_cache=False, **kwargs):
+            pass
+
+    config = Config(hidden_size=64, vocab_size=1000)
+    inputs = _transformers_inputs(Tokenizer(), config)
+    assert {k: tuple(v.shape) for k, v in inputs.items()} == {"input_values": (1, 16000)}
+    inputs, variants = as_the_forward_names(Tokenizer(), config, inputs, input_variants(inputs))
+    assert {k: tuple(v.shape) for k, v in inputs.items()} == {"hidden_states": (1, 16000)}
+    assert [tuple(v["hidden_states"].shape) for v in variants] == [
+        (1, 1, 16000), (1, TOKENS, 64), (1, 64, TOKENS)]
+
+    class Text:  # takes its main input: nothing renamed
+        main_input_name = "input_ids"
+
+        def forward(self, input_ids, hidden_states=None):
+            pass
+
+    ids = _transformers_inputs(Text(), config)
+    assert as_the_forward_names(Text(), config, ids, ()) == (ids, ())
+
+
+@pytest.mark.slow  # imports torch
+def test_states_a_forward_requires_undocumented_are_given_at_each_width_and_layout():
+    """PI0's `action_embeds` (documented without a shape), fed to its action expert as its
+    embeddings: TOKENS states as wide as its configs say, channels last, then first."""
+    pytest.importorskip("torch")
+    from onnxflops.survey.sources import TOKENS, _transformers_inputs, states_variants
+
+    class Policy:
+        main_input_name = "input_ids"
+
+        def forward(self, action_embeds, input_ids=None):
+            """Args:
+                action_embeds (`torch.Tensor`, *optional*):
+                    The embeddings of actions.
+                input_ids (`torch.Tensor` of shape `(batch_size, sequence_length)`, *optional*):
+                    Tokens.
+            """
+
+    config = Config(vocab_size=1000, dit_config=Config(hidden_size=48))
+    inputs = _transformers_inputs(Policy(), config)
+    assert {k: tuple(v.shape) for k, v in inputs.items()} == {
+        "input_ids": (1, TOKENS), "action_embeds": (1, TOKENS, 48)}
+    assert [tuple(v["action_embeds"].shape) for v in states_variants(Policy(), config, inputs)] \
+        == [(1, 48, TOKENS)]
+
+
+@pytest.mark.slow  # imports torch
+def test_a_towers_merge_sizes_are_given_and_fixed_beside_its_grid():
+    """VideoLLaMA 3's vision tower requires `merge_sizes` beside its patches and grid: the
+    merge its patches were laid out for, one per image (1: its config names none)."""
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import _transformers_inputs, grid_companions
+
+    class Tower:
+        main_input_name = "pixel_values"
+
+        def forward(self, pixel_values, grid_thw, merge_sizes, **kwargs):
+            pass
+
+    inputs = _transformers_inputs(Tower(), Config(patch_size=16))
+    assert {k: tuple(v.shape) for k, v in inputs.items()} == {
+        "pixel_values": (16, 768), "grid_thw": (1, 3), "merge_sizes": (1,)}
+    assert inputs["merge_sizes"].tolist() == [1] and inputs["merge_sizes"].dtype == torch.int64
+    assert grid_companions(_parameters(Tower.forward), Config(spatial_merge_size=2),
+                           [[1, 8, 8]]) == {"merge_sizes": [2]}
+
+
+@pytest.mark.slow  # imports torch and transformers
+def test_the_models_own_feature_extractor_makes_a_variant_of_its_audio():
+    """Gemma 3n's audio encoder reads `audio_mel` (its main input, no input rule's name) and a
+    required `audio_mel_mask`: its feature extractor makes 97 frames of 128 bins of a second at
+    16 kHz (32 ms frames every 10 ms) and their mask, given as the main input and its mask."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from onnxflops.survey.sources import _feature_extractors, feature_extractor_variants
+
+    assert _feature_extractors("gemma3n_audio") == ["Gemma3nAudioFeatureExtractor"]
+
+    class Encoder:
+        main_input_name = "audio_mel"
+
+        def forward(self, audio_mel, audio_mel_mask, **kwargs):
+            pass
+
+    ids = {"audio_mel": torch.zeros(1, 16, dtype=torch.long)}
+    (variant,) = feature_extractor_variants(Encoder(), Config(model_type="gemma3n_audio"), ids)
+    assert {k: (tuple(v.shape), v.dtype) for k, v in variant.items()} == {
+        "audio_mel": ((1, 97, 128), torch.float32), "audio_mel_mask": ((1, 97), torch.bool)}
