@@ -323,7 +323,8 @@ def feature_extractor_variants(model, config, inputs: dict) -> tuple[dict, ...]:
             if not hasattr(value, "shape"):
                 continue
             for output in ("input_features", "input_values"):
-                if name.startswith(output) and output not in takes and main in takes:
+                if name.startswith(output) and output not in takes and main in takes \
+                        and main not in _MODALITIES and not main.endswith("ids"):
                     name = main + name[len(output):]  # the main input, and its mask
             if name in takes and not (name == "attention_mask" and "input_ids" in inputs):
                 given[name] = value  # (an attention mask over samples, not over the text)
@@ -568,6 +569,10 @@ def main_argument(model, inputs: dict) -> str | None:
                and parameter.default is parameter.empty
                and parameter.kind not in (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL)
                and not (documented.get(name) or ("", None, True))[1]]
+    annotation = takes[missing[0]].annotation if len(missing) == 1 else None
+    if annotation is not None and annotation is not inspect.Parameter.empty \
+            and "Tensor" not in str(annotation):
+        return None  # an object, not a tensor (a video tracker's inference session)
     return missing[0] if len(missing) == 1 else None
 
 
