@@ -1823,3 +1823,70 @@ def test_the_models_own_feature_extractor_makes_a_variant_of_its_audio():
     (variant,) = feature_extractor_variants(Encoder(), Config(model_type="gemma3n_audio"), ids)
     assert {k: (tuple(v.shape), v.dtype) for k, v in variant.items()} == {
         "audio_mel": ((1, 97, 128), torch.float32), "audio_mel_mask": ((1, 97), torch.bool)}
+
+
+@pytest.mark.slow  # imports torch and transformers
+def test_the_processors_other_images_and_masks_are_made_with_the_image():
+    """SegGPT's image processor takes a prompt image and its mask beside the image: each at its
+    448 × 448 (the forward stacks prompt and image to its 896 × 448), not the config's image
+    size each."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from onnxflops.survey.sources import processor_variants
+
+    class Painter:
+        def forward(self, pixel_values, prompt_pixel_values, prompt_masks):
+            pass
+
+    side = torch.zeros(1, 3, 896, 448)
+    base = {"pixel_values": side, "prompt_pixel_values": side, "prompt_masks": side}
+    variants = processor_variants(Painter(), Config(model_type="seggpt"), base)
+    assert {k: tuple(v.shape) for k, v in variants[0].items()} == {
+        "pixel_values": (1, 3, 448, 448), "prompt_pixel_values": (1, 3, 448, 448),
+        "prompt_masks": (1, 3, 448, 448)}
+
+
+@pytest.mark.slow  # imports torch and timm
+def test_an_image_side_named_only_by_a_timm_architecture_is_timms():
+    """PE Video's vision tower is timm's `vit_pe_core_large_patch14_336`, its config naming no
+    image size: its frames are 336 px, as timm's pretrained config says; a video main input
+    has its frames (16 where the config names none)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("timm")
+    from onnxflops.survey.sources import FRAMES, _transformers_inputs
+
+    class Encoder:
+        main_input_name = "pixel_values_videos"
+
+        def forward(self, pixel_values_videos, padding_mask_videos=None):
+            pass
+
+    timm_tower = Config(architecture="vit_pe_core_large_patch14_336", num_classes=1024)
+    config = Config(hidden_size=96, vision_config=timm_tower)
+    assert _transformers_inputs(Encoder(), config)["pixel_values_videos"].shape == (
+        1, FRAMES, 3, 336, 336)
+    nested = Config(text_config=Config(vocab_size=10), video_config=config)  # PeVideoConfig
+    assert _transformers_inputs(Encoder(), nested)["pixel_values_videos"].shape[-2:] == (336, 336)
+
+
+@pytest.mark.slow  # imports torch
+def test_a_main_input_no_rule_names_nor_docstring_shapes_is_tried_as_states():
+    """Perceiver's `inputs` (`torch.Tensor`, no shape): token ids first, then TOKENS states of
+    the config's width."""
+    pytest.importorskip("torch")
+    from onnxflops.survey.sources import TOKENS, _transformers_inputs, states_variants
+
+    class Perceiver:
+        main_input_name = "inputs"
+
+        def forward(self, inputs, attention_mask=None):
+            """Args:
+                inputs (`torch.Tensor`):
+                    Inputs to the perceiver.
+            """
+
+    config = Config(d_model=96, vocab_size=262)
+    inputs = _transformers_inputs(Perceiver(), config)
+    assert inputs["inputs"].shape == (1, TOKENS) and not inputs["inputs"].is_floating_point()
+    assert [tuple(v["inputs"].shape) for v in states_variants(Perceiver(), config, inputs)] == [
+        (1, TOKENS, 96), (1, 96, TOKENS)]

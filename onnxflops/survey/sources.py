@@ -241,15 +241,23 @@ def _transformers_build(task: Task) -> Subject:
 
 def states_variants(model, config, inputs: dict) -> tuple[dict, ...]:
     """`inputs` with each states argument the rule gave (_required_states: the first width, TOKENS
-    of them) at its other widths and layouts: tried where the forward fails."""
+    of them) at its other widths and layouts, and a main input that no rule names nor docstring
+    shapes as states of each: tried where the forward fails."""
     import inspect
 
     takes = inspect.signature(model.forward).parameters
     documented = documented_arguments(model.forward)
     given = {k: v for k, v in inputs.items() if k not in _required_states(takes, documented, {})}
-    return tuple({**inputs, name: states}
-                 for name in _required_states(takes, documented, given) if name in inputs
-                 for states in _states(config)[1:])
+    variants = [{**inputs, name: states}
+                for name in _required_states(takes, documented, given) if name in inputs
+                for states in _states(config)[1:]]
+    main = _main_input(model, takes)
+    if main in takes and main in inputs and main not in _MODALITIES \
+            and not (documented.get(main) or ("", None, True))[1]:
+        # a main input no rule names and no docstring shapes (Perceiver's `inputs`), given as
+        # token ids: as states too
+        variants += [{**inputs, main: states} for states in _states(config)]
+    return tuple(variants)
 
 
 def documented_variants(model, config, inputs: dict) -> tuple[dict, ...]:
@@ -420,7 +428,9 @@ def _processors(model_type: str) -> list[tuple[str, str]]:
 def _processed(kind: str, processor: str, vision, pair: bool = False) -> dict:
     """What processor class `processor` makes of a random image (`kind` "images"; a `pair` of
     it) or 8 frames of it ("videos"; the processor's num_frames where it sets them), built with
-    its defaults and the `vision` config's patch and merge sizes."""
+    its defaults and the `vision` config's patch and merge sizes; every other image its
+    preprocess takes (`prompt_images`) is the same image, every mask (`prompt_masks`) a map of
+    two labels."""
     import numpy as np
 
     made = getattr(_transformers(), processor)()
@@ -432,7 +442,16 @@ def _processed(kind: str, processor: str, vision, pair: bool = False) -> dict:
         frames = getattr(made, "num_frames", None)
         return dict(made(videos=[np.stack([image] * (frames if _is_width(frames) else 8))],
                          return_tensors="pt"))
-    return dict(made(images=[[image, image]] if pair else [image], return_tensors="pt"))
+    if pair:
+        return dict(made(images=[[image, image]], return_tensors="pt"))
+    import inspect
+
+    # other images its preprocess takes beside the image (SegGPT's prompt image and its mask):
+    # the same image, and a mask as a map of two labels
+    others = {name: [image] if name.endswith("images") else [image[..., 0] % 2]
+              for name in inspect.signature(getattr(made, "preprocess", made)).parameters
+              if name != "images" and name.endswith(("images", "masks"))}
+    return dict(made(images=[image], **others, return_tensors="pt"))
 
 
 def _grid_argument(model, config, inputs: dict) -> str | None:
@@ -506,7 +525,7 @@ def _transformers_inputs(model, config) -> dict:
         inputs[main] = _ids(1, TOKENS, high=vocab)
     pixels = main if main.startswith("pixel_values") else "pixel_values"
     if pixels == main or ("pixel_values" in takes and hasattr(config, "vision_config")):
-        inputs[pixels] = _pixels(config)
+        inputs[pixels] = _pixels(config, video=pixels.endswith("videos"))
     if getattr(config, "is_encoder_decoder", False) and "decoder_input_ids" in takes:
         inputs["decoder_input_ids"] = _ids(1, TOKENS, high=vocab)
     for name in _required_token_ids(takes, inputs):
@@ -698,7 +717,7 @@ def _documented_dim(dim: str, config, sizes: dict) -> int:
     if dim in _WIDTH_NAMES:  # a width the docstring names generically (`dim`, `embed_dim`)
         return _first_set(config, ("hidden_size", "d_model", "embed_dim")) or TOKENS
     vision = getattr(config, "vision_config", None) or config
-    side = getattr(vision, "image_size", IMAGE)
+    side = getattr(vision, "image_size", None) or _timm_side(config) or IMAGE
     sides = list(side) if isinstance(side, (list, tuple)) else [side, side]
     if dim in ("height", "image_size", "frame_size"):
         return sides[0]
@@ -754,10 +773,30 @@ def _pixels(config, video: bool = False):
     frames before the channels for a video model (its num_frames; FRAMES for a `video` input
     of a config that names none)."""
     vision = getattr(config, "vision_config", None) or config
-    side = getattr(vision, "image_size", IMAGE)
+    side = getattr(vision, "image_size", None) or _timm_side(config) or IMAGE
     side = side if isinstance(side, (list, tuple)) else (side, side)
     frames = getattr(vision, "num_frames", None) or (FRAMES if video else None)
     return _image(1, *([frames] if frames else []), getattr(vision, "num_channels", 3), *side)
+
+
+def _timm_side(config) -> int | None:
+    """The image side of the timm architecture a config (or a sub-config, breadth first) names
+    for its vision tower (PE Video's `vit_pe_core_large_patch14_336`: 336), as timm's own
+    pretrained config gives it; None where no config names one, or timm does not know it."""
+    parts = [config]
+    for part in parts:
+        architecture = getattr(part, "architecture", None)
+        if isinstance(architecture, str) and architecture:
+            try:
+                from timm.models import get_pretrained_cfg
+
+                size = get_pretrained_cfg(architecture).input_size
+            except Exception:  # noqa: BLE001 - timm missing, or an architecture it lacks
+                return None
+            return size[-1] if size and size[-1] == size[-2] else None
+        parts += [v for v in vars(part).values() if hasattr(v, "to_dict")
+                  and hasattr(v, "model_type") and all(v is not p for p in parts)]
+    return None
 
 
 # the inputs of each modality, by the names transformers' forwards give them
