@@ -1847,13 +1847,13 @@ def test_the_processors_other_images_and_masks_are_made_with_the_image():
 
 
 @pytest.mark.slow  # imports torch and timm
-def test_an_image_side_named_only_by_a_timm_architecture_is_timms():
+def test_an_image_side_named_only_by_a_timm_architecture_is_a_variant_at_timms_side():
     """PE Video's vision tower is timm's `vit_pe_core_large_patch14_336`, its config naming no
-    image size: its frames are 336 px, as timm's pretrained config says; a video main input
-    has its frames (16 where the config names none)."""
+    image size: tried where the forward fails, its frames are 336 px, as timm's pretrained
+    config says; a video main input given without frames has FRAMES of them."""
     pytest.importorskip("torch")
     pytest.importorskip("timm")
-    from onnxflops.survey.sources import FRAMES, _transformers_inputs
+    from onnxflops.survey.sources import FRAMES, _transformers_inputs, pixel_variants
 
     class Encoder:
         main_input_name = "pixel_values_videos"
@@ -1863,10 +1863,15 @@ def test_an_image_side_named_only_by_a_timm_architecture_is_timms():
 
     timm_tower = Config(architecture="vit_pe_core_large_patch14_336", num_classes=1024)
     config = Config(hidden_size=96, vision_config=timm_tower)
-    assert _transformers_inputs(Encoder(), config)["pixel_values_videos"].shape == (
-        1, FRAMES, 3, 336, 336)
+    inputs = _transformers_inputs(Encoder(), config)
+    assert inputs["pixel_values_videos"].shape == (1, 3, 224, 224)  # as before: no frames
+    assert [tuple(v["pixel_values_videos"].shape) for v in pixel_variants(config, inputs)] == [
+        (1, FRAMES, 3, 224, 224), (1, 3, 336, 336), (1, FRAMES, 3, 336, 336)]
     nested = Config(text_config=Config(vocab_size=10), video_config=config)  # PeVideoConfig
-    assert _transformers_inputs(Encoder(), nested)["pixel_values_videos"].shape[-2:] == (336, 336)
+    video = {"pixel_values_videos": inputs["pixel_values_videos"][None].expand(1, FRAMES, 3, 224, 224)}
+    assert [tuple(v["pixel_values_videos"].shape) for v in pixel_variants(nested, video)] == [
+        (1, FRAMES, 3, 336, 336)]
+    assert pixel_variants(Config(vision_config=Config(image_size=224)), video) == ()
 
 
 @pytest.mark.slow  # imports torch
@@ -1890,3 +1895,16 @@ def test_a_main_input_no_rule_names_nor_docstring_shapes_is_tried_as_states():
     assert inputs["inputs"].shape == (1, TOKENS) and not inputs["inputs"].is_floating_point()
     assert [tuple(v["inputs"].shape) for v in states_variants(Perceiver(), config, inputs)] == [
         (1, TOKENS, 96), (1, 96, TOKENS)]
+
+
+@pytest.mark.slow  # imports torch
+def test_flattened_patches_are_a_variant_as_images_of_a_patch_each():
+    """Kimi-K2.5's vision tower convolves each patch: its 64 patches of 3 · 14 · 14 values are
+    (64, 3, 14, 14), tried where the forward fails on (64, 588)."""
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import patch_variants
+
+    patches = {"pixel_values": torch.zeros(64, 588)}
+    (variant,) = patch_variants(patches, Config(patch_size=14))
+    assert variant["pixel_values"].shape == (64, 3, 14, 14)
+    assert patch_variants(patches, Config(patch_size=16)) == ()  # 588 is no whole 16²

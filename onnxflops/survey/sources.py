@@ -234,9 +234,23 @@ def _transformers_build(task: Task) -> Subject:
                     *modality_variants(model, config, inputs),
                     *processor_variants(model, config, inputs), *audio_variants(config, inputs),
                     *states_variants(model, config, inputs),
-                    *feature_extractor_variants(model, config, inputs))
+                    *feature_extractor_variants(model, config, inputs),
+                    *pixel_variants(config, inputs))
+    if grid:
+        variants += patch_variants(inputs, getattr(config, "vision_config", None) or config)
     inputs, variants = as_the_forward_names(model, config, inputs, variants)
     return Subject(model, kwargs=inputs, variants=variants)
+
+
+def patch_variants(inputs: dict, vision) -> tuple[dict, ...]:
+    """`inputs` of a tower given flattened patches (flattened_patches) with each patch as an
+    image, channels × patch × patch (Kimi-K2.5's tower convolves its patches: (64, 3, 14, 14),
+    not (64, 588)): tried where the forward fails."""
+    patch = getattr(vision, "patch_size", None)
+    return tuple({**inputs, name: value.reshape(value.shape[0], -1, patch, patch)}
+                 for name, value in inputs.items()
+                 if _is_width(patch) and value.dim() == 2 and value.is_floating_point()
+                 and value.shape[1] % (patch * patch) == 0)
 
 
 def states_variants(model, config, inputs: dict) -> tuple[dict, ...]:
@@ -525,7 +539,7 @@ def _transformers_inputs(model, config) -> dict:
         inputs[main] = _ids(1, TOKENS, high=vocab)
     pixels = main if main.startswith("pixel_values") else "pixel_values"
     if pixels == main or ("pixel_values" in takes and hasattr(config, "vision_config")):
-        inputs[pixels] = _pixels(config, video=pixels.endswith("videos"))
+        inputs[pixels] = _pixels(config)
     if getattr(config, "is_encoder_decoder", False) and "decoder_input_ids" in takes:
         inputs["decoder_input_ids"] = _ids(1, TOKENS, high=vocab)
     for name in _required_token_ids(takes, inputs):
@@ -717,7 +731,7 @@ def _documented_dim(dim: str, config, sizes: dict) -> int:
     if dim in _WIDTH_NAMES:  # a width the docstring names generically (`dim`, `embed_dim`)
         return _first_set(config, ("hidden_size", "d_model", "embed_dim")) or TOKENS
     vision = getattr(config, "vision_config", None) or config
-    side = getattr(vision, "image_size", None) or _timm_side(config) or IMAGE
+    side = getattr(vision, "image_size", IMAGE)
     sides = list(side) if isinstance(side, (list, tuple)) else [side, side]
     if dim in ("height", "image_size", "frame_size"):
         return sides[0]
@@ -773,10 +787,29 @@ def _pixels(config, video: bool = False):
     frames before the channels for a video model (its num_frames; FRAMES for a `video` input
     of a config that names none)."""
     vision = getattr(config, "vision_config", None) or config
-    side = getattr(vision, "image_size", None) or _timm_side(config) or IMAGE
+    side = getattr(vision, "image_size", IMAGE)
     side = side if isinstance(side, (list, tuple)) else (side, side)
     frames = getattr(vision, "num_frames", None) or (FRAMES if video else None)
     return _image(1, *([frames] if frames else []), getattr(vision, "num_channels", 3), *side)
+
+
+def pixel_variants(config, inputs: dict) -> tuple[dict, ...]:
+    """`inputs` with a video main input given without frames (a config naming none) given
+    FRAMES of them, then with their pixels at the side the config's timm architecture names
+    (_timm_side; PE Video's 336), each where it differs: tried where the forward fails."""
+    videos = {k: v for k, v in inputs.items()
+              if k.startswith("pixel_values") and k.endswith("videos") and v.dim() == 4}
+    framed = {**inputs, **{k: _image(v.shape[0], FRAMES, *v.shape[1:])
+                           for k, v in videos.items()}}
+    side = _timm_side(config)
+    variants = [framed] if videos else []
+    for given in (inputs, framed) if videos else (inputs,):
+        pixels = {k: v for k, v in given.items() if k.startswith("pixel_values")
+                  and v.dim() >= 4 and side and tuple(v.shape[-2:]) != (side, side)}
+        if pixels:
+            variants.append({**given, **{k: _image(*v.shape[:-2], side, side)
+                                         for k, v in pixels.items()}})
+    return tuple(variants)
 
 
 def _timm_side(config) -> int | None:
