@@ -1908,3 +1908,29 @@ def test_flattened_patches_are_a_variant_as_images_of_a_patch_each():
     (variant,) = patch_variants(patches, Config(patch_size=14))
     assert variant["pixel_values"].shape == (64, 3, 14, 14)
     assert patch_variants(patches, Config(patch_size=16)) == ()  # 588 is no whole 16²
+
+
+@pytest.mark.slow  # imports torch
+def test_a_documented_mask_over_an_input_is_a_variant_optional_or_not():
+    """AudioFlamingo3's encoder documents `input_features_mask` *optional* but sums it for the
+    lengths: tried with it, ones over the features' 3,000 frames (given bins × frames)."""
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import mask_variants
+
+    class Encoder:
+        def forward(self, input_features, input_features_mask=None, labels_mask=None):
+            """Args:
+                input_features (`torch.FloatTensor` of shape `(batch_size, feature_size, sequence_length)`):
+                    Features.
+                input_features_mask (`torch.Tensor` of shape `(batch_size, sequence_length)`, *optional*):
+                    Which frames are features.
+                labels_mask (`torch.Tensor` of shape `(batch_size, sequence_length)`, *optional*):
+                    Over no input given: not given.
+            """
+
+    features = {"input_features": torch.zeros(1, 128, 3000)}
+    (variant,) = mask_variants(Encoder(), Config(vocab_size=10), features)
+    assert {k: tuple(v.shape) for k, v in variant.items()} == {
+        "input_features": (1, 128, 3000), "input_features_mask": (1, 3000)}
+    assert variant["input_features_mask"].all()
+    assert mask_variants(Encoder(), Config(vocab_size=10), variant) == ()

@@ -235,7 +235,7 @@ def _transformers_build(task: Task) -> Subject:
                     *processor_variants(model, config, inputs), *audio_variants(config, inputs),
                     *states_variants(model, config, inputs),
                     *feature_extractor_variants(model, config, inputs),
-                    *pixel_variants(config, inputs))
+                    *pixel_variants(config, inputs), *mask_variants(model, config, inputs))
     if grid:
         variants += patch_variants(inputs, getattr(config, "vision_config", None) or config)
     inputs, variants = as_the_forward_names(model, config, inputs, variants)
@@ -791,6 +791,24 @@ def _pixels(config, video: bool = False):
     side = side if isinstance(side, (list, tuple)) else (side, side)
     frames = getattr(vision, "num_frames", None) or (FRAMES if video else None)
     return _image(1, *([frames] if frames else []), getattr(vision, "num_channels", 3), *side)
+
+
+def mask_variants(model, config, inputs: dict) -> tuple[dict, ...]:
+    """`inputs` with the mask the forward's docstring documents over each of them, *optional*
+    or not (`input_features_mask`: AudioFlamingo3's encoder sums it for its lengths): all ones,
+    over the input's positions; tried where the forward fails."""
+    import inspect
+
+    takes = inspect.signature(model.forward).parameters
+    documented = documented_arguments(model.forward)
+    text = getattr(config, "get_text_config", lambda: config)()
+    vocab = getattr(text, "vocab_size", None) or 100
+    more = dict(inputs)
+    for name in inputs:
+        mask = f"{name}_mask"
+        if mask in takes and mask not in more and (documented.get(mask) or ("", None))[1]:
+            more[mask] = documented_input(mask, documented, config, more, vocab)
+    return (more,) if len(more) > len(inputs) else ()
 
 
 def pixel_variants(config, inputs: dict) -> tuple[dict, ...]:
