@@ -1934,3 +1934,26 @@ def test_a_documented_mask_over_an_input_is_a_variant_optional_or_not():
         "input_features": (1, 128, 3000), "input_features_mask": (1, 3000)}
     assert variant["input_features_mask"].all()
     assert mask_variants(Encoder(), Config(vocab_size=10), variant) == ()
+
+
+@pytest.mark.slow  # imports torch
+def test_a_variant_that_runs_out_of_memory_is_the_one_measured_again_on_meta():
+    """PE Video fails on 224 px frames (its timm tower is 336 px) and its 336 px variant runs out
+    of memory on a real-weight build: the failure is that variant's, with its subject, so that
+    the oracle measures it on meta, not the inputs that fail for another reason."""
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.measure import oracle_on_inputs_that_run
+    from onnxflops.survey.sources import Subject
+
+    class Tower(torch.nn.Linear):
+        def forward(self, pixels):
+            if pixels.shape[-1] != 336:
+                raise AssertionError("Input height (224) doesn't match model (336).")
+            raise MemoryError("336 px frames")
+
+    small, large = {"pixels": torch.zeros(1, 224)}, {"pixels": torch.zeros(1, 336)}
+    with pytest.raises(MemoryError) as failed:
+        oracle_on_inputs_that_run(Subject(Tower(4, 4), kwargs=small, variants=(large,)), False)
+    assert failed.value.subject.kwargs is large
+    with pytest.raises(AssertionError):  # no variant out of memory: the inputs' own failure
+        oracle_on_inputs_that_run(Subject(Tower(4, 4), kwargs=small, variants=(small,)), False)
