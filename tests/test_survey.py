@@ -1622,3 +1622,338 @@ def test_a_towers_grid_is_a_constant_of_its_graph_so_positions_from_it_have_shap
     assert type(fixed).__name__ == "Tower"  # messages name the tower
     report = onnxflops.count(fixed, {"hidden_states": torch.zeros(16, 12)})
     assert report.total.macs == 16 * 12 * 8 and report.complete  # 16 patches: 12 → 8
+
+
+# the input rule: arguments documented as expressions or not at all (issue 19) ------------------
+
+@pytest.mark.slow  # imports torch
+def test_a_docstring_shape_in_brackets_is_read_as_expressions_of_the_configs_keys():
+    """MuseGlimmer's assistant documents `[batch_size, config.block_size, dim]` and
+    `[batch_size, number_of_previous_accepted_tokens, dim * len(config.target_layer_ids)]`: its
+    main input is states, not ids, and its required context as wide as its two target layers."""
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import TOKENS, _transformers_inputs, documented_arguments
+
+    class Assistant:
+        main_input_name = "noise_embeds"
+
+        def forward(self, noise_embeds, context_hidden_states, attention_mask=None):
+            """Denoises.
+
+            Args:
+                noise_embeds (`torch.Tensor` of shape `[batch_size, config.block_size, dim]`):
+                    Noise.
+                context_hidden_states (`torch.Tensor` of shape `[batch_size, number_of_previous_accepted_tokens, dim * len(config.target_layer_ids)]`):
+                    Context.
+                attention_mask (`torch.Tensor` of shape `[batch_size, number_of_previous_accepted_tokens + config.block_size]`):
+                    Mask.
+            """
+
+    config = Config(hidden_size=96, block_size=8, target_layer_ids=[1, 13], vocab_size=1000)
+    inputs = _transformers_inputs(Assistant(), config)
+    assert {k: (tuple(v.shape), v.dtype) for k, v in inputs.items()} == {
+        "noise_embeds": ((1, 8, 96), torch.float32),
+        "context_hidden_states": ((1, TOKENS, 2 * 96), torch.float32)}
+
+    def qformer(query_embeds):
+        """Args:
+            query_embeds (`torch.Tensor`  of shape `(batch_size, sequence_length, hidden_size)`):
+                Queries (two spaces before "of shape", as BLIP-2's Q-Former writes it).
+        """
+
+    assert documented_arguments(qformer)["query_embeds"][1] == [
+        "batch_size", "sequence_length", "hidden_size"]
+
+
+@pytest.mark.slow  # imports torch
+def test_cross_attention_states_a_config_sizes_are_a_variant_of_the_inputs():
+    """BLIP-2's Q-Former: `encoder_hidden_states` is documented *optional* with a `hidden_size`,
+    but its config sizes it (`encoder_hidden_size`) and its cross-attention needs it."""
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import TOKENS, documented_variants
+
+    class QFormer:
+        def forward(self, query_embeds, encoder_hidden_states=None, labels=None):
+            """Args:
+                query_embeds (`torch.Tensor` of shape `(batch_size, sequence_length, hidden_size)`):
+                    Queries.
+                encoder_hidden_states (`torch.Tensor` of shape `(batch_size, sequence_length, hidden_size)`, *optional*):
+                    The vision tower's states.
+                labels (`torch.Tensor` of shape `(batch_size, sequence_length)`, *optional*):
+                    Not sized for by the config: not given.
+            """
+
+    queries = {"query_embeds": torch.zeros(1, TOKENS, 96)}
+    (variant,) = documented_variants(QFormer(), Config(hidden_size=96, encoder_hidden_size=48),
+                                     queries)
+    assert {k: tuple(v.shape) for k, v in variant.items()} == {
+        "query_embeds": (1, TOKENS, 96), "encoder_hidden_states": (1, TOKENS, 48)}
+    assert documented_variants(QFormer(), Config(hidden_size=96), queries) == ()
+
+
+@pytest.mark.slow  # imports torch
+def test_optional_boxes_over_the_text_are_a_variant_as_integers_then_on_0_1():
+    """UDOP documents its `bbox` *optional*, as `torch.LongTensor` of shape `({0}, 4)` (an
+    unfilled placeholder for the text's shape), yet its relative position bias needs the boxes
+    and reads them as floats; boxes over its patches (`visual_bbox`) it makes itself."""
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import TOKENS, documented_arguments, documented_variants
+
+    class Document:
+        def forward(self, input_ids=None, bbox=None, visual_bbox=None):
+            """Args:
+                input_ids (`torch.Tensor` of shape `(batch_size, sequence_length)`, *optional*):
+                    Tokens.
+                bbox (`torch.LongTensor` of shape `({0}, 4)`, *optional*):
+                    Boxes of the tokens.
+                visual_bbox (`torch.LongTensor` of shape `(batch_size, patch_sequence_length, 4)`, *optional*):
+                    Boxes of the patches.
+            """
+
+    assert documented_arguments(Document.forward)["bbox"][1] == [
+        "batch_size", "sequence_length", "4"]
+    ids = {"input_ids": torch.zeros(1, TOKENS, dtype=torch.long)}
+    integers, floats = documented_variants(Document(), Config(vocab_size=1000), ids)
+    assert integers.keys() == floats.keys() == {"input_ids", "bbox"}
+    assert integers["bbox"].shape == floats["bbox"].shape == (1, TOKENS, 4)
+    assert integers["bbox"].dtype == torch.long and integers["bbox"].max() < 1000
+    assert floats["bbox"].is_floating_point() and floats["bbox"].max() <= 1
+    boxes = floats["bbox"]
+    assert (boxes[..., :2] <= boxes[..., 2:]).all()
+
+
+@pytest.mark.slow  # imports torch
+def test_a_forward_that_reads_its_main_input_under_another_name_is_given_it_so():
+    """VibeVoice's tokenizer encoder says its main input is `input_values` but its forward reads
+    the waveform as `hidden_states` (undocumented); its decoder reads latents there, channels
+    first: the waveform, then states of the config's width in either layout, are tried."""
+    pytest.importorskip("torch")
+    from onnxflops.survey.sources import (TOKENS, _transformers_inputs, as_the_forward_names,
+                                          input_variants)
+
+    class Tokenizer:
+        main_input_name = "input_values"
+
+        def forward(self, hidden_states, padding_cache=None, use_cache=False, **kwargs):
+            pass
+
+    config = Config(hidden_size=64, vocab_size=1000)
+    inputs = _transformers_inputs(Tokenizer(), config)
+    assert {k: tuple(v.shape) for k, v in inputs.items()} == {"input_values": (1, 16000)}
+    inputs, variants = as_the_forward_names(Tokenizer(), config, inputs, input_variants(inputs))
+    assert {k: tuple(v.shape) for k, v in inputs.items()} == {"hidden_states": (1, 16000)}
+    assert [tuple(v["hidden_states"].shape) for v in variants] == [
+        (1, 1, 16000), (1, TOKENS, 64), (1, 64, TOKENS)]
+
+    class Text:  # takes its main input: nothing renamed
+        main_input_name = "input_ids"
+
+        def forward(self, input_ids, hidden_states=None):
+            pass
+
+    ids = _transformers_inputs(Text(), config)
+    assert as_the_forward_names(Text(), config, ids, ()) == (ids, ())
+
+
+@pytest.mark.slow  # imports torch
+def test_states_a_forward_requires_undocumented_are_given_at_each_width_and_layout():
+    """PI0's `action_embeds` (documented without a shape), fed to its action expert as its
+    embeddings: TOKENS states as wide as its configs say, channels last, then first."""
+    pytest.importorskip("torch")
+    from onnxflops.survey.sources import TOKENS, _transformers_inputs, states_variants
+
+    class Policy:
+        main_input_name = "input_ids"
+
+        def forward(self, action_embeds, input_ids=None):
+            """Args:
+                action_embeds (`torch.Tensor`, *optional*):
+                    The embeddings of actions.
+                input_ids (`torch.Tensor` of shape `(batch_size, sequence_length)`, *optional*):
+                    Tokens.
+            """
+
+    config = Config(vocab_size=1000, dit_config=Config(hidden_size=48))
+    inputs = _transformers_inputs(Policy(), config)
+    assert {k: tuple(v.shape) for k, v in inputs.items()} == {
+        "input_ids": (1, TOKENS), "action_embeds": (1, TOKENS, 48)}
+    assert [tuple(v["action_embeds"].shape) for v in states_variants(Policy(), config, inputs)] \
+        == [(1, 48, TOKENS)]
+
+
+@pytest.mark.slow  # imports torch
+def test_a_towers_merge_sizes_are_given_and_fixed_beside_its_grid():
+    """VideoLLaMA 3's vision tower requires `merge_sizes` beside its patches and grid: the
+    merge its patches were laid out for, one per image (1: its config names none)."""
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import _transformers_inputs, grid_companions
+
+    class Tower:
+        main_input_name = "pixel_values"
+
+        def forward(self, pixel_values, grid_thw, merge_sizes, **kwargs):
+            pass
+
+    inputs = _transformers_inputs(Tower(), Config(patch_size=16))
+    assert {k: tuple(v.shape) for k, v in inputs.items()} == {
+        "pixel_values": (16, 768), "grid_thw": (1, 3), "merge_sizes": (1,)}
+    assert inputs["merge_sizes"].tolist() == [1] and inputs["merge_sizes"].dtype == torch.int64
+    assert grid_companions(_parameters(Tower.forward), Config(spatial_merge_size=2),
+                           [[1, 8, 8]]) == {"merge_sizes": [2]}
+
+
+@pytest.mark.slow  # imports torch and transformers
+def test_the_models_own_feature_extractor_makes_a_variant_of_its_audio():
+    """Gemma 3n's audio encoder reads `audio_mel` (its main input, no input rule's name) and a
+    required `audio_mel_mask`: its feature extractor makes 97 frames of 128 bins of a second at
+    16 kHz (32 ms frames every 10 ms) and their mask, given as the main input and its mask."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from onnxflops.survey.sources import _feature_extractors, feature_extractor_variants
+
+    assert _feature_extractors("gemma3n_audio") == ["Gemma3nAudioFeatureExtractor"]
+
+    class Encoder:
+        main_input_name = "audio_mel"
+
+        def forward(self, audio_mel, audio_mel_mask, **kwargs):
+            pass
+
+    ids = {"audio_mel": torch.zeros(1, 16, dtype=torch.long)}
+    (variant,) = feature_extractor_variants(Encoder(), Config(model_type="gemma3n_audio"), ids)
+    assert {k: (tuple(v.shape), v.dtype) for k, v in variant.items()} == {
+        "audio_mel": ((1, 97, 128), torch.float32), "audio_mel_mask": ((1, 97), torch.bool)}
+
+
+@pytest.mark.slow  # imports torch and transformers
+def test_the_processors_other_images_and_masks_are_made_with_the_image():
+    """SegGPT's image processor takes a prompt image and its mask beside the image: each at its
+    448 × 448 (the forward stacks prompt and image to its 896 × 448), not the config's image
+    size each."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from onnxflops.survey.sources import processor_variants
+
+    class Painter:
+        def forward(self, pixel_values, prompt_pixel_values, prompt_masks):
+            pass
+
+    side = torch.zeros(1, 3, 896, 448)
+    base = {"pixel_values": side, "prompt_pixel_values": side, "prompt_masks": side}
+    variants = processor_variants(Painter(), Config(model_type="seggpt"), base)
+    assert {k: tuple(v.shape) for k, v in variants[0].items()} == {
+        "pixel_values": (1, 3, 448, 448), "prompt_pixel_values": (1, 3, 448, 448),
+        "prompt_masks": (1, 3, 448, 448)}
+
+
+@pytest.mark.slow  # imports torch and timm
+def test_an_image_side_named_only_by_a_timm_architecture_is_a_variant_at_timms_side():
+    """PE Video's vision tower is timm's `vit_pe_core_large_patch14_336`, its config naming no
+    image size: tried where the forward fails, its frames are 336 px, as timm's pretrained
+    config says; a video main input given without frames has FRAMES of them."""
+    pytest.importorskip("torch")
+    pytest.importorskip("timm")
+    from onnxflops.survey.sources import FRAMES, _transformers_inputs, pixel_variants
+
+    class Encoder:
+        main_input_name = "pixel_values_videos"
+
+        def forward(self, pixel_values_videos, padding_mask_videos=None):
+            pass
+
+    timm_tower = Config(architecture="vit_pe_core_large_patch14_336", num_classes=1024)
+    config = Config(hidden_size=96, vision_config=timm_tower)
+    inputs = _transformers_inputs(Encoder(), config)
+    assert inputs["pixel_values_videos"].shape == (1, 3, 224, 224)  # as before: no frames
+    assert [tuple(v["pixel_values_videos"].shape) for v in pixel_variants(config, inputs)] == [
+        (1, FRAMES, 3, 224, 224), (1, 3, 336, 336), (1, FRAMES, 3, 336, 336)]
+    nested = Config(text_config=Config(vocab_size=10), video_config=config)  # PeVideoConfig
+    video = {"pixel_values_videos": inputs["pixel_values_videos"][None].expand(1, FRAMES, 3, 224, 224)}
+    assert [tuple(v["pixel_values_videos"].shape) for v in pixel_variants(nested, video)] == [
+        (1, FRAMES, 3, 336, 336)]
+    assert pixel_variants(Config(vision_config=Config(image_size=224)), video) == ()
+
+
+@pytest.mark.slow  # imports torch
+def test_a_main_input_no_rule_names_nor_docstring_shapes_is_tried_as_states():
+    """Perceiver's `inputs` (`torch.Tensor`, no shape): token ids first, then TOKENS states of
+    the config's width."""
+    pytest.importorskip("torch")
+    from onnxflops.survey.sources import TOKENS, _transformers_inputs, states_variants
+
+    class Perceiver:
+        main_input_name = "inputs"
+
+        def forward(self, inputs, attention_mask=None):
+            """Args:
+                inputs (`torch.Tensor`):
+                    Inputs to the perceiver.
+            """
+
+    config = Config(d_model=96, vocab_size=262)
+    inputs = _transformers_inputs(Perceiver(), config)
+    assert inputs["inputs"].shape == (1, TOKENS) and not inputs["inputs"].is_floating_point()
+    assert [tuple(v["inputs"].shape) for v in states_variants(Perceiver(), config, inputs)] == [
+        (1, TOKENS, 96), (1, 96, TOKENS)]
+
+
+@pytest.mark.slow  # imports torch
+def test_flattened_patches_are_a_variant_as_images_of_a_patch_each():
+    """Kimi-K2.5's vision tower convolves each patch: its 64 patches of 3 · 14 · 14 values are
+    (64, 3, 14, 14), tried where the forward fails on (64, 588)."""
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import patch_variants
+
+    patches = {"pixel_values": torch.zeros(64, 588)}
+    (variant,) = patch_variants(patches, Config(patch_size=14))
+    assert variant["pixel_values"].shape == (64, 3, 14, 14)
+    assert patch_variants(patches, Config(patch_size=16)) == ()  # 588 is no whole 16²
+
+
+@pytest.mark.slow  # imports torch
+def test_a_documented_mask_over_an_input_is_a_variant_optional_or_not():
+    """AudioFlamingo3's encoder documents `input_features_mask` *optional* but sums it for the
+    lengths: tried with it, ones over the features' 3,000 frames (given bins × frames)."""
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.sources import mask_variants
+
+    class Encoder:
+        def forward(self, input_features, input_features_mask=None, labels_mask=None):
+            """Args:
+                input_features (`torch.FloatTensor` of shape `(batch_size, feature_size, sequence_length)`):
+                    Features.
+                input_features_mask (`torch.Tensor` of shape `(batch_size, sequence_length)`, *optional*):
+                    Which frames are features.
+                labels_mask (`torch.Tensor` of shape `(batch_size, sequence_length)`, *optional*):
+                    Over no input given: not given.
+            """
+
+    features = {"input_features": torch.zeros(1, 128, 3000)}
+    (variant,) = mask_variants(Encoder(), Config(vocab_size=10), features)
+    assert {k: tuple(v.shape) for k, v in variant.items()} == {
+        "input_features": (1, 128, 3000), "input_features_mask": (1, 3000)}
+    assert variant["input_features_mask"].all()
+    assert mask_variants(Encoder(), Config(vocab_size=10), variant) == ()
+
+
+@pytest.mark.slow  # imports torch
+def test_a_variant_that_runs_out_of_memory_is_the_one_measured_again_on_meta():
+    """PE Video fails on 224 px frames (its timm tower is 336 px) and its 336 px variant runs out
+    of memory on a real-weight build: the failure is that variant's, with its subject, so that
+    the oracle measures it on meta, not the inputs that fail for another reason."""
+    torch = pytest.importorskip("torch")
+    from onnxflops.survey.measure import oracle_on_inputs_that_run
+    from onnxflops.survey.sources import Subject
+
+    class Tower(torch.nn.Linear):
+        def forward(self, pixels):
+            if pixels.shape[-1] != 336:
+                raise AssertionError("Input height (224) doesn't match model (336).")
+            raise MemoryError("336 px frames")
+
+    small, large = {"pixels": torch.zeros(1, 224)}, {"pixels": torch.zeros(1, 336)}
+    with pytest.raises(MemoryError) as failed:
+        oracle_on_inputs_that_run(Subject(Tower(4, 4), kwargs=small, variants=(large,)), False)
+    assert failed.value.subject.kwargs is large
+    with pytest.raises(AssertionError):  # no variant out of memory: the inputs' own failure
+        oracle_on_inputs_that_run(Subject(Tower(4, 4), kwargs=small, variants=(small,)), False)

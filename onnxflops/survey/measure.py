@@ -48,6 +48,8 @@ def measure(task: Task, memory_gb: float, stage: Callable[[str], None] = lambda 
         on_meta_columns = None
         if not on_meta and failures["oracle"].startswith("out of memory") \
                 and _is_torch(subject.model):
+            subject = getattr(e, "subject", subject)  # the inputs it ran out of memory on
+            row["input"] = describe(subject)
             on_meta_columns = _oracle_on_meta(subject)
         if on_meta_columns is not None:
             columns, missed = on_meta_columns
@@ -151,15 +153,22 @@ def oracle(subject: Subject, on_meta: bool) -> tuple[dict, dict[str, int]]:
 def oracle_on_inputs_that_run(subject: Subject, on_meta: bool) -> tuple[Subject, tuple]:
     """The oracle (its columns and missed MACs) on the subject's inputs, or where its forward
     fails on them, on the first of its variants it runs on; with the subject called so (the
-    count reads the same inputs). Where none runs, the failure on the inputs themselves."""
+    count reads the same inputs). Where none runs, the failure on the inputs themselves, unless
+    a variant ran out of memory: then that failure, its subject as the error's `subject` (to be
+    measured again on meta, as the inputs would be)."""
     try:
         return subject, oracle(subject, on_meta)
     except Exception as first:  # noqa: BLE001 - the forward fails on these inputs
+        if failure(first).startswith("out of memory"):
+            first.subject = subject
         for variant in subject.variants:
             tried = dataclasses.replace(subject, kwargs=variant, variants=())
             try:
                 return tried, oracle(tried, on_meta)
-            except Exception:  # noqa: BLE001 - nor on this variant
+            except Exception as e:  # noqa: BLE001 - nor on this variant
+                if failure(e).startswith("out of memory") and \
+                        not failure(first).startswith("out of memory"):
+                    e.subject, first = tried, e  # (PE Video's frames at timm's 336 px)
                 continue
         raise first
 

@@ -221,14 +221,57 @@ def _transformers_build(task: Task) -> Subject:
     inputs = _transformers_inputs(model, config)
     grid = _grid_argument(model, config, inputs)
     if grid:
-        model = _with_fixed_grid(model, grid, inputs.pop(grid).tolist())
+        import inspect
+
+        companions = grid_companions(inspect.signature(model.forward).parameters,
+                                     getattr(config, "vision_config", None) or config, [])
+        model = _with_fixed_grid(model, grid, inputs.pop(grid).tolist(),
+                                 {name: inputs.pop(name).tolist() for name in companions})
     import torch
 
     with torch.random.fork_rng(devices=[]):  # a forward that draws noise draws as it did
         variants = (*input_variants(inputs), *documented_variants(model, config, inputs),
                     *modality_variants(model, config, inputs),
-                    *processor_variants(model, config, inputs), *audio_variants(config, inputs))
+                    *processor_variants(model, config, inputs), *audio_variants(config, inputs),
+                    *states_variants(model, config, inputs),
+                    *feature_extractor_variants(model, config, inputs),
+                    *pixel_variants(config, inputs), *mask_variants(model, config, inputs))
+    if grid:
+        variants += patch_variants(inputs, getattr(config, "vision_config", None) or config)
+    inputs, variants = as_the_forward_names(model, config, inputs, variants)
     return Subject(model, kwargs=inputs, variants=variants)
+
+
+def patch_variants(inputs: dict, vision) -> tuple[dict, ...]:
+    """`inputs` of a tower given flattened patches (flattened_patches) with each patch as an
+    image, channels × patch × patch (Kimi-K2.5's tower convolves its patches: (64, 3, 14, 14),
+    not (64, 588)): tried where the forward fails."""
+    patch = getattr(vision, "patch_size", None)
+    return tuple({**inputs, name: value.reshape(value.shape[0], -1, patch, patch)}
+                 for name, value in inputs.items()
+                 if _is_width(patch) and value.dim() == 2 and value.is_floating_point()
+                 and value.shape[1] % (patch * patch) == 0)
+
+
+def states_variants(model, config, inputs: dict) -> tuple[dict, ...]:
+    """`inputs` with each states argument the rule gave (_required_states: the first width, TOKENS
+    of them) at its other widths and layouts, and a main input that no rule names nor docstring
+    shapes as states of each: tried where the forward fails."""
+    import inspect
+
+    takes = inspect.signature(model.forward).parameters
+    documented = documented_arguments(model.forward)
+    given = {k: v for k, v in inputs.items() if k not in _required_states(takes, documented, {})}
+    variants = [{**inputs, name: states}
+                for name in _required_states(takes, documented, given) if name in inputs
+                for states in _states(config)[1:]]
+    main = _main_input(model, takes)
+    if main in takes and main in inputs and main not in _MODALITIES \
+            and not (documented.get(main) or ("", None, True))[1]:
+        # a main input no rule names and no docstring shapes (Perceiver's `inputs`), given as
+        # token ids: as states too
+        variants += [{**inputs, main: states} for states in _states(config)]
+    return tuple(variants)
 
 
 def documented_variants(model, config, inputs: dict) -> tuple[dict, ...]:
@@ -243,9 +286,20 @@ def documented_variants(model, config, inputs: dict) -> tuple[dict, ...]:
     vocab = getattr(text, "vocab_size", None) or 100
     more = dict(inputs)
     for name, (kind, dims, optional) in documented.items():
-        if name in takes and name not in more and not optional and dims and "Tensor" in kind:
+        # optional, but sized by the config for it (the states a cross-attention reads), or
+        # boxes (UDOP's, which its relative position bias needs)
+        sized = dims and (any(_sized_for(name, d, config) for d in dims)
+                          or ("box" in name and dims[-1] == "4" and all(
+                              d in ("batch_size", "sequence_length") for d in dims[:-1])))
+        if name in takes and name not in more and (not optional or sized) and dims \
+                and "Tensor" in kind:
             more[name] = documented_input(name, documented, config, more, vocab)
-    return (more,) if len(more) > len(inputs) else ()
+    if len(more) == len(inputs):
+        return ()
+    # boxes documented as integers that a forward reads as floats (UDOP's mean): on 0-1 too
+    floats = {k: v.float() / 1000 for k, v in more.items() if k not in inputs and "box" in k
+              and not v.is_floating_point() and v.dim() and v.shape[-1] == 4}
+    return (more, {**more, **floats}) if floats else (more,)
 
 
 def processor_variants(model, config, inputs: dict) -> tuple[dict, ...]:
@@ -266,6 +320,73 @@ def processor_variants(model, config, inputs: dict) -> tuple[dict, ...]:
             variants += _processor_variant(kind, processor, pair, config, takes, kept)
     return tuple(v for i, v in enumerate(variants)
                  if not any(_same(v, w) for w in variants[:i]))
+
+
+def feature_extractor_variants(model, config, inputs: dict) -> tuple[dict, ...]:
+    """`inputs` with their audio as the model's own feature extractor makes it (transformers'
+    class for the model's type or a type of its package, with its defaults) of one second of a
+    random waveform at its sampling rate: features or a waveform and their masks, by the names
+    the forward takes, its main output (input_features, input_values) as the model's main input
+    and that output's mask as the main input's mask (Gemma 3n's `audio_mel`, `audio_mel_mask`).
+    Tried only where the forward fails."""
+    import inspect
+
+    takes = inspect.signature(model.forward).parameters
+    main = _main_input(model, takes)
+    audio = ("input_features", "input_values", main)
+    variants = []
+    for extractor in _feature_extractors(getattr(config, "model_type", "")):
+        try:
+            made = _extracted(extractor)
+        except Exception:  # noqa: BLE001 - an extractor that needs more than its defaults
+            continue
+        given = {}
+        for name, value in made.items():
+            if not hasattr(value, "shape"):
+                continue
+            for output in ("input_features", "input_values"):
+                if name.startswith(output) and output not in takes and main in takes \
+                        and main not in _MODALITIES and not main.endswith("ids"):
+                    name = main + name[len(output):]  # the main input, and its mask
+            if name in takes and not (name == "attention_mask" and "input_ids" in inputs):
+                given[name] = value  # (an attention mask over samples, not over the text)
+        if any(k in given for k in audio):
+            kept = {k: v for k, v in inputs.items()
+                    if not k.startswith(("input_features", "input_values", *given))}
+            variants.append({**kept, **given})
+    return tuple(v for i, v in enumerate(variants)
+                 if not any(_same(v, w) for w in variants[:i]))
+
+
+def _feature_extractors(model_type: str) -> list[str]:
+    """The feature extractor classes transformers maps to `model_type` or a type of its
+    package (`gemma3n_audio`: Gemma 3n's)."""
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+    from transformers.models.auto.feature_extraction_auto import FEATURE_EXTRACTOR_MAPPING_NAMES
+
+    if not model_type:
+        return []
+    package = model_type_to_module_name(model_type)
+    found = []
+    for name in [model_type] + sorted(t for t in FEATURE_EXTRACTOR_MAPPING_NAMES
+                                      if t != model_type
+                                      and model_type_to_module_name(t) == package):
+        chosen = FEATURE_EXTRACTOR_MAPPING_NAMES.get(name)
+        if isinstance(chosen, str) and chosen not in found:
+            found.append(chosen)
+    return found
+
+
+def _extracted(extractor: str) -> dict:
+    """What feature extractor class `extractor`, with its defaults, makes of one second of a
+    seeded random waveform at its sampling rate (16 kHz where it names none)."""
+    import numpy as np
+
+    made = getattr(_transformers(), extractor)()
+    rate = getattr(made, "sampling_rate", None)
+    rate = rate if _is_width(rate) else 16000
+    waveform = np.random.RandomState(0).randn(rate).astype(np.float32)
+    return dict(made(waveform, sampling_rate=rate, return_tensors="pt"))
 
 
 def _same(a: dict, b: dict) -> bool:
@@ -321,7 +442,9 @@ def _processors(model_type: str) -> list[tuple[str, str]]:
 def _processed(kind: str, processor: str, vision, pair: bool = False) -> dict:
     """What processor class `processor` makes of a random image (`kind` "images"; a `pair` of
     it) or 8 frames of it ("videos"; the processor's num_frames where it sets them), built with
-    its defaults and the `vision` config's patch and merge sizes."""
+    its defaults and the `vision` config's patch and merge sizes; every other image its
+    preprocess takes (`prompt_images`) is the same image, every mask (`prompt_masks`) a map of
+    two labels."""
     import numpy as np
 
     made = getattr(_transformers(), processor)()
@@ -333,7 +456,16 @@ def _processed(kind: str, processor: str, vision, pair: bool = False) -> dict:
         frames = getattr(made, "num_frames", None)
         return dict(made(videos=[np.stack([image] * (frames if _is_width(frames) else 8))],
                          return_tensors="pt"))
-    return dict(made(images=[[image, image]] if pair else [image], return_tensors="pt"))
+    if pair:
+        return dict(made(images=[[image, image]], return_tensors="pt"))
+    import inspect
+
+    # other images its preprocess takes beside the image (SegGPT's prompt image and its mask):
+    # the same image, and a mask as a map of two labels
+    others = {name: [image] if name.endswith("images") else [image[..., 0] % 2]
+              for name in inspect.signature(getattr(made, "preprocess", made)).parameters
+              if name != "images" and name.endswith(("images", "masks"))}
+    return dict(made(images=[image], **others, return_tensors="pt"))
 
 
 def _grid_argument(model, config, inputs: dict) -> str | None:
@@ -345,11 +477,14 @@ def _grid_argument(model, config, inputs: dict) -> str | None:
     return patches[2] if patches and patches[2] in inputs else None
 
 
-def _with_fixed_grid(model, grid: str, rows: list):
+def _with_fixed_grid(model, grid: str, rows: list, companions: dict | None = None):
     """`model` called with its image's grid fixed, as its preprocessor fixes it for an image of
     one size: the grid is a constant of the graph, not an input, so the positions and windows a
-    forward computes from it have known shapes, as FlopCounterMode sees them."""
+    forward computes from it have known shapes, as FlopCounterMode sees them; so are the
+    `companions` (grid_companions: name → values) fixed beside it."""
     import torch
+
+    constants = {grid: rows, **(companions or {})}
 
     class FixedGrid(torch.nn.Module):
         def __init__(self):
@@ -358,8 +493,9 @@ def _with_fixed_grid(model, grid: str, rows: list):
 
         def forward(self, **inputs):
             device = next(iter(inputs.values())).device
-            return self.model(**inputs, **{grid: torch.tensor(rows, dtype=torch.int64,
-                                                               device=device)})
+            return self.model(**inputs, **{name: torch.tensor(values, dtype=torch.int64,
+                                                              device=device)
+                                           for name, values in constants.items()})
 
     FixedGrid.__name__ = FixedGrid.__qualname__ = type(model).__name__  # messages name the model
     return FixedGrid()
@@ -376,7 +512,10 @@ def _transformers_inputs(model, config) -> dict:
         import torch
 
         pixels, shape, grid, rows = patches
-        return {pixels: _image(*shape), grid: torch.tensor(rows, dtype=torch.int64)}
+        vision = getattr(config, "vision_config", None) or config
+        return {pixels: _image(*shape), grid: torch.tensor(rows, dtype=torch.int64),
+                **{name: torch.tensor(values, dtype=torch.int64)
+                   for name, values in grid_companions(takes, vision, rows).items()}}
     main = _main_input(model, takes)
     documented = documented_arguments(model.forward)
     text = getattr(config, "get_text_config", lambda: config)()
@@ -419,12 +558,80 @@ def _transformers_inputs(model, config) -> dict:
                  and n in documented and "Tensor" in documented[n][0] and documented[n][1]]:
         # an argument the forward requires that no rule above gives: as its docstring shapes it
         inputs[name] = documented_input(name, documented, config, inputs, vocab)
+    for name in _required_states(takes, documented, inputs):
+        if name != main_argument(model, inputs):
+            inputs[name] = _states(config)[0]
     return inputs
 
 
+def _required_states(takes, documented, given) -> list[str]:
+    """The arguments the forward requires, beside those `given`, that are states or embeddings
+    by their name (`hidden_states`, `action_embeds`) and whose shape no docstring gives."""
+    return [name for name, parameter in takes.items() if name not in given
+            and parameter.default is parameter.empty and name.endswith(("states", "embeds"))
+            and not (documented.get(name) or ("", None, True))[1]]
+
+
+def _states(config) -> list:
+    """States as wide as the config (or a sub-config) says its model is: TOKENS of them, then
+    channels first (a codec's decoder reading latents), for each width the configs name."""
+    widths, parts = [], [config]
+    for part in parts:
+        for key in ("hidden_size", "d_model"):
+            value = getattr(part, key, None)
+            if _is_width(value) and value not in widths:
+                widths.append(value)
+        parts += [v for v in vars(part).values() if hasattr(v, "to_dict")
+                  and hasattr(v, "model_type") and all(v is not p for p in parts)]
+    return [shaped for width in widths or [TOKENS]
+            for shaped in (_image(1, TOKENS, width), _image(1, width, TOKENS))]
+
+
+def main_argument(model, inputs: dict) -> str | None:
+    """The argument the forward reads its main input as, where it takes no argument of the
+    main input's name (`main_input_name`) but requires one that no docstring shapes and no rule
+    gives (VibeVoice's tokenizer: its waveform as `hidden_states`); else None."""
+    import inspect
+
+    takes = inspect.signature(model.forward).parameters
+    main = _main_input(model, takes)
+    if main in takes or main not in inputs:
+        return None
+    documented = documented_arguments(model.forward)
+    missing = [name for name, parameter in takes.items() if name not in inputs
+               and parameter.default is parameter.empty
+               and parameter.kind not in (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL)
+               and not (documented.get(name) or ("", None, True))[1]]
+    annotation = takes[missing[0]].annotation if len(missing) == 1 else None
+    if annotation is not None and annotation is not inspect.Parameter.empty \
+            and "Tensor" not in str(annotation):
+        return None  # an object, not a tensor (a video tracker's inference session)
+    return missing[0] if len(missing) == 1 else None
+
+
+def as_the_forward_names(model, config, inputs: dict, variants: tuple) -> tuple[dict, tuple]:
+    """`inputs` and their `variants` with the main input under the argument the forward reads
+    it as (main_argument), followed by variants giving that argument (or any other states it
+    requires) as states of each width and layout (_states) instead."""
+    main = _main_input(model, __import__("inspect").signature(model.forward).parameters)
+    argument = main_argument(model, inputs)
+    if argument is None:
+        return inputs, variants
+
+    def renamed(given):
+        return {argument if k == main else k: v for k, v in given.items()}
+
+    inputs, variants = renamed(inputs), tuple(renamed(v) for v in variants)
+    if argument.endswith(("states", "embeds")):
+        variants += tuple({**inputs, argument: states} for states in _states(config))
+    return inputs, variants
+
+
 # `name (`type` of shape `(dims)`, *optional*):` entries of a forward's docstring's Args
-_DOCUMENTED = re.compile(r"^\s*(\w+) \(['`]+([^'`]*)['`]+(?: of shape ['`]*\(([^)]*)\)['`]*)?"
-                         r"([^\n]*)\):", re.M)
+# (transformers also writes the shape in brackets, `[batch_size, config.block_size, dim]`, and
+# with two spaces before "of shape")
+_DOCUMENTED = re.compile(r"^\s*(\w+) \(['`]+([^'`]*)['`]+(?:\s+of shape\s+['`]*"
+                         r"(?:\(([^)]*)\)|\[([^\]\n]*)\])['`]*)?([^\n]*)\):", re.M)
 
 
 def documented_arguments(forward) -> dict[str, tuple[str, list[str] | None, bool]]:
@@ -434,8 +641,12 @@ def documented_arguments(forward) -> dict[str, tuple[str, list[str] | None, bool
     ("torch.LongTensor", ["batch_size", "num_boxes", "4"], False)."""
     doc = (getattr(forward, "__doc__", None) or "").split("Returns:")[0]
     found = {}
-    for name, kind, shape, rest in _DOCUMENTED.findall(doc):
+    for name, kind, shape, bracketed, rest in _DOCUMENTED.findall(doc):
+        shape = shape or bracketed
         dims = [d.strip() for d in shape.split(",") if d.strip()] if shape else None
+        if dims and "{0}" in dims:  # auto_docstring's unfilled input shape placeholder
+            at = dims.index("{0}")
+            dims[at:at + 1] = ["batch_size", "sequence_length"]
         found.setdefault(name, (kind, dims, "optional" in rest))
     return found
 
@@ -464,7 +675,7 @@ def documented_input(name: str, documented: dict, config, given: dict, vocab: in
     own = _first_set(config, tuple(name.split("_")[0] + suffix
                                    for suffix in ("_seq_len", "_seq_length", "_sequence_length")))
     shape = [own if own and d in ("sequence_length", "seq_length") and d not in sizes
-             else _documented_dim(d, config, sizes) for d in dims]
+             else _sized_for(name, d, config) or _documented_dim(d, config, sizes) for d in dims]
     of = given.get(name[:-len("_mask")]) if name.endswith("_mask") else None
     if hasattr(of, "dim") and of.dim() > 2 and len(dims) == of.dim() - 1:
         # a mask over an input given channels first (audio features as bins × frames, images
@@ -486,21 +697,39 @@ def documented_input(name: str, documented: dict, config, given: dict, vocab: in
     return _image(*shape)
 
 
+def _sized_for(name: str, dim: str, config) -> int | None:
+    """Dim `dim` of argument `name` as the config sizes it for that argument's first word (a
+    Q-Former's `encoder_hidden_states`, `hidden_size`: its `encoder_hidden_size`), else None."""
+    return _first_set(config, (f"{name.split('_')[0]}_{dim}",)) if dim.isidentifier() else None
+
+
 def _documented_dim(dim: str, config, sizes: dict) -> int:
-    """One dim a docstring names (documented_input)."""
-    if "*" in dim:
-        product = 1
-        for part in dim.split("*"):
-            product *= _documented_dim(part.strip(), config, sizes)
-        return product
+    """One dim a docstring names (documented_input): a name, or an expression of names, numbers
+    and the config's keys (`config.block_size`, `dim * len(config.target_layer_ids)`,
+    `num_tokens + config.block_size`), each name sized as below."""
+    import ast
+
+    try:
+        tree = ast.parse(dim.strip(), mode="eval").body
+    except SyntaxError:
+        tree = None
+    if tree is not None and not isinstance(tree, ast.Name):
+        try:
+            value = _dim_expression(tree, config, sizes)
+        except (TypeError, ValueError, AttributeError, ZeroDivisionError):
+            value = None
+        if _is_width(value):
+            return value
     if dim.isdigit():
         return int(dim)
     if dim in sizes:
         return int(sizes[dim])
-    if dim in ("batch_size", "bs") or dim.startswith("num_images"):
+    if dim in ("batch_size", "bs", "batch") or dim.startswith("num_images"):
         return 1
     if _first_set(config, (dim,)):
         return _first_set(config, (dim,))
+    if dim in _WIDTH_NAMES:  # a width the docstring names generically (`dim`, `embed_dim`)
+        return _first_set(config, ("hidden_size", "d_model", "embed_dim")) or TOKENS
     vision = getattr(config, "vision_config", None) or config
     side = getattr(vision, "image_size", IMAGE)
     sides = list(side) if isinstance(side, (list, tuple)) else [side, side]
@@ -515,6 +744,44 @@ def _documented_dim(dim: str, config, sizes: dict) -> int:
     return _first_set(config, ("context_length",)) or TOKENS
 
 
+# names a docstring gives a model's width by, where its config names it otherwise
+_WIDTH_NAMES = ("dim", "hidden_dim", "embed_dim", "embedding_dim", "d_model", "hidden_size",
+                "model_dim")
+
+
+def _dim_expression(node, config, sizes: dict):
+    """The value of a docstring's dim expression (_documented_dim): + - * // / of its parts, a
+    `config.key` (or `self.config.key`, a sub-config's key through its attribute), `len(...)`,
+    numbers, and names as _documented_dim sizes them. Raises ValueError on anything else."""
+    import ast
+    import operator
+
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value
+    if isinstance(node, ast.Name):
+        return _documented_dim(node.id, config, sizes)
+    if isinstance(node, ast.Attribute):
+        chain, part = [], node
+        while isinstance(part, ast.Attribute):
+            chain.insert(0, part.attr)
+            part = part.value
+        if not isinstance(part, ast.Name) or part.id not in ("config", "self"):
+            raise ValueError(ast.dump(node))
+        value = config
+        for attr in chain[1:] if part.id == "self" and chain[:1] == ["config"] else chain:
+            value = getattr(value, attr)
+        return value
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" \
+            and len(node.args) == 1:
+        return len(_dim_expression(node.args[0], config, sizes))
+    operations = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+                  ast.FloorDiv: operator.floordiv, ast.Div: operator.floordiv}
+    if isinstance(node, ast.BinOp) and type(node.op) in operations:
+        return operations[type(node.op)](_dim_expression(node.left, config, sizes),
+                                         _dim_expression(node.right, config, sizes))
+    raise ValueError(ast.dump(node))
+
+
 def _pixels(config, video: bool = False):
     """An image as the vision config (else the config) sizes it: channels × its image_size;
     frames before the channels for a video model (its num_frames; FRAMES for a `video` input
@@ -524,6 +791,63 @@ def _pixels(config, video: bool = False):
     side = side if isinstance(side, (list, tuple)) else (side, side)
     frames = getattr(vision, "num_frames", None) or (FRAMES if video else None)
     return _image(1, *([frames] if frames else []), getattr(vision, "num_channels", 3), *side)
+
+
+def mask_variants(model, config, inputs: dict) -> tuple[dict, ...]:
+    """`inputs` with the mask the forward's docstring documents over each of them, *optional*
+    or not (`input_features_mask`: AudioFlamingo3's encoder sums it for its lengths): all ones,
+    over the input's positions; tried where the forward fails."""
+    import inspect
+
+    takes = inspect.signature(model.forward).parameters
+    documented = documented_arguments(model.forward)
+    text = getattr(config, "get_text_config", lambda: config)()
+    vocab = getattr(text, "vocab_size", None) or 100
+    more = dict(inputs)
+    for name in inputs:
+        mask = f"{name}_mask"
+        if mask in takes and mask not in more and (documented.get(mask) or ("", None))[1]:
+            more[mask] = documented_input(mask, documented, config, more, vocab)
+    return (more,) if len(more) > len(inputs) else ()
+
+
+def pixel_variants(config, inputs: dict) -> tuple[dict, ...]:
+    """`inputs` with a video main input given without frames (a config naming none) given
+    FRAMES of them, then with their pixels at the side the config's timm architecture names
+    (_timm_side; PE Video's 336), each where it differs: tried where the forward fails."""
+    videos = {k: v for k, v in inputs.items()
+              if k.startswith("pixel_values") and k.endswith("videos") and v.dim() == 4}
+    framed = {**inputs, **{k: _image(v.shape[0], FRAMES, *v.shape[1:])
+                           for k, v in videos.items()}}
+    side = _timm_side(config)
+    variants = [framed] if videos else []
+    for given in (inputs, framed) if videos else (inputs,):
+        pixels = {k: v for k, v in given.items() if k.startswith("pixel_values")
+                  and v.dim() >= 4 and side and tuple(v.shape[-2:]) != (side, side)}
+        if pixels:
+            variants.append({**given, **{k: _image(*v.shape[:-2], side, side)
+                                         for k, v in pixels.items()}})
+    return tuple(variants)
+
+
+def _timm_side(config) -> int | None:
+    """The image side of the timm architecture a config (or a sub-config, breadth first) names
+    for its vision tower (PE Video's `vit_pe_core_large_patch14_336`: 336), as timm's own
+    pretrained config gives it; None where no config names one, or timm does not know it."""
+    parts = [config]
+    for part in parts:
+        architecture = getattr(part, "architecture", None)
+        if isinstance(architecture, str) and architecture:
+            try:
+                from timm.models import get_pretrained_cfg
+
+                size = get_pretrained_cfg(architecture).input_size
+            except Exception:  # noqa: BLE001 - timm missing, or an architecture it lacks
+                return None
+            return size[-1] if size and size[-1] == size[-2] else None
+        parts += [v for v in vars(part).values() if hasattr(v, "to_dict")
+                  and hasattr(v, "model_type") and all(v is not p for p in parts)]
+    return None
 
 
 # the inputs of each modality, by the names transformers' forwards give them
@@ -653,6 +977,14 @@ def flattened_patches(takes, vision, merged_side: int = 4):
     merge = _first_int(vision, ("spatial_merge_size", "merge_size", "merge_kernel_size"), 1)
     side = merged_side * merge
     return pixels, (side * side, channels * temporal * patch * patch), grid, [[1, side, side]]
+
+
+def grid_companions(takes, vision, rows: list) -> dict[str, list[int]]:
+    """The other per-image arguments a tower given flattened patches requires beside its grid:
+    `merge_sizes` (VideoLLaMA 3), the merge the patches were laid out for, one per grid row."""
+    merge = _first_int(vision, ("spatial_merge_size", "merge_size", "merge_kernel_size"), 1)
+    return {name: [merge] * len(rows) for name, parameter in takes.items()
+            if "merge_size" in name and parameter.default is parameter.empty}
 
 
 def _first_int(config, names: tuple[str, ...], default: int) -> int:
