@@ -311,7 +311,7 @@ def export_dynamo(module, args: tuple, names: list[str], opset: int, dynamic_sha
         # the one trace puts attention on 4-D views by its own rule; the exporter's trace needs
         # the mode (the legacy exporter translates attention of any rank)
         with single_trace.decomposition_skipped(traced) if traced is not None \
-                else attention_as_4d(), single_trace.views_promoted_as_reshapes():
+                else attention_as_4d(), single_trace.types_promoted_as_torch_does():
             program = torch.onnx.export(traced if traced is not None else module,
                                         _positional(args), dynamo=True, optimize=False,
                                         opset_version=opset,

@@ -169,37 +169,64 @@ def decomposition_skipped(program) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def views_promoted_as_reshapes() -> Iterator[None]:
-    """The exporter's type-promotion pass sees a graph's views as reshapes, for the duration;
-    the graph it hands on keeps them views (ONNX Reshape either way). A graph whose tensors are
-    all of one dtype skips the pass (`_one_tensor_dtype`).
+def types_promoted_as_torch_does() -> Iterator[None]:
+    """The exporter's type-promotion pass sees a graph's views as reshapes and torch's alias ops
+    as the ops they alias, for the duration; the graph it hands on keeps its own ops (the ONNX is
+    the same op either way). A graph whose tensors are all of one dtype skips the pass
+    (`_one_tensor_dtype`).
 
     That pass runs the graph again on fake tensors, where an op kept whole
     (scaled_dot_product_attention) may give its output other strides than the trace saw, and a
     view the trace recorded on a then-contiguous transpose fails ("Cannot view a tensor with
     shape ..."; BEiT, MaxViT). A reshape copies where a view cannot, and the graph is
-    functional, so no alias is lost."""
+    functional, so no alias is lost. And its table has rules for `div`, `mul`, `gt`, ... but none
+    for their aliases (`divide`, `multiply`, `greater`, ...), which the ONNX translation keeps
+    whole: their inputs were left of two dtypes, an ONNX Div of a float and an int64 that
+    onnxruntime refuses (PE Audio-Video's masked group norm, `torch.divide` of a sum by a count)."""
     import torch
 
     passes = _internals()[4]
     promote = passes.insert_type_promotion_nodes
-    view, reshape = torch.ops.aten.view.default, torch.ops.aten.reshape.default
+    retargets = _promoted_as()
 
     def promoted(graph_module):
         if _one_tensor_dtype(graph_module):
             return None  # nothing to promote: the pass would run the graph again to cast nothing
-        views = [n for n in graph_module.graph.nodes
-                 if n.op == "call_function" and n.target is view]
-        for node in views:
-            node.target = reshape
+        moved = [(n, n.target) for module in graph_module.modules()
+                 if isinstance(module, torch.fx.GraphModule) for n in module.graph.nodes
+                 if n.op == "call_function" and n.target in retargets]
+        for node, target in moved:
+            node.target = retargets[target]
         try:
             return promote(graph_module)
         finally:
-            for node in views:
-                node.target = view
+            for node, target in moved:
+                node.target = target
 
     with _replaced(passes, "insert_type_promotion_nodes", promoted):
         yield
+
+
+@functools.cache
+def _promoted_as() -> dict:
+    """What the type-promotion pass sees each of these ops as: a view as a reshape, and each alias
+    of an elementwise op that the pass has no rule for as that op, overload by overload."""
+    import torch
+
+    aten = torch.ops.aten
+    seen_as = {aten.view.default: aten.reshape.default}
+    for alias, op in _ALIASES.items():
+        for overload in getattr(aten, alias).overloads():
+            if overload in getattr(aten, op).overloads():
+                seen_as[getattr(getattr(aten, alias), overload)] = getattr(getattr(aten, op),
+                                                                           overload)
+    return seen_as
+
+
+# torch's aliases of elementwise ops that the pass's table has no rule for, to the op each
+# aliases (its rule's)
+_ALIASES = {"divide": "div", "multiply": "mul", "subtract": "sub", "greater": "gt",
+            "greater_equal": "ge", "less": "lt", "less_equal": "le", "not_equal": "ne"}
 
 
 def _one_tensor_dtype(graph_module) -> bool:

@@ -339,3 +339,30 @@ def test_the_trace_records_no_torch_function_per_node(monkeypatch):
                                  from_torch._trace_registry(18, {}))
     assert switches == [True]
     assert trace.aot_export_joint_with_descriptors is recorded  # put back
+
+
+class AliasOps(torch.nn.Module):
+    """PE Audio-Video's masked group norm: a sum over an integer mask divided by torch.divide, and
+    the other aliases of elementwise ops (multiply, subtract, greater, ...) on a float and an
+    integer tensor, which torch promotes."""
+
+    def forward(self, x, mask):
+        mean = torch.divide((x * mask).sum(), mask.sum())
+        shifted = torch.subtract(torch.multiply(x, mask), mean)
+        return torch.where(torch.greater(shifted, mask) & torch.less_equal(mask, shifted),
+                           shifted, torch.divide(shifted, mask.sum(), rounding_mode="floor"))
+
+
+def test_alias_ops_of_two_dtypes_are_promoted_as_the_ops_they_alias():
+    import onnxflops
+
+    x, mask = torch.randn(2, 6), torch.ones(2, 6, dtype=torch.int64)
+    report = onnxflops.count(AliasOps().eval(), inputs={"x": x, "mask": mask})
+    assert not report.uncosted
+    # onnxruntime runs it (each Div, Mul, Sub, Greater and LessOrEqual of one dtype)
+    import onnxruntime
+
+    proto = from_torch.export_dynamo(AliasOps().eval(), (x, mask), ["x", "mask"], 18)
+    session = onnxruntime.InferenceSession(proto.SerializeToString())
+    (got,) = session.run(None, {"x": x.numpy(), "mask": mask.numpy()})
+    torch.testing.assert_close(torch.from_numpy(got), AliasOps()(x, mask))
