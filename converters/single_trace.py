@@ -216,10 +216,11 @@ def _promoted_as() -> dict:
     aten = torch.ops.aten
     seen_as = {aten.view.default: aten.reshape.default}
     for alias, op in _ALIASES.items():
-        for overload in getattr(aten, alias).overloads():
-            if overload in getattr(aten, op).overloads():
-                seen_as[getattr(getattr(aten, alias), overload)] = getattr(getattr(aten, op),
-                                                                           overload)
+        aliases, ops = getattr(aten, alias, None), getattr(aten, op, None)
+        if aliases is None or ops is None:
+            continue  # a torch without the alias: nothing to see otherwise
+        for overload in set(aliases.overloads()) & set(ops.overloads()):
+            seen_as[getattr(aliases, overload)] = getattr(ops, overload)
     return seen_as
 
 
