@@ -267,7 +267,7 @@ def states_variants(model, config, inputs: dict) -> tuple[dict, ...]:
                 for states in _states(config)[1:]]
     main = _main_input(model, takes)
     if main in takes and main in inputs and main not in _MODALITIES \
-            and not (documented.get(main) or ("", None, True))[1]:
+            and not _documented_dims(documented, main):
         # a main input no rule names and no docstring shapes (Perceiver's `inputs`), given as
         # token ids: as states too
         variants += [{**inputs, main: states} for states in _states(config)]
@@ -569,7 +569,7 @@ def _required_states(takes, documented, given) -> list[str]:
     by their name (`hidden_states`, `action_embeds`) and whose shape no docstring gives."""
     return [name for name, parameter in takes.items() if name not in given
             and parameter.default is parameter.empty and name.endswith(("states", "embeds"))
-            and not (documented.get(name) or ("", None, True))[1]]
+            and not _documented_dims(documented, name)]
 
 
 def _states(config) -> list:
@@ -601,7 +601,7 @@ def main_argument(model, inputs: dict) -> str | None:
     missing = [name for name, parameter in takes.items() if name not in inputs
                and parameter.default is parameter.empty
                and parameter.kind not in (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL)
-               and not (documented.get(name) or ("", None, True))[1]]
+               and not _documented_dims(documented, name)]
     annotation = takes[missing[0]].annotation if len(missing) == 1 else None
     if annotation is not None and annotation is not inspect.Parameter.empty \
             and "Tensor" not in str(annotation):
@@ -613,7 +613,9 @@ def as_the_forward_names(model, config, inputs: dict, variants: tuple) -> tuple[
     """`inputs` and their `variants` with the main input under the argument the forward reads
     it as (main_argument), followed by variants giving that argument (or any other states it
     requires) as states of each width and layout (_states) instead."""
-    main = _main_input(model, __import__("inspect").signature(model.forward).parameters)
+    import inspect
+
+    main = _main_input(model, inspect.signature(model.forward).parameters)
     argument = main_argument(model, inputs)
     if argument is None:
         return inputs, variants
@@ -651,6 +653,12 @@ def documented_arguments(forward) -> dict[str, tuple[str, list[str] | None, bool
     return found
 
 
+def _documented_dims(documented: dict, name: str) -> list[str] | None:
+    """The dims a forward's docstring shapes argument `name` with (documented_arguments), or None
+    where it gives none or does not document the argument."""
+    return (documented.get(name) or ("", None, True))[1]
+
+
 def documented_input(name: str, documented: dict, config, given: dict, vocab: int):
     """Argument `name` as the forward's docstring shapes it (`documented_arguments`): each dim
     named as the inputs already `given` size it where their documented shapes name it too (a
@@ -667,7 +675,7 @@ def documented_input(name: str, documented: dict, config, given: dict, vocab: in
 
     sizes = {}
     for other, tensor in given.items():
-        dims = (documented.get(other) or ("", None, True))[1]
+        dims = _documented_dims(documented, other)
         if dims and hasattr(tensor, "shape") and len(dims) == tensor.dim():
             sizes.update({d: n for d, n in zip(dims, tensor.shape) if d not in sizes})
     kind, dims, _ = documented[name]
