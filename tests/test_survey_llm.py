@@ -331,3 +331,34 @@ def test_the_count_reads_the_top_k_under_each_name_configs_give_it(key):
     assert experts_per_token(SimpleNamespace(**{key: 2})) == 2
     assert experts_per_token(SimpleNamespace(num_experts_per_tok=None, moe_topk=3)) == 3
     assert experts_per_token(SimpleNamespace()) == 0
+
+
+@pytest.mark.slow  # imports torch
+def test_the_llm_oracle_counts_a_module_called_with_a_view_of_a_parameter():
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from onnxflops.survey.oracle import inference_counted
+
+    class Kernel(torch.nn.Module):  # a function made a module, as hub-kernel layers are
+        def forward(self, x, weight):
+            return x @ weight
+
+    class Layer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv1d(4, 6, 1, bias=False)
+            self.kernel = Kernel()
+
+        def forward(self, x):
+            return self.kernel(x, self.conv.weight.squeeze(-1).t())
+
+    layer, x = Layer(), torch.randn(3, 4)
+    # under no_grad alone the module tracker meets a view that requires grad with no grad_fn
+    with pytest.raises(AssertionError, match="gradient function"), torch.no_grad(), \
+            FlopCounterMode(display=False):
+        layer(x)
+    with inference_counted(layer), FlopCounterMode(display=False) as counter:
+        layer(x)
+    assert counter.get_total_flops() == 2 * 3 * 4 * 6  # (3 × 4) @ (4 × 6)
+    assert all(p.requires_grad for p in layer.parameters())  # put back

@@ -305,15 +305,14 @@ def oracle_counts(model, ids, generated: int, watched: tuple[str, ...] = ()
                   ) -> tuple[int, list[int], str, list[int]]:
     """oracle_passes, and the MACs FlopCounterMode puts in the `watched` modules (by name)
     in each pass: [prefill, step 1, ...]."""
-    import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
-    from onnxflops.survey.oracle import eager_experts, export_code_paths
+    from onnxflops.survey.oracle import eager_experts, export_code_paths, inference_counted
 
     config = model.config
     before = getattr(config, "_experts_implementation", None)
-    with torch.no_grad(), sdpa_kernel(SDPBackend.MATH), eager_experts(model), \
+    with inference_counted(model), sdpa_kernel(SDPBackend.MATH), eager_experts(model), \
             export_code_paths(model) as exported:
         switched = getattr(config, "_experts_implementation", None) != before
 

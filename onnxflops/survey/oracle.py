@@ -52,6 +52,29 @@ def _as_the_oracle_runs(module):
         yield
 
 
+@contextlib.contextmanager
+def inference_counted(module):
+    """No grad, and every parameter of `module` with requires_grad off for the duration.
+
+    FlopCounterMode's module tracker hooks the gradient of each module argument that requires
+    grad; a view of a parameter made under no_grad requires grad yet has no gradient function,
+    so a module called with one (a library's kernel layer given `conv.weight.squeeze(1)`, as
+    transformers' hub-kernel layers are) fails the count ("Expected gradient function to be
+    set"). With no parameter requiring grad no tensor does, and nothing is hooked.
+    """
+    import torch
+
+    params = [p for p in module.parameters() if p.requires_grad]
+    try:
+        for p in params:
+            p.requires_grad_(False)
+        with torch.no_grad():
+            yield
+    finally:
+        for p in params:
+            p.requires_grad_(True)
+
+
 def discarded_modules(model, call) -> tuple[str, ...]:
     """The modules whose output `call()`'s result never reads, by name: those whose every param
     gets no gradient from the float tensors it returns (a vision tower's pooling head whose
