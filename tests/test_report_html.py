@@ -89,7 +89,10 @@ def test_html_has_every_plot_with_a_mark_per_node(page, profiles):
     for p, shares, nodes, roofline in zip(profiles, found["shares"], found["nodes"],
                                           found["roofline"]):
         timed = [n for n in p.nodes if n.flops and n.time_ms]
-        assert shares.count("<rect x=\"170\"") == 2 * len(p.by_op_type())
+        # Two bars per plain category, each labelled with its category.
+        assert shares.count('height="9"') == 2 * len(p.by_category())
+        labels = re.findall(r'text-anchor="end">([^<]*)<title>', shares)
+        assert labels == list(p.by_category())
         assert nodes.count("<circle") == len(timed)
         assert roofline.count("<circle") == len(timed)
         assert roofline.count("<polyline") == 1  # bandwidth slope, then the peak
