@@ -200,3 +200,17 @@ def test_the_same_sentences_in_text_json_and_the_report(big, small):
     for said in sentences([big, small]):
         assert said in markdown
         assert f"<p>{said}</p>" in html.replace("&#x27;", "'")
+
+
+def test_a_rate_against_its_roof():
+    from onnxflops.profiling.measure import Rollup
+    from onnxflops.profiling.sentences import against_roof
+
+    # 60 MFLOPs over 30 MB (2 FLOP/B: roof 200 GFLOP/s) in 100 ms: 0.6 GFLOP/s, 0.3% of it.
+    slow = Rollup(nodes=1, flops=6e7, bytes=30_000_000, time_ms=100.0)
+    assert against_roof(slow, ROOFS) == "memory-bound at 600.00 MFLOP/s, 0.3% of the bandwidth roof"
+    # No FLOPs: its bytes per second against the bandwidth, 10 MB in 1 ms.
+    moves = Rollup(nodes=1, flops=0, bytes=10_000_000, time_ms=1.0)
+    assert against_roof(moves, ROOFS) == "moving 10.00 GB/s, 10% of the bandwidth roof"
+    assert against_roof(moves, None) == "moving 10.00 GB/s"
+    assert against_roof(Rollup(nodes=1, time_ms=1.0), ROOFS) == "with no counted work"

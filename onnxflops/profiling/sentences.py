@@ -126,4 +126,6 @@ def _listed(items: list[str]) -> str:
 
 
 def _percent(share: float) -> str:
-    return f"{100 * share:.0f}%"
+    """Whole percents; under 1%, one significant digit (0.3%), so that a small share is not 0%."""
+    value = 100 * share
+    return f"{value:.1g}%" if 0 < value < 0.95 else f"{value:.0f}%"
