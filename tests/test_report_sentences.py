@@ -182,6 +182,9 @@ def test_without_ceilings_the_sentences_give_rates_alone(big):
     assert model_sentences(bare) == [
         "bare runs in 10.00 ms (median) for 200.00 MFLOPs: 20.00 GFLOP/s.",
         "Its time goes to depthwise conv 100%."]
+    tiny = profile_of("tiny", 0.0381, [measured("elementwise", 3.81e3, 8_000, 0.0381)], None)
+    assert model_sentences(tiny)[0] == "tiny runs in 0.0381 ms (median) for 3.81 KFLOPs: " \
+                                       "100.00 MFLOP/s."
     assert pair_sentence(big, bare).endswith(
         "depthwise conv takes 100% of its time against 0% in big, at 20.00 GFLOP/s.")
 

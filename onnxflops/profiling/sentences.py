@@ -35,7 +35,10 @@ def sentences(profiles: Sequence) -> list[str]:
 def model_sentences(p) -> list[str]:
     """Latency, FLOPs and achieved rate (against the peak); then each category's share of the
     time (those of SHOWN_SHARE or more, the rest summed) and the memory-bound share."""
-    first = f"{p.model} runs in {p.latency.median:.2f} ms (median) for {human(p.flops, 'FLOPs')}"
+    median = p.latency.median
+    # Two decimals, or three significant digits under a millisecond (0.0381 ms, not 0.04).
+    first = f"{p.model} runs in {median:.2f}" if median >= 1 else f"{p.model} runs in {median:.3g}"
+    first += f" ms (median) for {human(p.flops, 'FLOPs')}"
     if p.achieved_flops_per_s:
         first += f": {human(p.achieved_flops_per_s, 'FLOP/s')}"
         if p.efficiency is not None:
