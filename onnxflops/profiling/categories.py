@@ -85,4 +85,3 @@ def _dims(shapes: Sequence, slot: int) -> list | None:
 
 def _known(*dims) -> bool:
     return all(isinstance(d, int) for d in dims)
-
