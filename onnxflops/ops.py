@@ -116,6 +116,13 @@ SOFTMAXES = frozenset({"Softmax", "LogSoftmax"})
 MEANS = frozenset({"GlobalAveragePool", "ReduceMean"})
 # Products of two tensors summed over shared indices.
 TENSOR_PRODUCTS = frozenset({"MatMul", "Einsum"})
+# Convolutions, standard and onnxruntime's, each with the input that holds its weight: laid out
+# [C_out, C_in/group, kernel...], or for a transposed convolution [C_in, C_out/group, kernel...].
+CONVOLUTION_WEIGHTS = {"Conv": 1, "ConvInteger": 1, "QLinearConv": 3, "DeformConv": 1,
+                       "FusedConv": 1, "NhwcConv": 1, "NhwcFusedConv": 1, "ConvTranspose": 1}
+TRANSPOSED_CONVOLUTIONS = frozenset({"ConvTranspose"})
+# Convolutions whose data input holds its channels last (N, spatial..., C).
+CHANNELS_LAST_CONVOLUTIONS = frozenset({"NhwcConv", "NhwcFusedConv"})
 # A tensor scaled: multiplied or divided by another (by a scalar, where a rule asks).
 SCALINGS = frozenset({"Mul", "Div"})
 # A tensor shifted: another added or subtracted.

@@ -103,9 +103,9 @@ def test_conv_relu_fused_into_one_nchwc_conv(profiled):
     assert conv.bytes == 4 * (3 * 16 * 16 + 8 * 3 * 3 * 3 + 8 + 8 * 16 * 16)
 
 
-def test_a_chain_of_nchwc_convs_is_one_row_per_conv():
-    # onnxruntime keeps a chain of convs in its blocked NCHWc layout, renaming every tensor
-    # between them; each NCHWc node is named after the tensor it computes, which cuts the chain.
+@pytest.fixture(scope="module")
+def nchwc_chain():
+    """A dense 3x3 conv, a depthwise one and a pointwise one, each but the last with a Relu."""
     chain = model(
         [node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1], name="conv1"),
          node("Relu", ["c1"], ["r1"], name="relu1"),
@@ -115,13 +115,29 @@ def test_a_chain_of_nchwc_convs_is_one_row_per_conv():
         {"x": [1, 8, 16, 16]},
         [weight("w1", (16, 8, 3, 3)), weight("w2", (16, 1, 3, 3)), weight("w3", (32, 16, 1, 1))],
         opset=13)
-    prof = onnxflops.profile(chain, runs=3, threads=1, warmup=1, profile_runs=2, ceilings=False)
+    return onnxflops.profile(chain, runs=3, threads=1, warmup=1, profile_runs=2, ceilings=False)
+
+
+def test_a_chain_of_nchwc_convs_is_one_row_per_conv(nchwc_chain):
+    # onnxruntime keeps a chain of convs in its blocked NCHWc layout, renaming every tensor
+    # between them; each NCHWc node is named after the tensor it computes, which cuts the chain.
+    prof = nchwc_chain
     rows = by_original(prof)
     pixels = 16 * 16
     assert rows[("conv1", "relu1")].flops == 2 * pixels * 16 * 8 * 9 + pixels * 16
     assert rows[("depthwise", "relu2")].flops == 2 * pixels * 16 * 9 + pixels * 16
     assert rows[("pointwise",)].flops == 2 * pixels * 32 * 16
     assert rows[("conv1", "relu1")].op_type == "NchwcConv(Relu)"
+
+
+def test_each_row_is_named_by_the_counted_conv_behind_it_not_by_the_kernel(nchwc_chain):
+    """onnxruntime runs all three as NchwcConv (with its reorders); their categories come from the
+    counted Convs' shapes: 16 groups of one channel over 16 channels, a 1x1 kernel, a 3x3 one."""
+    rows = by_original(nchwc_chain)
+    assert all("NchwcConv" in rows[k].op_type for k in rows if k[0] in ("conv1", "pointwise"))
+    assert {k: rows[k].category for k in rows} == {("conv1", "relu1"): "dense conv",
+                                                   ("depthwise", "relu2"): "depthwise conv",
+                                                   ("pointwise",): "pointwise conv"}
 
 
 def test_conv_relu_is_fused_conv_at_extended_level(fusable):
@@ -161,12 +177,13 @@ def test_node_times_are_scaled_to_the_unprofiled_latency(profiled):
 
 def test_json_has_exactly_the_documented_keys(profiled):
     doc = json.loads(profiled.to_json())
-    assert list(doc) == ["latency_ms", "flops", "achieved_flops_per_s", "peak_flops_per_s",
-                         "bandwidth_bytes_per_s", "provider", "threads", "opt_level", "nodes",
-                         "by_op_type", "unattributed_flops", "warnings"]
+    assert list(doc) == ["summary", "latency_ms", "flops", "achieved_flops_per_s",
+                         "peak_flops_per_s", "bandwidth_bytes_per_s", "provider", "threads",
+                         "opt_level", "nodes", "by_op_type", "by_category", "unattributed_flops",
+                         "warnings"]
     assert list(doc["latency_ms"]) == ["median", "p90", "p99", "min", "max", "runs"]
     assert list(doc["nodes"][0]) == ["name", "op_type", "original_nodes", "flops", "bytes",
-                                     "time_ms", "achieved_flops_per_s", "bound"]
+                                     "time_ms", "achieved_flops_per_s", "bound", "category"]
     assert doc["threads"] == 1 and doc["provider"] == "cpu" and doc["opt_level"] == "all"
 
 

@@ -89,7 +89,10 @@ def test_html_has_every_plot_with_a_mark_per_node(page, profiles):
     for p, shares, nodes, roofline in zip(profiles, found["shares"], found["nodes"],
                                           found["roofline"]):
         timed = [n for n in p.nodes if n.flops and n.time_ms]
-        assert shares.count("<rect x=\"170\"") == 2 * len(p.by_op_type())
+        # Two bars per plain category, each labelled with its category.
+        assert shares.count('height="9"') == 2 * len(p.by_category())
+        labels = re.findall(r'text-anchor="end">([^<]*)<title>', shares)
+        assert labels == list(p.by_category())
         assert nodes.count("<circle") == len(timed)
         assert roofline.count("<circle") == len(timed)
         assert roofline.count("<polyline") == 1  # bandwidth slope, then the peak
@@ -208,6 +211,52 @@ def test_chromium_lays_out_every_plot(tmp_path, page):
     for kind, width, height, marks, visible in results:
         assert width == 600 and height >= 100, kind
         assert marks > 0 and visible == marks, kind
+
+
+# Every text of every plot measured where chromium drew it (rotation included), against the box
+# of its plot: [plot, text, how far it reaches past the left, right, top and bottom edges].
+_TEXT_OVERFLOW = """<script>
+const out = [];
+for (const svg of document.querySelectorAll('svg.plot')) {
+  const box = svg.getBoundingClientRect();
+  for (const t of svg.querySelectorAll('text')) {
+    const b = t.getBoundingClientRect();
+    out.push([svg.dataset.plot, t.textContent, box.left - b.left, b.right - box.right,
+              box.top - b.top, b.bottom - box.bottom]);
+  }
+}
+const pre = document.createElement('pre');
+pre.id = 'measured';
+pre.textContent = JSON.stringify(out);
+document.body.appendChild(pre);
+</script>"""
+
+
+def test_chromium_draws_no_plot_text_past_its_plot(tmp_path, profiles):
+    """Labels of any length stay inside their plot: model names (points' labels, here the long
+    paths a user passes) and bar labels (sized to the longest, or cut with a tooltip)."""
+    import dataclasses
+
+    from onnxflops.html import svg
+
+    long_names = [dataclasses.replace(p, model=f"/home/someone/Models/Exported/{p.model}_"
+                                               "WithAVeryLongFileNameThatKeepsGoing.onnx")
+                  for p in profiles]
+    bars = svg.paired_bars(["NchwcReorderInput+NchwcConv+NchwcReorderOutput (3 nodes)", "Mul",
+                            "W" * 80], ("latency", [0.5, 0.2, 0.3], "#000"),
+                           ("FLOPs", [0.9, 0.05, 0.05], "#888"), kind="bars", x_label="share")
+    html = htmlreport.to_html(long_names, "long names").replace(
+        "</body>", f"<figure>{bars}</figure>{_TEXT_OVERFLOW}</body>")
+    measured_page = tmp_path / "overflow.html"
+    measured_page.write_text(html, encoding="utf-8")
+    dom = _chromium(tmp_path, "--dump-dom", measured_page.as_uri()).stdout
+    found = re.search(r'<pre id="measured">(.*?)</pre>', dom, re.S)
+    assert found, "chromium printed no DOM"
+    texts = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    assert {t[0] for t in texts} == {"models", "shares", "nodes", "roofline", "bars"}
+    assert any("…" in t[1] for t in texts if t[0] == "models")  # the long names were cut
+    past = [t for t in texts if max(t[2:]) > 0.5]
+    assert not past, past
 
 
 def test_chromium_screenshot_is_the_full_page(tmp_path, page):

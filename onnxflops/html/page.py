@@ -1,9 +1,11 @@
 """The report over one or more measured models: one self-contained HTML file (inline CSS and SVG,
 no script, nothing fetched), and the same content as Markdown, JSON or CSV.
 
-Per model: a summary, the share of latency beside the share of FLOPs per op type, each executed
-node's FLOPs against its time, and the roofline (achieved FLOP/s against arithmetic intensity
-under the measured peak and bandwidth). For several models: latency against GFLOPs.
+First the answer in words (profiling.sentences): per model its latency, FLOPs, rate and where the
+time goes; per pair of models why the latency ratio is not the FLOPs ratio. Per model: a summary,
+the share of latency beside the share of FLOPs per plain category of work, each executed node's
+FLOPs against its time, and the roofline (achieved FLOP/s against arithmetic intensity under the
+measured peak and bandwidth). For several models: latency against GFLOPs.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from onnxflops.dims import format_shape
 from onnxflops.formats import TABLE_CSS, Rows, html_table
 from onnxflops.html.svg import Line, Point, paired_bars, scatter
 from onnxflops.profiling.measure import Profile
+from onnxflops.profiling.sentences import sentences
 from onnxflops.results import human
 
 COMPUTE_BOUND, MEMORY_BOUND, NO_FLOPS = "#1f77b4", "#d62728", "#8c8c8c"
@@ -32,6 +35,7 @@ h1{font-size:22px}h2{font-size:18px;margin-top:36px;border-bottom:1px solid #ccc
 h3{font-size:15px}
 .plots{display:flex;flex-wrap:wrap;gap:16px}.plots figure{margin:0}
 figcaption{font-size:12px;color:#555;max-width:640px}.notes{font-size:12px;color:#555}
+.answer p{font-size:15px;max-width:1000px;line-height:1.4}
 """ + TABLE_CSS + "\n"
 
 
@@ -39,6 +43,8 @@ def to_html(profiles: Sequence[Profile], title: str = "onnxflops report") -> str
     parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
              f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>",
              f"<h1>{escape(title)}</h1>",
+             "<div class=\"answer\">"
+             + "".join(f"<p>{escape(s)}</p>" for s in sentences(profiles)) + "</div>",
              f"<p class=\"notes\">Generated {time.strftime('%Y-%m-%d %H:%M:%S')} by onnxflops. "
              "Latency is end to end, with onnxruntime's profiler off; per-node times come from "
              "a separate profiled session, scaled to that latency.</p>",
@@ -61,7 +67,8 @@ class Profiles:
         self.model = title
 
     def to_dict(self) -> dict:
-        return {"models": [{"model": p.model, **p.to_dict()} for p in self.profiles]}
+        return {"summary": sentences(self.profiles),
+                "models": [{"model": p.model, **p.to_dict()} for p in self.profiles]}
 
     def rows(self, **_options) -> Rows:
         """Every model's executed nodes, one table (each row names its model)."""
@@ -69,7 +76,8 @@ class Profiles:
         return Rows(rows[0].columns if rows else [], [r for each in rows for r in each])
 
     def view(self, **_options) -> list:
-        blocks: list = ["# onnxflops report", "", formats.Table(*_summary_rows(self.profiles))]
+        blocks: list = ["# onnxflops report", "", formats.Text(sentences(self.profiles)), "",
+                        formats.Table(*_summary_rows(self.profiles))]
         for p in self.profiles:
             blocks += ["", f"## {p.model}", "", p.to_markdown(TOP_NODES)]
         return blocks
@@ -105,9 +113,10 @@ def _summary_rows(profiles: Sequence[Profile]) -> tuple[list[str], list[list[str
 def _model_section(p: Profile) -> str:
     rollup_header = ["nodes", "FLOPs", "time ms", "latency %", "FLOPs %", "FLOP/s", "FLOP/B"]
     node_header, node_rows = p.table_rows(TOP_NODES)
-    plots = [_figure(_share_plot(p), "Share of latency beside share of FLOPs, per executed op "
-                                     "type: an op type whose latency share far exceeds its FLOPs "
-                                     "share is where the time goes.")]
+    plots = [_figure(_share_plot(p), "Share of latency beside share of FLOPs, per category of "
+                                     "the counted work behind each executed node: a category "
+                                     "whose latency share far exceeds its FLOPs share runs at a "
+                                     "lower rate than the model's.")]
     if any(n.time_ms for n in p.nodes):
         plots.append(_figure(_nodes_plot(p), "Each executed node's FLOPs against its time; "
                                              "nodes without FLOPs are left out."))
@@ -116,8 +125,10 @@ def _model_section(p: Profile) -> str:
     notes = "".join(f"<li>{escape(n)}</li>" for n in p.notes() if n)
     return "\n".join([
         f"<h2>{escape(p.model)}</h2>",
-        f"<p class=\"notes\">{'<br>'.join(escape(line) for line in p.summary_lines())}</p>",
+        f"<p class=\"notes\">{'<br>'.join(escape(line) for line in p.measurement_lines())}</p>",
         f"<div class=\"plots\">{''.join(plots)}</div>",
+        "<h3>By category of work</h3>",
+        html_table(["category", *rollup_header], _rollup_rows(p.by_category())),
         "<h3>By op type (as executed)</h3>",
         html_table(["op type", *rollup_header], _rollup_rows(p.by_op_type())),
         f"<h3>By layer (top {TOP_NODES} by time)</h3>",
@@ -135,17 +146,17 @@ def _rollup_rows(groups: dict) -> list[list[str]]:
 
 
 def _share_plot(p: Profile) -> str:
-    ops = p.by_op_type()
-    names = list(ops)
-    return paired_bars(names, ("latency", [ops[n].latency_share for n in names], LATENCY),
-                       ("FLOPs", [ops[n].flops_share for n in names], FLOPS),
+    groups = p.by_category()
+    names = list(groups)
+    return paired_bars(names, ("latency", [groups[n].latency_share for n in names], LATENCY),
+                       ("FLOPs", [groups[n].flops_share for n in names], FLOPS),
                        kind="shares", x_label="share of the model's latency and FLOPs")
 
 
 def _node_point(n, x: float, y: float) -> Point:
     color = COMPUTE_BOUND if n.bound == "compute" else MEMORY_BOUND if n.bound == "memory" \
         else NO_FLOPS
-    return Point(x, y, color, f"{n.name} ({n.op_type}): {human(n.flops)} FLOPs, "
+    return Point(x, y, color, f"{n.name} ({n.op_type}, {n.category}): {human(n.flops)} FLOPs, "
                               f"{n.time_ms:.4f} ms, {human(n.achieved_flops_per_s)} FLOP/s, "
                               f"{human(n.bytes, 'B')} moved, {n.bound}-bound")
 

@@ -11,6 +11,14 @@ from typing import Sequence
 
 WIDTH, HEIGHT = 600, 380
 MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 78, 24, 30, 52
+FONT_SIZE = 11  # of labels and ticks
+# Advance widths in em, at or above DejaVu Sans's (the widest common sans-serif; Arial and
+# Helvetica are narrower): a label sized by them is never wider than estimated.
+_NARROW, _WIDE = frozenset("fijlrtI.,:;'|!()[]/ -"), frozenset("mwMW%@…+=×")
+NARROW_EM, WIDE_EM, UPPER_EM, OTHER_EM = 0.42, 1.0, 0.8, 0.64
+# The bar chart's labels take at most this much of its width; a longer one is cut, whole in its
+# tooltip.
+MOST_LABEL_WIDTH = WIDTH // 2
 
 
 @dataclass
@@ -74,9 +82,10 @@ def scatter(points: Sequence[Point], x_label: str, y_label: str, *, lines: Seque
                     f'<title>{escape(p.title)}</title></circle>')
         if p.label:  # on the side with room for it
             right = cx < (MARGIN_LEFT + WIDTH) / 2
+            room = WIDTH - cx - 10 if right else cx - 10
             body.append(f'<text x="{cx + (8 if right else -8):.1f}" y="{cy + 4:.1f}" '
-                        f'font-size="11" text-anchor="{"start" if right else "end"}">'
-                        f'{escape(p.label)}</text>')
+                        f'font-size="{FONT_SIZE}" text-anchor="{"start" if right else "end"}">'
+                        f'{fitted(p.label, room)}</text>')
     body.append(_legend(legend))
     return _svg(kind, body)
 
@@ -84,7 +93,8 @@ def scatter(points: Sequence[Point], x_label: str, y_label: str, *, lines: Seque
 def paired_bars(categories: Sequence[str], first: tuple[str, Sequence[float], str],
                 second: tuple[str, Sequence[float], str], *, kind: str, x_label: str) -> str:
     """Two bars per category (e.g. share of latency beside share of FLOPs), values in 0..1."""
-    left = 170
+    left = 12 + min(max((text_width(name) for name in categories), default=0),
+                    MOST_LABEL_WIDTH)
     row = 26
     height = MARGIN_TOP + row * max(1, len(categories)) + MARGIN_BOTTOM
     span = WIDTH - left - MARGIN_RIGHT
@@ -93,16 +103,15 @@ def paired_bars(categories: Sequence[str], first: tuple[str, Sequence[float], st
         x = left + span * k / 10
         body.append(f'<line x1="{x:.1f}" y1="{MARGIN_TOP}" x2="{x:.1f}" '
                     f'y2="{height - MARGIN_BOTTOM}" stroke="#ddd"/>'
-                    f'<text x="{x:.1f}" y="{height - MARGIN_BOTTOM + 16}" font-size="11" '
+                    f'<text x="{x:.1f}" y="{height - MARGIN_BOTTOM + 16}" font-size="{FONT_SIZE}" '
                     f'text-anchor="middle">{10 * k}%</text>')
     for i, name in enumerate(categories):
         y = MARGIN_TOP + i * row
-        shown = name if len(name) <= 26 else name[:25] + "…"
-        body.append(f'<text x="{left - 6}" y="{y + 16}" font-size="11" text-anchor="end">'
-                    f'{escape(shown)}<title>{escape(name)}</title></text>')
+        body.append(f'<text x="{left - 6:.1f}" y="{y + 16}" font-size="{FONT_SIZE}" '
+                    f'text-anchor="end">{fitted(name, left - 8, always_titled=True)}</text>')
         for offset, (label, values, color) in ((3, first), (13, second)):
             w = span * max(0.0, min(1.0, values[i]))
-            body.append(f'<rect x="{left}" y="{y + offset}" width="{w:.1f}" height="9" '
+            body.append(f'<rect x="{left:.1f}" y="{y + offset}" width="{w:.1f}" height="9" '
                         f'fill="{color}"><title>{escape(name)}: {100 * values[i]:.1f}% of '
                         f'{escape(label)}</title></rect>')
     body.append(f'<text x="{left + span / 2:.1f}" y="{height - 12}" font-size="12" '
@@ -122,7 +131,7 @@ def _log_grid(x: _LogAxis, y: _LogAxis) -> str:
         x1, y1, x2, y2 = (px, top, px, bottom) if py is None else (left, py, right, py)
         tx, ty, anchor = (px, bottom + 16, "middle") if py is None else (left - 6, py + 4, "end")
         parts.append(f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" '
-                     f'stroke="#e5e5e5"/><text x="{tx:.1f}" y="{ty:.1f}" font-size="11" '
+                     f'stroke="#e5e5e5"/><text x="{tx:.1f}" y="{ty:.1f}" font-size="{FONT_SIZE}" '
                      f'text-anchor="{anchor}">{_power(d)}</text>')
     return "".join(parts)
 
@@ -140,9 +149,27 @@ def _legend(entries: Sequence[tuple[str, str]]) -> str:
     parts, x = [], MARGIN_LEFT
     for label, color in entries:
         parts.append(f'<rect x="{x}" y="8" width="10" height="10" fill="{color}"/>'
-                     f'<text x="{x + 14}" y="17" font-size="11">{escape(label)}</text>')
-        x += 24 + 7 * len(label)
+                     f'<text x="{x + 14}" y="17" font-size="{FONT_SIZE}">'
+                     f'{fitted(label, WIDTH - x - 16)}</text>')
+        x += 24 + math.ceil(text_width(label))
     return "".join(parts)
+
+
+def text_width(text: str, size: float = FONT_SIZE) -> float:
+    """width ≤ size · Σ advance(char): pixels `text` takes at most, by the em widths above."""
+    return size * sum(NARROW_EM if c in _NARROW else WIDE_EM if c in _WIDE
+                      else UPPER_EM if c.isupper() else OTHER_EM for c in text)
+
+
+def fitted(text: str, room: float, always_titled: bool = False) -> str:
+    """`text` as SVG text content within `room` pixels: cut with an ellipsis where longer, the
+    whole of it then in a tooltip (with `always_titled`, in one either way)."""
+    shown = text
+    while shown and text_width(shown + ("…" if shown != text else "")) > room:
+        shown = shown[:-1]
+    cut = shown != text
+    label = escape(shown + ("…" if cut else ""))
+    return f"{label}<title>{escape(text)}</title>" if cut or always_titled else label
 
 
 def _power(decade: int) -> str:

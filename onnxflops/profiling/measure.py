@@ -23,7 +23,7 @@ from onnxflops.load import load_model
 from onnxflops.graph import GraphView
 from onnxflops.normalize.functions import normalize as inline_functions
 from onnxflops.ops import HOLDS_SUBGRAPHS
-from onnxflops.profiling import budget, fusion
+from onnxflops.profiling import budget, categories, fusion, sentences
 from onnxflops.profiling.ceilings import (
     Ceilings,
     dominant_float_dtype,
@@ -69,6 +69,8 @@ class MeasuredNode:
     bytes: int
     time_ms: float | None
     bound: str
+    # The plain category of the counted work behind it (profiling.categories).
+    category: str = categories.OTHER
 
     @property
     def achieved_flops_per_s(self) -> float | None:
@@ -82,7 +84,8 @@ class MeasuredNode:
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "op_type": self.op_type, "original_nodes": self.original_nodes,
                 "flops": self.flops, "bytes": self.bytes, "time_ms": self.time_ms,
-                "achieved_flops_per_s": self.achieved_flops_per_s, "bound": self.bound}
+                "achieved_flops_per_s": self.achieved_flops_per_s, "bound": self.bound,
+                "category": self.category}
 
 
 @dataclass
@@ -154,6 +157,14 @@ class Profile(formats.Rendered):
     def by_op_type(self) -> dict[str, Rollup]:
         return self._rollup(lambda n: n.op_type)
 
+    def by_category(self) -> dict[str, Rollup]:
+        """Executed nodes summed per plain category of their counted work, slowest first."""
+        return self._rollup(lambda n: n.category)
+
+    def summary(self) -> list[str]:
+        """The model's sentences: latency, FLOPs, rate, where the time goes (sentences.py)."""
+        return sentences.model_sentences(self)
+
     def by_layer(self, depth: int | None = None) -> dict[str, Rollup]:
         """Executed nodes summed per layer, slowest first; with `depth`, per module `depth`
         levels down the model, in the framework's names (as Report.by_layer)."""
@@ -180,6 +191,7 @@ class Profile(formats.Rendered):
     def to_dict(self) -> dict[str, Any]:
         c = self.ceilings
         return {
+            "summary": self.summary(),
             "latency_ms": self.latency.to_dict(),
             "flops": self.flops,
             "achieved_flops_per_s": self.achieved_flops_per_s,
@@ -190,6 +202,7 @@ class Profile(formats.Rendered):
             "opt_level": self.opt_level,
             "nodes": [n.to_dict() for n in self.nodes],
             "by_op_type": {k: v.to_dict() for k, v in self.by_op_type().items()},
+            "by_category": {k: v.to_dict() for k, v in self.by_category().items()},
             "unattributed_flops": self.unattributed_flops,
             "warnings": list(self.warnings),
         }
@@ -198,20 +211,25 @@ class Profile(formats.Rendered):
         return formats.to_json(self, indent)
 
     def rows(self, by: str = "node", depth: int | None = None) -> Rows:
-        """One record per executed node (the model's name first), or per op type or layer
-        (`depth`: see by_layer) with its summed time and FLOPs, slowest first."""
+        """One record per executed node (the model's name first), or per op type, plain category
+        or layer (`depth`: see by_layer) with its summed time and FLOPs, slowest first."""
         if by == "node":
-            columns = ["model", "name", "op_type", "original_nodes", "layer", "flops", "bytes",
-                       "time_ms", "achieved_flops_per_s", "bound"]
+            columns = ["model", "name", "op_type", "category", "original_nodes", "layer", "flops",
+                       "bytes", "time_ms", "achieved_flops_per_s", "bound"]
             return Rows(columns, [{"model": self.model, **n.to_dict(), "layer": n.layer,
                                    "original_nodes": " ".join(n.original_nodes)}
                                   for n in self.nodes])
-        if by not in ("op", "layer"):
-            raise ValueError(f"by={by!r}: one of node, op, layer")
-        groups = self.by_op_type() if by == "op" else self.by_layer(depth)
+        if by not in ("op", "layer", "category"):
+            raise ValueError(f"by={by!r}: one of node, op, layer, category")
+        groups = self.by_op_type() if by == "op" else self.by_category() if by == "category" \
+            else self.by_layer(depth)
         return Rows([by, *Rollup().to_dict()], [{by: k, **g.to_dict()} for k, g in groups.items()])
 
     def summary_lines(self) -> list[str]:
+        """The model's sentences, then how it was measured."""
+        return self.summary() + self.measurement_lines()
+
+    def measurement_lines(self) -> list[str]:
         lat = self.latency.to_dict()
         lines = [f"{self.model}  provider={self.provider}  threads={self.threads or 'default'}  "
                  f"opt_level={self.opt_level}",
@@ -473,7 +491,8 @@ def _join(counted: _Counted, executed: onnx.GraphProto, times: NodeTimes, latenc
             else machine.bound(flops, moved)
         nodes.append(MeasuredNode(
             _joined(done_names), _op_label(done, entries),
-            [e.name for e in entries], main.layer if main else "", flops, moved, time_ms, bound))
+            [e.name for e in entries], main.layer if main else "", flops, moved, time_ms, bound,
+            categories.of_row(entries)))
     warnings = []
     if times.source == END_TO_END_ONLY:
         warnings.append("this onnxruntime build records no per-node CUDA kernel times (build it "

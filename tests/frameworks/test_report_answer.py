@@ -1,0 +1,65 @@
+"""The report of ResNet-50 and MobileNetV3-Large says in words why the latency ratio is not the
+FLOPs ratio, naming depthwise convolutions, from the same numbers its JSON holds."""
+
+from __future__ import annotations
+
+import json
+from html import escape
+
+import pytest
+
+from onnxflops.cli import main
+
+pytest.importorskip("onnxruntime")
+torchvision = pytest.importorskip("torchvision")
+
+RESNET, MOBILENET = "torchvision.models:resnet50", "torchvision.models:mobilenet_v3_large"
+
+
+def depthwise_macs(module) -> int:
+    """Σ over the module's depthwise convolutions (groups = C_in > 1) of numel(Y)·kh·kw, from a
+    forward pass on one 224² image (torch, independent of the export and the count)."""
+    import torch
+
+    macs = []
+
+    def hook(conv, _inputs, output):
+        macs.append(output.numel() * conv.kernel_size[0] * conv.kernel_size[1])
+
+    for m in module.modules():
+        if isinstance(m, torch.nn.Conv2d) and m.groups == m.in_channels > 1:
+            m.register_forward_hook(hook)
+    with torch.no_grad():
+        module.eval()(torch.zeros(1, 3, 224, 224))
+    return sum(macs)
+
+
+def test_resnet50_against_mobilenet_v3_large_in_words(tmp_path, monkeypatch):
+    monkeypatch.setenv("ONNXFLOPS_CACHE_DIR", str(tmp_path / "cache"))
+    page, doc = tmp_path / "report.html", tmp_path / "report.json"
+    assert main(["report", RESNET, MOBILENET, "--input", "x=1x3x224x224", "--runs", "5",
+                 "--warmup", "2", "--profile-runs", "3", "--threads", "2", "--quick",
+                 "-o", str(page), "--json", str(doc)]) == 0
+    report = json.loads(doc.read_text())
+    resnet, mobilenet = report["models"]
+    fewer = resnet["flops"] / mobilenet["flops"]
+    faster = resnet["latency_ms"]["median"] / mobilenet["latency_ms"]["median"]
+    # 4.1 G against 0.22 G multiply-accumulates, as torchvision's own tables give them.
+    assert 16 < fewer < 20
+    # MobileNetV3 runs its FLOPs at a lower rate: the latency ratio is below the FLOPs ratio.
+    assert faster < fewer
+    depthwise = mobilenet["by_category"]["depthwise conv"]
+    assert "depthwise conv" not in resnet["by_category"]
+    # Rows of depthwise work are the depthwise convs (with the BatchNorm and activation fused
+    # to them, a few FLOPs per output beside 2·9 or 2·25), no pointwise or dense conv among them.
+    macs = depthwise_macs(torchvision.models.mobilenet_v3_large())
+    assert 2 * macs <= depthwise["flops"] < 3 * macs
+
+    pair = report["summary"][2]
+    assert pair.startswith(f"{MOBILENET} has {fewer:.1f}× fewer FLOPs than {RESNET} and runs "
+                           f"{faster:.1f}× faster, because it runs at {100 * faster / fewer:.0f}% "
+                           f"of {RESNET}'s FLOP/s")
+    share = f"{100 * depthwise['latency_share']:.0f}%"
+    assert f"depthwise conv takes {share} of its time against 0% in {RESNET}, " in pair
+    assert report["summary"][:2] == [" ".join(resnet["summary"]), " ".join(mobilenet["summary"])]
+    assert f"<p>{escape(pair)}</p>" in page.read_text()
