@@ -560,7 +560,7 @@ def _decode_module(model, cross: bool = False, states: list | None = None,
             for (layer, kept), values in zip(stateful, states):
                 for key, tensor in values.items():
                     for attribute, value in kept[key][2].items():
-                        setattr(layer, attribute, copy.deepcopy(value))
+                        setattr(layer, attribute, _traced_copy(value))
                     attribute, _, index = key.partition(".")
                     if index:  # a recurrent state: one of the layer's dict of them
                         getattr(layer, attribute)[int(index)] = tensor
@@ -571,6 +571,17 @@ def _decode_module(model, cross: bool = False, states: list | None = None,
             return self.lm(input_ids=input_ids, past_key_values=cache, use_cache=True).logits
 
     return DecodeStep(model)
+
+
+def _traced_copy(value):
+    """A fresh copy of a cache layer's attribute, made inside a trace: tensors in it cloned (a
+    real tensor cannot be deep-copied there: its storage is no graph value; transformers'
+    LinearAttentionLayer keeps its cumulative length as one), everything else deep-copied."""
+    import torch
+    from torch.utils._pytree import tree_map
+
+    return tree_map(lambda v: v.clone() if isinstance(v, torch.Tensor) else copy.deepcopy(v),
+                    value)
 
 
 def _resized(t, tokens: int, axis: int | None = _TOKEN_AXIS):
