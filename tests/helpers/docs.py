@@ -1,0 +1,166 @@
+"""The documentation's code blocks, run: every page of docs/ is a script the test suite runs.
+
+A page's fenced blocks run in order, in a temporary folder of its own, python blocks in one
+namespace:
+- ```python: executed; a ```text block right after it is what it prints, compared exactly.
+- ```console: `$ COMMAND` lines, each followed by the output it prints (stdout, then stderr),
+  compared exactly; `$ COMMAND; echo $?` also prints the exit status.
+- ```bash: each command run, and it must exit 0 (`onnxflops count` may exit 1: some nodes
+  uncosted). `onnxflops ...` runs in this process (onnxflops.cli.main); `python bench/...`,
+  `python tools/...` and `python -m ...` in a child process, the repository's paths made whole.
+- ```text after another block is its output; any other language is not code and is not run.
+
+A comment line `<!-- docs: slow -->` before a block marks it slow (it converts a framework model):
+it runs only in the slow layer, and so do the blocks after it on that page that need what it
+made. `<!-- docs: not run: REASON -->` leaves one block out (an install line, a whole test run);
+the reason is printed with the page's results. `python tests/test_docs.py --write PAGE` fills in
+every output block from what the code prints now.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import shlex
+import subprocess
+import sys
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+DOCS = ROOT / "docs"
+
+_FENCE = re.compile(r"^```(?P<lang>[\w-]*)[^\n]*\n(?P<body>.*?)^```[ \t]*$", re.S | re.M)
+_MARK = re.compile(r"<!-- docs: (?P<what>slow|not run: [^>]*?) -->\s*$")
+# Commands a page shows that must not run in a test: installs and whole test runs.
+NOT_RUN_PREFIXES = ("pip ", "python -m pip", "python -m pytest", "lint-imports")
+
+
+@dataclass
+class Block:
+    lang: str
+    body: str
+    start: int  # offsets of the body in the page, for --write
+    end: int
+    slow: bool = False
+    not_run: str | None = None
+    output: "Block | None" = None  # the text block showing what it prints
+
+
+def blocks(text: str) -> list[Block]:
+    """The page's code blocks, each with its marks and the output block that follows it."""
+    found: list[Block] = []
+    for match in _FENCE.finditer(text):
+        before = text[:match.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        mark = _MARK.search(before)
+        block = Block(match["lang"], match["body"], match.start("body"), match.end("body"),
+                      slow=bool(mark and mark["what"] == "slow"),
+                      not_run=mark["what"][len("not run: "):] if mark and mark["what"] != "slow"
+                      else None)
+        between = text[found[-1].end:match.start()] if found else ""
+        if (block.lang == "text" and found and found[-1].output is None
+                and found[-1].lang == "python" and between.strip("`\n ") == ""):
+            found[-1].output = block
+            continue
+        found.append(block)
+    return found
+
+
+def commands(body: str) -> list[str]:
+    """A bash block's commands: comments dropped, backslash continuations joined."""
+    words = (shlex.split(line, comments=True) for line in body.replace("\\\n", " ").splitlines())
+    return [shlex.join(w) for w in words if w]
+
+
+def console(body: str) -> list[tuple[str, str]]:
+    """A console block's (command, expected output) pairs."""
+    pairs: list[tuple[str, list[str]]] = []
+    for line in body.splitlines(keepends=True):
+        if line.startswith("$ "):
+            pairs.append((line[2:].rstrip("\n"), []))
+        elif pairs:
+            pairs[-1][1].append(line)
+    return [(cmd, "".join(out)) for cmd, out in pairs]
+
+
+def run_command(command: str) -> tuple[int, str]:
+    """Run one shell line of a page in the current folder: (exit status, stdout + stderr)."""
+    status_asked = command.endswith("; echo $?")
+    command = command.removesuffix("; echo $?")
+    argv = shlex.split(command)
+    redirect = None
+    if ">" in argv:
+        argv, redirect = argv[:argv.index(">")], argv[argv.index(">") + 1]
+    if argv[0] == "onnxflops":
+        from onnxflops import cli
+
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                warnings.catch_warnings():
+            code = cli.main(argv[1:])
+        stdout, stderr = out.getvalue(), err.getvalue()
+    elif argv[0] == "python":
+        argv = [sys.executable] + [str(ROOT / a) if (ROOT / a).exists() and "/" in a else a
+                                   for a in argv[1:]]
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900)
+        code, stdout, stderr = done.returncode, done.stdout, done.stderr
+    else:
+        raise AssertionError(f"a page runs onnxflops and python commands only, not: {command}")
+    if redirect:
+        Path(redirect).write_text(stdout)
+        stdout = ""
+    return code, stdout + stderr + (f"{code}\n" if status_asked else "")
+
+
+def run_page(page: Path, slow: bool, write: bool = False) -> list[str]:
+    """Run a page's blocks (the slow ones too when `slow`) in the current folder; a list of what
+    differs from the page (empty: the page is right). With `write`, the page's output blocks are
+    rewritten to what the code prints."""
+    text = page.read_text(encoding="utf-8")
+    namespace: dict = {"__name__": f"docs_{page.stem}"}
+    problems, edits = [], []
+    for block in blocks(text):
+        if block.not_run is not None or (block.slow and not slow):
+            continue
+        where = f"{page.name}, the {block.lang} block:\n{block.body}"
+        if block.lang == "python":
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                exec(compile(block.body, str(page), "exec"), namespace)
+            if block.output is not None:
+                edits.append((block.output, out.getvalue()))
+                if out.getvalue() != block.output.body:
+                    problems.append(f"{where}\nprints:\n{out.getvalue()}")
+        elif block.lang == "bash":
+            for command in commands(block.body):
+                assert not command.startswith(NOT_RUN_PREFIXES), \
+                    f"{page.name}: mark the block holding `{command}` <!-- docs: not run: ... -->"
+                code, output = run_command(command)
+                allowed = (0, 1) if command.startswith("onnxflops count") else (0,)
+                if code not in allowed:
+                    problems.append(f"{where}\n`{command}` exited {code}:\n{output[-3000:]}")
+        elif block.lang == "console":
+            lines = []
+            for command, expected in console(block.body):
+                _, output = run_command(command)
+                lines.append(f"$ {command}\n{output}")
+                if output != expected:
+                    problems.append(f"{where}\n`{command}` prints:\n{output}")
+            edits.append((block, "".join(lines)))
+    if write:
+        for block, new in sorted(edits, key=lambda e: -e[0].start):
+            text = text[:block.start] + new + text[block.end:]
+        page.write_text(text, encoding="utf-8")
+    return problems
+
+
+def pages() -> list[Path]:
+    return sorted(DOCS.rglob("*.md"))
+
+
+def has_slow_blocks(page: Path) -> bool:
+    return any(b.slow for b in blocks(page.read_text(encoding="utf-8")))
