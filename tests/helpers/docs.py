@@ -130,7 +130,9 @@ def run_page(page: Path, slow: bool, write: bool = False) -> list[str]:
         if block.lang == "python":
             out = io.StringIO()
             with contextlib.redirect_stdout(out):
-                exec(compile(block.body, str(page), "exec"), namespace)
+                # Blank lines before the code: a traceback gives the line of the page.
+                code = "\n" * text.count("\n", 0, block.start) + block.body
+                exec(compile(code, str(page), "exec"), namespace)
             if block.output is not None:
                 edits.append((block.output, out.getvalue()))
                 if out.getvalue() != block.output.body:
