@@ -90,7 +90,7 @@ def run_command(command: str) -> tuple[int, str]:
     """Run one shell line of a page in the current folder: (exit status, stdout + stderr)."""
     status_asked = command.endswith("; echo $?")
     command = command.removesuffix("; echo $?")
-    argv = shlex.split(command)
+    argv, folder = _expanded(shlex.split(command))
     redirect = None
     if ">" in argv:
         argv, redirect = argv[:argv.index(">")], argv[argv.index(">") + 1]
@@ -99,8 +99,11 @@ def run_command(command: str) -> tuple[int, str]:
 
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-                warnings.catch_warnings():
-            code = cli.main(argv[1:])
+                warnings.catch_warnings(), contextlib.chdir(folder):
+            try:
+                code = cli.main(argv[1:])
+            except SystemExit as e:  # argparse's own exit: an option error, --help, --version
+                code = e.code
         stdout, stderr = out.getvalue(), err.getvalue()
     elif argv[0] == "python":
         argv = [sys.executable] + [str(ROOT / a) if (ROOT / a).exists() and "/" in a else a
@@ -114,6 +117,22 @@ def run_command(command: str) -> tuple[int, str]:
         Path(redirect).write_text(stdout)
         stdout = ""
     return code, stdout + stderr + (f"{code}\n" if status_asked else "")
+
+
+def _expanded(argv: list[str]) -> tuple[list[str], Path]:
+    """A command's patterns (`survey/*.csv`) expanded as a shell would, and the folder it runs
+    in: the current one, or the repository's root where the patterns name the repository's
+    files (the page then shows the command as run from a checkout)."""
+    patterns = [a for a in argv if any(c in a for c in "*?[")]
+    folder = Path.cwd()
+    if patterns and not any(folder.glob(patterns[0])) and any(ROOT.glob(patterns[0])):
+        folder = ROOT
+    expanded = []
+    for arg in argv:
+        matches = sorted(str(p.relative_to(folder)) for p in folder.glob(arg)) \
+            if arg in patterns else []
+        expanded += matches or [arg]
+    return expanded, folder
 
 
 def run_page(page: Path, slow: bool, write: bool = False) -> list[str]:
