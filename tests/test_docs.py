@@ -59,6 +59,13 @@ def test_a_page_that_shows_a_wrong_output_is_caught(tmp_path, monkeypatch):
     assert "missing.onnx" in problems[1] and problems[1].endswith("2\n")
 
 
+def test_the_notebook_prints_what_it_stores(tmp_path):
+    pytest.importorskip("nbclient")
+    pytest.importorskip("pandas")
+    differing, _ = docs.run_notebook(docs.DOCS / "notebook.ipynb", tmp_path)
+    assert differing == []
+
+
 def test_the_site_builds_strictly(tmp_path):
     pytest.importorskip("mkdocs")
     pytest.importorskip("mkdocstrings")
@@ -68,6 +75,17 @@ def test_the_site_builds_strictly(tmp_path):
     assert (tmp_path / "site" / "reference" / "cost-table" / "index.html").exists()
 
 
+def _write_notebook(path: Path) -> None:
+    """Store in the notebook what it prints now (run by `--write docs/notebook.ipynb`)."""
+    import tempfile
+
+    import nbformat
+
+    with tempfile.TemporaryDirectory() as folder:
+        _, fresh = docs.run_notebook(path, Path(folder))
+    nbformat.write(fresh, path)
+
+
 if __name__ == "__main__" and "--write" in sys.argv:
     import os
     import tempfile
@@ -75,6 +93,9 @@ if __name__ == "__main__" and "--write" in sys.argv:
     sys.path.insert(0, str(docs.ROOT))  # this tree's onnxflops, not an installed one
     for name in sys.argv[sys.argv.index("--write") + 1:]:
         page = Path(name).resolve()
+        if page.suffix == ".ipynb":
+            _write_notebook(page)
+            continue
         with tempfile.TemporaryDirectory() as folder:
             os.chdir(folder)
             for problem in docs.run_page(page, slow=True, write=True):

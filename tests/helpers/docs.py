@@ -185,3 +185,23 @@ def pages() -> list[Path]:
 
 def has_slow_blocks(page: Path) -> bool:
     return any(b.slow for b in blocks(page.read_text(encoding="utf-8")))
+
+
+def run_notebook(path: Path, folder: Path):
+    """The notebook executed in a fresh kernel in `folder`, and the outputs its cells stored
+    against those they print now: [(cell source, stored, printed)] for every cell that differs.
+    Outputs are compared as text (streams, and each result's text/plain)."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    stored = nbformat.read(path, as_version=4)
+    fresh = nbformat.read(path, as_version=4)
+    NotebookClient(fresh, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(folder)}}).execute()
+    return [(old.source, _text(old), _text(new)) for old, new in zip(stored.cells, fresh.cells)
+            if old.cell_type == "code" and _text(old) != _text(new)], fresh
+
+
+def _text(cell) -> list[str]:
+    return [o.get("text") or o.get("data", {}).get("text/plain", "") for o in cell.outputs
+            if o.output_type in ("stream", "execute_result", "display_data")]
