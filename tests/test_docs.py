@@ -20,7 +20,7 @@ SLOW_PAGES = [p for p in PAGES if docs.has_slow_blocks(p)]
 
 
 def _id(page: Path) -> str:
-    return str(page.relative_to(docs.DOCS))
+    return str(page.relative_to(docs.ROOT))
 
 
 @pytest.mark.parametrize("page", PAGES, ids=_id)

@@ -180,7 +180,8 @@ def run_page(page: Path, slow: bool, write: bool = False) -> list[str]:
 
 
 def pages() -> list[Path]:
-    return sorted(DOCS.rglob("*.md"))
+    """Every page of the site, and the README, whose examples are the first a user runs."""
+    return sorted(DOCS.rglob("*.md")) + [ROOT / "README.md"]
 
 
 def has_slow_blocks(page: Path) -> bool:
