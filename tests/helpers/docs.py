@@ -10,9 +10,9 @@ namespace:
   `python tools/...` and `python -m ...` in a child process, the repository's paths made whole.
 - ```text after another block is its output; any other language is not code and is not run.
 
-A comment line `<!-- docs: slow -->` before a block marks it slow (it converts a framework model):
-it runs only in the slow layer, and so do the blocks after it on that page that need what it
-made. `<!-- docs: not run: REASON -->` leaves one block out (an install line, a whole test run);
+A comment line `<!-- docs: slow -->` before a block marks it slow (it converts a framework model,
+or runs one under onnxruntime): it runs only in the slow layer, and a block that needs what a slow
+block made is marked slow too. `<!-- docs: not run: REASON -->` leaves one block out (an install line, a whole test run);
 the reason is printed with the page's results. `python tests/test_docs.py --write PAGE` fills in
 every output block from what the code prints now.
 """
