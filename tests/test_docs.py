@@ -91,8 +91,7 @@ if __name__ == "__main__" and "--write" in sys.argv:
     import tempfile
 
     sys.path.insert(0, str(docs.ROOT))  # this tree's onnxflops, not an installed one
-    for name in sys.argv[sys.argv.index("--write") + 1:]:
-        page = Path(name).resolve()
+    for page in [Path(name).resolve() for name in sys.argv[sys.argv.index("--write") + 1:]]:
         if page.suffix == ".ipynb":
             _write_notebook(page)
             continue
