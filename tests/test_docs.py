@@ -59,6 +59,7 @@ def test_a_page_that_shows_a_wrong_output_is_caught(tmp_path, monkeypatch):
     assert "missing.onnx" in problems[1] and problems[1].endswith("2\n")
 
 
+@pytest.mark.slow  # starts a Jupyter kernel
 def test_the_notebook_prints_what_it_stores(tmp_path):
     pytest.importorskip("nbclient")
     pytest.importorskip("pandas")
@@ -66,6 +67,7 @@ def test_the_notebook_prints_what_it_stores(tmp_path):
     assert differing == []
 
 
+@pytest.mark.slow  # about 30 s: renders every page and the API reference
 def test_the_site_builds_strictly(tmp_path):
     pytest.importorskip("mkdocs")
     pytest.importorskip("mkdocstrings")
