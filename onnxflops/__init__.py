@@ -25,7 +25,7 @@ _PUBLIC = {
 }
 
 __all__ = sorted(_PUBLIC)
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def loaded_on_first_use(package: str, public: dict[str, str]) -> tuple[Callable, Callable]:

@@ -48,27 +48,34 @@ class _PrintVersion(argparse.Action):
         parser.exit()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(
+def parser(commands: tuple[str, ...] = COMMANDS) -> tuple[argparse.ArgumentParser, dict]:
+    """The `onnxflops` parser with these commands registered, and each command's own parser
+    (the documentation's CLI reference is made from them)."""
+    top = _Parser(
         prog="onnxflops",
         description="Count FLOPs, MACs, params and memory traffic of a neural network, "
                     "the same whichever framework it came from.")
-    parser.add_argument("--version", action=_PrintVersion, nargs=0,
-                        help="print the installed version and exit")
-    parser.add_argument("--debug", action="store_true",
-                        help="on an internal error, print the traceback (also ONNXFLOPS_DEBUG=1)")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    top.add_argument("--version", action=_PrintVersion, nargs=0,
+                     help="print the installed version and exit")
+    top.add_argument("--debug", action="store_true",
+                     help="on an internal error, print the traceback (also ONNXFLOPS_DEBUG=1)")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in commands:
+        importlib.import_module(f"onnxflops.commands.{name}").register(sub)
+    return top, sub.choices
+
+
+def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     # --debug is taken wherever it stands, before the command or among its options.
     debug = "--debug" in argv or os.environ.get("ONNXFLOPS_DEBUG", "") not in ("", "0")
     argv = [a for a in argv if a != "--debug"]
     # The command being run is the only one registered: building every parser costs milliseconds
     # at each start. All are, to list them (--help, no command, an unknown one).
-    for name in [argv[0]] if argv and argv[0] in COMMANDS else COMMANDS:
-        importlib.import_module(f"onnxflops.commands.{name}").register(sub)
+    top, _ = parser((argv[0],) if argv and argv[0] in COMMANDS else COMMANDS)
     from onnxflops.commands.common import model_after_format
 
-    args = parser.parse_args(model_after_format(argv))
+    args = top.parse_args(model_after_format(argv))
     warnings.showwarning = _show_warning
     # The report lists its uncosted nodes and the exit status says so: no second telling.
     warnings.simplefilter("ignore", UncostedWarning)

@@ -1,4 +1,4 @@
-"""README's layout ("How it works") names every folder and top-level module of the package, and
+"""The layout page (docs/how-it-works.md) names every folder and top-level module of the package, and
 nothing that is gone."""
 
 import re
@@ -9,9 +9,7 @@ PACKAGE = ROOT / "onnxflops"
 
 
 def _layout() -> str:
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index("## How it works")
-    return readme[start:readme.index("\n## ", start + 1)]
+    return (ROOT / "docs" / "how-it-works.md").read_text()
 
 
 def test_every_folder_and_top_level_module_is_named():

@@ -52,7 +52,7 @@ def test_a_torchvision_factory_spec_counts():
 def test_torchvision_and_timm_then_tensorflow_share_a_process():
     """CUDA builds of torch ship triton, which crashes the process when loaded after TensorFlow
     (both bundle LLVM). A user's script that imports tensorflow then torchvision meets it; the
-    README says to import torch's side first. This records which it is here."""
+    getting-started page says to import torch's side first. This records which it is here."""
     pytest.importorskip("tensorflow")
     first = run("-c", "import torchvision, timm\nimport tensorflow\nprint('ok')")
     assert first.returncode == 0 and first.stdout.split() == ["ok"], first.stderr[-2000:]

@@ -102,8 +102,9 @@ def check_cli(path: str | Path, *options: str, command: str = "count") -> tuple[
 
 
 # What onnxruntime refuses that onnxflops counts on purpose (see the module's docstring, and
-# README "What is refused"): a missing external data file, an opset newer than onnxruntime
-# supports (counted with onnx's newest schemas and a warning), an op version it has no kernel of.
+# docs/reliability.md, "What is refused"): a missing external data file, an opset newer than
+# onnxruntime supports (counted with onnx's newest schemas and a warning), an op version it has no
+# kernel of.
 _ACCEPTED_ON_PURPOSE = ("external data", "externaldata", "external_data", "no such file",
                         "is under development", "unsupported onnx opset",
                         "could not find an implementation for")
