@@ -411,6 +411,14 @@ def holds_subgraph(node: onnx.NodeProto) -> bool:
     return any(a.type in GRAPH_ATTRIBUTE_TYPES for a in node.attribute)
 
 
+def taken_branch(condition: np.ndarray | None) -> str | None:
+    """The branch of an If that runs, where its condition's value is known: 'then_branch' where
+    true, 'else_branch' where false; None where the condition is data (either may run)."""
+    if condition is None or np.size(condition) != 1:
+        return None
+    return "then_branch" if bool(np.asarray(condition).reshape(-1)[0]) else "else_branch"
+
+
 def bodies(node: onnx.NodeProto) -> list[onnx.GraphProto]:
     """The subgraphs a node holds (Loop's body, If's branches, ...)."""
     return [g for a in node.attribute

@@ -290,6 +290,43 @@ class TestControlFlow:
         assert entry.detail["then_branch"]["flops"] == 15
         assert entry.detail["else_branch"]["macs"] == 75
 
+    @staticmethod
+    def _if_on_size(size: int, then_nodes, else_nodes, weights):
+        """y = If(Size(x) == 4), x a float vector of `size` elements: the condition is known
+        once x is bound, as in the expanded AffineGrid (`Size(size) == 4`)."""
+        then = helper.make_graph(then_nodes, "then", [],
+                                 [helper.make_value_info(then_nodes[-1].output[0], onnx.TypeProto())])
+        other = helper.make_graph(else_nodes, "else", [],
+                                  [helper.make_value_info(else_nodes[-1].output[0], onnx.TypeProto())])
+        nodes = [node("Size", ["x"], ["n"]),
+                 node("Constant", [], ["four"], value=helper.make_tensor("", TensorProto.INT64, [], [4])),
+                 node("Equal", ["n", "four"], ["c"]),
+                 node("If", ["c"], ["y"], then_branch=then, else_branch=other)]
+        return model(nodes, {"x": [size]}, weights)
+
+    def test_if_of_a_known_condition_costs_the_branch_taken(self):
+        # x has 5 elements, so the else branch runs: x·W, W 5×3, 15 MACs. The then branch, a
+        # 5×100 product (500 MACs, the costlier), cannot run.
+        m = self._if_on_size(5, [node("MatMul", ["x", "wide"], ["t"])],
+                             [node("MatMul", ["x", "w"], ["e"])],
+                             [weight("wide", (5, 100)), weight("w", (5, 3))])
+        report = onnxflops.count(m)
+        assert report.total.macs == 15
+        assert report.nodes[-1].detail == {"branch": "else_branch"}
+
+    def test_if_of_a_known_condition_never_refuses_the_branch_that_cannot_run(self):
+        # The then branch splits x into parts of 4 and Size(x) − 4 (−1 for 5 elements) and
+        # reshapes it to 2×2: impossible for 5 elements, so it cannot run; the else branch, x·W
+        # (W 5×3, 15 MACs), does.
+        then = [node("Constant", [], ["parts"],
+                     value=helper.make_tensor("", TensorProto.INT64, [2], [4, -1])),
+                node("Split", ["x", "parts"], ["p", "q"]),
+                node("Reshape", ["x", "square"], ["t"])]
+        m = self._if_on_size(5, then, [node("MatMul", ["x", "w"], ["e"])],
+                             [weight("w", (5, 3)),
+                              weight("square", None, np.int64, [2, 2])])
+        assert onnxflops.count(m).total.macs == 15
+
     def test_scan_costs_body_times_sequence_length(self):
         body = helper.make_graph(
             [node("Add", ["s_in", "x_t"], ["s_out"]), node("Identity", ["s_out"], ["y_t"])],

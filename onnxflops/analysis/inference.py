@@ -52,6 +52,7 @@ from onnxflops.graph import (
     is_float,
     is_known,
     is_symbolic,
+    taken_branch,
 )
 from onnxflops.load.schema import check_schema, checker_context, node_label, unknown_op
 from onnxflops.ops import (
@@ -407,9 +408,16 @@ class NodeTyper:
         return self.schemas[key]
 
     def _infer_with_bodies(self, row: NodeRow) -> Outputs:
-        """A node with subgraphs, inferred as a one-node model; it takes its inferred bodies."""
+        """A node with subgraphs, inferred as a one-node model; it takes its inferred bodies.
+        An If whose condition is known is left to its taken branch's analysis (bound_branches):
+        ONNX's inference would read the branch that cannot run too, whose shapes may contradict
+        themselves (a Split into a negative part: the expanded AffineGrid's 2-D branch given a
+        3-D size)."""
         proto, op_type, domain, inputs, outputs = row
         view = self.view
+        if op_type == "If" and not domain and inputs \
+                and taken_branch(view.value(inputs[0])) is not None:
+            return [None] * len(outputs)
         read = sorted({i for i in inputs if i}.union(*map(free_names, bodies(proto))))
         values = {name: view.value(name) for name in read}
         given = [helper.make_tensor_value_info(name, info.dtype, info.shape) for name in read

@@ -10,7 +10,7 @@ import onnx
 from onnxflops.costs.node import Node
 from onnxflops.costs.registry import CONTROL_FLOW, Cost, Grads, backward, rule
 from onnxflops.errors import Uncostable
-from onnxflops.graph import INT64_MAX, TensorInfo
+from onnxflops.graph import INT64_MAX, TensorInfo, taken_branch
 
 
 @rule("Loop", category=CONTROL_FLOW)
@@ -104,7 +104,11 @@ def scan_backward(n: Node, grads: Grads) -> Cost:
 
 @rule("If", category=CONTROL_FLOW)
 def if_(n: Node) -> Cost:
-    """the more expensive branch (both are in the node's detail)"""
+    """cost(branch taken) where the condition is known; else the more expensive branch (both
+    are in the node's detail)"""
+    taken = taken_branch(n.value(0))
+    if taken is not None:  # the other cannot run: neither analysed nor costed
+        return replace(n.subgraph_cost(taken, []), detail={"branch": taken})
     then, other = n.subgraph_cost("then_branch", []), n.subgraph_cost("else_branch", [])
     worst = _costlier(then, other)
     return replace(worst, detail={"then_branch": _summary(then), "else_branch": _summary(other)})
@@ -112,8 +116,11 @@ def if_(n: Node) -> Cost:
 
 @backward("If")
 def if_backward(n: Node, grads: Grads) -> Cost:
-    """the more expensive of the two branches' backward"""
-    branches = [n.subgraph_backward(b, frozenset()) for b in ("then_branch", "else_branch")]
+    """backward of the branch taken where the condition is known; else the more expensive of
+    the two branches' backward"""
+    taken = taken_branch(n.value(0))
+    branches = [n.subgraph_backward(b, frozenset())
+                for b in ([taken] if taken else ("then_branch", "else_branch"))]
     return _costlier(*branches)
 
 
