@@ -124,6 +124,31 @@ class TensorInfo:
         return is_float(self.dtype)
 
 
+class ValueInfo(TensorInfo):
+    """A value that is not a tensor (a sequence, an optional, a map): no dtype or shape of its
+    own, only its ONNX type, which inference reads as it is."""
+
+    __slots__ = ("type_proto",)
+
+    def __init__(self, name: str, type_proto: onnx.TypeProto):
+        super().__init__(name, 0, None)
+        self.type_proto = onnx.TypeProto()
+        self.type_proto.CopyFrom(type_proto)  # its own: the model's may be edited
+        self.type_key = ("value", type_proto.SerializeToString())
+
+    def renamed(self, name: str) -> "ValueInfo":
+        return ValueInfo(name, self.type_proto)
+
+
+def type_proto_of(info: TensorInfo) -> onnx.TypeProto:
+    """The ONNX type of a tensor or other value."""
+    if isinstance(info, ValueInfo):
+        copy = onnx.TypeProto()
+        copy.CopyFrom(info.type_proto)  # a copy: whoever takes it may edit it
+        return copy
+    return onnx.helper.make_tensor_type_proto(info.dtype, info.shape)
+
+
 def is_known(info: TensorInfo | None) -> bool:
     """Whether a tensor has a type whose every dim is a number or a symbolic formula."""
     return info is not None and info.known
@@ -135,7 +160,7 @@ def info_from_value_info(vi: onnx.ValueInfoProto) -> TensorInfo:
 
 def info_from_type(name: str, tp: onnx.TypeProto) -> TensorInfo:
     if not tp.HasField("tensor_type"):
-        return TensorInfo(name, 0, None)
+        return ValueInfo(name, tp) if tp.WhichOneof("value") else TensorInfo(name, 0, None)
     tt = tp.tensor_type
     if not tt.HasField("shape"):
         return TensorInfo(name, tt.elem_type, None)
@@ -143,6 +168,39 @@ def info_from_type(name: str, tp: onnx.TypeProto) -> TensorInfo:
         d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim
     )
     return TensorInfo(name, tt.elem_type, dims)
+
+
+# Where binding writes the shapes of the elements of the sequence inputs (a sequence's length is
+# no part of its type), as JSON {input: [element shape, ...]}, for analysis to read.
+_SEQUENCE_INPUTS = "onnxflops.sequence_inputs"
+
+
+def write_sequence_inputs(model: onnx.ModelProto, sequences: dict[str, list]) -> None:
+    import json
+
+    kept = [p for p in model.metadata_props if p.key != _SEQUENCE_INPUTS]
+    del model.metadata_props[:]
+    model.metadata_props.extend(kept)
+    entry = model.metadata_props.add()
+    entry.key, entry.value = _SEQUENCE_INPUTS, json.dumps(
+        {name: [list(shape) for shape in shapes] for name, shapes in sequences.items()})
+
+
+def bound_sequences(model: onnx.ModelProto) -> dict[str, tuple["TensorInfo", ...]]:
+    """The elements' types of each sequence input bound (write_sequence_inputs), by name."""
+    import json
+
+    entry = next((p.value for p in model.metadata_props if p.key == _SEQUENCE_INPUTS), None)
+    if entry is None:
+        return {}
+    dtypes = {}
+    for vi in model.graph.input:
+        held = vi.type
+        while held.WhichOneof("value") in ("optional_type", "sequence_type"):
+            held = getattr(held, held.WhichOneof("value")).elem_type
+        dtypes[vi.name] = held.tensor_type.elem_type
+    return {name: tuple(TensorInfo("", dtypes.get(name, 0), tuple(shape)) for shape in shapes)
+            for name, shapes in json.loads(entry).items()}
 
 
 def has_inline_data(t: onnx.TensorProto) -> bool:

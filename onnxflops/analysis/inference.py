@@ -53,6 +53,7 @@ from onnxflops.graph import (
     is_known,
     is_symbolic,
     taken_branch,
+    type_proto_of,
 )
 from onnxflops.load.schema import check_schema, checker_context, node_label, unknown_op
 from onnxflops.ops import (
@@ -328,8 +329,7 @@ class NodeTyper:
         schema = self._schema(op_type, domain)
         if schema is None:
             return unknown  # an op ONNX does not know: the counter reports it
-        types = {name: helper.make_tensor_type_proto(info.dtype, info.shape)
-                 for name, info in zip(inputs, infos) if name}
+        types = {name: type_proto_of(info) for name, info in zip(inputs, infos) if name}
         values = {name: numpy_helper.from_array(np.asarray(value), name)
                   for name, value in zip(inputs, data) if value is not None}
         try:
@@ -420,7 +420,7 @@ class NodeTyper:
             return [None] * len(outputs)
         read = sorted({i for i in inputs if i}.union(*map(free_names, bodies(proto))))
         values = {name: view.value(name) for name in read}
-        given = [helper.make_tensor_value_info(name, info.dtype, info.shape) for name in read
+        given = [helper.make_value_info(name, type_proto_of(info)) for name in read
                  if values[name] is None and (info := view.info(name)) is not None]
         constants = [numpy_helper.from_array(np.asarray(value), name)
                      for name, value in values.items() if value is not None]
@@ -489,6 +489,8 @@ class NodeTyper:
             value = evaluate([proto], feeds, self.opsets.get("", 0))[outputs[0]]
         except Exception:  # noqa: BLE001 - an op numpy does not cover, or one it cannot run as given
             return  # shapes.analyze evaluates what is left with onnx's reference evaluator
+        if not isinstance(value, np.ndarray) or view.sequence(outputs[0]) is not None:
+            return  # a sequence (SequenceEmpty's): typed by its elements, not held as a value
         view.values[outputs[0]] = value
         if not is_known(view.info(outputs[0])):
             view.tensors[outputs[0]] = TensorInfo(

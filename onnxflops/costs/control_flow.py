@@ -135,6 +135,18 @@ def _summary(c: Cost) -> dict:
 
 @rule("SequenceMap", category=CONTROL_FLOW)
 def sequence_map(n: Node) -> Cost:
-    """cost(body) × sequence length: uncostable, a sequence's length is not part of its type"""
-    raise Uncostable("SequenceMap runs its body once per sequence element, and the length of a "
-                     "sequence is not known before run time")
+    """Σ over the sequence's elements i of cost(body on element i of each sequence input)"""
+    sequences = {i: n.scope.sequence(n.proto.input[i]) for i in range(n.num_inputs)
+                 if n.scope.sequence(n.proto.input[i]) is not None}
+    if 0 not in sequences:
+        raise Uncostable("SequenceMap runs its body once per sequence element, and the length of "
+                         "its sequence is not known: bind it (--input NAME=seq(LENGTH;DIMS))")
+    length = len(sequences[0])
+    if any(len(elements) != length for elements in sequences.values()):
+        raise Uncostable("SequenceMap's sequences differ in length")
+    total = Cost()
+    for i in range(length):
+        inputs = [sequences[k][i] if k in sequences else n.input_or_none(k)
+                  for k in range(n.num_inputs)]
+        total = total + n.subgraph_cost("body", inputs)
+    return replace(total, detail={"iterations": length})

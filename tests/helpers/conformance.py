@@ -138,18 +138,20 @@ def backend_cases() -> list[Case]:
 
 def binding(case: Case, model: onnx.ModelProto) -> dict:
     """What a user binds, as the Python API takes it: the shape its data gives each input whose
-    shape the model leaves open (a tensor's; an optional's element, left out where it holds
-    nothing). An input the model declares in full is left to its declaration."""
+    shape the model leaves open (a tensor's; an optional's element, or where it holds
+    nothing: None), a sequence's element shapes (onnxflops.SequenceShape). An input the model
+    declares in full is left to its declaration."""
+    from onnxflops import SequenceShape
+
     def bound(spec):
         if isinstance(spec, list) and spec and spec[0] == "seq":
-            return None
+            return SequenceShape(bound(element) for element in spec[1])
         if isinstance(spec, list) and spec and spec[0] == "optional":
             return None if spec[1] is None else bound(spec[1])
         return tuple(spec)
 
     declared = {vi.name for vi in model.graph.input if _fully_declared(vi.type)}
-    return {name: b for name, spec in case.inputs.items()
-            if name not in declared and (b := bound(spec)) is not None}
+    return {name: bound(spec) for name, spec in case.inputs.items() if name not in declared}
 
 
 def _fully_declared(type_proto: onnx.TypeProto) -> bool:
