@@ -170,27 +170,49 @@ def info_from_type(name: str, tp: onnx.TypeProto) -> TensorInfo:
     return TensorInfo(name, tt.elem_type, dims)
 
 
-# Where binding writes the shapes of the elements of the sequence inputs (a sequence's length is
-# no part of its type), as JSON {input: [element shape, ...]}, for analysis to read.
-_SEQUENCE_INPUTS = "onnxflops.sequence_inputs"
+# What binding knows that the bound model's types cannot say, for analysis to read: in the
+# model's metadata under these keys, as JSON. The shapes of the elements of each sequence input
+# (a sequence's length is no part of its type): {input: [element shape, ...]}. The shapes the
+# model declares for its outputs and intermediate tensors, which binding clears from their
+# types (inference finds them again from the bound inputs, where it can): {tensor: shape}.
+_SEQUENCE_INPUTS, _DECLARED_SHAPES = "onnxflops.sequence_inputs", "onnxflops.declared_shapes"
 
 
-def write_sequence_inputs(model: onnx.ModelProto, sequences: dict[str, list]) -> None:
+def _write_note(model: onnx.ModelProto, key: str, value) -> None:
     import json
 
-    kept = [p for p in model.metadata_props if p.key != _SEQUENCE_INPUTS]
+    kept = [p for p in model.metadata_props if p.key != key]
     del model.metadata_props[:]
     model.metadata_props.extend(kept)
     entry = model.metadata_props.add()
-    entry.key, entry.value = _SEQUENCE_INPUTS, json.dumps(
-        {name: [list(shape) for shape in shapes] for name, shapes in sequences.items()})
+    entry.key, entry.value = key, json.dumps(value)
+
+
+def _read_note(model: onnx.ModelProto, key: str):
+    import json
+
+    entry = next((p.value for p in model.metadata_props if p.key == key), None)
+    return None if entry is None else json.loads(entry)
+
+
+def write_sequence_inputs(model: onnx.ModelProto, sequences: dict[str, list]) -> None:
+    _write_note(model, _SEQUENCE_INPUTS, {name: [list(shape) for shape in shapes]
+                                          for name, shapes in sequences.items()})
+
+
+def write_declared_shapes(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]]) -> None:
+    _write_note(model, _DECLARED_SHAPES, {name: list(shape) for name, shape in shapes.items()})
+
+
+def declared_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
+    """The shapes the model declares for its tensors, bound (write_declared_shapes), by name."""
+    return {name: tuple(shape) for name, shape in
+            (_read_note(model, _DECLARED_SHAPES) or {}).items()}
 
 
 def bound_sequences(model: onnx.ModelProto) -> dict[str, tuple["TensorInfo", ...]]:
     """The elements' types of each sequence input bound (write_sequence_inputs), by name."""
-    import json
-
-    entry = next((p.value for p in model.metadata_props if p.key == _SEQUENCE_INPUTS), None)
+    entry = _read_note(model, _SEQUENCE_INPUTS)
     if entry is None:
         return {}
     dtypes = {}
@@ -200,7 +222,7 @@ def bound_sequences(model: onnx.ModelProto) -> dict[str, tuple["TensorInfo", ...
             held = getattr(held, held.WhichOneof("value")).elem_type
         dtypes[vi.name] = held.tensor_type.elem_type
     return {name: tuple(TensorInfo("", dtypes.get(name, 0), tuple(shape)) for shape in shapes)
-            for name, shapes in json.loads(entry).items()}
+            for name, shapes in entry.items()}
 
 
 def has_inline_data(t: onnx.TensorProto) -> bool:

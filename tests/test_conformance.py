@@ -30,7 +30,7 @@ SAMPLE_MODULES = ["matmul", "matmulinteger", "qlinearmatmul", "gemm", "conv", "c
                   "reducesum"]
 
 # Models left uncosted, at most: lower it as classes of them are costed, never raise it.
-UNCOSTED_CEILING = {"sample": 27, "all": 210}
+UNCOSTED_CEILING = {"sample": 12, "all": 107}
 
 # Models onnxruntime refuses to load for a reason of its own, not the model's: counting them is
 # right. By a phrase of its refusal.

@@ -86,6 +86,9 @@ def analyze(model: onnx.ModelProto, *, owned: bool = False,
         analyzed = onnx.ModelProto()
         analyzed.CopyFrom(model)
     view = GraphView(analyzed.graph)
+    for name in _empty_inputs(view):  # no element to read: its value is known
+        info = view.info(name)
+        view.values[name] = np.zeros(info.shape, helper.tensor_dtype_to_np_dtype(info.dtype))
     for name, elements in bound_sequences(analyzed).items():
         view.sequences[name] = elements
         if elements:
@@ -111,6 +114,17 @@ def analyze(model: onnx.ModelProto, *, owned: bool = False,
     if unknown_left and not analyzed.functions and _whole_model_types(analyzed, view):
         typer.type_graph()
     return AnalyzedModel(analyzed, view, opsets, warnings)
+
+
+def _empty_inputs(view: GraphView) -> list[str]:
+    """The graph's tensor inputs of no element (a Reduce's empty `axes`), of a numeric type."""
+    return [vi.name for vi in view.graph.input
+            if (info := view.info(vi.name)) is not None and info.concrete and info.numel == 0
+            and info.dtype in _EMPTY_VALUE_TYPES and vi.name not in view.initializers]
+
+
+_EMPTY_VALUE_TYPES = {onnx.TensorProto.INT64, onnx.TensorProto.INT32, onnx.TensorProto.FLOAT,
+                      onnx.TensorProto.BOOL}
 
 
 def _function_outputs(body: onnx.ModelProto) -> list[TensorInfo | None]:

@@ -44,6 +44,7 @@ from onnxflops.graph import (
     NodeRow,
     TensorInfo,
     bodies,
+    declared_shapes,
     domain_key,
     format_shape,
     free_names,
@@ -174,6 +175,8 @@ class NodeTyper:
         self.kind_numbers = itertools.count()
         self.schemas: dict[tuple, defs.OpSchema | None] = {}
         self.refusal_as_written: str | None = None  # whole-model inference's, once asked
+        # The shapes the model declares, for what inference cannot find (write_declared_shapes).
+        self.declared = declared_shapes(model) if view.parent is None else {}
 
     def type_graph(self) -> bool:
         """Type every node's outputs where they are unknown, and mark and evaluate constants.
@@ -213,7 +216,26 @@ class NodeTyper:
                 and bound_branches(self.view, row,
                                    lambda body: self.branch_types(self.view, body, self.opsets)):
             return all(is_known(lookup(name)) for name in outputs if name)
+        if not typed and self.declared:
+            return self._type_declared(row, lookup)
         return typed
+
+    def _type_declared(self, row: NodeRow, lookup: Callable[[str], TensorInfo | None]) -> bool:
+        """Type the outputs inference left unknown as the model declares them (a Resize to sizes
+        read from an input, whose output the model states), checked against what inference
+        found of them (rank, dims, element type). True where every output is typed."""
+        for name in row.outputs:
+            info = lookup(name) if name else None
+            stated = self.declared.get(name)
+            if stated is None or is_known(info) or info is None or not info.dtype:
+                continue
+            if info.shape is not None and (len(info.shape) != len(stated) or any(
+                    isinstance(d, int) and d != s for d, s in zip(info.shape, stated))):
+                raise OnnxFlopsError(f"node {node_label(row)}: the model declares its output "
+                                     f"'{name}' {format_shape(stated)}, but it is "
+                                     f"{format_shape(info.shape)}")
+            self.view.tensors[name] = TensorInfo(name, info.dtype, stated)
+        return all(is_known(lookup(name)) for name in row.outputs if name)
 
     def _type_inferred(self, position: int, row: NodeRow,
                        lookup: Callable[[str], TensorInfo | None]) -> bool:

@@ -10,7 +10,7 @@ import onnx
 
 from onnxflops.dims import INT64_MAX, SYMBOL_MARK, format_shape, symbol_name
 from onnxflops.errors import OnnxFlopsError, did_you_mean
-from onnxflops.graph import is_standard_domain, write_sequence_inputs
+from onnxflops.graph import is_standard_domain, write_declared_shapes, write_sequence_inputs
 
 Shape = Sequence[int]
 
@@ -150,8 +150,16 @@ def bind_inputs(model: onnx.ModelProto, inputs: Mapping[str, Shape] | None = Non
     # inference finds them again from the bound inputs; but not those of custom ops, which only
     # the model declares: they are kept, their named dims bound as the inputs' are.
     # Their element types stay: onnxruntime refuses a node that writes another (validity.py).
-    custom = _declared_custom_outputs(bound, _bound_names(declared, shapes))
+    bound_names = _bound_names(declared, shapes)
+    custom = _declared_custom_outputs(bound, bound_names)
     written = {o for n in bound.graph.node for o in n.output}
+    # What the model declares, where every dim is fixed or named by a bound input, for the
+    # tensors whose shapes inference cannot find (a Resize to sizes read from an input).
+    stated = {vi.name: shape for vi in [*bound.graph.value_info, *bound.graph.output]
+              if vi.name in written and vi.name not in custom
+              and (shape := _stated_shape(vi, bound_names)) is not None}
+    if stated:
+        write_declared_shapes(bound, stated)
     element_types = [_element_type_only(vi) for vi in bound.graph.value_info
                      if vi.type.tensor_type.elem_type and vi.name in written
                      and vi.name not in custom]
@@ -162,6 +170,17 @@ def bind_inputs(model: onnx.ModelProto, inputs: Mapping[str, Shape] | None = Non
         if out.type.HasField("tensor_type"):
             out.type.tensor_type.ClearField("shape")
     return bound
+
+
+def _stated_shape(vi: onnx.ValueInfoProto, named: Mapping[str, int]) -> tuple | None:
+    """The shape a tensor's declaration gives, its named dims bound by `named`; None where a
+    dim is left open."""
+    tensor = vi.type.tensor_type
+    if not vi.type.HasField("tensor_type") or not tensor.HasField("shape"):
+        return None
+    dims = [d.dim_value if d.HasField("dim_value") else named.get(d.dim_param)
+            for d in tensor.shape.dim]
+    return tuple(dims) if all(isinstance(d, int) for d in dims) else None
 
 
 def _element_type_only(vi: onnx.ValueInfoProto) -> onnx.ValueInfoProto:
