@@ -23,14 +23,14 @@ from helpers.conformance import (
 )
 
 # Ops and forms covering each contraction, control flow, sequences, a Reduce of axes given as an
-# input, and the small gaps: about a hundred models.
+# input, and the small gaps: about 130 models.
 SAMPLE_MODULES = ["matmul", "matmulinteger", "qlinearmatmul", "gemm", "conv", "convinteger",
                   "qlinearconv", "convtranspose", "einsum", "rnn", "if_", "affinegrid",
                   "sequenceinsert", "identity", "loop", "scan", "prelu", "momentum", "adam",
-                  "reducesum"]
+                  "reducesum", "flexattention"]
 
 # Models left uncosted, at most: lower it as classes of them are costed, never raise it.
-UNCOSTED_CEILING = {"sample": 12, "all": 107}
+UNCOSTED_CEILING = {"sample": 7, "all": 89}
 
 # Models onnxruntime refuses to load for a reason of its own, not the model's: counting them is
 # right. By a phrase of its refusal.
@@ -112,5 +112,5 @@ def test_sample_checks_each_contraction():
     """The fast layer checks the MACs of every contraction but the recurrent and attention ones,
     which the slow layer checks."""
     ops = {case.model().graph.node[0].op_type for case in node_cases(SAMPLE_MODULES)
-           if expected_macs(case) is not None}
+           if expected_macs(case) is not None and "_expanded" not in case.name}
     assert ops == set(CONTRACTIONS) - {"Attention", "GRU", "LSTM"}

@@ -259,8 +259,8 @@ def refine_subgraph(view: GraphView, opsets: dict[str, int]) -> None:
         refined = analyze(model, validate=False).graph
     produced = {o for n in body.node for o in n.output if o}
     for name in produced:
-        info = refined.info(name)
-        if info is not None and info.known and not (view.info(name) or info).known:
+        info, current = refined.info(name), view.info(name)
+        if info is not None and info.known and (current is None or not current.known):
             view.tensors[name] = info
         if name in refined.values:
             view.values[name] = refined.values[name]

@@ -43,7 +43,7 @@ from onnxflops.counting.training import GradientFlow
 from onnxflops.counting.weights import ROUTED, WeightCredit, reads_routed_weights
 from onnxflops.dims import SYMBOL_MARK, is_symbolic
 from onnxflops.errors import Uncostable, first_line
-from onnxflops.graph import GraphView, NodeRow, TensorInfo, domain_key, holds_subgraph
+from onnxflops.graph import GraphView, NodeRow, TensorInfo, domain_key, holds_subgraph, is_standard_domain
 from onnxflops.ops import CONCATENATIONS, SEQUENCE_OPS
 from onnxflops.results import NodeReport, Report, Totals, Uncosted
 
@@ -297,13 +297,17 @@ class _Counter:
         view = GraphView(body, parent=node.scope)
         for formal, given in zip(body.input, inputs):
             declared = view.info(formal.name)
+            # a size the call gives replaces a dim the body names (FlexAttention's score_mod
+            # declares its scores BxHxLxS)
             if given is not None and given.shape is not None and (
-                    declared is None or not declared.known):
+                    declared is None or not declared.concrete):
                 view.tensors[formal.name] = TensorInfo(formal.name, given.dtype, given.shape)
         for slot, value in (values or {}).items():
             view.values[body.input[slot].name] = value
         if has_unknown_outputs(view):
-            refine_subgraph(view, {**self.opsets, "": node.opset})
+            # the body's standard ops run at the model's opset, whatever domain holds the node
+            running = {"": node.opset} if is_standard_domain(node.domain) else {}
+            refine_subgraph(view, {**self.opsets, **running})
         mark_constants(view)
         self.bodies[_body_key(node, attr, values)] = view
         return self._sum_graph(view, self.opsets, f"subgraph '{attr}'")[0]

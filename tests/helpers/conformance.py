@@ -255,6 +255,9 @@ def expected_macs(case: Case) -> int | None:
         return steps * directions * batch * gates * hidden * (x[-1] + hidden)
     if op == "Attention":
         return _attention_macs(node, shape)
+    if op == "FlexAttention":  # Q·Kᵀ and P·V: B·Hq·L·S·(E + Ev)
+        q, k, v = shape(0), shape(1), shape(2)
+        return q[0] * q[1] * q[2] * k[2] * (q[3] + v[3])
     return None
 
 
@@ -290,4 +293,5 @@ def _attention_macs(node: onnx.NodeProto, shape) -> int:
 
 
 CONTRACTIONS = ("MatMul", "MatMulInteger", "QLinearMatMul", "Gemm", "Conv", "ConvInteger",
-                "QLinearConv", "ConvTranspose", "Einsum", "RNN", "GRU", "LSTM", "Attention")
+                "QLinearConv", "ConvTranspose", "Einsum", "RNN", "GRU", "LSTM", "Attention",
+                "FlexAttention")
