@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper
 
 import onnxflops
@@ -458,3 +459,32 @@ def test_a_class_token_expanded_and_joined_to_the_activations_is_a_parameter():
     report = onnxflops.count(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
     assert report.total.params == 8 + 8 * 4
     assert report.total.macs == 2 * 4 * 8 * 4
+
+
+class TestOldOpsets:
+    @pytest.mark.parametrize("batch", [1, 2])
+    def test_scan_8_runs_its_body_per_batch_row_and_step(self, batch):
+        # Scan-8: sequence_lens left empty, a state [B, 2], scanned x [B, 3, 2]; the body adds
+        # each step's row to the state: 2 adds × 3 steps × B rows.
+        body = helper.make_graph(
+            [node("Add", ["s_in", "x_t"], ["s_out"]), node("Identity", ["s_out"], ["y_t"])],
+            "body",
+            [helper.make_tensor_value_info("s_in", TensorProto.FLOAT, [2]),
+             helper.make_tensor_value_info("x_t", TensorProto.FLOAT, [2])],
+            [helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [2]),
+             helper.make_tensor_value_info("y_t", TensorProto.FLOAT, [2])])
+        scan = node("Scan", ["", "s0", "xs"], ["s", "ys"], body=body, num_scan_inputs=1)
+        m = model([scan], {"s0": [batch, 2], "xs": [batch, 3, 2]}, outputs=["s", "ys"], opset=8)
+        report = onnxflops.count(m)
+        assert report.complete
+        assert report.total.flops == 2 * 3 * batch
+
+    def test_prelu_6_whose_later_body_refuses_its_slope_is_uncosted_not_refused(self):
+        # PRelu-6 takes a slope per channel (3 for x 2x3x4), which onnxruntime, having no PRelu-6
+        # kernel, never runs; ONNX's body (PRelu-16's) broadcasts it as numpy does, which fails.
+        m = model([node("PRelu", ["x", "slope"], ["y"])], {"x": [2, 3, 4]},
+                  [weight("slope", (3,))], opset=6)
+        with pytest.warns(onnxflops.UncostedWarning,
+                          match=r"function body of PRelu, by which it is costed, refuses"):
+            report = onnxflops.count(m)
+        assert not report.complete

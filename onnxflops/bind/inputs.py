@@ -15,12 +15,13 @@ from onnxflops.graph import is_standard_domain, write_declared_shapes, write_seq
 Shape = Sequence[int]
 
 
-def checked_dim(value, what: str) -> int:
-    """`value` as a dim: a whole number from 1 to 2^63-1; else an error naming `what`."""
+def checked_dim(value, what: str, smallest: int = 1) -> int:
+    """`value` as a dim: a whole number from `smallest` to 2^63-1; else an error naming `what`.
+    An input's dim may be 0 (a model may run on an empty tensor); a batch is 1 at least."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise OnnxFlopsError(f"{what}: {value!r} is not a whole number")
-    if not 1 <= value <= INT64_MAX:
-        raise OnnxFlopsError(f"{what}: {value} is out of range (1 to 2^63-1)")
+    if not smallest <= value <= INT64_MAX:
+        raise OnnxFlopsError(f"{what}: {value} is out of range ({smallest} to 2^63-1)")
     return int(value)
 
 _SHAPE = re.compile(r"^\d+(x\d+)*$")
@@ -86,9 +87,10 @@ def parse_input_spec(spec: str) -> tuple[str, tuple[int, ...]]:
     if dims == "scalar":
         return name, ()
     if not _SHAPE.match(dims):
-        raise OnnxFlopsError(f"--input '{spec}': malformed shape '{dims}', expected positive integers "
+        raise OnnxFlopsError(f"--input '{spec}': malformed shape '{dims}', expected whole numbers "
                              "joined by 'x', e.g. 1x3x224x224")
-    return name, tuple(checked_dim(int(d), f"--input '{spec}'") for d in dims.split("x"))
+    return name, tuple(checked_dim(int(d), f"--input '{spec}'", smallest=0)
+                       for d in dims.split("x"))
 
 
 def real_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
@@ -247,7 +249,7 @@ def _given(name: str, declared: tuple | None, given: Shape) -> tuple:
     if isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
         raise OnnxFlopsError(f"input '{name}': expected a shape (a sequence of dims), "
                              f"not {given!r}")
-    given = tuple(checked_dim(d, f"input '{name}'") for d in given)
+    given = tuple(checked_dim(d, f"input '{name}'", smallest=0) for d in given)
     if declared is not None:
         if len(declared) != len(given):
             raise OnnxFlopsError(f"input '{name}': given shape {format_shape(given)} has rank "

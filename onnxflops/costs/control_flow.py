@@ -72,7 +72,9 @@ def loop_backward(n: Node, grads: Grads) -> Cost:
 
 @rule("Scan", category=CONTROL_FLOW)
 def scan(n: Node) -> Cost:
-    """cost(body) × length of the scanned axis"""
+    """cost(body) × length of the scanned axis (× batch before opset 9)"""
+    if n.opset < 9:
+        return _batched_scan(n)
     scanned = n.attr("num_scan_inputs")
     if not 0 < scanned <= n.num_inputs:  # checked before anything is made `scanned` long
         raise Uncostable(f"num_scan_inputs is {scanned}, but the node has {n.num_inputs} inputs")
@@ -90,6 +92,25 @@ def scan(n: Node) -> Cost:
         slices.append(TensorInfo("", x.dtype, x.dims[:ax] + x.dims[ax + 1:]))
     body = n.subgraph_cost("body", [n.input(i) for i in range(states)] + slices)
     return replace(body.scaled(iterations), detail={"iterations": iterations})
+
+
+def _batched_scan(n: Node) -> Cost:
+    """Scan-8: inputs sequence_lens (optional), states [B, ...], scanned [B, T, ...]; the body
+    runs per batch row and step on the rows' slices: cost(body) × B × T, T the full length (the
+    longest a sequence_lens allows)."""
+    scanned = n.attr("num_scan_inputs")
+    states = n.num_inputs - 1 - scanned
+    if not 0 < scanned or states < 0:
+        raise Uncostable(f"num_scan_inputs is {scanned}, but the node has {n.num_inputs} inputs")
+    first = n.input(1 + states)
+    if first.rank < 2:
+        raise Uncostable("Scan-8's scanned inputs have a batch and a sequence axis")
+    batch, steps = first.dims[:2]
+    slices = [TensorInfo("", n.input(1 + i).dtype, n.input(1 + i).dims[1:]) for i in range(states)]
+    slices += [TensorInfo("", x.dtype, x.dims[2:])
+               for x in (n.input(1 + states + i) for i in range(scanned))]
+    body = n.subgraph_cost("body", slices)
+    return replace(body.scaled(batch * steps), detail={"iterations": steps, "batch": batch})
 
 
 @backward("Scan")

@@ -42,7 +42,7 @@ from onnxflops.costs import (
 from onnxflops.counting.training import GradientFlow
 from onnxflops.counting.weights import ROUTED, WeightCredit, reads_routed_weights
 from onnxflops.dims import SYMBOL_MARK, is_symbolic
-from onnxflops.errors import Uncostable, first_line
+from onnxflops.errors import OnnxFlopsError, Uncostable, first_line
 from onnxflops.graph import GraphView, NodeRow, TensorInfo, domain_key, holds_subgraph, is_standard_domain
 from onnxflops.ops import CONCATENATIONS, SEQUENCE_OPS
 from onnxflops.results import NodeReport, Report, Totals, Uncosted
@@ -399,6 +399,15 @@ class _Counter:
                     raise
                 raise Uncostable(f"its function body cannot be expanded: {first_line(e)}") \
                     from None
+            except OnnxFlopsError as e:
+                if local:
+                    raise
+                # The node passed its own op's inference; the body, ONNX's definition at the
+                # first opset that gives one (PRelu-6's is PRelu-16's, whose slope broadcasts as
+                # numpy's, not per channel), may not take its shapes: the node is uncosted.
+                why = str(e).replace(", as onnxruntime would", "")  # the body's, not the model's
+                raise Uncostable(f"ONNX's function body of {node.op_type}, by which it is "
+                                 f"costed, refuses its shapes: {why}") from None
             found = self.expansions[(key, canonical)] = analyzed, tuple(node.proto.input)
         return found
 
