@@ -488,3 +488,16 @@ class TestOldOpsets:
                           match=r"function body of PRelu, by which it is costed, refuses"):
             report = onnxflops.count(m)
         assert not report.complete
+
+
+def test_a_reduction_of_an_empty_set_does_no_arithmetic():
+    # x 2x0x4 summed over axis 1 (keepdims): 8 outputs, each the identity 0, no add.
+    graph = helper.make_graph(
+        [node("ReduceSum", ["x", "axes"], ["y"], keepdims=1)], "empty",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 0, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [weight("axes", None, np.int64, [1])])
+    report = onnxflops.count(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+    assert report.complete
+    assert report.nodes[0].output_shapes == [[2, 1, 4]]
+    assert report.total.flops == 0

@@ -214,3 +214,23 @@ def test_a_reduce_over_an_empty_axes_input_has_its_shape():
     assert report.complete
     assert report.nodes[0].output_shapes == [[1, 1, 1]]
     assert report.total.flops == 2 * 3 * 4 - 1
+
+
+@pytest.mark.parametrize("op_type", ["ReduceL2", "ReduceLogSumExp"])
+def test_an_op_costed_by_its_body_takes_the_shape_declared_for_its_output(op_type):
+    # x 2x3x4 reduced over axes read from an input (data), the output declared 2x1x4: the body
+    # (a ReduceSum between shape-keeping ops) is costed as with the axes a constant, [1].
+    def reduce_model(axes_known: bool):
+        inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])]
+        if not axes_known:
+            inputs.append(helper.make_tensor_value_info("axes", TensorProto.INT64, [1]))
+        graph = helper.make_graph(
+            [node(op_type, ["x", "axes"], ["y"], keepdims=1)], "reduce", inputs,
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 1, 4])],
+            [weight("axes", None, np.int64, [1])] if axes_known else [])
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+    given = onnxflops.count(reduce_model(axes_known=False))
+    constant = onnxflops.count(reduce_model(axes_known=True))
+    assert given.complete
+    assert given.total.flops == constant.total.flops > 0

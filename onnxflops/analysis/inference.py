@@ -62,6 +62,7 @@ from onnxflops.ops import (
     HOLDS_SUBGRAPHS,
     SEQUENCE_OPS,
     SHAPE_FROM_VALUES,
+    SHAPE_KEEPING,
     SHAPE_READERS,
     TRACE_COPIES,
 )
@@ -176,7 +177,7 @@ class NodeTyper:
         self.schemas: dict[tuple, defs.OpSchema | None] = {}
         self.refusal_as_written: str | None = None  # whole-model inference's, once asked
         # The shapes the model declares, for what inference cannot find (write_declared_shapes).
-        self.declared = declared_shapes(model) if view.parent is None else {}
+        self.declared = _with_implied(declared_shapes(model), view) if view.parent is None else {}
 
     def type_graph(self) -> bool:
         """Type every node's outputs where they are unknown, and mark and evaluate constants.
@@ -517,6 +518,19 @@ class NodeTyper:
         if not is_known(view.info(outputs[0])):
             view.tensors[outputs[0]] = TensorInfo(
                 outputs[0], helper.np_dtype_to_tensor_dtype(value.dtype), value.shape)
+
+
+def _with_implied(declared: dict[str, tuple], view: GraphView) -> dict[str, tuple]:
+    """The declared shapes, and those they imply: the input of an op that keeps its input's
+    shape (a Sqrt after a ReduceSum of axes read from data) has its declared output's."""
+    if not declared:
+        return declared
+    implied = dict(declared)
+    for row in reversed(view.rows()):
+        if row.op_type in SHAPE_KEEPING and not row.domain and row.inputs and row.outputs \
+                and row.outputs[0] in implied and row.inputs[0]:
+            implied.setdefault(row.inputs[0], implied[row.outputs[0]])
+    return implied
 
 
 def _long_integer_vector(vi: onnx.ValueInfoProto) -> bool:

@@ -39,8 +39,8 @@ def adagrad(n: Node) -> Cost:
 
 @rule("Adam", category=ELEMENTWISE, domain=TRAINING)
 def adam(n: Node) -> Cost:
-    """15 FLOPs per element of X + 7: G', V' = α·V + (1−α)·G', H' = β·H + (1−β)·G'², X' = X − R'·V'/(√H' + ε), (1−c')·X'"""
-    # per element: G' 2, V' 3, H' 4, √H' + ε 2, X' 3, post-regularization 1; the step's rate
+    """15 FLOPs per element of X + 7: G', V' = α·V + (1−α)·G', H' = β·H + (1−β)·G'², X', (1−c')·X'"""
+    # per element: G' 2, V' 3, H' 4, √H' + ε 2, X' = X − R'·V'/(√H' + ε) 3, (1−c')·X' 1; the rate
     # R' = R·√(1 − β^T)/(1 − α^T): 2 powers, 2 subtractions, a root, a product and a quotient
     return Cost(flops=15 * _updated_elements(n, 4) + 7)
 

@@ -43,7 +43,8 @@ from onnxflops.counting.training import GradientFlow
 from onnxflops.counting.weights import ROUTED, WeightCredit, reads_routed_weights
 from onnxflops.dims import SYMBOL_MARK, is_symbolic
 from onnxflops.errors import OnnxFlopsError, Uncostable, first_line
-from onnxflops.graph import GraphView, NodeRow, TensorInfo, domain_key, holds_subgraph, is_standard_domain
+from onnxflops.graph import (GraphView, NodeRow, TensorInfo, domain_key, holds_subgraph,
+                             is_standard_domain, write_declared_shapes)
 from onnxflops.ops import CONCATENATIONS, SEQUENCE_OPS
 from onnxflops.results import NodeReport, Report, Totals, Uncosted
 
@@ -387,6 +388,9 @@ class _Counter:
                 inputs, values = _expansion_inputs(node)
                 body = local_function_model(node.proto, inputs, values, self.analyzed.model) \
                     if local else expansion_model(node.proto, node.opset, inputs, values)
+                if not local:  # what the body's inference cannot find (a Reduce of axes read
+                    # from data), its outputs' shapes as the node has them
+                    write_declared_shapes(body, _known_outputs(node))
                 weights = _weight_inputs(node, body_input_names(node.proto) if local
                                          else node.proto.input)
                 analyzed = _staged(body, canonical, local, weights)
@@ -553,7 +557,13 @@ def _expansion_key(node: Node) -> tuple:
             attribute_key(node.proto, node.opset),
             tuple(None if i is None else (i.dtype, i.shape) for i in inputs),
             tuple(None if v is None else v.tobytes() for v in values),
-            _constant_slots(node))
+            _constant_slots(node), tuple(_known_outputs(node).items()))
+
+
+def _known_outputs(node: Node) -> dict[str, tuple[int, ...]]:
+    """The node's outputs whose shapes are known, by name."""
+    return {name: info.shape for name in node.proto.output
+            if name and (info := node.scope.info(name)) is not None and info.concrete}
 
 
 def _constant_slots(node: Node) -> tuple[bool, ...]:
