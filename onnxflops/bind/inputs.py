@@ -105,7 +105,9 @@ def bind_inputs(model: onnx.ModelProto, inputs: Mapping[str, Shape] | None = Non
     """Return a copy of `model` whose inputs have the given concrete shapes; with `in_place`,
     `model` itself so changed (for a model the caller owns: copying a large graph takes time).
 
-    `batch` binds every symbolic or unknown leading dim. A dynamic dim left unbound is an error naming
+    `inputs` maps names to shapes; a sequence input's to a SequenceShape (its elements'), an
+    optional input's to its tensor's shape or None (no value). `batch` binds every symbolic or
+    unknown leading dim. A dynamic dim left unbound is an error naming
     the input and the dim, unless `allow_unbound` (symbolic counting) keeps it as a symbol: named
     by its dim_param, or `<input>_<axis>` where it has none (see symbolic.py).
     """
