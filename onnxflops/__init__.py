@@ -9,7 +9,7 @@ import sys
 from typing import Callable
 
 _PUBLIC = {
-    "count": "onnxflops.api",
+    "count": "onnxflops.api", "SequenceShape": "onnxflops.bind",
     "clear_caches": "onnxflops.caches",
     "CONVENTIONS": "onnxflops.costs.registry",
     "Cost": "onnxflops.costs", "register_rule": "onnxflops.costs",

@@ -45,7 +45,8 @@ def count(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
     `model` is an .onnx path or an onnx.ModelProto, or a framework model converted first (a
     keras.Model, a torch nn.Module, a .keras/.h5/.pt2 file, a SavedModel directory or a
     `package.module:factory` spec); for those, `inputs` are shapes or tensors, by input name or
-    in order, and `exporter` / `unsafe` are passed on (see onnxflops.sources.to_onnx).
+    in order, and `exporter` / `unsafe` are passed on (see onnxflops.sources.to_onnx). An ONNX
+    sequence input takes an onnxflops.SequenceShape, an optional one None for no value.
 
     `training`: also count the backward pass of a training step (`total.backward_flops`, ...).
     `symbolic`: dims left unbound stay symbols, and the counts are sympy formulas in them.

@@ -124,6 +124,31 @@ class TensorInfo:
         return is_float(self.dtype)
 
 
+class ValueInfo(TensorInfo):
+    """A value that is not a tensor (a sequence, an optional, a map): no dtype or shape of its
+    own, only its ONNX type, which inference reads as it is."""
+
+    __slots__ = ("type_proto",)
+
+    def __init__(self, name: str, type_proto: onnx.TypeProto):
+        super().__init__(name, 0, None)
+        self.type_proto = onnx.TypeProto()
+        self.type_proto.CopyFrom(type_proto)  # its own: the model's may be edited
+        self.type_key = ("value", type_proto.SerializeToString())
+
+    def renamed(self, name: str) -> "ValueInfo":
+        return ValueInfo(name, self.type_proto)
+
+
+def type_proto_of(info: TensorInfo) -> onnx.TypeProto:
+    """The ONNX type of a tensor or other value."""
+    if isinstance(info, ValueInfo):
+        copy = onnx.TypeProto()
+        copy.CopyFrom(info.type_proto)  # a copy: whoever takes it may edit it
+        return copy
+    return onnx.helper.make_tensor_type_proto(info.dtype, info.shape)
+
+
 def is_known(info: TensorInfo | None) -> bool:
     """Whether a tensor has a type whose every dim is a number or a symbolic formula."""
     return info is not None and info.known
@@ -135,7 +160,7 @@ def info_from_value_info(vi: onnx.ValueInfoProto) -> TensorInfo:
 
 def info_from_type(name: str, tp: onnx.TypeProto) -> TensorInfo:
     if not tp.HasField("tensor_type"):
-        return TensorInfo(name, 0, None)
+        return ValueInfo(name, tp) if tp.WhichOneof("value") else TensorInfo(name, 0, None)
     tt = tp.tensor_type
     if not tt.HasField("shape"):
         return TensorInfo(name, tt.elem_type, None)
@@ -143,6 +168,61 @@ def info_from_type(name: str, tp: onnx.TypeProto) -> TensorInfo:
         d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim
     )
     return TensorInfo(name, tt.elem_type, dims)
+
+
+# What binding knows that the bound model's types cannot say, for analysis to read: in the
+# model's metadata under these keys, as JSON. The shapes of the elements of each sequence input
+# (a sequence's length is no part of its type): {input: [element shape, ...]}. The shapes the
+# model declares for its outputs and intermediate tensors, which binding clears from their
+# types (inference finds them again from the bound inputs, where it can): {tensor: shape}.
+_SEQUENCE_INPUTS, _DECLARED_SHAPES = "onnxflops.sequence_inputs", "onnxflops.declared_shapes"
+
+
+def _write_note(model: onnx.ModelProto, key: str, value) -> None:
+    import json
+
+    kept = [p for p in model.metadata_props if p.key != key]
+    del model.metadata_props[:]
+    model.metadata_props.extend(kept)
+    entry = model.metadata_props.add()
+    entry.key, entry.value = key, json.dumps(value)
+
+
+def _read_note(model: onnx.ModelProto, key: str):
+    import json
+
+    entry = next((p.value for p in model.metadata_props if p.key == key), None)
+    return None if entry is None else json.loads(entry)
+
+
+def write_sequence_inputs(model: onnx.ModelProto, sequences: dict[str, list]) -> None:
+    _write_note(model, _SEQUENCE_INPUTS, {name: [list(shape) for shape in shapes]
+                                          for name, shapes in sequences.items()})
+
+
+def write_declared_shapes(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]]) -> None:
+    _write_note(model, _DECLARED_SHAPES, {name: list(shape) for name, shape in shapes.items()})
+
+
+def declared_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
+    """The shapes the model declares for its tensors, bound (write_declared_shapes), by name."""
+    return {name: tuple(shape) for name, shape in
+            (_read_note(model, _DECLARED_SHAPES) or {}).items()}
+
+
+def bound_sequences(model: onnx.ModelProto) -> dict[str, tuple["TensorInfo", ...]]:
+    """The elements' types of each sequence input bound (write_sequence_inputs), by name."""
+    entry = _read_note(model, _SEQUENCE_INPUTS)
+    if entry is None:
+        return {}
+    dtypes = {}
+    for vi in model.graph.input:
+        held = vi.type
+        while held.WhichOneof("value") in ("optional_type", "sequence_type"):
+            held = getattr(held, held.WhichOneof("value")).elem_type
+        dtypes[vi.name] = held.tensor_type.elem_type
+    return {name: tuple(TensorInfo("", dtypes.get(name, 0), tuple(shape)) for shape in shapes)
+            for name, shapes in entry.items()}
 
 
 def has_inline_data(t: onnx.TensorProto) -> bool:
@@ -409,6 +489,14 @@ class GraphView:
 
 def holds_subgraph(node: onnx.NodeProto) -> bool:
     return any(a.type in GRAPH_ATTRIBUTE_TYPES for a in node.attribute)
+
+
+def taken_branch(condition: np.ndarray | None) -> str | None:
+    """The branch of an If that runs, where its condition's value is known: 'then_branch' where
+    true, 'else_branch' where false; None where the condition is data (either may run)."""
+    if condition is None or np.size(condition) != 1:
+        return None
+    return "then_branch" if bool(np.asarray(condition).reshape(-1)[0]) else "else_branch"
 
 
 def bodies(node: onnx.NodeProto) -> list[onnx.GraphProto]:

@@ -65,7 +65,7 @@ LATER_INPUTS_NOT_DATA = frozenset({"ReduceMean", "CastLike"})
 SHAPE_KEEPING = frozenset((
     "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "Selu", "HardSigmoid", "HardSwish", "Gelu",
     "Softplus", "Clip", "Neg", "Abs", "Exp", "Log", "Sqrt", "Erf", "Reciprocal", "Identity", "Cast",
-    "Dropout", "Softmax", "LogSoftmax", "BatchNormalization", "InstanceNormalization",
+    "CastLike", "Dropout", "Softmax", "LogSoftmax", "BatchNormalization", "InstanceNormalization",
     "LayerNormalization", "LRN", "GroupNormalization"))
 # onnxruntime's contrib ops (com.microsoft) whose one output has their first input's shape.
 CONTRIB_SHAPE_KEEPING = frozenset((

@@ -62,3 +62,17 @@ def test_two_inputs_giving_one_named_dim_two_sizes_is_an_error():
 def test_a_misspelled_input_name_gets_the_closest_one():
     with pytest.raises(OnnxFlopsError, match=r"model has no input 'msk' \(did you mean 'mask'\?\)"):
         bind_inputs(token_inputs(), {"msk": (1, 128)})
+
+
+def test_a_dim_may_be_bound_to_zero():
+    # A model may run on an empty tensor: x 0x4 by W 4x3 is a 0x3 product of no MAC.
+    import onnxflops
+    from onnxflops.bind import parse_input_spec
+
+    assert parse_input_spec("x=0x4") == ("x", (0, 4))
+    m = model([node("MatMul", ["x", "w"], ["y"])], {"x": ["n", 4]}, [weight("w", (4, 3))])
+    report = onnxflops.count(m, {"x": (0, 4)})
+    assert report.total.macs == 0
+    assert report.nodes[0].output_shapes == [[0, 3]]
+    with pytest.raises(onnxflops.OnnxFlopsError, match=r"--batch: 0 is out of range \(1 to"):
+        onnxflops.count(m, batch=0)

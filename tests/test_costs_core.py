@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper
 
 import onnxflops
@@ -290,6 +291,43 @@ class TestControlFlow:
         assert entry.detail["then_branch"]["flops"] == 15
         assert entry.detail["else_branch"]["macs"] == 75
 
+    @staticmethod
+    def _if_on_size(size: int, then_nodes, else_nodes, weights):
+        """y = If(Size(x) == 4), x a float vector of `size` elements: the condition is known
+        once x is bound, as in the expanded AffineGrid (`Size(size) == 4`)."""
+        then = helper.make_graph(then_nodes, "then", [],
+                                 [helper.make_value_info(then_nodes[-1].output[0], onnx.TypeProto())])
+        other = helper.make_graph(else_nodes, "else", [],
+                                  [helper.make_value_info(else_nodes[-1].output[0], onnx.TypeProto())])
+        nodes = [node("Size", ["x"], ["n"]),
+                 node("Constant", [], ["four"], value=helper.make_tensor("", TensorProto.INT64, [], [4])),
+                 node("Equal", ["n", "four"], ["c"]),
+                 node("If", ["c"], ["y"], then_branch=then, else_branch=other)]
+        return model(nodes, {"x": [size]}, weights)
+
+    def test_if_of_a_known_condition_costs_the_branch_taken(self):
+        # x has 5 elements, so the else branch runs: x·W, W 5×3, 15 MACs. The then branch, a
+        # 5×100 product (500 MACs, the costlier), cannot run.
+        m = self._if_on_size(5, [node("MatMul", ["x", "wide"], ["t"])],
+                             [node("MatMul", ["x", "w"], ["e"])],
+                             [weight("wide", (5, 100)), weight("w", (5, 3))])
+        report = onnxflops.count(m)
+        assert report.total.macs == 15
+        assert report.nodes[-1].detail == {"branch": "else_branch"}
+
+    def test_if_of_a_known_condition_never_refuses_the_branch_that_cannot_run(self):
+        # The then branch splits x into parts of 4 and Size(x) − 4 (−1 for 5 elements) and
+        # reshapes it to 2×2: impossible for 5 elements, so it cannot run; the else branch, x·W
+        # (W 5×3, 15 MACs), does.
+        then = [node("Constant", [], ["parts"],
+                     value=helper.make_tensor("", TensorProto.INT64, [2], [4, -1])),
+                node("Split", ["x", "parts"], ["p", "q"]),
+                node("Reshape", ["x", "square"], ["t"])]
+        m = self._if_on_size(5, then, [node("MatMul", ["x", "w"], ["e"])],
+                             [weight("w", (5, 3)),
+                              weight("square", None, np.int64, [2, 2])])
+        assert onnxflops.count(m).total.macs == 15
+
     def test_scan_costs_body_times_sequence_length(self):
         body = helper.make_graph(
             [node("Add", ["s_in", "x_t"], ["s_out"]), node("Identity", ["s_out"], ["y_t"])],
@@ -421,3 +459,45 @@ def test_a_class_token_expanded_and_joined_to_the_activations_is_a_parameter():
     report = onnxflops.count(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
     assert report.total.params == 8 + 8 * 4
     assert report.total.macs == 2 * 4 * 8 * 4
+
+
+class TestOldOpsets:
+    @pytest.mark.parametrize("batch", [1, 2])
+    def test_scan_8_runs_its_body_per_batch_row_and_step(self, batch):
+        # Scan-8: sequence_lens left empty, a state [B, 2], scanned x [B, 3, 2]; the body adds
+        # each step's row to the state: 2 adds × 3 steps × B rows.
+        body = helper.make_graph(
+            [node("Add", ["s_in", "x_t"], ["s_out"]), node("Identity", ["s_out"], ["y_t"])],
+            "body",
+            [helper.make_tensor_value_info("s_in", TensorProto.FLOAT, [2]),
+             helper.make_tensor_value_info("x_t", TensorProto.FLOAT, [2])],
+            [helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [2]),
+             helper.make_tensor_value_info("y_t", TensorProto.FLOAT, [2])])
+        scan = node("Scan", ["", "s0", "xs"], ["s", "ys"], body=body, num_scan_inputs=1)
+        m = model([scan], {"s0": [batch, 2], "xs": [batch, 3, 2]}, outputs=["s", "ys"], opset=8)
+        report = onnxflops.count(m)
+        assert report.complete
+        assert report.total.flops == 2 * 3 * batch
+
+    def test_prelu_6_whose_later_body_refuses_its_slope_is_uncosted_not_refused(self):
+        # PRelu-6 takes a slope per channel (3 for x 2x3x4), which onnxruntime, having no PRelu-6
+        # kernel, never runs; ONNX's body (PRelu-16's) broadcasts it as numpy does, which fails.
+        m = model([node("PRelu", ["x", "slope"], ["y"])], {"x": [2, 3, 4]},
+                  [weight("slope", (3,))], opset=6)
+        with pytest.warns(onnxflops.UncostedWarning,
+                          match=r"function body of PRelu, by which it is costed, refuses"):
+            report = onnxflops.count(m)
+        assert not report.complete
+
+
+def test_a_reduction_of_an_empty_set_does_no_arithmetic():
+    # x 2x0x4 summed over axis 1 (keepdims): 8 outputs, each the identity 0, no add.
+    graph = helper.make_graph(
+        [node("ReduceSum", ["x", "axes"], ["y"], keepdims=1)], "empty",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 0, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [weight("axes", None, np.int64, [1])])
+    report = onnxflops.count(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+    assert report.complete
+    assert report.nodes[0].output_shapes == [[2, 1, 4]]
+    assert report.total.flops == 0

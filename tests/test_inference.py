@@ -172,3 +172,65 @@ def test_dims_inference_cannot_find_have_no_names_that_could_look_equal():
               outputs=["a", "b"], input_type=TensorProto.INT64)
     report = onnxflops.count(m)
     assert [n.output_shapes for n in report.nodes] == [[[None, 3]], [[None, 3]]]
+
+
+def _resize_to_given_sizes(declared):
+    """y = Resize(x, sizes) with x 1x1x4x4 and `sizes` a graph input (data: inference cannot
+    say the output's shape), then y·W, W 8x3; the model declares y as `declared`."""
+    nodes = [node("Resize", ["x", "", "", "sizes"], ["y"], mode="nearest"),
+             node("MatMul", ["y", "w"], ["z"])]
+    graph = helper.make_graph(
+        nodes, "resize", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4]),
+                          helper.make_tensor_value_info("sizes", TensorProto.INT64, [4])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)], [weight("w", (8, 3))],
+        value_info=[helper.make_tensor_value_info("y", TensorProto.FLOAT, declared)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def test_a_shape_inference_cannot_find_is_taken_as_the_model_declares_it():
+    # y declared 1x1x8x8: y·W is 1·1·8·8·3 = 192 MACs.
+    report = onnxflops.count(_resize_to_given_sizes([1, 1, 8, 8]))
+    assert report.complete
+    assert report.total.macs == 8 * 8 * 3
+    assert report.nodes[0].output_shapes == [[1, 1, 8, 8]]
+
+
+def test_a_declared_shape_that_contradicts_inference_is_refused():
+    # Resize keeps its input's rank (4): a declared rank-3 output contradicts it.
+    with pytest.raises(onnxflops.OnnxFlopsError,
+                       match=r"declares its output 'y' 1x8x8, but it is \?x\?x\?x\?"):
+        onnxflops.count(_resize_to_given_sizes([1, 8, 8]))
+
+
+def test_a_reduce_over_an_empty_axes_input_has_its_shape():
+    # An empty `axes` input (shape [0]) reduces every axis (noop_with_empty_axes=0): x 2x3x4 to
+    # 1x1x1, 24 − 1 = 23 adds; its value needs no data, there being none to read.
+    graph = helper.make_graph(
+        [node("ReduceSum", ["x", "axes"], ["y"], keepdims=1)], "reduce",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4]),
+         helper.make_tensor_value_info("axes", TensorProto.INT64, [0])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    report = onnxflops.count(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+    assert report.complete
+    assert report.nodes[0].output_shapes == [[1, 1, 1]]
+    assert report.total.flops == 2 * 3 * 4 - 1
+
+
+@pytest.mark.parametrize("op_type", ["ReduceL2", "ReduceLogSumExp"])
+def test_an_op_costed_by_its_body_takes_the_shape_declared_for_its_output(op_type):
+    # x 2x3x4 reduced over axes read from an input (data), the output declared 2x1x4: the body
+    # (a ReduceSum between shape-keeping ops) is costed as with the axes a constant, [1].
+    def reduce_model(axes_known: bool):
+        inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])]
+        if not axes_known:
+            inputs.append(helper.make_tensor_value_info("axes", TensorProto.INT64, [1]))
+        graph = helper.make_graph(
+            [node(op_type, ["x", "axes"], ["y"], keepdims=1)], "reduce", inputs,
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 1, 4])],
+            [weight("axes", None, np.int64, [1])] if axes_known else [])
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+    given = onnxflops.count(reduce_model(axes_known=False))
+    constant = onnxflops.count(reduce_model(axes_known=True))
+    assert given.complete
+    assert given.total.flops == constant.total.flops > 0

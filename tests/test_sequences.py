@@ -4,6 +4,7 @@ so the nodes after it are costed; a sequence's bytes are its elements'."""
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 
 import onnxflops
@@ -204,3 +205,69 @@ def test_sequence_at_under_symbolic_dims_takes_its_part(split, index, rows):
     # no sizes: one row each, kept as a dim of 1.
     assert not report.uncosted
     assert report.total.macs == batch * rows * D * OUT
+
+
+# Sequence and optional graph inputs: a sequence's length is no part of its type, so it is bound.
+
+def _sequence_input_model(nodes, weights=(), optional=False):
+    """A model whose input `s` is a sequence of float tensors of undeclared shape (or an
+    optional of one tensor, `optional`)."""
+    from onnx import TensorProto, helper
+
+    element = helper.make_tensor_type_proto(TensorProto.FLOAT, None)
+    kind = helper.make_optional_type_proto(element) if optional else \
+        helper.make_sequence_type_proto(element)
+    graph = helper.make_graph(nodes, "seq", [helper.make_value_info("s", kind)],
+                              [helper.make_value_info(nodes[-1].output[0], onnx.TypeProto())],
+                              list(weights))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def test_a_sequence_input_is_bound_by_length_and_element_shape():
+    # ConcatFromSequence stacks 3 elements of 1x2x2 into 3x2x2 (axis 0, new_axis 1 gives
+    # 3x1x2x2; axis 0 without it 3x2x2); x·W with W 2x4: 3·2·2·4 = 48 MACs.
+    m = _sequence_input_model([node("ConcatFromSequence", ["s"], ["c"], axis=0),
+                               node("MatMul", ["c", "w"], ["y"])], [weight("w", (2, 4))])
+    report = onnxflops.count(m, {"s": onnxflops.SequenceShape([(1, 2, 2)] * 3)})
+    assert report.complete
+    assert report.total.macs == 3 * 2 * 2 * 4
+    assert by_op(report)["ConcatFromSequence"].output_shapes == [[3, 2, 2]]
+
+
+def test_an_unbound_sequence_input_names_the_syntax():
+    m = _sequence_input_model([node("ConcatFromSequence", ["s"], ["c"], axis=0)])
+    with pytest.raises(onnxflops.OnnxFlopsError, match=r"--input s=seq\(LENGTH;DIMS\)"):
+        onnxflops.count(m)
+
+
+def test_sequence_map_runs_its_body_once_per_element():
+    # The body squares each element: 2x3 and 4x3 elements, 6 + 12 = 18 multiplies.
+    from onnx import TensorProto, helper
+
+    body = helper.make_graph([node("Mul", ["e", "e"], ["sq"])], "body",
+                             [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)],
+                             [helper.make_tensor_value_info("sq", TensorProto.FLOAT, None)])
+    m = _sequence_input_model([node("SequenceMap", ["s"], ["out"], body=body)])
+    report = onnxflops.count(m, {"s": onnxflops.SequenceShape([(2, 3), (4, 3)])})
+    assert report.complete
+    assert report.total.flops == 2 * 3 + 4 * 3
+
+
+def test_an_optional_input_is_bound_by_its_tensors_shape():
+    # OptionalGetElement of a 5x2 tensor, times W 2x3: 30 MACs.
+    m = _sequence_input_model([node("OptionalGetElement", ["s"], ["x"]),
+                               node("MatMul", ["x", "w"], ["y"])], [weight("w", (2, 3))],
+                              optional=True)
+    assert onnxflops.count(m, {"s": (5, 2)}).total.macs == 5 * 2 * 3
+    with pytest.raises(onnxflops.OnnxFlopsError, match="--input s=DIMS or --input s=none"):
+        onnxflops.count(m)
+
+
+def test_the_command_line_spells_a_sequence_and_no_value():
+    from onnxflops.bind import parse_input_spec
+
+    assert parse_input_spec("s=seq(3;1x2x2)") == ("s", onnxflops.SequenceShape([(1, 2, 2)] * 3))
+    assert parse_input_spec("s=seq(0;4)") == ("s", onnxflops.SequenceShape([]))
+    assert parse_input_spec("opt=none") == ("opt", None)
+    with pytest.raises(onnxflops.OnnxFlopsError, match=r"seq\(LENGTH;DIMS\)"):
+        parse_input_spec("s=seq(1x2)")

@@ -24,6 +24,7 @@ from onnxflops.analysis.inference import (
     small,
 )
 from onnxflops.analysis.ranges import scope_around
+from onnxflops.analysis.sequences import sequence_info
 from onnxflops.caches import memoized
 from onnxflops.errors import OnnxFlopsError, first_line
 from onnxflops.analysis.validity import check_structure
@@ -35,11 +36,13 @@ from onnxflops.analysis.symbolic import (
 from onnxflops.graph import (
     GraphView,
     TensorInfo,
+    bound_sequences,
     domain_key,
     free_names,
     holds_subgraph,
     info_from_value_info,
     is_known,
+    type_proto_of,
 )
 from onnxflops.ops import CHECKED_DOMAINS
 from onnxflops.load import opset_warnings
@@ -83,6 +86,13 @@ def analyze(model: onnx.ModelProto, *, owned: bool = False,
         analyzed = onnx.ModelProto()
         analyzed.CopyFrom(model)
     view = GraphView(analyzed.graph)
+    for name in _empty_inputs(view):  # no element to read: its value is known
+        info = view.info(name)
+        view.values[name] = np.zeros(info.shape, helper.tensor_dtype_to_np_dtype(info.dtype))
+    for name, elements in bound_sequences(analyzed).items():
+        view.sequences[name] = elements
+        if elements:
+            view.tensors[name] = sequence_info(name, elements)
     if validate:  # the top graph's nodes are checked against their schemas as they are typed
         check_structure(analyzed.graph, view.rows(), check_node=_schema_checker(model))
     typer = NodeTyper(view, analyzed, opsets, warnings, _function_outputs, _branch_types)
@@ -104,6 +114,17 @@ def analyze(model: onnx.ModelProto, *, owned: bool = False,
     if unknown_left and not analyzed.functions and _whole_model_types(analyzed, view):
         typer.type_graph()
     return AnalyzedModel(analyzed, view, opsets, warnings)
+
+
+def _empty_inputs(view: GraphView) -> list[str]:
+    """The graph's tensor inputs of no element (a Reduce's empty `axes`), of a numeric type."""
+    return [vi.name for vi in view.graph.input
+            if (info := view.info(vi.name)) is not None and info.concrete and info.numel == 0
+            and info.dtype in _EMPTY_VALUE_TYPES and vi.name not in view.initializers]
+
+
+_EMPTY_VALUE_TYPES = {onnx.TensorProto.INT64, onnx.TensorProto.INT32, onnx.TensorProto.FLOAT,
+                      onnx.TensorProto.BOOL}
 
 
 def _function_outputs(body: onnx.ModelProto) -> list[TensorInfo | None]:
@@ -226,7 +247,7 @@ def refine_subgraph(view: GraphView, opsets: dict[str, int]) -> None:
     # a formal input given a value (a Loop's trip number), read from this scope only: it shadows
     # any outer tensor of its name
     known.update({i.name: view.values[i.name] for i in body.input if i.name in view.values})
-    inputs = [onnx.helper.make_tensor_value_info(name, info.dtype, info.shape)
+    inputs = [onnx.helper.make_value_info(name, type_proto_of(info))
               for name in [i.name for i in body.input] + outer
               if known.get(name) is None and (info := view.info(name)) is not None]
     constants = list(body.initializer) + [numpy_helper.from_array(np.asarray(v), name=k)
@@ -238,8 +259,8 @@ def refine_subgraph(view: GraphView, opsets: dict[str, int]) -> None:
         refined = analyze(model, validate=False).graph
     produced = {o for n in body.node for o in n.output if o}
     for name in produced:
-        info = refined.info(name)
-        if info is not None and info.known and not (view.info(name) or info).known:
+        info, current = refined.info(name), view.info(name)
+        if info is not None and info.known and (current is None or not current.known):
             view.tensors[name] = info
         if name in refined.values:
             view.values[name] = refined.values[name]
@@ -284,7 +305,9 @@ def _evaluate_constants(view: GraphView, opsets: dict[str, int],
             numpy_lacks.append(node)
     if numpy_lacks:
         values.update(_reference_values(numpy_lacks, values, opsets, warnings))
-    return {name: values[name] for name in produced if name in values}
+    # a sequence's value (SequenceEmpty's) is not held: it is typed by its elements
+    return {name: values[name] for name in produced
+            if isinstance(values.get(name), np.ndarray) and view.sequence(name) is None}
 
 
 def _reference_values(nodes: list[onnx.NodeProto], known: dict[str, np.ndarray],

@@ -21,7 +21,7 @@ import onnx
 
 from onnxflops.analysis.ranges import value_range
 from onnxflops.analysis.sequences import axis_from_front
-from onnxflops.graph import GraphView, NodeRow, TensorInfo
+from onnxflops.graph import GraphView, NodeRow, TensorInfo, is_known, taken_branch
 
 _INT64 = onnx.TensorProto.INT64
 # A bound of more elements is no size a run meets: the range found was too wide to use.
@@ -60,14 +60,23 @@ BranchTypes = Callable[[onnx.GraphProto], list[tuple[TensorInfo | None, str | No
 
 
 def bound_branches(view: GraphView, row: NodeRow, branch_types: BranchTypes) -> bool:
-    """Type an If's unknown outputs as the larger of its branches' (the condition is data); True
-    where it typed some. `branch_types(body)`: the branch's output types, analysed in scope."""
+    """Type an If's unknown outputs as its taken branch's where the condition is known, else as
+    the larger of its branches' (the condition is data); True where it typed some.
+    `branch_types(body)`: the branch's output types, analysed in scope."""
     branches = {a.name: a.g for a in row.proto.attribute if a.type == onnx.AttributeProto.GRAPH}
     then, other = branches.get("then_branch"), branches.get("else_branch")
     if then is None or other is None or len(then.output) != len(other.output):
         return False
+    if all(not name or is_known(view.info(name)) for name in row.outputs):
+        return False
+    taken = taken_branch(view.value(row.inputs[0])) if row.inputs else None
+    if taken is not None:  # the other branch cannot run: only this one is analysed
+        runs = branch_types(branches[taken])
+        pairs = zip(runs, runs)
+    else:
+        pairs = zip(branch_types(then), branch_types(other))
     typed = False
-    for name, a, b in zip(row.outputs, branch_types(then), branch_types(other)):
+    for name, (a, b) in zip(row.outputs, pairs):
         info = view.info(name) if name else None
         if not name or info is not None and info.known or a[0] is None or b[0] is None:
             continue

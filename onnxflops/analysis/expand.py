@@ -17,7 +17,7 @@ from onnx import numpy_helper
 
 from onnxflops.caches import memoized
 from onnxflops.errors import Uncostable
-from onnxflops.graph import GRAPH_ATTRIBUTE_TYPES, TensorInfo, domain_key
+from onnxflops.graph import GRAPH_ATTRIBUTE_TYPES, TensorInfo, domain_key, type_proto_of
 from onnxflops.ops import ELEMENTWISE
 
 _LOCAL_DOMAIN = "onnxflops.expansion"
@@ -265,4 +265,4 @@ def _pick(versions, opset: int) -> int:
 def _type_proto(info: TensorInfo | None) -> onnx.TypeProto:
     if info is None:
         return onnx.TypeProto()
-    return onnx.helper.make_tensor_type_proto(info.dtype, info.shape)
+    return type_proto_of(info)

@@ -44,6 +44,7 @@ from onnxflops.graph import (
     NodeRow,
     TensorInfo,
     bodies,
+    declared_shapes,
     domain_key,
     format_shape,
     free_names,
@@ -52,6 +53,8 @@ from onnxflops.graph import (
     is_float,
     is_known,
     is_symbolic,
+    taken_branch,
+    type_proto_of,
 )
 from onnxflops.load.schema import check_schema, checker_context, node_label, unknown_op
 from onnxflops.ops import (
@@ -59,6 +62,7 @@ from onnxflops.ops import (
     HOLDS_SUBGRAPHS,
     SEQUENCE_OPS,
     SHAPE_FROM_VALUES,
+    SHAPE_KEEPING,
     SHAPE_READERS,
     TRACE_COPIES,
 )
@@ -172,6 +176,8 @@ class NodeTyper:
         self.kind_numbers = itertools.count()
         self.schemas: dict[tuple, defs.OpSchema | None] = {}
         self.refusal_as_written: str | None = None  # whole-model inference's, once asked
+        # The shapes the model declares, for what inference cannot find (write_declared_shapes).
+        self.declared = _with_implied(declared_shapes(model), view) if view.parent is None else {}
 
     def type_graph(self) -> bool:
         """Type every node's outputs where they are unknown, and mark and evaluate constants.
@@ -211,7 +217,26 @@ class NodeTyper:
                 and bound_branches(self.view, row,
                                    lambda body: self.branch_types(self.view, body, self.opsets)):
             return all(is_known(lookup(name)) for name in outputs if name)
+        if not typed and self.declared:
+            return self._type_declared(row, lookup)
         return typed
+
+    def _type_declared(self, row: NodeRow, lookup: Callable[[str], TensorInfo | None]) -> bool:
+        """Type the outputs inference left unknown as the model declares them (a Resize to sizes
+        read from an input, whose output the model states), checked against what inference
+        found of them (rank, dims, element type). True where every output is typed."""
+        for name in row.outputs:
+            info = lookup(name) if name else None
+            stated = self.declared.get(name)
+            if stated is None or is_known(info) or info is None or not info.dtype:
+                continue
+            if info.shape is not None and (len(info.shape) != len(stated) or any(
+                    isinstance(d, int) and d != s for d, s in zip(info.shape, stated))):
+                raise OnnxFlopsError(f"node {node_label(row)}: the model declares its output "
+                                     f"'{name}' {format_shape(stated)}, but it is "
+                                     f"{format_shape(info.shape)}")
+            self.view.tensors[name] = TensorInfo(name, info.dtype, stated)
+        return all(is_known(lookup(name)) for name in row.outputs if name)
 
     def _type_inferred(self, position: int, row: NodeRow,
                        lookup: Callable[[str], TensorInfo | None]) -> bool:
@@ -327,8 +352,7 @@ class NodeTyper:
         schema = self._schema(op_type, domain)
         if schema is None:
             return unknown  # an op ONNX does not know: the counter reports it
-        types = {name: helper.make_tensor_type_proto(info.dtype, info.shape)
-                 for name, info in zip(inputs, infos) if name}
+        types = {name: type_proto_of(info) for name, info in zip(inputs, infos) if name}
         values = {name: numpy_helper.from_array(np.asarray(value), name)
                   for name, value in zip(inputs, data) if value is not None}
         try:
@@ -407,12 +431,19 @@ class NodeTyper:
         return self.schemas[key]
 
     def _infer_with_bodies(self, row: NodeRow) -> Outputs:
-        """A node with subgraphs, inferred as a one-node model; it takes its inferred bodies."""
+        """A node with subgraphs, inferred as a one-node model; it takes its inferred bodies.
+        An If whose condition is known is left to its taken branch's analysis (bound_branches):
+        ONNX's inference would read the branch that cannot run too, whose shapes may contradict
+        themselves (a Split into a negative part: the expanded AffineGrid's 2-D branch given a
+        3-D size)."""
         proto, op_type, domain, inputs, outputs = row
         view = self.view
+        if op_type == "If" and not domain and inputs \
+                and taken_branch(view.value(inputs[0])) is not None:
+            return [None] * len(outputs)
         read = sorted({i for i in inputs if i}.union(*map(free_names, bodies(proto))))
         values = {name: view.value(name) for name in read}
-        given = [helper.make_tensor_value_info(name, info.dtype, info.shape) for name in read
+        given = [helper.make_value_info(name, type_proto_of(info)) for name in read
                  if values[name] is None and (info := view.info(name)) is not None]
         constants = [numpy_helper.from_array(np.asarray(value), name)
                      for name, value in values.items() if value is not None]
@@ -481,10 +512,25 @@ class NodeTyper:
             value = evaluate([proto], feeds, self.opsets.get("", 0))[outputs[0]]
         except Exception:  # noqa: BLE001 - an op numpy does not cover, or one it cannot run as given
             return  # shapes.analyze evaluates what is left with onnx's reference evaluator
+        if not isinstance(value, np.ndarray) or view.sequence(outputs[0]) is not None:
+            return  # a sequence (SequenceEmpty's): typed by its elements, not held as a value
         view.values[outputs[0]] = value
         if not is_known(view.info(outputs[0])):
             view.tensors[outputs[0]] = TensorInfo(
                 outputs[0], helper.np_dtype_to_tensor_dtype(value.dtype), value.shape)
+
+
+def _with_implied(declared: dict[str, tuple], view: GraphView) -> dict[str, tuple]:
+    """The declared shapes, and those they imply: the input of an op that keeps its input's
+    shape (a Sqrt after a ReduceSum of axes read from data) has its declared output's."""
+    if not declared:
+        return declared
+    implied = dict(declared)
+    for row in reversed(view.rows()):
+        if row.op_type in SHAPE_KEEPING and not row.domain and row.inputs and row.outputs \
+                and row.outputs[0] in implied and row.inputs[0]:
+            implied.setdefault(row.inputs[0], implied[row.outputs[0]])
+    return implied
 
 
 def _long_integer_vector(vi: onnx.ValueInfoProto) -> bool:

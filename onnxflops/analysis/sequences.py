@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from onnxflops.graph import MAX_VALUE_ELEMENTS, GraphView, NodeRow, TensorInfo
+from onnxflops.graph import MAX_VALUE_ELEMENTS, GraphView, NodeRow, TensorInfo, ValueInfo
 
 
 Elements = tuple[TensorInfo, ...]
@@ -39,11 +39,22 @@ def type_sequence_op(view: GraphView, row: NodeRow) -> bool:
             view.values[out] = np.array(len(view.sequences[inputs[0]]), dtype=np.int64)
     else:
         view.sequences[out] = typed
+        if typed or op_type == "SequenceEmpty":
+            view.tensors[out] = sequence_info(out, typed, attrs.get("dtype", onnx.TensorProto.FLOAT))
         if op_type == "SplitToSequence" and len(inputs) > 1 and inputs[1] \
                 and view.value(inputs[1]) is None:
             view.routed[out] = (f"{len(typed)} parts whose sizes are data (a router's tokens per "
                                 "expert), typed as even shares of the axis they split")
     return True
+
+
+def sequence_info(name: str, elements: Elements, dtype: int | None = None) -> ValueInfo:
+    """A sequence's type as ONNX writes it: its elements' dtype (`dtype` where it has none),
+    and their shape where alike."""
+    shapes = {e.shape for e in elements}
+    element = onnx.helper.make_tensor_type_proto(elements[0].dtype if elements else dtype,
+                                                 next(iter(shapes)) if len(shapes) == 1 else None)
+    return ValueInfo(name, onnx.helper.make_sequence_type_proto(element))
 
 
 def sequence_bytes(view: GraphView, row: NodeRow) -> tuple[int, int]:

@@ -10,17 +10,18 @@ import onnx
 
 from onnxflops.dims import INT64_MAX, SYMBOL_MARK, format_shape, symbol_name
 from onnxflops.errors import OnnxFlopsError, did_you_mean
-from onnxflops.graph import info_from_value_info, is_standard_domain
+from onnxflops.graph import is_standard_domain, write_declared_shapes, write_sequence_inputs
 
 Shape = Sequence[int]
 
 
-def checked_dim(value, what: str) -> int:
-    """`value` as a dim: a whole number from 1 to 2^63-1; else an error naming `what`."""
+def checked_dim(value, what: str, smallest: int = 1) -> int:
+    """`value` as a dim: a whole number from `smallest` to 2^63-1; else an error naming `what`.
+    An input's dim may be 0 (a model may run on an empty tensor); a batch is 1 at least."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise OnnxFlopsError(f"{what}: {value!r} is not a whole number")
-    if not 1 <= value <= INT64_MAX:
-        raise OnnxFlopsError(f"{what}: {value} is out of range (1 to 2^63-1)")
+    if not smallest <= value <= INT64_MAX:
+        raise OnnxFlopsError(f"{what}: {value} is out of range ({smallest} to 2^63-1)")
     return int(value)
 
 _SHAPE = re.compile(r"^\d+(x\d+)*$")
@@ -38,16 +39,43 @@ class TypedShape(tuple):
         return shape
 
 
+class SequenceShape(tuple):
+    """The shapes of a sequence input's elements, in order: `SequenceShape([(1, 2, 2)] * 3)`,
+    on the command line `--input x=seq(3;1x2x2)` (3 elements of shape 1x2x2). A sequence's
+    length is not part of its type: the count of the ops that read it needs it bound."""
+
+    def __new__(cls, elements: Iterable[Iterable[int]]):
+        if isinstance(elements, (str, bytes)) or not isinstance(elements, Iterable):
+            raise OnnxFlopsError(f"a sequence's shapes: expected a list of shapes, not "
+                                 f"{elements!r}")
+        return super().__new__(cls, (tuple(e) if isinstance(e, Iterable) else e
+                                     for e in elements))
+
+
+# What binds an optional input to no value (Python: None): `--input x=none`.
+_NO_VALUE = "none"
+_SEQUENCE = re.compile(r"^seq\((\d+);([^()]*)\)$")
+
 _DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64")
 
 
 def parse_input_spec(spec: str) -> tuple[str, tuple[int, ...]]:
     """'NAME=1x3x224x224' → ('NAME', (1, 3, 224, 224)); a scalar is 'NAME=scalar';
-    'NAME=1x128:int64' gives a TypedShape."""
+    'NAME=1x128:int64' gives a TypedShape; 'NAME=seq(3;1x2x2)' a SequenceShape of 3 elements
+    of shape 1x2x2; 'NAME=none' an optional input holding no value (None)."""
     name, sep, dims = spec.rpartition("=")
     if not sep or not name:
         raise OnnxFlopsError(f"--input '{spec}': expected NAME=DIMS[:DTYPE], e.g. "
                              "input=1x3x224x224 or input_ids=1x128:int64")
+    if dims.strip().lower() == _NO_VALUE:
+        return name, None
+    sequence = _SEQUENCE.match(dims.strip().lower().replace(" ", ""))
+    if sequence:
+        length, element = sequence.groups()
+        return name, SequenceShape([parse_input_spec(f"{name}={element}")[1]] * int(length))
+    if dims.strip().lower().startswith("seq"):
+        raise OnnxFlopsError(f"--input '{spec}': a sequence is seq(LENGTH;DIMS), e.g. "
+                             f"{name}=seq(3;1x2x2)")
     dims, _, dtype = dims.partition(":")
     if dtype:
         if dtype.strip().lower() not in _DTYPES:
@@ -59,9 +87,10 @@ def parse_input_spec(spec: str) -> tuple[str, tuple[int, ...]]:
     if dims == "scalar":
         return name, ()
     if not _SHAPE.match(dims):
-        raise OnnxFlopsError(f"--input '{spec}': malformed shape '{dims}', expected positive integers "
+        raise OnnxFlopsError(f"--input '{spec}': malformed shape '{dims}', expected whole numbers "
                              "joined by 'x', e.g. 1x3x224x224")
-    return name, tuple(checked_dim(int(d), f"--input '{spec}'") for d in dims.split("x"))
+    return name, tuple(checked_dim(int(d), f"--input '{spec}'", smallest=0)
+                       for d in dims.split("x"))
 
 
 def real_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
@@ -76,7 +105,9 @@ def bind_inputs(model: onnx.ModelProto, inputs: Mapping[str, Shape] | None = Non
     """Return a copy of `model` whose inputs have the given concrete shapes; with `in_place`,
     `model` itself so changed (for a model the caller owns: copying a large graph takes time).
 
-    `batch` binds every symbolic or unknown leading dim. A dynamic dim left unbound is an error naming
+    `inputs` maps names to shapes; a sequence input's to a SequenceShape (its elements'), an
+    optional input's to its tensor's shape or None (no value). `batch` binds every symbolic or
+    unknown leading dim. A dynamic dim left unbound is an error naming
     the input and the dim, unless `allow_unbound` (symbolic counting) keeps it as a symbol: named
     by its dim_param, or `<input>_<axis>` where it has none (see symbolic.py).
     """
@@ -94,25 +125,45 @@ def bind_inputs(model: onnx.ModelProto, inputs: Mapping[str, Shape] | None = Non
         checked_dim(batch, "--batch")
 
     # Every shape is resolved before any is set: an error leaves `model` as it was.
-    declared = {vi.name: info_from_value_info(vi).shape for vi in graph_inputs}
-    given = {name: _given(name, declared[name], shape) for name, shape in inputs.items()}
-    named = _named_dims(declared, given)
+    kinds = {vi.name: _kind(vi.type) for vi in graph_inputs}
+    declared = {vi.name: _declared_shape(vi.type) for vi in graph_inputs}
+    given = {name: _given_value(name, kinds[name], declared[name], shape)
+             for name, shape in inputs.items()}
+    named = _named_dims(declared, {name: shape for name, shape in given.items()
+                                   if kinds[name] in ("tensor", "optional")
+                                   and shape is not None})
     shapes = {name: given[name] if name in given else
-              _resolve(name, _with_named(shape, named), batch, allow_unbound)
+              _resolve(name, kinds[name], _with_named(shape, named), batch, allow_unbound)
               for name, shape in declared.items()}
     bound = model
     if not in_place:
         bound = onnx.ModelProto()
         bound.CopyFrom(model)
+    sequences = {}
     for vi in bound.graph.input:
-        if shapes.get(vi.name) is not None:
-            _set_shape(vi, shapes[vi.name])
+        shape = shapes.get(vi.name)
+        if isinstance(shape, SequenceShape):
+            sequences[vi.name] = shape
+            alike = set(shape)
+            _set_shape(vi, next(iter(alike)) if len(alike) == 1 else None)
+        elif shape is not None:
+            _set_shape(vi, shape)
+    if sequences:
+        write_sequence_inputs(bound, sequences)
     # Shapes the exporter recorded for intermediate tensors may still carry the old symbols, and
     # inference finds them again from the bound inputs; but not those of custom ops, which only
     # the model declares: they are kept, their named dims bound as the inputs' are.
     # Their element types stay: onnxruntime refuses a node that writes another (validity.py).
-    custom = _declared_custom_outputs(bound, _bound_names(declared, shapes))
+    bound_names = _bound_names(declared, shapes)
+    custom = _declared_custom_outputs(bound, bound_names)
     written = {o for n in bound.graph.node for o in n.output}
+    # What the model declares, where every dim is fixed or named by a bound input, for the
+    # tensors whose shapes inference cannot find (a Resize to sizes read from an input).
+    stated = {vi.name: shape for vi in [*bound.graph.value_info, *bound.graph.output]
+              if vi.name in written and vi.name not in custom
+              and (shape := _stated_shape(vi, bound_names)) is not None}
+    if stated:
+        write_declared_shapes(bound, stated)
     element_types = [_element_type_only(vi) for vi in bound.graph.value_info
                      if vi.type.tensor_type.elem_type and vi.name in written
                      and vi.name not in custom]
@@ -125,8 +176,74 @@ def bind_inputs(model: onnx.ModelProto, inputs: Mapping[str, Shape] | None = Non
     return bound
 
 
+def _stated_shape(vi: onnx.ValueInfoProto, named: Mapping[str, int]) -> tuple | None:
+    """The shape a tensor's declaration gives, its named dims bound by `named`; None where a
+    dim is left open."""
+    tensor = vi.type.tensor_type
+    if not vi.type.HasField("tensor_type") or not tensor.HasField("shape"):
+        return None
+    dims = [d.dim_value if d.HasField("dim_value") else named.get(d.dim_param)
+            for d in tensor.shape.dim]
+    return tuple(dims) if all(isinstance(d, int) for d in dims) else None
+
+
 def _element_type_only(vi: onnx.ValueInfoProto) -> onnx.ValueInfoProto:
     return onnx.helper.make_tensor_value_info(vi.name, vi.type.tensor_type.elem_type, None)
+
+
+def _kind(type_proto: onnx.TypeProto) -> str:
+    """'tensor', 'sequence' (of tensors), 'optional' (of a tensor), 'optional sequence', or
+    'other' (a map, a sparse tensor): what an input holds, for binding it."""
+    which = type_proto.WhichOneof("value")
+    if which == "optional_type":
+        inner = _kind(type_proto.optional_type.elem_type)
+        return {"tensor": "optional", "sequence": "optional sequence"}.get(inner, "other")
+    if which == "sequence_type":
+        return "sequence" if _kind(type_proto.sequence_type.elem_type) == "tensor" else "other"
+    return "tensor" if which in ("tensor_type", None) else "other"
+
+
+def _held_tensor(type_proto: onnx.TypeProto) -> onnx.TypeProto.Tensor | None:
+    """The type of the tensors an input holds: its own, its sequence's elements', its
+    optional's."""
+    which = type_proto.WhichOneof("value")
+    if which == "optional_type":
+        return _held_tensor(type_proto.optional_type.elem_type)
+    if which == "sequence_type":
+        return _held_tensor(type_proto.sequence_type.elem_type)
+    return type_proto.tensor_type if which in ("tensor_type", None) else None
+
+
+def _declared_shape(type_proto: onnx.TypeProto) -> tuple | None:
+    """The shape the model declares of the tensors an input holds (a sequence's elements)."""
+    held = _held_tensor(type_proto)
+    if held is None or not held.HasField("shape"):
+        return None
+    return tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                 for d in held.shape.dim)
+
+
+def _given_value(name: str, kind: str, declared: tuple | None, given) -> tuple | None:
+    """What is given for input `name` (a shape, a SequenceShape, None: no value), checked
+    against what it holds and the shape the model declares."""
+    if given is None:
+        if not kind.startswith("optional"):
+            raise OnnxFlopsError(f"input '{name}': only an optional input can be bound to no "
+                                 f"value ({_NO_VALUE}); it holds a {kind}")
+        return None
+    if kind.endswith("sequence"):
+        if not isinstance(given, SequenceShape):
+            raise OnnxFlopsError(f"input '{name}' is a sequence: bind its elements' shapes "
+                                 f"with --input {name}=seq(LENGTH;DIMS)")
+        return SequenceShape(_given(f"{name}[{i}]", declared, shape)
+                             for i, shape in enumerate(given))
+    if isinstance(given, SequenceShape):
+        raise OnnxFlopsError(f"input '{name}' holds a {kind}, not a sequence: bind it with "
+                             f"--input {name}=DIMS")
+    if kind == "other":
+        raise OnnxFlopsError(f"input '{name}' is neither a tensor nor a sequence or optional "
+                             "of tensors: it cannot be bound")
+    return _given(name, declared, given)
 
 
 def _given(name: str, declared: tuple | None, given: Shape) -> tuple:
@@ -134,7 +251,7 @@ def _given(name: str, declared: tuple | None, given: Shape) -> tuple:
     if isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
         raise OnnxFlopsError(f"input '{name}': expected a shape (a sequence of dims), "
                              f"not {given!r}")
-    given = tuple(checked_dim(d, f"input '{name}'") for d in given)
+    given = tuple(checked_dim(d, f"input '{name}'", smallest=0) for d in given)
     if declared is not None:
         if len(declared) != len(given):
             raise OnnxFlopsError(f"input '{name}': given shape {format_shape(given)} has rank "
@@ -169,12 +286,22 @@ def _with_named(declared: tuple | None, named: Mapping[str, int]) -> tuple | Non
     return tuple(named.get(d, d) if isinstance(d, str) else d for d in declared)
 
 
-def _resolve(name: str, declared: tuple | None, batch: int | None,
+def _resolve(name: str, kind: str, declared: tuple | None, batch: int | None,
              allow_unbound: bool) -> tuple | None:
+    if kind.endswith("sequence"):
+        if allow_unbound:
+            return None
+        # its length is no part of its type: only the user can say it
+        none = f" or --input {name}={_NO_VALUE}" if kind.startswith("optional") else ""
+        dims = "x".join(str(d) if _is_fixed(d) else "N" for d in declared or ()) or "DIMS"
+        raise OnnxFlopsError(f"input '{name}' is a sequence: bind its length and its elements' "
+                             f"shape with --input {name}=seq(LENGTH;{dims}){none}")
     if declared is None:
         if allow_unbound:
             return None
-        raise OnnxFlopsError(f"input '{name}' has no declared shape: bind it with --input {name}=DIMS")
+        none = f" or --input {name}={_NO_VALUE}" if kind == "optional" else ""
+        raise OnnxFlopsError(f"input '{name}' has no declared shape: bind it with --input "
+                             f"{name}=DIMS{none}")
     shape = list(declared)
     if batch is not None and shape and not _is_fixed(shape[0]):
         shape[0] = batch
@@ -229,9 +356,12 @@ def _is_fixed(d) -> bool:
     return isinstance(d, int) and d >= 0
 
 
-def _set_shape(vi: onnx.ValueInfoProto, shape: Iterable) -> None:
-    tt = vi.type.tensor_type
+def _set_shape(vi: onnx.ValueInfoProto, shape: Iterable | None) -> None:
+    """Give the tensors input `vi` holds this shape (None: a sequence's elements, unlike)."""
+    tt = _held_tensor(vi.type)
     tt.ClearField("shape")
+    if shape is None:
+        return
     tt.shape.SetInParent()
     for d in shape:
         dim = tt.shape.dim.add()

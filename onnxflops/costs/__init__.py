@@ -11,6 +11,7 @@ from typing import Callable, Mapping
 
 from onnxflops.costs import (  # noqa: F401  (imported for their registrations)
     activation,
+    attention,
     contraction,
     contrib,
     control_flow,
@@ -21,6 +22,7 @@ from onnxflops.costs import (  # noqa: F401  (imported for their registrations)
     linalg,
     ml,
     normalization,
+    optimizers,
     pooling,
     quantization,
     recurrent,

@@ -10,7 +10,7 @@ import onnx
 from onnxflops.costs.node import Node
 from onnxflops.costs.registry import CONTROL_FLOW, Cost, Grads, backward, rule
 from onnxflops.errors import Uncostable
-from onnxflops.graph import INT64_MAX, TensorInfo
+from onnxflops.graph import INT64_MAX, TensorInfo, taken_branch
 
 
 @rule("Loop", category=CONTROL_FLOW)
@@ -72,7 +72,9 @@ def loop_backward(n: Node, grads: Grads) -> Cost:
 
 @rule("Scan", category=CONTROL_FLOW)
 def scan(n: Node) -> Cost:
-    """cost(body) × length of the scanned axis"""
+    """cost(body) × length of the scanned axis (× batch before opset 9)"""
+    if n.opset < 9:
+        return _batched_scan(n)
     scanned = n.attr("num_scan_inputs")
     if not 0 < scanned <= n.num_inputs:  # checked before anything is made `scanned` long
         raise Uncostable(f"num_scan_inputs is {scanned}, but the node has {n.num_inputs} inputs")
@@ -92,6 +94,25 @@ def scan(n: Node) -> Cost:
     return replace(body.scaled(iterations), detail={"iterations": iterations})
 
 
+def _batched_scan(n: Node) -> Cost:
+    """Scan-8: inputs sequence_lens (optional), states [B, ...], scanned [B, T, ...]; the body
+    runs per batch row and step on the rows' slices: cost(body) × B × T, T the full length (the
+    longest a sequence_lens allows)."""
+    scanned = n.attr("num_scan_inputs")
+    states = n.num_inputs - 1 - scanned
+    if not 0 < scanned or states < 0:
+        raise Uncostable(f"num_scan_inputs is {scanned}, but the node has {n.num_inputs} inputs")
+    first = n.input(1 + states)
+    if first.rank < 2:
+        raise Uncostable("Scan-8's scanned inputs have a batch and a sequence axis")
+    batch, steps = first.dims[:2]
+    slices = [TensorInfo("", n.input(1 + i).dtype, n.input(1 + i).dims[1:]) for i in range(states)]
+    slices += [TensorInfo("", x.dtype, x.dims[2:])
+               for x in (n.input(1 + states + i) for i in range(scanned))]
+    body = n.subgraph_cost("body", slices)
+    return replace(body.scaled(batch * steps), detail={"iterations": steps, "batch": batch})
+
+
 @backward("Scan")
 def scan_backward(n: Node, grads: Grads) -> Cost:
     """backward of the body × iterations; states carry a gradient, scanned inputs as the model's"""
@@ -104,7 +125,11 @@ def scan_backward(n: Node, grads: Grads) -> Cost:
 
 @rule("If", category=CONTROL_FLOW)
 def if_(n: Node) -> Cost:
-    """the more expensive branch (both are in the node's detail)"""
+    """cost(branch taken) where the condition is known; else the more expensive branch (both
+    are in the node's detail)"""
+    taken = taken_branch(n.value(0))
+    if taken is not None:  # the other cannot run: neither analysed nor costed
+        return replace(n.subgraph_cost(taken, []), detail={"branch": taken})
     then, other = n.subgraph_cost("then_branch", []), n.subgraph_cost("else_branch", [])
     worst = _costlier(then, other)
     return replace(worst, detail={"then_branch": _summary(then), "else_branch": _summary(other)})
@@ -112,8 +137,11 @@ def if_(n: Node) -> Cost:
 
 @backward("If")
 def if_backward(n: Node, grads: Grads) -> Cost:
-    """the more expensive of the two branches' backward"""
-    branches = [n.subgraph_backward(b, frozenset()) for b in ("then_branch", "else_branch")]
+    """backward of the branch taken where the condition is known; else the more expensive of
+    the two branches' backward"""
+    taken = taken_branch(n.value(0))
+    branches = [n.subgraph_backward(b, frozenset())
+                for b in ([taken] if taken else ("then_branch", "else_branch"))]
     return _costlier(*branches)
 
 
@@ -128,6 +156,18 @@ def _summary(c: Cost) -> dict:
 
 @rule("SequenceMap", category=CONTROL_FLOW)
 def sequence_map(n: Node) -> Cost:
-    """cost(body) × sequence length: uncostable, a sequence's length is not part of its type"""
-    raise Uncostable("SequenceMap runs its body once per sequence element, and the length of a "
-                     "sequence is not known before run time")
+    """Σ over the sequence's elements i of cost(body on element i of each sequence input)"""
+    sequences = {i: n.scope.sequence(n.proto.input[i]) for i in range(n.num_inputs)
+                 if n.scope.sequence(n.proto.input[i]) is not None}
+    if 0 not in sequences:
+        raise Uncostable("SequenceMap runs its body once per sequence element, and the length of "
+                         "its sequence is not known: bind it (--input NAME=seq(LENGTH;DIMS))")
+    length = len(sequences[0])
+    if any(len(elements) != length for elements in sequences.values()):
+        raise Uncostable("SequenceMap's sequences differ in length")
+    total = Cost()
+    for i in range(length):
+        inputs = [sequences[k][i] if k in sequences else n.input_or_none(k)
+                  for k in range(n.num_inputs)]
+        total = total + n.subgraph_cost("body", inputs)
+    return replace(total, detail={"iterations": length})

@@ -8,14 +8,16 @@ from onnxflops.costs.registry import REDUCTION, ZERO, Cost, Grads, backward, rul
 
 
 def reduced(n: Node, extra_per_output: int = 0) -> Cost:
-    work = n.input(0).numel - n.output().numel + extra_per_output * n.output().numel
+    elements, outputs = n.input(0).numel, n.output().numel
+    # an empty set reduces to the identity (0 for a sum), written without arithmetic
+    work = (elements - outputs if elements != 0 else 0) + extra_per_output * outputs
     return Cost(flops=work) if n.input(0).is_float else Cost(int_ops=work)
 
 
 @rule(["ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ArgMax", "ArgMin"],
       category=REDUCTION)
 def reduce(n: Node) -> Cost:
-    """numel(X) − numel(Y): k − 1 operations to reduce k elements to one"""
+    """numel(X) − numel(Y): k − 1 operations to reduce k elements to one (none from an empty X)"""
     return reduced(n)
 
 

@@ -42,8 +42,9 @@ from onnxflops.costs import (
 from onnxflops.counting.training import GradientFlow
 from onnxflops.counting.weights import ROUTED, WeightCredit, reads_routed_weights
 from onnxflops.dims import SYMBOL_MARK, is_symbolic
-from onnxflops.errors import Uncostable, first_line
-from onnxflops.graph import GraphView, NodeRow, TensorInfo, domain_key, holds_subgraph
+from onnxflops.errors import OnnxFlopsError, Uncostable, first_line
+from onnxflops.graph import (GraphView, NodeRow, TensorInfo, domain_key, holds_subgraph,
+                             is_standard_domain, write_declared_shapes)
 from onnxflops.ops import CONCATENATIONS, SEQUENCE_OPS
 from onnxflops.results import NodeReport, Report, Totals, Uncosted
 
@@ -297,13 +298,17 @@ class _Counter:
         view = GraphView(body, parent=node.scope)
         for formal, given in zip(body.input, inputs):
             declared = view.info(formal.name)
+            # a size the call gives replaces a dim the body names (FlexAttention's score_mod
+            # declares its scores BxHxLxS)
             if given is not None and given.shape is not None and (
-                    declared is None or not declared.known):
+                    declared is None or not declared.concrete):
                 view.tensors[formal.name] = TensorInfo(formal.name, given.dtype, given.shape)
         for slot, value in (values or {}).items():
             view.values[body.input[slot].name] = value
         if has_unknown_outputs(view):
-            refine_subgraph(view, {**self.opsets, "": node.opset})
+            # the body's standard ops run at the model's opset, whatever domain holds the node
+            running = {"": node.opset} if is_standard_domain(node.domain) else {}
+            refine_subgraph(view, {**self.opsets, **running})
         mark_constants(view)
         self.bodies[_body_key(node, attr, values)] = view
         return self._sum_graph(view, self.opsets, f"subgraph '{attr}'")[0]
@@ -383,6 +388,9 @@ class _Counter:
                 inputs, values = _expansion_inputs(node)
                 body = local_function_model(node.proto, inputs, values, self.analyzed.model) \
                     if local else expansion_model(node.proto, node.opset, inputs, values)
+                if not local:  # what the body's inference cannot find (a Reduce of axes read
+                    # from data), its outputs' shapes as the node has them
+                    write_declared_shapes(body, _known_outputs(node))
                 weights = _weight_inputs(node, body_input_names(node.proto) if local
                                          else node.proto.input)
                 analyzed = _staged(body, canonical, local, weights)
@@ -395,6 +403,15 @@ class _Counter:
                     raise
                 raise Uncostable(f"its function body cannot be expanded: {first_line(e)}") \
                     from None
+            except OnnxFlopsError as e:
+                if local:
+                    raise
+                # The node passed its own op's inference; the body, ONNX's definition at the
+                # first opset that gives one (PRelu-6's is PRelu-16's, whose slope broadcasts as
+                # numpy's, not per channel), may not take its shapes: the node is uncosted.
+                why = str(e).replace(", as onnxruntime would", "")  # the body's, not the model's
+                raise Uncostable(f"ONNX's function body of {node.op_type}, by which it is "
+                                 f"costed, refuses its shapes: {why}") from None
             found = self.expansions[(key, canonical)] = analyzed, tuple(node.proto.input)
         return found
 
@@ -540,7 +557,13 @@ def _expansion_key(node: Node) -> tuple:
             attribute_key(node.proto, node.opset),
             tuple(None if i is None else (i.dtype, i.shape) for i in inputs),
             tuple(None if v is None else v.tobytes() for v in values),
-            _constant_slots(node))
+            _constant_slots(node), tuple(_known_outputs(node).items()))
+
+
+def _known_outputs(node: Node) -> dict[str, tuple[int, ...]]:
+    """The node's outputs whose shapes are known, by name."""
+    return {name: info.shape for name in node.proto.output
+            if name and (info := node.scope.info(name)) is not None and info.concrete}
 
 
 def _constant_slots(node: Node) -> tuple[bool, ...]:

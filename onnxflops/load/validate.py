@@ -324,16 +324,18 @@ def _check_control_flow(node: onnx.NodeProto, opsets: dict[str, int], where: str
             and not 0 < scanned.i <= len(node.input):  # onnx's inference loops over it
         raise OnnxFlopsError(f"{where}: node '{_text(node.name)}' (Scan) has num_scan_inputs "
                              f"{scanned.i}, but {len(node.input)} inputs")
-    _check_body_arity(node, given, where)
+    _check_body_arity(node, given, where, opsets.get("", 1))
 
 
-def _check_body_arity(node: onnx.NodeProto, given: dict, where: str) -> None:
+def _check_body_arity(node: onnx.NodeProto, given: dict, where: str, opset: int) -> None:
     """A Loop's body takes its node's inputs (trip count, condition, carried values) and gives
     the condition then one value per output; a Scan's body takes and gives as many as its node;
     an If's branches give as many as it. onnx's inference judges a body that gives none as
     untyped, but onnxruntime refuses it ("'Loop' node has 1 outputs so the subgraph requires
-    2 but has 0")."""
+    2 but has 0"). A Scan before opset 9 takes its sequence_lens first, which its body does not
+    (left empty where absent)."""
     extra = 1 if node.op_type == "Loop" else 0
+    unread = 1 if node.op_type == "Scan" and opset < 9 else 0
     for name in ("body",) if node.op_type in ITERATES_A_BODY else ("then_branch", "else_branch"):
         attribute = given.get(name)
         if attribute is None or attribute.type != AttributeProto.GRAPH:
@@ -341,7 +343,7 @@ def _check_body_arity(node: onnx.NodeProto, given: dict, where: str) -> None:
         graph = attribute.g
         wanted = [("outputs", len(graph.output), len(node.output) + extra)]
         if name == "body":
-            wanted.append(("inputs", len(graph.input), len(node.input)))
+            wanted.append(("inputs", len(graph.input), len(node.input) - unread))
         for kind, has, needs in wanted:
             if has != needs:
                 raise OnnxFlopsError(

@@ -1,0 +1,60 @@
+"""ONNX's preview ops: FlexAttention (ai.onnx.preview) and the optimizer steps of
+ai.onnx.preview.training, costed from their definitions' pseudo code."""
+
+from __future__ import annotations
+
+import pytest
+from onnx import TensorProto, helper
+
+import onnxflops
+
+FLOAT = TensorProto.FLOAT
+
+
+def _preview_model(op_type: str, domain: str, inputs: dict, outputs: list, **attrs):
+    graph = helper.make_graph(
+        [helper.make_node(op_type, list(inputs), outputs, domain=domain, **attrs)], "preview",
+        [helper.make_tensor_value_info(name, dtype, shape) for name, (dtype, shape) in inputs.items()],
+        [helper.make_tensor_value_info(o, FLOAT, None) for o in outputs])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23),
+                                                   helper.make_opsetid(domain, 1)])
+
+
+def _optimizer(op_type: str, tensors: list[tuple], groups: int, outputs: int, **attrs):
+    """R, T, then `groups` lists of tensors shaped as `tensors` (X's, then G's, ...)."""
+    inputs = {"R": (FLOAT, []), "T": (TensorProto.INT64, [])}
+    for g in range(groups):
+        inputs.update({f"t{g}_{i}": (FLOAT, shape) for i, shape in enumerate(tensors)})
+    names = [f"out{k}" for k in range(outputs * len(tensors))]
+    return _preview_model(op_type, "ai.onnx.preview.training", inputs, names, **attrs)
+
+
+@pytest.mark.parametrize("mode, per_element", [("standard", 7), ("nesterov", 9)])
+def test_momentum_updates_each_element(mode, per_element):
+    # X 3x4: G' = c·X + G (2), V' = α·V + β·G' (3), X − R·V' (2); nesterov X − R·(G' + α·V') (4)
+    report = onnxflops.count(_optimizer("Momentum", [(3, 4)], 3, 2, mode=mode, alpha=0.9,
+                                        beta=1.0, norm_coefficient=0.0))
+    assert report.total.flops == per_element * 12
+
+
+def test_adagrad_updates_each_element_and_its_rate_once():
+    # X of 5: G' (2), H + G'² (2), √H' + ε (2), X − r·G'/(·) (3); r = R/(1 + T·d): 3 once
+    report = onnxflops.count(_optimizer("Adagrad", [(5,)], 3, 2))
+    assert report.total.flops == 9 * 5 + 3
+
+
+def test_adam_updates_every_tensor_it_is_given():
+    # X1 2x3 and X2 of 4: 10 elements of 15 FLOPs each; the rate R' once: 7
+    report = onnxflops.count(_optimizer("Adam", [(2, 3), (4,)], 4, 3))
+    assert report.total.flops == 15 * 10 + 7
+
+
+def test_flex_attention_is_two_products_over_its_scores():
+    # Q 1x2x4x8, K 1x2x6x8, V 1x2x6x5: 1·2·4·6 = 48 scores, each of 8 products (Q·Kᵀ) and
+    # feeding 5 (P·V): 48·13 = 624 MACs
+    m = _preview_model("FlexAttention", "ai.onnx.preview",
+                       {"Q": (FLOAT, [1, 2, 4, 8]), "K": (FLOAT, [1, 2, 6, 8]),
+                        "V": (FLOAT, [1, 2, 6, 5])}, ["Y"])
+    report = onnxflops.count(m)
+    assert report.complete
+    assert report.total.macs == 48 * (8 + 5)
