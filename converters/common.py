@@ -137,6 +137,18 @@ def native_output_silenced():
                 os.close(copy)
 
 
+def keras_imported():
+    """Keras (and TensorFlow under it), imported without a line of TensorFlow's C++ logging: its
+    log level is set before the import, and what it writes before it reads that level ("Could
+    not find cuda drivers", logged before absl::InitializeLog) is discarded. Every import of
+    Keras or TensorFlow that onnxflops makes goes through here."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if "keras" not in sys.modules:
+        with native_output_silenced():
+            import keras  # noqa: F401
+    return sys.modules["keras"]
+
+
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 

@@ -30,7 +30,8 @@ import numpy as np
 import onnx
 
 from onnxflops.converters.common import (check_container, framework_logging_silenced,
-                                         is_single_input, native_output_silenced)
+                                         is_single_input, keras_imported,
+                                         native_output_silenced)
 from onnxflops.converters.filled import drop_fill_notes, fill_value, filled_tensors_as_headers
 from onnxflops.converters.structure import StandInValues, is_float_dtype
 from onnxflops.converters.tensor_lists import unrolled_tensor_lists
@@ -138,10 +139,8 @@ def is_saved_model_dir(path: Path) -> bool:
 
 
 def _quiet_tensorflow() -> None:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     logging.getLogger("tf2onnx").setLevel(logging.CRITICAL)  # unconverted ops are raised, not logged
-    with native_output_silenced():  # what TensorFlow logs from C++ as Keras imports it
-        import keras  # noqa: F401
+    keras_imported()
 
 
 def _model_inputs(model, label: str) -> list[tuple[str, tuple, str]]:
