@@ -43,7 +43,7 @@ from onnxflops.converters.weight_match import (
     weight_roles_by_value,
 )
 from onnxflops.load import record_weight_roles, weight_roles
-from onnxflops.errors import OnnxFlopsError, did_you_mean, first_line, last_line
+from onnxflops.errors import OnnxFlopsError, did_you_mean, first_line, input_hint, last_line
 from onnxflops.graph import MAX_VALUE_ELEMENTS, is_standard_domain
 
 OPSET = 18
@@ -150,7 +150,7 @@ def _model_inputs(model, label: str) -> list[tuple[str, tuple, str]]:
         declared = None
     if not declared:
         raise OnnxFlopsError(f"{label} has no defined inputs (not built); call it once or give "
-                             "inputs=")
+                             f"them, e.g. {input_hint('x', (1, 224, 224, 3))}")
     return [(t.name, tuple(t.shape), str(t.dtype)) for t in declared]
 
 
@@ -206,8 +206,9 @@ def _input_specs(declared: list[tuple[str, tuple, str]], given, batch: int, labe
         if unknown:
             layer = (layer_names or {}).get(name)
             also = f" (its layer: '{layer}')" if layer and layer != name else ""
+            hint = input_hint(layer or name, ["N" if d is None else d for d in shape])
             raise OnnxFlopsError(f"{label}: input '{name}'{also} has unknown dim {unknown[0]} "
-                                 f"(shape {format_shape(shape)}); give its shape with inputs=")
+                                 f"(shape {format_shape(shape)}); give its shape with {hint}")
         specs.append(tf.TensorSpec(shape, tf.as_dtype(dtype), name=_tf_name(name, position)))
     return specs
 

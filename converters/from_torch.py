@@ -48,7 +48,8 @@ from onnxflops.converters.torch_ops import (attention_as_4d, custom_translations
                                             emitted_domains, experts_exported_as,
                                             record_custom_shapes, register_legacy_resizes,
                                             registry_export_patches)
-from onnxflops.errors import DataPathWarning, OnnxFlopsError, did_you_mean, first_line
+from onnxflops.errors import (DataPathWarning, OnnxFlopsError, did_you_mean, first_line,
+                              input_hint)
 from onnxflops.graph import MAX_VALUE_ELEMENTS
 from onnxflops.load import record_weight_roles
 
@@ -571,10 +572,8 @@ def _dtype_hint(failures: list[tuple[str, str]], inputs) -> str:
         if isinstance(inputs, Mapping) else []
     made.sort(key=lambda item: not any(k in item[0] for k in ("id", "token")))
     name, shape = made[0] if made else ("input_ids", (1, 128))
-    dims = "x".join(str(d) for d in shape) if is_single_input(shape) and shape else "1x128"
-    example = f"{name}={dims}:int64"
-    return (f"; token ids are integers: give their dtype, e.g. --input {example} (in Python a "
-            "torch.long tensor, or onnxflops.bind.TypedShape((1, 128), 'int64'))")
+    dims = tuple(shape) if is_single_input(shape) and shape else (1, 128)
+    return f"; token ids are integers: give their dtype, e.g. {input_hint(name, dims, 'int64')}"
 
 
 def _model_name(module, is_program: bool) -> str:
@@ -618,7 +617,8 @@ def _keyword_names(module, given: Mapping, label: str) -> list[str]:
     missing = [n for n in required if n not in given]
     if missing:
         raise OnnxFlopsError(f"{label}: forward() needs {', '.join(repr(n) for n in missing)}, "
-                             f"not given (arguments: {listing}; given: {', '.join(given)})")
+                             f"not given: give it, e.g. {input_hint(missing[0])} (arguments: "
+                             f"{listing}; given: {', '.join(given)})")
     return [n for n in named if n in given] + unknown
 
 
@@ -712,7 +712,7 @@ def _example_args(module, inputs, names: list[str], is_program: bool, label: str
         if is_program and module.example_inputs is not None:
             return tuple(module.example_inputs[0])
         raise OnnxFlopsError(f"{label}: give its inputs (shapes or tensors), e.g. "
-                             "inputs=((1, 3, 224, 224),)")
+                             f"{input_hint(names[0] if names else 'x', (1, 3, 224, 224))}")
     if isinstance(inputs, Mapping):
         if is_program:
             unknown = [n for n in inputs if n not in names]

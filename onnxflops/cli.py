@@ -11,7 +11,7 @@ import traceback
 import warnings
 
 from onnxflops.caches import collector_paused
-from onnxflops.errors import OnnxFlopsError, UncostedWarning, first_line
+from onnxflops.errors import OnnxFlopsError, UncostedWarning, first_line, on_command_line
 
 COMMANDS = ("count", "convert", "compare", "ops", "profile", "report", "llm", "survey")
 # Exit codes: 0 counted; 1 counted, some nodes uncosted (or compare: the counts differ); 2 bad
@@ -73,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     # The report lists its uncosted nodes and the exit status says so: no second telling.
     warnings.simplefilter("ignore", UncostedWarning)
     try:
-        return args.func(args) or 0
+        with on_command_line():
+            return args.func(args) or 0
     except OnnxFlopsError as e:
         print(f"onnxflops: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

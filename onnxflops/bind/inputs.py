@@ -9,7 +9,7 @@ from typing import Iterable, Mapping, Sequence
 import onnx
 
 from onnxflops.dims import INT64_MAX, SYMBOL_MARK, format_shape, symbol_name
-from onnxflops.errors import OnnxFlopsError, did_you_mean
+from onnxflops.errors import OnnxFlopsError, did_you_mean, in_callers_words, input_hint
 from onnxflops.graph import info_from_value_info, is_standard_domain
 
 Shape = Sequence[int]
@@ -91,7 +91,7 @@ def bind_inputs(model: onnx.ModelProto, inputs: Mapping[str, Shape] | None = Non
             raise OnnxFlopsError(f"model has no input '{name}'{did_you_mean(name, known)}; its "
                                  f"inputs are: {', '.join(sorted(known)) or '(none)'}")
     if batch is not None:
-        checked_dim(batch, "--batch")
+        checked_dim(batch, in_callers_words("--batch", "batch"))
 
     # Every shape is resolved before any is set: an error leaves `model` as it was.
     declared = {vi.name: info_from_value_info(vi).shape for vi in graph_inputs}
@@ -174,7 +174,8 @@ def _resolve(name: str, declared: tuple | None, batch: int | None,
     if declared is None:
         if allow_unbound:
             return None
-        raise OnnxFlopsError(f"input '{name}' has no declared shape: bind it with --input {name}=DIMS")
+        raise OnnxFlopsError(f"input '{name}' has no declared shape: bind it with "
+                             f"{input_hint(name)}")
     shape = list(declared)
     if batch is not None and shape and not _is_fixed(shape[0]):
         shape[0] = batch
@@ -185,9 +186,10 @@ def _resolve(name: str, declared: tuple | None, batch: int | None,
             shape[axis] = SYMBOL_MARK + symbol_name(d if isinstance(d, str) else f"{name}_{axis}")
             continue
         label = f" ('{d}')" if isinstance(d, str) else ""
-        hint = "x".join(str(x) if _is_fixed(x) else "N" for x in shape)
+        hint = input_hint(name, [x if _is_fixed(x) else "N" for x in shape])
+        batch_hint = in_callers_words(" or --batch N", " or batch=N") if axis == 0 else ""
         raise OnnxFlopsError(f"input '{name}' dim {axis}{label} is dynamic: bind it with "
-                             f"--input {name}={hint}" + (" or --batch N" if axis == 0 else ""))
+                             f"{hint}{batch_hint}")
     return tuple(shape)
 
 

@@ -171,7 +171,8 @@ class TestInputs:
                 return a + b
 
         with pytest.raises(onnxflops.OnnxFlopsError,
-                           match=r"forward\(\) needs 'b', not given \(arguments: a, b, c; given: a\)"):
+                           match=r"forward\(\) needs 'b', not given: give it, e\.g\. "
+                                 r"inputs=\{'b': shape\} \(arguments: a, b, c; given: a\)"):
             onnxflops.count(Pair(), inputs={"a": (2,)})
         with pytest.raises(onnxflops.OnnxFlopsError, match="forward\\(\\) has no argument 'd'"):
             onnxflops.count(Pair(), inputs={"a": (2,), "b": (2,), "d": (2,)})

@@ -29,3 +29,27 @@ def test_a_profiled_module_is_named_by_its_class_not_its_printout():
     assert profiled.to_text().startswith("TinyNet  ")
     assert onnxflops.count(module, inputs={"x": (1, 3, 8, 8)}).model == "TinyNet"
     assert onnxflops.compare(module, module, inputs={"x": (1, 3, 8, 8)}).a.model == "TinyNet"
+
+
+class Pair(nn.Module):
+    def forward(self, x, mask):
+        return x * mask
+
+
+def test_a_missing_forward_argument_gets_the_hint_to_give_it_in_the_callers_words(
+        tmp_path, monkeypatch, capsys):
+    from onnxflops.cli import main
+
+    with pytest.raises(onnxflops.OnnxFlopsError) as raised:
+        onnxflops.count(Pair(), inputs={"x": (2, 4)})
+    assert "forward() needs 'mask', not given: give it, e.g. inputs={'mask': shape}" \
+        in str(raised.value)
+    (tmp_path / "pair_factory.py").write_text(
+        "import torch\n\n\nclass Pair(torch.nn.Module):\n    def forward(self, x, mask):\n"
+        "        return x * mask\n\n\ndef build():\n    return Pair()\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["count", "pair_factory:build", "--input", "x=2x4"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "forward() needs 'mask', not given: give it, e.g. --input mask=DIMS" in error
+    assert "inputs=" not in error
+
