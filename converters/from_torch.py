@@ -609,9 +609,15 @@ def _keyword_names(module, given: Mapping, label: str) -> list[str]:
     named = [p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     listing = ", ".join(named)
     unknown = [n for n in given if n not in named]
-    if unknown and not takes_any:
-        raise OnnxFlopsError(f"{label}: forward() has no argument '{unknown[0]}'"
-                             f"{did_you_mean(unknown[0], named)} (arguments: {listing})")
+    # Through **kwargs forward() takes any name, but one close to an argument left out is a
+    # misspelling of it (`input_id` for a transformers model's `input_ids`), not a keyword the
+    # model reads: told now, not as the failed export its missing argument causes.
+    left_out = [n for n in named if n not in given]
+    misspelled = [n for n in unknown if not takes_any or did_you_mean(n, left_out)]
+    if misspelled:
+        raise OnnxFlopsError(f"{label}: forward() has no argument '{misspelled[0]}'"
+                             f"{did_you_mean(misspelled[0], left_out if takes_any else named)} "
+                             f"(arguments: {listing})")
     required = [p.name for p in parameters if p.default is p.empty
                 and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     missing = [n for n in required if n not in given]

@@ -53,3 +53,15 @@ def test_a_missing_forward_argument_gets_the_hint_to_give_it_in_the_callers_word
     assert "forward() needs 'mask', not given: give it, e.g. --input mask=DIMS" in error
     assert "inputs=" not in error
 
+
+def test_a_misspelled_argument_of_a_library_model_gets_did_you_mean():
+    """A transformers model's forward() takes **kwargs: `input_id` went through to it, and the
+    export failed for want of input_ids ("neither exporter can convert it")."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1,
+                                     num_attention_heads=2, intermediate_size=32)
+    with pytest.raises(onnxflops.OnnxFlopsError) as raised:
+        onnxflops.count(transformers.BertModel(config), inputs={"input_id": (1, 8)})
+    message = str(raised.value)
+    assert "forward() has no argument 'input_id' (did you mean 'input_ids'?)" in message
+    assert "exporter" not in message
