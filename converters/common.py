@@ -108,6 +108,21 @@ def framework_logging_silenced() -> Iterator[None]:
         logging.disable(previous)
 
 
+# A failed conversion's line: the root cause, short enough to read at a glance.
+MAX_FAILURE_LINE = 200
+
+
+def conversion_failed(label: str, cause: str, hint: str = "", details: str | None = None
+                      ) -> OnnxFlopsError:
+    """What a failed conversion raises: `label: cause hint` in one line of at most
+    MAX_FAILURE_LINE characters, the cause cut to fit (the hint, how to fix it, is kept);
+    `details`, every exporter's message and traceback, stay on the error for --debug."""
+    room = MAX_FAILURE_LINE - len(label) - len(hint) - 2
+    if len(cause) > room:
+        cause = cause[:max(room - 1, 0)].rstrip() + "…"
+    return OnnxFlopsError(f"{label}: {cause}{hint}"[:MAX_FAILURE_LINE], details)
+
+
 def alike(a: str, b: str) -> bool:
     """Whether two error messages say the same thing in other words (two exporters rejecting the
     same input: 'got torch.float32' and 'got torch.FloatTensor'): the user is told once."""

@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 import onnx
 
-from onnxflops.converters.common import (check_container, framework_logging_silenced,
+from onnxflops.converters.common import (check_container, conversion_failed,
+                                         framework_logging_silenced,
                                          is_single_input, keras_imported,
                                          native_output_silenced)
 from onnxflops.converters.filled import drop_fill_notes, fill_value, filled_tensors_as_headers
@@ -290,7 +291,10 @@ def _convert(fn, specs: list, stand_ins: list[Weight] | None, opset: int,
         except OnnxFlopsError:
             raise
         except Exception as e:  # tf2onnx and TF raise anything; the user gets one line
-            raise OnnxFlopsError(f"{label}: cannot convert ({last_line(e)})") from None
+            import traceback
+
+            raise conversion_failed(label, f"cannot convert ({last_line(e)})",
+                                    details="".join(traceback.format_exception(e))) from None
     _check_converted(proto, label)
     if stand_ins:
         record_weight_roles(proto, **weight_roles_by_value(proto, stand_ins))

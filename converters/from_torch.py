@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import functools
 import inspect
 import io
 import os
+import re
 import sys
 import types
 import warnings
@@ -39,7 +41,7 @@ import onnx
 
 from onnxflops.caches import collector_paused
 from onnxflops.converters import single_trace
-from onnxflops.converters.common import (ABSENT_WEIGHTS, alike, check_container,
+from onnxflops.converters.common import (ABSENT_WEIGHTS, check_container, conversion_failed,
                                          framework_logging_silenced, is_single_input,
                                          native_output_silenced, root_cause, triton_kept_out)
 from onnxflops.converters.complex_ops import complex_translations
@@ -121,12 +123,14 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
             except OnnxFlopsError:
                 raise
             except Exception as e:  # the exporters raise anything; the user gets one line
-                failures.append((attempt, first_line(root_cause(e))))
+                failures.append(_Failure.of(attempt, e, module))
         else:
-            raise OnnxFlopsError(f"{label}: {_failed(failures)}{_dtype_hint(failures, inputs)}")
+            raise conversion_failed(label, _root_cause(failures),
+                                    _dtype_hint([f.said for f in failures], inputs),
+                                    "\n".join(f.details for f in failures))
     if failures:
-        warnings.warn(f"{label}: {_failed(failures)}; converted with the {attempt} exporter "
-                      "instead", stacklevel=2)
+        warnings.warn(f"{label}: {_root_cause(failures)}; converted with the {attempt} "
+                      "exporter instead", stacklevel=2)
     if data_path:
         warnings.warn(DataPathWarning(
             f"{label}: the legacy exporter's trace depends on the model's data: traced with "
@@ -549,22 +553,78 @@ def _export(exporter: str, module, args: tuple, names: list[str], opset: int,
     return _export_legacy(module, args, names, opset)
 
 
-def _failed(failures: list[tuple[str, str]]) -> str:
-    """What each exporter said, in one line; a fallback that fails alike is not repeated."""
-    (_, said), rest = failures[0], failures[1:]
-    if rest and all(alike(said, other) for _, other in rest):
-        return f"neither exporter can convert it ({said})"
-    return "; ".join(f"the {attempt} exporter cannot convert it ({msg})" for attempt, msg in failures)
+@dataclasses.dataclass(frozen=True)
+class _Failure:
+    """What one exporter's failure says, read as it is caught (its frames are not kept): its
+    innermost error's first line, where in the model's code it was raised, and all of it."""
+
+    said: str
+    where: str  # "at file.py:12 in layer 'fc'"; '' where no frame of the model's code raised it
+    details: str  # the exporter's whole chain with its traceback, for --debug
+
+    @classmethod
+    def of(cls, attempt: str, e: BaseException, module) -> "_Failure":
+        import traceback
+
+        cause = root_cause(e)
+        return cls(first_line(cause), _raised_in_model(cause, module),
+                   f"the {attempt} exporter:\n{''.join(traceback.format_exception(e)).rstrip()}")
+
+
+# How the exporters name an op they have no translation for: dynamo's
+# "<OpOverload(op='aten.linalg_eig', ...)>", the legacy one's "operator 'aten::linalg_eig'".
+_UNTRANSLATED_OP = re.compile(r"No ONNX function found for <OpOverload\(op='([\w.]+)'"
+                              r"|Exporting the operator '([\w:.]+)' to ONNX")
+
+
+def _root_cause(failures: list[_Failure]) -> str:
+    """The one line a failed conversion says: the exporter asked for's innermost error, where in
+    the model's code it was raised; the op, where it is one with no translation. The fallbacks'
+    are in the details: an exporter's own words about an op it has (torchlib's "histc with min
+    == max") say more than another's "not supported"."""
+    first = failures[0]
+    found = _UNTRANSLATED_OP.search(first.said)
+    if found:
+        op = (found.group(1) or found.group(2)).replace("::", ".")
+        return f"no ONNX translation of {op}{first.where and ' ' + first.where}"
+    return f"{first.where}: {first.said}" if first.where else first.said
+
+
+def _raised_in_model(e: BaseException, module) -> str:
+    """`at file.py:12 in layer 'fc'`: the innermost frame of `e` in the model's own code (not
+    torch's, a library's or onnxflops'), and the module whose method it is; '' where none."""
+    import torch
+
+    # code made at run time (torch.fx's "<string>", "<frozen ...>") is no file of the model's
+    library = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)),
+               "site-packages", "dist-packages")
+    frames = []
+    tb = e.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    frame = next((f for f in reversed(frames)
+                  if not f.f_code.co_filename.startswith("<")
+                  and not any(part in f.f_code.co_filename for part in library)), None)
+    if frame is None:
+        return ""
+    where = f"at {os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+    owner = frame.f_locals.get("self")
+    if isinstance(owner, torch.nn.Module) and isinstance(module, torch.nn.Module):
+        layer = next((name for name, m in module.named_modules() if m is owner), "")
+        if layer:
+            where += f" in layer '{layer}'"
+    return where
 
 
 # What torch says when an embedding gets float indices: token ids made from a bare shape.
 _FLOAT_INDICES = ("'indices'", "Long, Int")
 
 
-def _dtype_hint(failures: list[tuple[str, str]], inputs) -> str:
+def _dtype_hint(said: list[str], inputs) -> str:
     """The usual cause of an embedding refusing its indices: token ids given as a shape, made
     float32; say how to make them integers."""
-    if not any(all(k in msg for k in _FLOAT_INDICES) for _, msg in failures):
+    if not any(all(k in msg for k in _FLOAT_INDICES) for msg in said):
         return ""
     # The inputs made float32 from a bare shape; a name that reads as token ids first.
     made = [(n, v) for n, v in inputs.items()

@@ -56,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", action=_PrintVersion, nargs=0,
                         help="print the installed version and exit")
     parser.add_argument("--debug", action="store_true",
-                        help="on an internal error, print the traceback (also ONNXFLOPS_DEBUG=1)")
+                        help="print the rest of an error: a failed conversion's every exporter "
+                             "message and traceback, an internal error's traceback (also "
+                             "ONNXFLOPS_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     argv = sys.argv[1:] if argv is None else argv
     # --debug is taken wherever it stands, before the command or among its options.
@@ -76,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         with on_command_line():
             return args.func(args) or 0
     except OnnxFlopsError as e:
+        if debug and e.details:
+            print(e.details, file=sys.stderr)
         print(f"onnxflops: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

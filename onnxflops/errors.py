@@ -11,9 +11,12 @@ from typing import Iterable, Iterator, Sequence
 class OnnxFlopsError(Exception):
     """A problem with the user's input (file, shape, option), reported as one line by the CLI."""
 
-    def __init__(self, message: str):
+    def __init__(self, message: str, details: str | None = None):
         # One line whatever names it quotes: a name may hold line breaks.
         super().__init__(str(message).translate(_ESCAPED_LINE_BREAKS))
+        # The rest, for whoever asks (the CLI's --debug): a failed conversion's every message
+        # and traceback.
+        self.details = details
 
 
 # Every character str.splitlines() breaks at, written as its escape.

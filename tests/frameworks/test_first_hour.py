@@ -65,3 +65,60 @@ def test_a_misspelled_argument_of_a_library_model_gets_did_you_mean():
     message = str(raised.value)
     assert "forward() has no argument 'input_id' (did you mean 'input_ids'?)" in message
     assert "exporter" not in message
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x).reshape(3, 7)  # 16 elements: no 3×7 view
+
+
+class Untranslatable(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.linalg.eig(self.fc(x))[0].real
+
+
+def _failure(module) -> str:
+    with pytest.raises(onnxflops.OnnxFlopsError) as raised:
+        onnxflops.count(module, inputs=((4, 4),))
+    return str(raised.value)
+
+
+def test_a_failed_conversion_is_one_short_line_naming_the_root_cause():
+    import inspect
+
+    message = _failure(nn.Sequential(Block()))
+    line = inspect.getsourcelines(Block.forward)[1] + 1
+    assert message == (f"PyTorch model 'Sequential': at test_first_hour.py:{line} in layer '0': "
+                       "shape '[3, 7]' is invalid for input of size 16")
+    # each exporter names the op; said once, not as three exporters' messages joined
+    assert _failure(Untranslatable()) == \
+        "PyTorch model 'Untranslatable': no ONNX translation of aten.linalg_eig"
+
+
+def test_a_failed_conversions_line_is_cut_to_200_characters_and_debug_prints_the_rest(
+        tmp_path, monkeypatch, capsys):
+    from onnxflops.cli import main
+
+    (tmp_path / "failing_factory.py").write_text(
+        "import torch\n\n\nclass Failing(torch.nn.Module):\n    def forward(self, x):\n"
+        "        raise ValueError('a reason ' * 40)\n\n\ndef build():\n    return Failing()\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["count", "failing_factory:build", "--input", "x=2x4"]) == 2
+    error = capsys.readouterr().err
+    assert len(error.splitlines()) == 1
+    line = error.removeprefix("onnxflops: error: ").rstrip("\n")
+    assert len(line) == 200 and line.endswith("…")
+    assert line.startswith("PyTorch model 'Failing': at failing_factory.py:6: a reason")
+    assert main(["count", "failing_factory:build", "--input", "x=2x4", "--debug"]) == 2
+    debugged = capsys.readouterr().err
+    assert "the dynamo exporter:\nTraceback (most recent call last):" in debugged
+    assert "the legacy exporter:\nTraceback" in debugged
+    assert debugged.splitlines()[-1] == error.rstrip("\n")
