@@ -103,6 +103,23 @@ def test_how_to_give_an_input_is_said_in_flags_on_the_command_line_and_in_python
         "onnxflops: error: --batch: 0 is out of range")
 
 
+def test_the_commands_first_table_ranks_op_types_as_print_report_does(capsys, dynamic_cnn):
+    import re
+
+    import onnxflops
+
+    code, out, _ = run(capsys, "count", dynamic_cnn, "-i", "input=1x3x4x4")
+    assert code == 0
+    printed = str(onnxflops.count(dynamic_cnn, inputs={"input": (1, 3, 4, 4)}))
+    row = re.compile(r"^(\w+) .* (\d+\.\d)%", re.MULTILINE)
+    # FLOPs of 3,738: Conv 2·(16·4·27) + 64 bias = 3,520; Gemm 2·40 + 10 = 90; Relu and
+    # GlobalAveragePool 64 each; Flatten 0 (the table's total row after them)
+    ranked = [("Conv", "94.2"), ("Gemm", "2.4"), ("Relu", "1.7"), ("GlobalAveragePool", "1.7"),
+              ("Flatten", "0.0")]
+    assert row.findall(out) == [*ranked, ("total", "100.0")]
+    assert row.findall(printed) == ranked
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--input", "image=1x3x8x8"], "model has no input 'image'; its inputs are: input"),
     (["--input", "inptu=1x3x8x8"], "model has no input 'inptu' (did you mean 'input'?); its "
