@@ -123,14 +123,6 @@ def conversion_failed(label: str, cause: str, hint: str = "", details: str | Non
     return OnnxFlopsError(f"{label}: {cause}{hint}"[:MAX_FAILURE_LINE], details)
 
 
-def alike(a: str, b: str) -> bool:
-    """Whether two error messages say the same thing in other words (two exporters rejecting the
-    same input: 'got torch.float32' and 'got torch.FloatTensor'): the user is told once."""
-    import difflib
-
-    return difflib.SequenceMatcher(None, a, b).ratio() >= 0.75
-
-
 @contextlib.contextmanager
 def native_output_silenced():
     """Nothing written to the process's stdout and stderr reaches them for the duration, from
