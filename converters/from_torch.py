@@ -591,30 +591,32 @@ def _root_cause(failures: list[_Failure]) -> str:
 
 
 def _raised_in_model(e: BaseException, module) -> str:
-    """`at file.py:12 in layer 'fc'`: the innermost frame of `e` in the model's own code (not
-    torch's, a library's or onnxflops'), and the module whose method it is; '' where none."""
+    """`at model.py:12 in layer 'block.fc'`: where in the model `e` was raised, read off the
+    frames of its traceback that are methods of the model's modules. The layer: the innermost
+    such module (a torch Linear's own forward included); the place: the innermost such frame in
+    the model's own code, not torch's or onnxflops'. Frames of other code (sympy under torch's
+    shape checks) are not the model's. '' where no frame is the model's."""
     import torch
 
-    # code made at run time (torch.fx's "<string>", "<frozen ...>") is no file of the model's
-    library = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)),
-               "site-packages", "dist-packages")
-    frames = []
-    tb = e.__traceback__
-    while tb is not None:
-        frames.append(tb.tb_frame)
-        tb = tb.tb_next
-    frame = next((f for f in reversed(frames)
-                  if not f.f_code.co_filename.startswith("<")
-                  and not any(part in f.f_code.co_filename for part in library)), None)
-    if frame is None:
+    if not isinstance(module, torch.nn.Module):
         return ""
-    where = f"at {os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
-    owner = frame.f_locals.get("self")
-    if isinstance(owner, torch.nn.Module) and isinstance(module, torch.nn.Module):
-        layer = next((name for name, m in module.named_modules() if m is owner), "")
-        if layer:
-            where += f" in layer '{layer}'"
-    return where
+    names = {id(m): name for name, m in module.named_modules()}
+    ours = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)))
+    layer = place = None
+    tb = e.__traceback__
+    while tb is not None:  # outermost first: the innermost frame that qualifies wins
+        frame, tb = tb.tb_frame, tb.tb_next
+        owner = frame.f_locals.get("self")
+        if owner is None or id(owner) not in names:
+            continue
+        layer = names[id(owner)]
+        file = frame.f_code.co_filename
+        if not file.startswith("<") and not file.startswith(ours):
+            place = f"at {os.path.basename(file)}:{frame.f_lineno}"
+    where = [place] if place else []
+    if layer:
+        where.append(f"in layer '{layer}'")
+    return " ".join(where)
 
 
 # What torch says when an embedding gets float indices: token ids made from a bare shape.
