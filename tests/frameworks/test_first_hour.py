@@ -85,9 +85,9 @@ class Untranslatable(nn.Module):
         return torch.linalg.eig(self.fc(x))[0].real
 
 
-def _failure(module) -> str:
+def _failure(module, shape=(4, 4)) -> str:
     with pytest.raises(onnxflops.OnnxFlopsError) as raised:
-        onnxflops.count(module, inputs=((4, 4),))
+        onnxflops.count(module, inputs=(shape,))
     return str(raised.value)
 
 
@@ -98,6 +98,11 @@ def test_a_failed_conversion_is_one_short_line_naming_the_root_cause():
     line = inspect.getsourcelines(Block.forward)[1] + 1
     assert message == (f"PyTorch model 'Sequential': at test_first_hour.py:{line} in layer '0': "
                        "shape '[3, 7]' is invalid for input of size 16")
+    # a torch layer's own forward raised it: that layer, and the model's line that called it
+    line = inspect.getsourcelines(TinyNet.forward)[1] + 1
+    # (9×9 leaves 7×7×8 = 392 features for a Linear of 288)
+    assert _failure(TinyNet(), (1, 3, 9, 9)).startswith(
+        f"PyTorch model 'TinyNet': at test_first_hour.py:{line} in layer 'head': ")
     # each exporter names the op; said once, not as three exporters' messages joined
     assert _failure(Untranslatable()) == \
         "PyTorch model 'Untranslatable': no ONNX translation of aten.linalg_eig"
