@@ -108,12 +108,19 @@ def framework_logging_silenced() -> Iterator[None]:
         logging.disable(previous)
 
 
-def alike(a: str, b: str) -> bool:
-    """Whether two error messages say the same thing in other words (two exporters rejecting the
-    same input: 'got torch.float32' and 'got torch.FloatTensor'): the user is told once."""
-    import difflib
+# A failed conversion's line: the root cause, short enough to read at a glance.
+MAX_FAILURE_LINE = 200
 
-    return difflib.SequenceMatcher(None, a, b).ratio() >= 0.75
+
+def conversion_failed(label: str, cause: str, hint: str = "", details: str | None = None
+                      ) -> OnnxFlopsError:
+    """What a failed conversion raises: `label: cause hint` in one line of at most
+    MAX_FAILURE_LINE characters, the cause cut to fit (the hint, how to fix it, is kept);
+    `details`, every exporter's message and traceback, stay on the error for --debug."""
+    room = MAX_FAILURE_LINE - len(label) - len(hint) - 2
+    if len(cause) > room:
+        cause = cause[:max(room - 1, 0)].rstrip() + "…"
+    return OnnxFlopsError(f"{label}: {cause}{hint}"[:MAX_FAILURE_LINE], details)
 
 
 @contextlib.contextmanager
@@ -135,6 +142,18 @@ def native_output_silenced():
             for fd, copy in zip((1, 2), saved):
                 os.dup2(copy, fd)
                 os.close(copy)
+
+
+def keras_imported():
+    """Keras (and TensorFlow under it), imported without a line of TensorFlow's C++ logging: its
+    log level is set before the import, and what it writes before it reads that level ("Could
+    not find cuda drivers", logged before absl::InitializeLog) is discarded. Every import of
+    Keras or TensorFlow that onnxflops makes goes through here."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if "keras" not in sys.modules:
+        with native_output_silenced():
+            import keras  # noqa: F401
+    return sys.modules["keras"]
 
 
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"

@@ -29,8 +29,10 @@ from typing import Any
 import numpy as np
 import onnx
 
-from onnxflops.converters.common import (check_container, framework_logging_silenced,
-                                         is_single_input, native_output_silenced)
+from onnxflops.converters.common import (check_container, conversion_failed,
+                                         framework_logging_silenced,
+                                         is_single_input, keras_imported,
+                                         native_output_silenced)
 from onnxflops.converters.filled import drop_fill_notes, fill_value, filled_tensors_as_headers
 from onnxflops.converters.structure import StandInValues, is_float_dtype
 from onnxflops.converters.tensor_lists import unrolled_tensor_lists
@@ -42,7 +44,7 @@ from onnxflops.converters.weight_match import (
     weight_roles_by_value,
 )
 from onnxflops.load import record_weight_roles, weight_roles
-from onnxflops.errors import OnnxFlopsError, did_you_mean, first_line, last_line
+from onnxflops.errors import OnnxFlopsError, did_you_mean, first_line, input_hint, last_line
 from onnxflops.graph import MAX_VALUE_ELEMENTS, is_standard_domain
 
 OPSET = 18
@@ -138,10 +140,8 @@ def is_saved_model_dir(path: Path) -> bool:
 
 
 def _quiet_tensorflow() -> None:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     logging.getLogger("tf2onnx").setLevel(logging.CRITICAL)  # unconverted ops are raised, not logged
-    with native_output_silenced():  # what TensorFlow logs from C++ as Keras imports it
-        import keras  # noqa: F401
+    keras_imported()
 
 
 def _model_inputs(model, label: str) -> list[tuple[str, tuple, str]]:
@@ -151,7 +151,7 @@ def _model_inputs(model, label: str) -> list[tuple[str, tuple, str]]:
         declared = None
     if not declared:
         raise OnnxFlopsError(f"{label} has no defined inputs (not built); call it once or give "
-                             "inputs=")
+                             f"them, e.g. {input_hint('x', (1, 224, 224, 3))}")
     return [(t.name, tuple(t.shape), str(t.dtype)) for t in declared]
 
 
@@ -207,8 +207,9 @@ def _input_specs(declared: list[tuple[str, tuple, str]], given, batch: int, labe
         if unknown:
             layer = (layer_names or {}).get(name)
             also = f" (its layer: '{layer}')" if layer and layer != name else ""
+            hint = input_hint(layer or name, ["N" if d is None else d for d in shape])
             raise OnnxFlopsError(f"{label}: input '{name}'{also} has unknown dim {unknown[0]} "
-                                 f"(shape {format_shape(shape)}); give its shape with inputs=")
+                                 f"(shape {format_shape(shape)}); give its shape with {hint}")
         specs.append(tf.TensorSpec(shape, tf.as_dtype(dtype), name=_tf_name(name, position)))
     return specs
 
@@ -290,7 +291,10 @@ def _convert(fn, specs: list, stand_ins: list[Weight] | None, opset: int,
         except OnnxFlopsError:
             raise
         except Exception as e:  # tf2onnx and TF raise anything; the user gets one line
-            raise OnnxFlopsError(f"{label}: cannot convert ({last_line(e)})") from None
+            import traceback
+
+            raise conversion_failed(label, f"cannot convert ({last_line(e)})",
+                                    details="".join(traceback.format_exception(e))) from None
     _check_converted(proto, label)
     if stand_ins:
         record_weight_roles(proto, **weight_roles_by_value(proto, stand_ins))

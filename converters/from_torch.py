@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import functools
 import inspect
 import io
 import os
+import re
 import sys
 import types
 import warnings
@@ -39,7 +41,7 @@ import onnx
 
 from onnxflops.caches import collector_paused
 from onnxflops.converters import single_trace
-from onnxflops.converters.common import (ABSENT_WEIGHTS, alike, check_container,
+from onnxflops.converters.common import (ABSENT_WEIGHTS, check_container, conversion_failed,
                                          framework_logging_silenced, is_single_input,
                                          native_output_silenced, root_cause, triton_kept_out)
 from onnxflops.converters.complex_ops import complex_translations
@@ -48,7 +50,8 @@ from onnxflops.converters.torch_ops import (attention_as_4d, custom_translations
                                             emitted_domains, experts_exported_as,
                                             record_custom_shapes, register_legacy_resizes,
                                             registry_export_patches)
-from onnxflops.errors import DataPathWarning, OnnxFlopsError, did_you_mean, first_line
+from onnxflops.errors import (DataPathWarning, OnnxFlopsError, did_you_mean, first_line,
+                              input_hint)
 from onnxflops.graph import MAX_VALUE_ELEMENTS
 from onnxflops.load import record_weight_roles
 
@@ -120,12 +123,14 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
             except OnnxFlopsError:
                 raise
             except Exception as e:  # the exporters raise anything; the user gets one line
-                failures.append((attempt, first_line(root_cause(e))))
+                failures.append(_Failure.of(attempt, e, module))
         else:
-            raise OnnxFlopsError(f"{label}: {_failed(failures)}{_dtype_hint(failures, inputs)}")
+            raise conversion_failed(label, _root_cause(failures),
+                                    _dtype_hint([f.said for f in failures], inputs),
+                                    "\n".join(f.details for f in failures))
     if failures:
-        warnings.warn(f"{label}: {_failed(failures)}; converted with the {attempt} exporter "
-                      "instead", stacklevel=2)
+        warnings.warn(f"{label}: {_root_cause(failures)}; converted with the {attempt} "
+                      "exporter instead", stacklevel=2)
     if data_path:
         warnings.warn(DataPathWarning(
             f"{label}: the legacy exporter's trace depends on the model's data: traced with "
@@ -548,22 +553,80 @@ def _export(exporter: str, module, args: tuple, names: list[str], opset: int,
     return _export_legacy(module, args, names, opset)
 
 
-def _failed(failures: list[tuple[str, str]]) -> str:
-    """What each exporter said, in one line; a fallback that fails alike is not repeated."""
-    (_, said), rest = failures[0], failures[1:]
-    if rest and all(alike(said, other) for _, other in rest):
-        return f"neither exporter can convert it ({said})"
-    return "; ".join(f"the {attempt} exporter cannot convert it ({msg})" for attempt, msg in failures)
+@dataclasses.dataclass(frozen=True)
+class _Failure:
+    """What one exporter's failure says, read as it is caught (its frames are not kept): its
+    innermost error's first line, where in the model's code it was raised, and all of it."""
+
+    said: str
+    where: str  # "at file.py:12 in layer 'fc'"; '' where no frame of the model's code raised it
+    details: str  # the exporter's whole chain with its traceback, for --debug
+
+    @classmethod
+    def of(cls, attempt: str, e: BaseException, module) -> "_Failure":
+        import traceback
+
+        cause = root_cause(e)
+        return cls(first_line(cause), _raised_in_model(cause, module),
+                   f"the {attempt} exporter:\n{''.join(traceback.format_exception(e)).rstrip()}")
+
+
+# How the exporters name an op they have no translation for: dynamo's
+# "<OpOverload(op='aten.linalg_eig', ...)>", the legacy one's "operator 'aten::linalg_eig'".
+_UNTRANSLATED_OP = re.compile(r"No ONNX function found for <OpOverload\(op='([\w.]+)'"
+                              r"|Exporting the operator '([\w:.]+)' to ONNX")
+
+
+def _root_cause(failures: list[_Failure]) -> str:
+    """The one line a failed conversion says: the exporter asked for's innermost error, where in
+    the model's code it was raised; the op, where it is one with no translation. The fallbacks'
+    are in the details: an exporter's own words about an op it has (torchlib's "histc with min
+    == max") say more than another's "not supported"."""
+    first = failures[0]
+    found = _UNTRANSLATED_OP.search(first.said)
+    if found:
+        op = (found.group(1) or found.group(2)).replace("::", ".")
+        return f"no ONNX translation of {op}{first.where and ' ' + first.where}"
+    return f"{first.where}: {first.said}" if first.where else first.said
+
+
+def _raised_in_model(e: BaseException, module) -> str:
+    """`at model.py:12 in layer 'block.fc'`: where in the model `e` was raised, read off the
+    frames of its traceback that are methods of the model's modules. The layer: the innermost
+    such module (a torch Linear's own forward included); the place: the innermost such frame in
+    the model's own code, not torch's or onnxflops'. Frames of other code (sympy under torch's
+    shape checks) are not the model's. '' where no frame is the model's."""
+    import torch
+
+    if not isinstance(module, torch.nn.Module):
+        return ""
+    names = {id(m): name for name, m in module.named_modules()}
+    ours = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)))
+    layer = place = None
+    tb = e.__traceback__
+    while tb is not None:  # outermost first: the innermost frame that qualifies wins
+        frame, tb = tb.tb_frame, tb.tb_next
+        owner = frame.f_locals.get("self")
+        if owner is None or id(owner) not in names:
+            continue
+        layer = names[id(owner)]
+        file = frame.f_code.co_filename
+        if not file.startswith("<") and not file.startswith(ours):
+            place = f"at {os.path.basename(file)}:{frame.f_lineno}"
+    where = [place] if place else []
+    if layer:
+        where.append(f"in layer '{layer}'")
+    return " ".join(where)
 
 
 # What torch says when an embedding gets float indices: token ids made from a bare shape.
 _FLOAT_INDICES = ("'indices'", "Long, Int")
 
 
-def _dtype_hint(failures: list[tuple[str, str]], inputs) -> str:
+def _dtype_hint(said: list[str], inputs) -> str:
     """The usual cause of an embedding refusing its indices: token ids given as a shape, made
     float32; say how to make them integers."""
-    if not any(all(k in msg for k in _FLOAT_INDICES) for _, msg in failures):
+    if not any(all(k in msg for k in _FLOAT_INDICES) for msg in said):
         return ""
     # The inputs made float32 from a bare shape; a name that reads as token ids first.
     made = [(n, v) for n, v in inputs.items()
@@ -571,10 +634,8 @@ def _dtype_hint(failures: list[tuple[str, str]], inputs) -> str:
         if isinstance(inputs, Mapping) else []
     made.sort(key=lambda item: not any(k in item[0] for k in ("id", "token")))
     name, shape = made[0] if made else ("input_ids", (1, 128))
-    dims = "x".join(str(d) for d in shape) if is_single_input(shape) and shape else "1x128"
-    example = f"{name}={dims}:int64"
-    return (f"; token ids are integers: give their dtype, e.g. --input {example} (in Python a "
-            "torch.long tensor, or onnxflops.bind.TypedShape((1, 128), 'int64'))")
+    dims = tuple(shape) if is_single_input(shape) and shape else (1, 128)
+    return f"; token ids are integers: give their dtype, e.g. {input_hint(name, dims, 'int64')}"
 
 
 def _model_name(module, is_program: bool) -> str:
@@ -610,15 +671,22 @@ def _keyword_names(module, given: Mapping, label: str) -> list[str]:
     named = [p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     listing = ", ".join(named)
     unknown = [n for n in given if n not in named]
-    if unknown and not takes_any:
-        raise OnnxFlopsError(f"{label}: forward() has no argument '{unknown[0]}'"
-                             f"{did_you_mean(unknown[0], named)} (arguments: {listing})")
+    # Through **kwargs forward() takes any name, but one close to an argument left out is a
+    # misspelling of it (`input_id` for a transformers model's `input_ids`), not a keyword the
+    # model reads: told now, not as the failed export its missing argument causes.
+    left_out = [n for n in named if n not in given]
+    misspelled = [n for n in unknown if not takes_any or did_you_mean(n, left_out)]
+    if misspelled:
+        raise OnnxFlopsError(f"{label}: forward() has no argument '{misspelled[0]}'"
+                             f"{did_you_mean(misspelled[0], left_out if takes_any else named)} "
+                             f"(arguments: {listing})")
     required = [p.name for p in parameters if p.default is p.empty
                 and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     missing = [n for n in required if n not in given]
     if missing:
         raise OnnxFlopsError(f"{label}: forward() needs {', '.join(repr(n) for n in missing)}, "
-                             f"not given (arguments: {listing}; given: {', '.join(given)})")
+                             f"not given: give it, e.g. {input_hint(missing[0])} (arguments: "
+                             f"{listing}; given: {', '.join(given)})")
     return [n for n in named if n in given] + unknown
 
 
@@ -712,7 +780,7 @@ def _example_args(module, inputs, names: list[str], is_program: bool, label: str
         if is_program and module.example_inputs is not None:
             return tuple(module.example_inputs[0])
         raise OnnxFlopsError(f"{label}: give its inputs (shapes or tensors), e.g. "
-                             "inputs=((1, 3, 224, 224),)")
+                             f"{input_hint(names[0] if names else 'x', (1, 3, 224, 224))}")
     if isinstance(inputs, Mapping):
         if is_program:
             unknown = [n for n in inputs if n not in names]

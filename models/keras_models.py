@@ -5,12 +5,10 @@ Each builder returns a fresh keras.Model; its twin of the same name is in models
 
 from __future__ import annotations
 
-import os
+from onnxflops.converters.common import keras_imported
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-
-import keras  # noqa: E402
-from keras import layers  # noqa: E402
+keras = keras_imported()
+layers = keras.layers
 
 
 def seed003_conv_gru_dense() -> keras.Model:

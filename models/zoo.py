@@ -138,7 +138,9 @@ def timm_convnext():
 
 
 def _keras_hub():
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    from onnxflops.converters.common import keras_imported
+
+    keras_imported()
     import keras_hub
 
     return keras_hub
@@ -163,10 +165,10 @@ def keras_hub_llama():
 
 
 def keras_mobilenet_v2():
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    import keras
+    from onnxflops.converters.common import keras_imported
 
-    return keras.applications.MobileNetV2(input_shape=(96, 96, 3), alpha=0.35, weights=None)
+    return keras_imported().applications.MobileNetV2(input_shape=(96, 96, 3), alpha=0.35,
+                                                     weights=None)
 
 
 def torchvision_mobilenet_v2():

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Mapping, Sequence
 
 import onnx
@@ -94,7 +93,7 @@ def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | N
                 # `proto` is our own copy (load_model never returns the caller's): bound in place.
                 bound = bind_inputs(proto, inputs, batch, allow_unbound=symbolic, in_place=True)
             shapes = {i.name: _declared(i) for i in real_inputs(bound)}
-            name = _model_name(model, proto)
+            name = prepared.name
             try:
                 with step("analyzing"):
                     analyzed = canonicalize(analyze(normalize(bound), owned=not keep_bound))
@@ -108,9 +107,3 @@ def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | N
 def _declared(vi: onnx.ValueInfoProto) -> list[int | str]:
     return [d.dim_param.lstrip(SYMBOL_MARK) if is_symbolic(d.dim_param) else d.dim_value
             for d in vi.type.tensor_type.shape.dim]
-
-
-def _model_name(source: ModelSource, proto: onnx.ModelProto) -> str:
-    if isinstance(source, onnx.ModelProto):
-        return proto.graph.name or "model"
-    return Path(source).name

@@ -11,7 +11,7 @@ import traceback
 import warnings
 
 from onnxflops.caches import collector_paused
-from onnxflops.errors import OnnxFlopsError, UncostedWarning, first_line
+from onnxflops.errors import OnnxFlopsError, UncostedWarning, first_line, on_command_line
 
 COMMANDS = ("count", "convert", "compare", "ops", "profile", "report", "llm", "survey")
 # Exit codes: 0 counted; 1 counted, some nodes uncosted (or compare: the counts differ); 2 bad
@@ -58,7 +58,9 @@ def parser(commands: tuple[str, ...] = COMMANDS) -> tuple[argparse.ArgumentParse
     top.add_argument("--version", action=_PrintVersion, nargs=0,
                      help="print the installed version and exit")
     top.add_argument("--debug", action="store_true",
-                     help="on an internal error, print the traceback (also ONNXFLOPS_DEBUG=1)")
+                     help="print the rest of an error: a failed conversion's every exporter "
+                          "message and traceback, an internal error's traceback (also "
+                          "ONNXFLOPS_DEBUG=1)")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in commands:
         importlib.import_module(f"onnxflops.commands.{name}").register(sub)
@@ -80,8 +82,11 @@ def main(argv: list[str] | None = None) -> int:
     # The report lists its uncosted nodes and the exit status says so: no second telling.
     warnings.simplefilter("ignore", UncostedWarning)
     try:
-        return args.func(args) or 0
+        with on_command_line():
+            return args.func(args) or 0
     except OnnxFlopsError as e:
+        if debug and e.details:
+            print(e.details, file=sys.stderr)
         print(f"onnxflops: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

@@ -9,7 +9,6 @@ PyTorch disagreed: Conv2D(32, 4×4, strides (1, 2)) → GRU(96) → Dense(256) o
 
 from __future__ import annotations
 
-import os
 import sys
 
 from onnxflops.comparison import compare
@@ -21,7 +20,6 @@ INPUT = (1, 1, 100, 256)
 
 
 def main() -> int:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     from onnxflops.converters import keras_to_onnx, torch_to_onnx
     from onnxflops.models import pair
 

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import re
-from typing import Iterable
+from typing import Iterable, Iterator, Sequence
 
 
 class OnnxFlopsError(Exception):
     """A problem with the user's input (file, shape, option), reported as one line by the CLI."""
 
-    def __init__(self, message: str):
+    def __init__(self, message: str, details: str | None = None):
         # One line whatever names it quotes: a name may hold line breaks.
         super().__init__(str(message).translate(_ESCAPED_LINE_BREAKS))
+        # The rest, for whoever asks (the CLI's --debug): a failed conversion's every message
+        # and traceback.
+        self.details = details
 
 
 # Every character str.splitlines() breaks at, written as its escape.
@@ -83,3 +88,38 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
 
     close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+# Whether the command line is asking: a message that says how to give an input or an option
+# speaks the caller's language, flags there (`--input x=1x3x224x224`), Python here
+# (`inputs={'x': (1, 3, 224, 224)}`).
+_ON_COMMAND_LINE = contextvars.ContextVar("onnxflops_on_command_line", default=False)
+
+
+@contextlib.contextmanager
+def on_command_line() -> Iterator[None]:
+    """Messages raised for the duration speak flags (the CLI runs its commands under it)."""
+    token = _ON_COMMAND_LINE.set(True)
+    try:
+        yield
+    finally:
+        _ON_COMMAND_LINE.reset(token)
+
+
+def in_callers_words(flag: str, python: str) -> str:
+    """`flag` where the command line asks, else `python`: the one place a message picks."""
+    return flag if _ON_COMMAND_LINE.get() else python
+
+
+def input_hint(name: str, dims: Sequence[int | str] | None = None, dtype: str | None = None,
+               ) -> str:
+    """How to give input `name` the shape `dims` (a dim not known: 'N'; None: any shape), in
+    the caller's words: `--input x=1x3x224x224[:int64]`, or `inputs={'x': (1, 3, 224, 224)}`
+    (an integer dtype: onnxflops.bind.TypedShape((1, 128), 'int64'))."""
+    if dims is None:
+        return in_callers_words(f"--input {name}=DIMS", f"inputs={{{name!r}: shape}}")
+    flag = f"--input {name}={'x'.join(map(str, dims)) or 'scalar'}" + (f":{dtype}" if dtype else "")
+    shape = "(" + ", ".join(map(str, dims)) + ("," if len(dims) == 1 else "") + ")"
+    if dtype:
+        shape = f"onnxflops.bind.TypedShape({shape}, {dtype!r})"
+    return in_callers_words(flag, f"inputs={{{name!r}: {shape}}}")

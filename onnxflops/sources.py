@@ -334,7 +334,14 @@ def to_onnx(source, inputs=None, *, batch: int | None = None, exporter: str = "d
         loaded = load(source, unsafe=unsafe)
         with _framework_needed(loaded.source):
             proto = loaded.kind.convert(loaded.model, inputs, batch, exporter, keep_weights)
-    return Prepared(proto, Path(str(loaded.source)).name, True, proto)
+    return Prepared(proto, _converted_name(loaded.source, proto), True, proto)
+
+
+def _converted_name(source, proto: onnx.ModelProto) -> str:
+    """What a converted model is called: a path or spec by its name as the user gave it, an
+    object by the name its converter gave the graph (a torch module's class, a Keras model's
+    name), never by its text (a module's printout runs to pages)."""
+    return Path(source).name if _is_path(source) else proto.graph.name or type(source).__name__
 
 
 def _as_it_is(source) -> Prepared:

@@ -84,6 +84,42 @@ def test_tables(capsys, dynamic_cnn, by):
     assert sum(line.startswith("|---") for line in markdown.splitlines()) == 1
 
 
+def test_how_to_give_an_input_is_said_in_flags_on_the_command_line_and_in_python_in_python(
+        capsys, dynamic_cnn):
+    import onnxflops
+
+    code, _, err = run(capsys, "count", dynamic_cnn, "--batch", "2")
+    assert code == 2
+    assert err.strip().endswith("bind it with --input input=2x3xNxN")
+    with pytest.raises(onnxflops.OnnxFlopsError) as raised:
+        onnxflops.count(dynamic_cnn, batch=2)
+    assert str(raised.value).endswith("bind it with inputs={'input': (2, 3, N, N)}")
+    with pytest.raises(onnxflops.OnnxFlopsError) as raised:
+        onnxflops.count(dynamic_cnn)
+    assert str(raised.value).endswith("inputs={'input': (N, 3, N, N)} or batch=N")
+    with pytest.raises(onnxflops.OnnxFlopsError, match="^batch: 0 is out of range"):
+        onnxflops.count(dynamic_cnn, batch=0)
+    assert run(capsys, "count", dynamic_cnn, "--batch", "0")[2].startswith(
+        "onnxflops: error: --batch: 0 is out of range")
+
+
+def test_the_commands_first_table_ranks_op_types_as_print_report_does(capsys, dynamic_cnn):
+    import re
+
+    import onnxflops
+
+    code, out, _ = run(capsys, "count", dynamic_cnn, "-i", "input=1x3x4x4")
+    assert code == 0
+    printed = str(onnxflops.count(dynamic_cnn, inputs={"input": (1, 3, 4, 4)}))
+    row = re.compile(r"^(\w+) .* (\d+\.\d)%", re.MULTILINE)
+    # FLOPs of 3,738: Conv 2·(16·4·27) + 64 bias = 3,520; Gemm 2·40 + 10 = 90; Relu and
+    # GlobalAveragePool 64 each; Flatten 0 (the table's total row after them)
+    ranked = [("Conv", "94.2"), ("Gemm", "2.4"), ("Relu", "1.7"), ("GlobalAveragePool", "1.7"),
+              ("Flatten", "0.0")]
+    assert row.findall(out) == [*ranked, ("total", "100.0")]
+    assert row.findall(printed) == ranked
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--input", "image=1x3x8x8"], "model has no input 'image'; its inputs are: input"),
     (["--input", "inptu=1x3x8x8"], "model has no input 'inptu' (did you mean 'input'?); its "

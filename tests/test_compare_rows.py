@@ -74,3 +74,25 @@ def test_both_sides_are_counted_with_the_exporter_named(monkeypatch):
     monkeypatch.setattr(compare_module, "count", count)
     onnxflops.compare(fc(False), fc(False), exporter="legacy", unsafe=True)
     assert seen == [("legacy", True), ("legacy", True)]
+
+
+def stem(channels: int):
+    """conv1 (3 → `channels`, 3×3) → Relu → conv2 (`channels` → 16, 3×3) → head (16 → 4, 1×1)
+    on a 1×3×8×8 input: a change of conv1's channels changes conv2's MACs and params too."""
+    return model([node("Conv", ["x", "w1"], ["a"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                       name="/stem/conv1/Conv"),
+                  node("Relu", ["a"], ["r"], name="/stem/relu/Relu"),
+                  node("Conv", ["r", "w2"], ["b"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                       name="/stem/conv2/Conv"),
+                  node("Conv", ["b", "w3"], ["y"], kernel_shape=[1, 1], name="/head/Conv")],
+                 {"x": [1, 3, 8, 8]}, [weight("w1", (channels, 3, 3, 3)),
+                                       weight("w2", (16, channels, 3, 3)),
+                                       weight("w3", (4, 16, 1, 1))])
+
+
+def test_a_channel_change_is_named_at_the_layer_that_made_it_with_both_output_shapes():
+    result = onnxflops.compare(stem(8), stem(6))
+    # conv1 + conv2: 64·(27·8 + 72·16) = 87,552 MACs vs 64·(27·6 + 54·16) = 65,664
+    assert result.differences[-1] == (
+        "stem.conv1+stem.conv2 vs stem.conv1+stem.conv2: macs 87.55 K vs 65.66 K, params "
+        "1.37 K vs 1.03 K; first change at stem.conv1: output 1x8x8x8 vs 1x6x8x8")

@@ -132,8 +132,9 @@ class TestHtml:
     def test_the_notebook_view_of_a_count_is_its_table_by_op_type(self):
         page = onnxflops.count(mlp())._repr_html_()
         assert page.startswith('<div class="onnxflops"><style>')
+        # MatMul 48 of 56 FLOPs: 85.7%
         assert ('<tr><td class="text">MatMul</td><td class="text">1</td><td>24</td><td>48</td>'
-                '<td>12</td><td>72 B</td><td>32 B</td></tr>') in page
+                '<td>85.7%</td><td>12</td><td>72 B</td><td>32 B</td></tr>') in page
         assert "<p>test  [x=2x3]  convention=default<br>MACs 24  FLOPs 56" in page
 
 
@@ -274,8 +275,8 @@ class TestDepth:
         code, out, _ = run(capsys, "count", path, "--depth", "3")
         assert code == 0
         table = out.split("\n\n")[1].splitlines()
-        assert table[0].split() == ["layer", "nodes", "MACs", "FLOPs", "params", "read",
-                                    "written"]
+        assert table[0].split() == ["layer", "nodes", "MACs", "FLOPs", "%", "FLOPs", "params",
+                                    "read", "written"]
         assert [line.split()[:3] for line in table[2:5]] == [
             ["encoder.layer.0", "1", "32"], ["encoder.layer.1", "1", "32"], ["(top", "level)", "1"]]
         _, out, _ = run(capsys, "count", path, "--depth", "1", "--csv")

@@ -416,8 +416,8 @@ def test_count_rejects_what_is_not_a_model(source, message):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"batch": 1.5}, "--batch: 1.5 is not a whole number"),
-    ({"batch": True}, "--batch: True is not a whole number"),
+    ({"batch": 1.5}, "batch: 1.5 is not a whole number"),  # in Python, the argument's name
+    ({"batch": True}, "batch: True is not a whole number"),
     ({"inputs": {"x": (2, 8.5)}}, "input 'x': 8.5 is not a whole number"),
     ({"inputs": {"x": 5}}, "input 'x': expected a shape (a sequence of dims), not 5"),
     ({"inputs": [(2, 8)]}, "inputs: expected a mapping of input names to shapes, not a list")])

@@ -29,6 +29,19 @@ def test_layer_of_each_exporters_names(node, layer):
     assert layer_of(node) == layer
 
 
+@pytest.mark.parametrize("scope, layer", [
+    # a detector's `for m in self.model[:-1]`: the first module of the slice is model.0
+    ("model.slice(None, -1, None).0.stem1.conv", "model.0.stem1.conv"),
+    ("model.slice(1, None, None).0.conv", "model.1.conv"),  # self.model[1:]: model.1
+    ("model.slice(1, None, 2).2", "model.5"),  # self.model[1::2]: positions 1, 3, 5
+    ("blocks[slice(2, 4, None)][1].attn", "blocks.3.attn"),
+    ("model.slice(-3, -1, None).0.cv1", "model[-3:-1].0.cv1"),  # the length decides: as written
+])
+def test_a_module_reached_through_a_slice_is_named_by_its_place_in_the_container(scope, layer):
+    scopes = str(["", "model", scope, "conv2d"])
+    assert layer_of(named("node_conv2d", scopes)) == layer
+
+
 @pytest.mark.parametrize("layer, within", [
     ("model_1/dense_1", "dense_1"),
     ("classifier_1/backbone_1/fc1_1", "backbone_1/fc1_1"),  # a nested model's layer

@@ -782,8 +782,8 @@ def test_the_kv_cache_per_layer_kind_in_the_json_the_table_and_the_page():
         {"layer": 0, "kind": "sliding", "positions": 4, "bytes_per_token": 64, "bytes": 512},
         {"layer": 1, "kind": "full", "positions": 8, "bytes_per_token": 64, "bytes": 1024}]
     table = r.to_table()
-    assert "\nsliding   0               4        64B     512B\n" in table
-    assert "\nfull      1               8        64B  1.02 KB\n" in table
+    assert "\nsliding   0               4                  64B     512B\n" in table
+    assert "\nfull      1               8                  64B  1.02 KB\n" in table
     assert "\n  sliding: window 4: min(tokens, 4) positions, as a paged serving cache holds them " \
            "(transformers' keeps 4 − 1)\n" in table
     assert [row["kind"] for row in r.rows(by="kv")] == ["sliding", "full"]
@@ -793,6 +793,22 @@ def test_the_kv_cache_per_layer_kind_in_the_json_the_table_and_the_page():
     assert "<td class=\"text\">sliding</td><td class=\"text\">0</td><td>4</td><td>64 B</td>" \
            "<td>512 B</td><td class=\"text\">window 4: min(tokens, 4) positions" in page
 
+
+
+def test_the_kv_tables_per_token_figure_is_said_to_be_per_layer():
+    from onnxflops.html.llm import llm_html
+    from onnxflops.serving.cache import kv_layers
+
+    # Two full layers of 2 heads × 8 × (key + value) = 32 elements, 64 B per token each; batch
+    # 2 at 8 tokens: 2 × 8 × 64 = 1,024 B each, 2,048 B both. One row: 64 B is per layer.
+    r = _hand_report(_windowed_phase(4), prompt=2, generate=6, batch=2,
+                     kv_layers=kv_layers(_cache_inputs(2, 2, 8), None, 16, 2, 8))
+    table = r.to_table().splitlines()
+    header = next(line for line in table if line.lstrip().startswith("KV cache"))
+    assert header.split() == ["KV", "cache", "layers", "positions", "per", "token", "per",
+                              "layer", "bytes"]
+    assert table[table.index(header) + 1].split() == ["full", "0,", "1", "8", "64B", "2.05", "KB"]
+    assert "<th>bytes per token per layer</th>" in llm_html(r)
 
 def _expert_model() -> onnx.ModelProto:
     """batched_mm dispatch of 8 experts, top-2: each of `tokens` tokens gathers its 2 experts'
@@ -942,3 +958,4 @@ def test_a_cache_layer_of_an_mlp_layer_holds_nothing_and_the_cache_is_served():
     assert _self_attention_past(cache) == ([None, ("k", "v"), None], False)
     unknown = SimpleNamespace(layers=[SimpleNamespace(), attention])
     assert _self_attention_past(unknown) == (None, False)
+

@@ -162,6 +162,30 @@ def test_report_writes_what_it_measured_then_names_the_model_that_failed(tmp_pat
     assert "1 model(s) measured before it; 1 after it were not measured" in error[0]
 
 
+def test_report_input_no_model_has_exits_2_naming_it_and_one_model_lacks_is_ignored_for_it(
+        tmp_path, cache, monkeypatch, capsys):
+    import onnx
+
+    monkeypatch.setenv("ONNXFLOPS_CACHE_DIR", str(cache))
+    paths = []
+    for name in ("x", "y"):
+        paths.append(str(tmp_path / f"{name}.onnx"))
+        onnx.save(model([node("MatMul", [name, "w"], ["out"], name="fc")], {name: ["n", 8]},
+                        [weight("w", (8, 4))]), paths[-1])
+    out = tmp_path / "r.html"
+    timing = ["--runs", "2", "--warmup", "0", "--profile-runs", "1", "--quick", "-o", str(out),
+              "--json", str(tmp_path / "r.json")]
+    assert main(["report", *paths, "--input", "x=2x8", "--input", "yy=3x8", *timing]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error == ("onnxflops: error: --input yy: no model has an input 'yy' (did you mean "
+                     "'y'?); their inputs are: x, y")
+    assert not out.exists()  # refused before anything was measured
+    # x binds the first model only, y the second: 2·(2·8·4) and 2·(3·8·4) FLOPs
+    assert main(["report", *paths, "--input", "x=2x8", "--input", "y=3x8", *timing]) == 0
+    measured = json.loads((tmp_path / "r.json").read_text())["models"]
+    assert [m["flops"] for m in measured] == [2 * 2 * 8 * 4, 2 * 3 * 8 * 4]
+
+
 # A real browser: chromium lays the page out; a script added to a copy of the page measures every
 # plot and every mark and writes the result into the DOM that --dump-dom prints.
 _MEASURE = """<script>

@@ -26,7 +26,7 @@ from onnxflops.analysis.inference import (
 from onnxflops.analysis.ranges import scope_around
 from onnxflops.analysis.sequences import sequence_info
 from onnxflops.caches import memoized
-from onnxflops.errors import OnnxFlopsError, first_line
+from onnxflops.errors import OnnxFlopsError, first_line, in_callers_words
 from onnxflops.analysis.validity import check_structure
 from onnxflops.analysis.symbolic import (
     concrete_values,
@@ -73,7 +73,8 @@ def analyze(model: onnx.ModelProto, *, owned: bool = False,
             # which symbolic dims take, would expand every call.
             raise OnnxFlopsError(f"{_graph_label(model)}: its local functions inline to more "
                                  "nodes than onnxflops analyses, which symbolic dims cannot "
-                                 "follow: bind every input dim (--input, --batch)")
+                                 f"follow: bind every input dim "
+                                 f"({in_callers_words('--input, --batch', 'inputs=, batch=')})")
         if validate:
             rows = GraphView(model.graph).rows()
             check = _schema_checker(model)

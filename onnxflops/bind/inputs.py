@@ -9,7 +9,7 @@ from typing import Iterable, Mapping, Sequence
 import onnx
 
 from onnxflops.dims import INT64_MAX, SYMBOL_MARK, format_shape, symbol_name
-from onnxflops.errors import OnnxFlopsError, did_you_mean
+from onnxflops.errors import OnnxFlopsError, did_you_mean, in_callers_words, input_hint
 from onnxflops.graph import is_standard_domain, write_declared_shapes, write_sequence_inputs
 
 Shape = Sequence[int]
@@ -122,7 +122,7 @@ def bind_inputs(model: onnx.ModelProto, inputs: Mapping[str, Shape] | None = Non
             raise OnnxFlopsError(f"model has no input '{name}'{did_you_mean(name, known)}; its "
                                  f"inputs are: {', '.join(sorted(known)) or '(none)'}")
     if batch is not None:
-        checked_dim(batch, "--batch")
+        checked_dim(batch, in_callers_words("--batch", "batch"))
 
     # Every shape is resolved before any is set: an error leaves `model` as it was.
     kinds = {vi.name: _kind(vi.type) for vi in graph_inputs}
@@ -299,9 +299,10 @@ def _resolve(name: str, kind: str, declared: tuple | None, batch: int | None,
     if declared is None:
         if allow_unbound:
             return None
-        none = f" or --input {name}={_NO_VALUE}" if kind == "optional" else ""
-        raise OnnxFlopsError(f"input '{name}' has no declared shape: bind it with --input "
-                             f"{name}=DIMS{none}")
+        none = in_callers_words(f" or --input {name}={_NO_VALUE}", f" or inputs={{{name!r}: None}}") \
+            if kind == "optional" else ""
+        raise OnnxFlopsError(f"input '{name}' has no declared shape: bind it with "
+                             f"{input_hint(name)}{none}")
     shape = list(declared)
     if batch is not None and shape and not _is_fixed(shape[0]):
         shape[0] = batch
@@ -312,9 +313,10 @@ def _resolve(name: str, kind: str, declared: tuple | None, batch: int | None,
             shape[axis] = SYMBOL_MARK + symbol_name(d if isinstance(d, str) else f"{name}_{axis}")
             continue
         label = f" ('{d}')" if isinstance(d, str) else ""
-        hint = "x".join(str(x) if _is_fixed(x) else "N" for x in shape)
+        hint = input_hint(name, [x if _is_fixed(x) else "N" for x in shape])
+        batch_hint = in_callers_words(" or --batch N", " or batch=N") if axis == 0 else ""
         raise OnnxFlopsError(f"input '{name}' dim {axis}{label} is dynamic: bind it with "
-                             f"--input {name}={hint}" + (" or --batch N" if axis == 0 else ""))
+                             f"{hint}{batch_hint}")
     return tuple(shape)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from onnxflops.commands.common import (
     add_command,
@@ -12,7 +13,8 @@ from onnxflops.commands.common import (
     print_result,
 )
 from onnxflops.commands.profile import add_measure_options, measure_kwargs
-from onnxflops.errors import OnnxFlopsError
+from onnxflops.errors import OnnxFlopsError, did_you_mean
+from onnxflops.sources import declared_inputs, frameworks_for, load
 
 
 def register(sub) -> None:
@@ -39,14 +41,15 @@ def run(args: argparse.Namespace) -> int:
 
     check_output_options(args)
     kwargs = measure_kwargs(args)
+    models = _with_inputs(args.models, kwargs["inputs"], args.unsafe)
     profiles = []
     failed = None
     with stages(len(args.models), STAGES) as bar:
-        for model in args.models:
-            bar.start(str(model))
+        for name, (model, inputs) in zip(args.models, models):
+            bar.start(str(name))
             try:
-                profiles.append(profile(model, progress=bar.update, **{
-                    **kwargs, "inputs": _inputs_for(model, kwargs["inputs"])}))
+                profiles.append(profile(model, progress=bar.update,
+                                        **{**kwargs, "inputs": inputs}))
             except OnnxFlopsError as e:
                 failed = e
                 break
@@ -68,12 +71,27 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _inputs_for(model: str, shapes: dict) -> dict:
-    """The --input bindings that name an input of this ONNX model (others name other models')."""
-    if not shapes or not str(model).endswith(".onnx"):
-        return shapes
-    from onnxflops.bind import real_inputs
-    from onnxflops.load import load_model
-
-    names = {i.name for i in real_inputs(load_model(model))}
-    return {k: v for k, v in shapes.items() if k in names}
+def _with_inputs(models: list[str], shapes: dict, unsafe: bool) -> list[tuple[Any, dict]]:
+    """Each model, loaded, with the --input bindings that name one of its inputs (others name
+    other models'); a name that no model has is an error, as count and profile make it. A model
+    whose kind declares no input names (a SavedModel) takes every binding, and may have any name;
+    one that cannot be loaded takes none, and says why when its turn comes."""
+    frameworks_for(*models)
+    loaded, declared = [], []
+    for model in models:
+        try:
+            model = load(model, unsafe=unsafe)
+            names = set(declared_inputs(model)) or None
+        except OnnxFlopsError:
+            names = set()
+        loaded.append(model)
+        declared.append(names)
+    if shapes and all(names is not None for names in declared):
+        known = set().union(*declared)
+        for name in shapes:
+            if name not in known:
+                raise OnnxFlopsError(f"--input {name}: no model has an input '{name}'"
+                                     f"{did_you_mean(name, known)}; their inputs are: "
+                                     f"{', '.join(sorted(known)) or '(none)'}")
+    return [(model, shapes if names is None else {k: v for k, v in shapes.items() if k in names})
+            for model, names in zip(loaded, declared)]

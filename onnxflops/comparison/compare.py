@@ -290,15 +290,35 @@ def _row(ga: list[Layer], gb: list[Layer], tolerance: float) -> LayerRow:
     differs = [k for k in _PER_LAYER if not _close(getattr(ta, k), getattr(tb, k), tolerance)]
     if differs:
         notes.append(f"{_names(ga)} vs {_names(gb)}: " + ", ".join(
-            f"{k} {' vs '.join(readable(getattr(ta, k), getattr(tb, k)))}" for k in differs))
+            f"{k} {' vs '.join(readable(getattr(ta, k), getattr(tb, k)))}" for k in differs)
+            + _first_change(ga, gb))
         notes += _explain(ga, gb, ta, tb)
     status = "differs" if differs else ("same" if len(ga) == len(gb) == 1 else "regrouped")
     shape_a, shape_b = ga[-1].output_shape, gb[-1].output_shape
-    if status == "same" and shape_a and shape_b and sorted(map(str, shape_a)) != sorted(
-            map(str, shape_b)):
+    if status == "same" and _reshaped(shape_a, shape_b):
         notes.append(f"{_names(ga)} vs {_names(gb)}: output shape {format_shape(shape_a)} vs "
                      f"{format_shape(shape_b)} (not a layout transpose of each other)")
     return LayerRow(ga, gb, status, notes)
+
+
+def _reshaped(shape_a: list | None, shape_b: list | None) -> bool:
+    """Two known output shapes that are not a layout transpose of each other."""
+    return bool(shape_a and shape_b) and sorted(map(str, shape_a)) != sorted(map(str, shape_b))
+
+
+def _first_change(ga: list[Layer], gb: list[Layer]) -> str:
+    """Where a stretch of layers that differs changed: the first pair, in execution order, whose
+    output shapes differ (a channel count changed there, and the next layer reads it), else whose
+    MACs, params or buffers do; named with both output shapes."""
+    pairs = list(zip(ga, gb))
+    changed = next(((x, y) for x, y in pairs if _reshaped(x.output_shape, y.output_shape)),
+                   None) or next(((x, y) for x, y in pairs if _key(x) != _key(y)), None)
+    if changed is None:
+        return ""
+    x, y = changed
+    name = _names([x]) if x.name == y.name else f"{_names([x])} vs {_names([y])}"
+    shapes = " vs ".join(format_shape(s) if s else "?" for s in (x.output_shape, y.output_shape))
+    return f"; first change at {name}: output {shapes}"
 
 
 def _explain(ga: list[Layer], gb: list[Layer], ta: Totals, tb: Totals) -> list[str]:

@@ -50,7 +50,7 @@ def llm_html(r: LlmReport) -> str:
 def _kv_table(r: LlmReport) -> str:
     """The KV cache at the end of generation, its layers grouped by form (full, sliding,
     chunked, latent), each with what it holds."""
-    return html_table(["KV cache", "layers", "positions held", "bytes per token", "bytes",
+    return html_table(["KV cache", "layers", "positions held", "bytes per token per layer", "bytes",
                        "holds"],
                       [[kind, layer_runs(layers), str(positions),
                         human(per_token, "B"), human(size, "B"), note]

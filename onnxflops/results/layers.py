@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import itertools
 import re
 from typing import Iterable
@@ -32,9 +33,38 @@ def layer_of(proto: onnx.NodeProto) -> str:
 # Nodes of one layer share its scope: each scope is parsed once.
 @memoized(maxsize=4096)
 def _layer_of_name_scopes(value: str) -> str:
-    scopes = [s.strip(" '\"") for s in value.strip("[]").split(",")]
-    scopes = [s for s in scopes[:-1] if s]
-    return scopes[-1] if scopes else ""
+    """The innermost module of the exporter's scopes, a Python list's repr: a module path may hold
+    commas (a module reached through a slice, `model.slice(None, -1, None).0`)."""
+    try:
+        scopes = ast.literal_eval(value)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        scopes = [s.strip(" '\"") for s in value.strip("[]").split(",")]
+    if not isinstance(scopes, (list, tuple)):
+        return ""
+    scopes = [s for s in scopes[:-1] if isinstance(s, str) and s]
+    return _unsliced(scopes[-1]) if scopes else ""
+
+
+# A module reached through a slice of a Sequential or ModuleList (`self.model[:-1]`), then its
+# position in the slice: `slice(None, -1, None).0` or `[slice(1, None, None)][0]`.
+_SLICED = re.compile(r"\.?\[?slice\((-?\d+|None), (-?\d+|None), (-?\d+|None)\)\]?(?:\.|\[)(\d+)\]?")
+
+
+def _unsliced(path: str) -> str:
+    """position i of slice(start, stop, step) = start + i·step: `model.slice(None, -1, None).0` →
+    `model.0`, the module's name in the container itself. A start the container's length decides
+    (negative, or None with a negative step) stays a slice, written as Python writes it
+    (`model[-2:].0`)."""
+    def resolved(found: re.Match) -> str:
+        start, stop, step = (None if g == "None" else int(g) for g in found.groups()[:3])
+        position = int(found.group(4))
+        step = 1 if step is None else step
+        if step > 0 and (start is None or start >= 0):
+            return f".{(start or 0) + position * step}"
+        written = ":".join("" if g is None else str(g) for g in (start, stop))
+        return f"[{written}{'' if step == 1 else f':{step}'}].{position}"
+
+    return _SLICED.sub(resolved, path) if "slice(" in path else path
 
 
 @memoized(maxsize=4096)

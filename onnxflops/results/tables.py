@@ -277,16 +277,20 @@ class Report(formats.Rendered):
             entries: list = self.nodes
         else:
             groups, counts = self._group(by, depth)
-            header = [by, "nodes", "MACs", "FLOPs", "params", "read", "written"]
+            # Layers read in execution order, the model's tree; op types and categories as
+            # print(report) ranks them, largest share of the FLOPs first.
+            ranked = list(groups.items()) if by == "layer" else _ranked(groups)
+            header = [by, "nodes", "MACs", "FLOPs", SHARE, "params", "read", "written"]
             rows = [[k or "(top level)", str(counts[k]), human(t.macs), human(t.flops),
-                     human(t.params), human(t.bytes_read, "B"), human(t.bytes_written, "B")]
-                    for k, t in groups.items()]
-            entries = list(groups.values())
+                     _share(t.flops, self.total.flops), human(t.params),
+                     human(t.bytes_read, "B"), human(t.bytes_written, "B")] for k, t in ranked]
+            entries = [t for _, t in ranked]
         t = self.total
         total_row = ["total", "", "", human(t.macs), human(t.flops), human(t.params),
                      human(t.bytes_read, "B"), human(t.bytes_written, "B")]
         if by != "node":
-            total_row = ["total", str(len(self.nodes)), *total_row[3:]]
+            total_row = ["total", str(len(self.nodes)), *total_row[3:5],
+                         _share(t.flops, t.flops), *total_row[5:]]
         rows.append(total_row)
         if t.backward_flops is not None:
             column = header.index("FLOPs") + 1
@@ -352,16 +356,12 @@ def summary(report: Report, top: int = SUMMARY_OP_TYPES) -> str:
     """One screen, as Keras's summary() and torchinfo show a model: the totals, the op types
     with the most FLOPs and their share, what was left uncosted, and where the tables are."""
     t = report.total
-    ranked = sorted(report.by_op_type().items(), key=lambda kv: _sort_key(kv[1].flops),
-                    reverse=True)
-    flops = t.flops if isinstance(t.flops, (int, float)) and t.flops else None
-    rows = [[op, human(g.macs), human(g.flops),
-             "-" if flops is None or not isinstance(g.flops, (int, float))
-             else f"{100 * g.flops / flops:.1f}%", human(g.params)]
+    ranked = _ranked(report.by_op_type())
+    rows = [[op, human(g.macs), human(g.flops), _share(g.flops, t.flops), human(g.params)]
             for op, g in ranked[:top]]
     rule = "=" * SUMMARY_WIDTH
     lines = [rule, f"{report.model}  [{report._inputs_text()}]  convention={report.convention}",
-             rule, *formats.text_table(["op type", "MACs", "FLOPs", "% FLOPs", "params"], rows,
+             rule, *formats.text_table(["op type", "MACs", "FLOPs", SHARE, "params"], rows,
                                        left=1, rules=True, width=SUMMARY_WIDTH)[:-1]]
     if len(ranked) > top:
         lines.append(f"... and {len(ranked) - top} more op types (report.by_op_type())")
@@ -394,6 +394,21 @@ def summary(report: Report, top: int = SUMMARY_OP_TYPES) -> str:
     lines += ["tables: report.to_table(by='node'|'op'|'layer'|'category'),",
               "        report.by_layer(depth=N), report.rows(by=...), report.to_pandas(by=...)"]
     return "\n".join(lines)
+
+
+SHARE = "% FLOPs"
+
+
+def _ranked(groups: dict[str, Totals]) -> list[tuple[str, Totals]]:
+    """Groups by FLOPs, largest first: how print(report) and the table by op type list them."""
+    return sorted(groups.items(), key=lambda kv: _sort_key(kv[1].flops), reverse=True)
+
+
+def _share(flops: Any, total: Any) -> str:
+    """flops / total as a percentage, '-' where either is a formula or the total is 0."""
+    if not all(isinstance(v, (int, float)) for v in (flops, total)) or not total:
+        return "-"
+    return f"{100 * flops / total:.1f}%"
 
 
 def _sort_key(value: Any) -> float:

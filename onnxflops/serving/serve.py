@@ -168,7 +168,8 @@ class LlmReport(formats.Rendered):
                   left=1, widths=[14, 10, 10, 10, 10], gap="")]
         if self.kv_layers:
             kinds = self.kv_kinds()
-            blocks += ["", Table(["KV cache", "layers", "positions", "per token", "bytes"],
+            blocks += ["", Table(["KV cache", "layers", "positions", "per token per layer",
+                                  "bytes"],
                                  [[kind, layer_runs(layers), str(positions),
                                    human(per_token) + "B", human(size) + "B"]
                                   for kind, layers, positions, per_token, size, _ in kinds],

@@ -227,10 +227,9 @@ def has_pooled_output(model) -> bool:
 def _keras():
     """Keras, with what converting and counting import loaded first: the cap is on the whole
     address space, and a shared library mapped after the model took its memory would fail."""
-    import os
+    from onnxflops.converters.common import keras_imported
 
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    import keras
+    keras = keras_imported()
     import tf2onnx  # noqa: F401
 
     import onnxflops.api  # noqa: F401

@@ -98,7 +98,6 @@ def _child(task: Task, caps: Caps, send) -> None:
         sys.modules["torch"].set_num_threads(caps.threads)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     _quiet()
     from onnxflops.survey.measure import failure, measure, peak_mb
 
