@@ -13,6 +13,7 @@ constant or removed at load time.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -42,17 +43,22 @@ def match(counted: Sequence[onnx.NodeProto], executed: onnx.GraphProto,
     folded = {t.name for t in executed.initializer}
     if deployed is not None:
         folded |= {t.name for t in deployed.initializer}
+    # The counted graph's names are another export's where the executed graph is the deployed one.
+    folded_counted = {t for t in folded if not numbered(t)} if deployed is not None else folded
     producers = [_producers(nodes, {}) for nodes in graphs[:-1]]
     aliases = _layout_aliases(runs, producers[-1])  # against the graph onnxruntime optimized
     producers.append(_producers(runs, aliases))
     shared = set.intersection(*(set(p) for p in producers))
+    if deployed is not None:  # two exports: only the names both take from the model are alike
+        shared = {t for t in shared if not numbered(t)}
     links = _UnionFind()
     for side, (nodes, producer) in enumerate(zip(graphs, producers)):
         alias = aliases if side == len(graphs) - 1 else {}
         for i, node in enumerate(nodes):
             links.add((side, i))
             for tensor in (alias.get(t, t) for t in node.input):
-                if tensor in producer and tensor not in shared and tensor not in folded:
+                if tensor in producer and tensor not in shared \
+                        and tensor not in (folded_counted if side == 0 else folded):
                     links.union((side, producer[tensor]), (side, i))
     for tensor in shared:
         for side in range(1, len(graphs)):
@@ -68,6 +74,16 @@ def match(counted: Sequence[onnx.NodeProto], executed: onnx.GraphProto,
         g.executed.sort()
         g.deployed.sort()
     return sorted(groups.values(), key=lambda g: (not g.executed, g.executed[:1] or g.counted[:1]))
+
+
+# Names an exporter numbers as it goes (onnxscript's val_12, TorchScript's onnx::Conv_12,
+# tf2onnx's Const__12): two exports of one model may give one to different tensors.
+_NUMBERED = re.compile(r"val_\d+|onnx::.*\d|.*__\d+")
+
+
+def numbered(name: str) -> bool:
+    """Whether an exporter numbered this tensor name rather than taking it from the model."""
+    return _NUMBERED.fullmatch(name) is not None
 
 
 def boundary(group: Sequence[int], counted: Sequence[onnx.NodeProto],
