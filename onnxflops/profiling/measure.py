@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -273,7 +273,7 @@ class Profile(formats.Rendered):
 
 
 def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None = None,
-            inputs: Mapping[str, Any] | None = None, *, batch: int | None = None,
+            inputs: Mapping[str, Any] | Sequence | None = None, *, batch: int | None = None,
             warmup: int = 10, profile_runs: int = 10, opt_level: str = "all",
             convention: str = "default", ceilings: bool = True, quick: bool = False,
             device_id: int = 0, progress: Progress | None = None,
