@@ -571,6 +571,18 @@ def test_the_zero_bias_and_batchnorm_folded_at_export_are_listed_so():
         == rewritten
 
 
+def test_an_onnx_file_runs_as_it_is_whichever_graph_is_asked(capsys, onnx_file, fusable):
+    path = onnx_file(fusable)
+    flags = ["--runs", "2", "--warmup", "0", "--profile-runs", "1", "--no-ceilings", "--json"]
+    for graph in ("deployed", "counted"):
+        assert main(["profile", path, "--graph", graph, *flags]) == 0
+        result = json.loads(capsys.readouterr().out)
+        assert result["unattributed_flops"] == 0 and len(result["nodes"]) >= 3
+    with pytest.raises(SystemExit) as refused:
+        main(["profile", path, "--graph", "fused", *flags])
+    assert refused.value.code == 2
+
+
 def test_cuda_absent_is_one_clear_line(capsys, onnx_file, fusable):
     import onnxruntime
 
