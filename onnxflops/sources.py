@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -391,8 +392,14 @@ def to_run(source, inputs=None, *, graph: str = "deployed", batch: int | None = 
         return to_onnx(source, inputs, batch=batch, exporter=exporter, unsafe=unsafe,
                        keep_weights=True)
     loaded = load(source, unsafe=unsafe)
-    with _framework_needed(loaded.source):
-        proto = kind.deploy(loaded.model, inputs, batch, exporter)
+    try:
+        with _framework_needed(loaded.source):
+            proto = kind.deploy(loaded.model, inputs, batch, exporter)
+    except OnnxFlopsError as e:  # what counting converts still runs, said so
+        warnings.warn(f"{e}; running the counted graph instead (as with --graph counted)",
+                      stacklevel=2)
+        return to_onnx(loaded, inputs, batch=batch, exporter=exporter, unsafe=unsafe,
+                       keep_weights=True)
     return Prepared(proto, _name(loaded, proto), True, deployed=True, _weighted=proto)
 
 

@@ -113,3 +113,16 @@ def test_bert_profiles_from_a_long_tensor_by_name_and_in_order():
     dense = 2 * 64 * 2 * (4 * 32 * 32 + 2 * 32 * 37)
     assert sum(e.flops for e in counted.nodes if e.op_type in ("MatMul", "Gemm")) >= dense
     assert not [u for u in by_name.unattributed if u.op_type in ("MatMul", "Gemm")]
+
+
+def test_where_the_framework_export_fails_the_counted_graph_runs_with_a_warning(monkeypatch):
+    from onnxflops.converters import from_torch
+
+    def fails(*args, **kwargs):
+        raise onnxflops.OnnxFlopsError("PyTorch model 'ConvBN': the dynamo exporter cannot "
+                                       "convert it (no)")
+
+    monkeypatch.setattr(from_torch, "torch_to_deployed_onnx", fails)
+    with pytest.warns(UserWarning, match="running the counted graph instead"):
+        prof = onnxflops.profile(_conv_bn(), inputs=((1, 3, 8, 8),), **QUICK)
+    assert "BatchNormalization" in _executed_ops(prof) and not prof.unattributed
