@@ -13,7 +13,6 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-import numpy as np
 import onnx
 
 from onnxflops import formats
@@ -287,8 +286,9 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
     data). `graph` picks what runs for a framework model (sources.to_run): "deployed" (default)
     the graph its framework's own export gives a user, with its weights, its times joined to the
     counted nodes of the structure graph; "counted" the very graph that was counted. An ONNX
-    model runs as it is. `threads` sets onnxruntime's intra-op threads (None: its default, one per physical
-    core); `opt_level` its graph optimization level (disable, basic, extended, layout, all).
+    model runs as it is. `threads` sets onnxruntime's intra-op threads (None: its default, one
+    per physical core); `opt_level` its graph optimization level (disable, basic, extended,
+    layout, all).
     `ceilings` measures (once per machine, then cached) peak FLOP/s and bandwidth; `quick`
     measures them on small problems and makes fewer warm-up runs, for a fast rough answer.
     Before anything runs, what the profile will take is estimated from the count and refused in
