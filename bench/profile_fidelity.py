@@ -67,6 +67,7 @@ def plain_export(name: str, model, inputs, directory: Path) -> Path:
     """The framework's own export of `model`, with its defaults, as a file."""
     path = directory / f"{name.replace(':', '_')}.onnx"
     if name.startswith("keras:"):
+        model(inputs[0], training=False)  # Keras exports a model that has been called
         model.export(str(path), format="onnx", verbose=False)
         return path
     import torch
