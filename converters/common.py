@@ -7,11 +7,10 @@ import logging
 import os
 import sys
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
-
+from onnxflops.bind.inputs import is_single_input  # noqa: F401 - the converters' name for it
 from onnxflops.errors import OnnxFlopsError
 
 # The extra of pyproject.toml that installs each module a conversion imports.
@@ -20,13 +19,6 @@ EXTRA_OF_MODULE = {"tensorflow": "keras", "keras": "keras", "tf2onnx": "keras",
                    "transformers": "hf"}
 # Where a graph-only model's initializers say their data lives: a file that is never written.
 ABSENT_WEIGHTS = "weights-not-written.bin"
-
-
-def is_single_input(value) -> bool:
-    """A lone shape (a sequence of ints) or a lone array, as opposed to a sequence of them."""
-    if hasattr(value, "shape") and hasattr(value, "dtype"):
-        return True
-    return isinstance(value, Sequence) and all(isinstance(d, (int, np.integer)) for d in value)
 
 
 def is_keras_model(model) -> bool:

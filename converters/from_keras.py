@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from onnxflops.bind.inputs import dtype_name, inputs_by_name
 from onnxflops.converters.common import (check_container, conversion_failed,
                                          framework_logging_silenced,
                                          is_single_input, keras_imported,
@@ -88,9 +89,72 @@ def keras_to_onnx(model, inputs=None, *, batch: int = 1, keep_weights: bool = Fa
     return proto
 
 
+def keras_to_deployed_onnx(model, inputs=None, *, batch: int = 1) -> onnx.ModelProto:
+    """The graph tf2onnx's default conversion gives a user (what `model.export(format="onnx")`
+    runs): the model's own weights, Grappler's constant folding (BatchNorm arithmetic pushed into
+    the conv, zero biases gone) and tf2onnx's optimizers. Inputs as `keras_to_onnx` takes them;
+    the graph inputs are named alike."""
+    _quiet_tensorflow()
+    import keras
+    import tensorflow as tf
+
+    label = f"Keras model '{model.name}'"
+    layer_names = _input_layer_names(model)
+    specs = _input_specs(_model_inputs(model, label), _by_tensor_name(model, inputs, layer_names),
+                         batch, label, layer_names)
+    structure = _input_structure(model)
+
+    def call(*xs):
+        return model(keras.tree.pack_sequence_as(structure, list(xs)), training=False)
+
+    proto = _deployed(tf.function(call), specs, label)
+    proto.graph.name = model.name
+    return proto
+
+
+def _deployed(fn, specs: list, label: str) -> onnx.ModelProto:
+    """`fn` through tf2onnx.convert.from_function with its defaults."""
+    import tensorflow as tf
+    from tf2onnx import convert
+
+    with native_output_silenced(), framework_logging_silenced(), _traceable_grouped_conv():
+        try:
+            with tf.device("/cpu:0"):
+                proto, _ = convert.from_function(fn, input_signature=specs)
+        except Exception as e:  # tf2onnx and TF raise anything; the user gets one line
+            raise OnnxFlopsError(f"{label}: tf2onnx cannot convert it ({last_line(e)})") from None
+    _check_converted(proto, label)
+    return proto
+
+
 def saved_model_to_onnx(path: str | os.PathLike, inputs=None, *, batch: int = 1,
                         keep_weights: bool = False, opset: int = OPSET) -> onnx.ModelProto:
     """Convert the serving signature of a TensorFlow SavedModel directory (no Python code runs)."""
+    import tensorflow as tf
+
+    label, signature, call, specs = _serving_call(path, inputs, batch)
+    proto = _convert(tf.function(call), specs, None if keep_weights else [], opset, label)
+    if keep_weights:
+        _record_real_weight_roles(proto, signature.variables)
+    proto.graph.name = Path(path).name
+    return proto
+
+
+def saved_model_to_deployed_onnx(path: str | os.PathLike, inputs=None, *,
+                                 batch: int = 1) -> onnx.ModelProto:
+    """A SavedModel's serving signature through tf2onnx's default conversion (see
+    `keras_to_deployed_onnx`)."""
+    import tensorflow as tf
+
+    label, _, call, specs = _serving_call(path, inputs, batch)
+    proto = _deployed(tf.function(call), specs, label)
+    proto.graph.name = Path(path).name
+    return proto
+
+
+def _serving_call(path, inputs, batch: int):
+    """(label, the serving signature, a function calling it with its inputs in order, their
+    TensorSpecs) of a SavedModel directory."""
     _quiet_tensorflow()
     import tensorflow as tf
 
@@ -110,11 +174,8 @@ def saved_model_to_onnx(path: str | os.PathLike, inputs=None, *, batch: int = 1,
     def call(*xs):
         return signature(**dict(zip(names, xs)))
 
-    proto = _convert(tf.function(call), specs, None if keep_weights else [], opset, label)
-    if keep_weights:
-        _record_real_weight_roles(proto, signature.variables)
-    proto.graph.name = Path(path).name
-    return proto
+    call.loaded = loaded  # the signature's variables live as long as the function
+    return label, signature, call, specs
 
 
 def load_keras_file(path: str | os.PathLike, *, safe_mode: bool = True):
@@ -227,18 +288,16 @@ def _overrides(given, names: list[str], label: str) -> dict[str, Any]:
     if len(items) != len(names):
         raise OnnxFlopsError(f"{label} takes {len(names)} input(s) ({', '.join(names)}), "
                              f"{len(items)} given")
-    return dict(zip(names, items))
+    return inputs_by_name(items, names)
 
 
 
 def _shape_and_dtype(value, declared_dtype: str) -> tuple[tuple[int, ...], str]:
     if hasattr(value, "shape") and hasattr(value, "dtype"):
-        return tuple(int(d) for d in value.shape), _dtype_name(value.dtype)
+        return tuple(int(d) for d in value.shape), dtype_name(value.dtype)
     return tuple(int(d) for d in value), getattr(value, "dtype", declared_dtype)  # TypedShape
 
 
-def _dtype_name(dtype) -> str:
-    return getattr(dtype, "name", None) or str(dtype).rsplit(".", 1)[-1]
 
 
 def _tf_name(name: str, position: int) -> str:
@@ -379,7 +438,7 @@ def _frozen(concrete, input_names: list[str]):
 def _float_variables(variables) -> list:
     """Each float variable once, in order: those that get stand-ins."""
     unique = list({id(v): v for v in variables}.values())
-    return [v for v in unique if is_float_dtype(_dtype_name(v.dtype))]
+    return [v for v in unique if is_float_dtype(dtype_name(v.dtype))]
 
 
 def _record_real_weight_roles(proto: onnx.ModelProto, variables) -> None:
@@ -432,10 +491,10 @@ def _stand_in_fills(variables) -> list[Weight]:
     no other weight (`SMALL_WEIGHT`): an elementwise function of it that TensorFlow folds keeps their order, so
     the folded constant is still known to hold it (see `weight_roles_by_value`)."""
     small = [MONOTONE_MIN <= math.prod(v.shape) <= SMALL_WEIGHT
-             and _dtype_name(v.dtype) in ("float32", "float64") for v in variables]
+             and dtype_name(v.dtype) in ("float32", "float64") for v in variables]
     chosen = [position for position, is_small in enumerate(small) if is_small]
     arrays = StandInValues().distinct_arrays([math.prod(variables[p].shape) for p in chosen])
-    drawn = {p: a.astype(_dtype_name(variables[p].dtype)) for p, a in zip(chosen, arrays)}
+    drawn = {p: a.astype(dtype_name(variables[p].dtype)) for p, a in zip(chosen, arrays)}
     # Fill values are none of the arrays' values: one found in an array would name two weights.
     fills = StandInValues(taken=drawn.values())
     stand_ins = []
@@ -446,7 +505,7 @@ def _stand_in_fills(variables) -> list[Weight]:
         if position in drawn:
             stand_ins.append(Weight(key, drawn[position], trainable))
         else:
-            stand_ins.append(Weight(key, fills.distinct_scalar(_dtype_name(v.dtype)), trainable,
+            stand_ins.append(Weight(key, fills.distinct_scalar(dtype_name(v.dtype)), trainable,
                                     math.prod(v.shape)))
     return stand_ins
 

@@ -71,27 +71,8 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
     shapes), or a mapping forward-argument name → tensor/shape. An ExportedProgram defaults to its
     example inputs. A module whose weights are on the meta device gets its inputs there too.
     """
-    import torch
-
-    if exporter not in EXPORTERS:
-        raise OnnxFlopsError(f"unknown exporter '{exporter}' (choose from {', '.join(EXPORTERS)})")
-    is_program = isinstance(module, torch.export.ExportedProgram)
-    if is_program and isinstance(inputs, Mapping) and not inputs:
-        inputs = None  # the command line's "no --input": the program's own example inputs
-    label = f"PyTorch model '{_model_name(module, is_program)}'"
-    if is_program and exporter == "legacy":
-        raise OnnxFlopsError(f"{label}: an ExportedProgram converts with the dynamo exporter only")
-    names = argument_names(module)
-    target = module
-    if isinstance(inputs, Mapping) and not is_program:
-        names = _keyword_names(module, inputs, label)
-        target = _keyword_call(module, names)
-    weights = list(module.state_dict.values()) if is_program else _unique_tensors(module)
-    on_meta = any(t.is_meta for t in weights)
-    if on_meta and exporter == "legacy":
-        raise OnnxFlopsError(f"{label}: its weights are on the meta device, which only the dynamo "
-                             "exporter converts")
-    args = _example_args(module, inputs, names, is_program, label, on_meta)
+    is_program, label, names, target, weights, on_meta, args = _export_call(module, inputs,
+                                                                            exporter)
     with contextlib.ExitStack() as stack:
         stack.enter_context(warnings.catch_warnings())
         warnings.simplefilter("ignore")  # exporter advice about the graph, not the user's problem
@@ -139,6 +120,76 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
             "for every input"), stacklevel=2)
     proto.graph.name = _model_name(module, is_program)
     record_torch_weight_roles(proto, target, is_program)
+    return proto
+
+
+class _ExportCall(collections.namedtuple(
+        "_ExportCall", "is_program label names target weights on_meta args")):
+    """What either exporter is called with: the module (wrapped to take its inputs by name where
+    they are given so), the example arguments and the input names."""
+
+
+def _export_call(module, inputs, exporter: str) -> _ExportCall:
+    import torch
+
+    if exporter not in EXPORTERS:
+        raise OnnxFlopsError(f"unknown exporter '{exporter}' (choose from {', '.join(EXPORTERS)})")
+    is_program = isinstance(module, torch.export.ExportedProgram)
+    if is_program and isinstance(inputs, Mapping) and not inputs:
+        inputs = None  # the command line's "no --input": the program's own example inputs
+    label = f"PyTorch model '{_model_name(module, is_program)}'"
+    if is_program and exporter == "legacy":
+        raise OnnxFlopsError(f"{label}: an ExportedProgram converts with the dynamo exporter only")
+    names = argument_names(module)
+    target = module
+    if isinstance(inputs, Mapping) and not is_program:
+        names = _keyword_names(module, inputs, label)
+        target = _keyword_call(module, names)
+    weights = list(module.state_dict.values()) if is_program else _unique_tensors(module)
+    on_meta = any(t.is_meta for t in weights)
+    if on_meta and exporter == "legacy":
+        raise OnnxFlopsError(f"{label}: its weights are on the meta device, which only the dynamo "
+                             "exporter converts")
+    args = _example_args(module, inputs, names, is_program, label, on_meta)
+    return _ExportCall(is_program, label, names, target, weights, on_meta, args)
+
+
+def torch_to_deployed_onnx(module, inputs=None, *, exporter: str = "dynamo") -> onnx.ModelProto:
+    """The graph torch's own export gives a user, with the module's weights, in eval mode:
+    `torch.onnx.export(..., dynamo=True)` with its default optimization (constants folded,
+    BatchNorm folded into its conv, a conv's zero bias dropped), or for exporter="legacy" the
+    TorchScript exporter's defaults (constant folding; BatchNorm folded in eval mode). Inputs as
+    `torch_to_onnx` takes them; the graph inputs are named alike."""
+    import torch
+
+    call = _export_call(module, inputs, exporter)
+    if call.on_meta:
+        raise OnnxFlopsError(f"{call.label}: its weights are on the meta device: there is "
+                             "nothing to run")
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(warnings.catch_warnings())
+        warnings.simplefilter("ignore")
+        stack.enter_context(contextlib.redirect_stdout(io.StringIO()))  # the exporter's progress
+        stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
+        stack.enter_context(framework_logging_silenced())
+        if not call.is_program:
+            stack.enter_context(eval_mode(module))
+        stack.enter_context(triton_kept_out())
+        input_names = _input_names(call.names, call.args)
+        try:
+            if exporter == "legacy":
+                buffer = io.BytesIO()
+                with native_output_silenced():
+                    torch.onnx.export(call.target, _positional(call.args), buffer, dynamo=False,
+                                      input_names=input_names)
+                proto = onnx.load_from_string(buffer.getvalue())
+            else:
+                proto = torch.onnx.export(call.target, _positional(call.args), dynamo=True,
+                                          input_names=input_names).model_proto
+        except Exception as e:  # the exporters raise anything; the user gets one line
+            raise OnnxFlopsError(f"{call.label}: the {exporter} exporter cannot convert it "
+                                 f"({first_line(root_cause(e))})") from None
+    proto.graph.name = _model_name(module, call.is_program)
     return proto
 
 

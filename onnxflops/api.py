@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Mapping, Sequence
 
 import onnx
 
 from onnxflops.analysis import AnalyzedModel, analyze
 from onnxflops.bind import bind_inputs, real_inputs
+from onnxflops.bind.inputs import inputs_by_name, shape_of
 from onnxflops.caches import collector_paused
 from onnxflops.canonical import canonicalize
 from onnxflops.costs import CONVENTIONS, PER_OP_CONVENTIONS, RuleOverrides, with_rules
@@ -35,7 +37,7 @@ class Counted:
     analyzed: AnalyzedModel  # the analyzed, canonical model whose nodes the report lists
 
 
-def count(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
+def count(model: ModelSource, inputs: Mapping[str, Any] | Sequence | None = None,
           batch: int | None = None, convention: str = "default", *, training: bool = False,
           symbolic: bool = False, exporter: str = "dynamo", unsafe: bool = False,
           rules: RuleOverrides | None = None, strict: bool = False) -> Report:
@@ -43,9 +45,10 @@ def count(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
 
     `model` is an .onnx path or an onnx.ModelProto, or a framework model converted first (a
     keras.Model, a torch nn.Module, a .keras/.h5/.pt2 file, a SavedModel directory or a
-    `package.module:factory` spec); for those, `inputs` are shapes or tensors, by input name or
-    in order, and `exporter` / `unsafe` are passed on (see onnxflops.sources.to_onnx). An ONNX
-    sequence input takes an onnxflops.SequenceShape, an optional one None for no value.
+    `package.module:factory` spec). `inputs` are shapes, TypedShapes or arrays/tensors (each
+    keeping its dtype where the model is converted), by input name or in order
+    (bind.inputs_by_name); `exporter` / `unsafe` are passed on (see onnxflops.sources.to_onnx).
+    An ONNX sequence input takes an onnxflops.SequenceShape, an optional one None for no value.
 
     `training`: also count the backward pass of a training step (`total.backward_flops`, ...).
     `symbolic`: dims left unbound stay symbols, and the counts are sympy formulas in them.
@@ -65,7 +68,7 @@ def count(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
     return report
 
 
-def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | None = None,
+def count_with_model(model: ModelSource, inputs: Mapping[str, Any] | Sequence | None = None,
                      batch: int | None = None, convention: str = "default", *,
                      training: bool = False, symbolic: bool = False, exporter: str = "dynamo",
                      unsafe: bool = False, keep_bound: bool = True,
@@ -90,6 +93,9 @@ def count_with_model(model: ModelSource, inputs: Mapping[str, Sequence[int]] | N
         with collector_paused():
             with step("loading"):
                 proto = load_model(model)
+                if inputs is not None:  # by name or in order; an array binds its shape
+                    given = inputs_by_name(inputs, [i.name for i in real_inputs(proto)])
+                    inputs = {name: shape_of(value) for name, value in given.items()}
                 # `proto` is our own copy (load_model never returns the caller's): bound in place.
                 bound = bind_inputs(proto, inputs, batch, allow_unbound=symbolic, in_place=True)
             shapes = {i.name: _declared(i) for i in real_inputs(bound)}

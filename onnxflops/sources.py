@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -48,6 +49,9 @@ class Kind:
     # Listed in every command's help as what MODEL may be, by `name`; False: an object only the
     # Python API is given, or a file that is refused.
     offered: bool = True
+    # (loaded model, inputs, batch, exporter) → the graph the framework's own export gives a user,
+    # with its weights (what measuring runs: `to_run`); None: the counted graph with its weights.
+    deploy: Callable[..., onnx.ModelProto] | None = None
 
 
 @dataclass(frozen=True)
@@ -165,6 +169,34 @@ def _loaded_to_onnx(model, inputs, batch, exporter, keep_weights) -> onnx.ModelP
     return kind_of(model).convert(model, inputs, batch, exporter, keep_weights)
 
 
+def _keras_deployed(model, inputs, batch, exporter) -> onnx.ModelProto:
+    from onnxflops.converters.from_keras import keras_to_deployed_onnx
+
+    return keras_to_deployed_onnx(model, inputs, batch=batch or 1)
+
+
+def _saved_model_deployed(path: Path, inputs, batch, exporter) -> onnx.ModelProto:
+    from onnxflops.converters.from_keras import saved_model_to_deployed_onnx
+
+    return saved_model_to_deployed_onnx(path, inputs, batch=batch or 1)
+
+
+def _torch_deployed(model, inputs, batch, exporter) -> onnx.ModelProto:
+    from onnxflops.converters.from_torch import torch_to_deployed_onnx
+
+    return torch_to_deployed_onnx(model, inputs, exporter=exporter)
+
+
+def _loaded_deployed(model, inputs, batch, exporter) -> onnx.ModelProto:
+    """What a factory returned, deployed as its own kind."""
+    kind = kind_of(model)
+    if kind is ONNX:
+        return model
+    if kind.deploy is None:
+        return kind.convert(model, inputs, batch, exporter, True)
+    return kind.deploy(model, inputs, batch, exporter)
+
+
 def _onnx_inputs(model) -> dict[str, tuple | None]:
     proto = model if isinstance(model, onnx.ModelProto) else load_model(model)
     weights = {t.name for t in proto.graph.initializer}
@@ -209,25 +241,25 @@ def declared_inputs(source) -> dict[str, tuple | None]:
 ONNX = Kind("ONNX model (.onnx file or onnx.ModelProto)", None, _is_proto, _itself, None,
             _onnx_inputs)
 FACTORY = Kind("factory spec (package.module:function)", None, _is_factory, _factory,
-               _loaded_to_onnx, declared_inputs)
+               _loaded_to_onnx, declared_inputs, deploy=_loaded_deployed)
 KINDS: tuple[Kind, ...] = (
     ONNX,
     Kind("TensorFlow SavedModel folder", "keras", _is_saved_model_dir, lambda s, u: Path(s),
-         _saved_model_to_onnx, _none_declared),
+         _saved_model_to_onnx, _none_declared, deploy=_saved_model_deployed),
     Kind("torch.export program (.pt2 file)", "torch", lambda s: _existing(s, (".pt2",)),
-         _exported_program_file, _torch_to_onnx, declared_inputs),
+         _exported_program_file, _torch_to_onnx, declared_inputs, deploy=_torch_deployed),
     Kind("torch.export.ExportedProgram", "torch", _is_exported_program, _itself, _torch_to_onnx,
-         _torch_inputs, offered=False),
+         _torch_inputs, offered=False, deploy=_torch_deployed),
     Kind("torch nn.Module", "torch", _is_torch_module, _itself, _torch_to_onnx, _torch_inputs,
-         offered=False),
+         offered=False, deploy=_torch_deployed),
     Kind("pickled torch module (.pt, .pth, .pkl, .bin: refused)", "torch",
          lambda s: _existing(s, _PICKLES), _refused_pickle, _unconvertible, declared_inputs,
          offered=False),
     FACTORY,
     Kind("Keras model file (.keras, .h5, .hdf5)", "keras", lambda s: _existing(s, _KERAS_FILES),
-         _keras_file, _keras_to_onnx, declared_inputs),
+         _keras_file, _keras_to_onnx, declared_inputs, deploy=_keras_deployed),
     Kind("keras.Model", "keras", _is_keras_model, _itself, _keras_to_onnx, _keras_inputs,
-         offered=False),
+         offered=False, deploy=_keras_deployed),
 )
 # Served by `llm` as two graphs, never counted as one: not among the kinds `kind_of` tells.
 CAUSAL_LM = Kind("transformers causal LM (model, config, config.json or its folder)", "hf",
@@ -305,6 +337,7 @@ class Prepared:
     counted: onnx.ModelProto | str | Any  # what counting loads: a path loads without the weights
     name: str  # as the source names it: a file's name, else the graph's
     converted: bool  # conversion bound the input shapes already
+    deployed: bool = False  # the framework's own export (to_run), not the counted graph
     _weighted: onnx.ModelProto | None = None
 
     def weighted(self) -> onnx.ModelProto:
@@ -334,20 +367,55 @@ def to_onnx(source, inputs=None, *, batch: int | None = None, exporter: str = "d
         loaded = load(source, unsafe=unsafe)
         with _framework_needed(loaded.source):
             proto = loaded.kind.convert(loaded.model, inputs, batch, exporter, keep_weights)
-    return Prepared(proto, _converted_name(loaded.source, proto), True, proto)
+    return Prepared(proto, _name(loaded, proto), True, _weighted=proto)
 
 
-def _converted_name(source, proto: onnx.ModelProto) -> str:
+# Which graph measuring runs: what the framework's own export gives a user, or the one counted.
+GRAPHS = ("deployed", "counted")
+
+
+def to_run(source, inputs=None, *, graph: str = "deployed", batch: int | None = None,
+           exporter: str = "dynamo", unsafe: bool = False) -> Prepared:
+    """The graph that measuring runs (profile, report, compare's output check), with its weights.
+    This is the one place that decides "which graph runs".
+
+    graph="deployed": a framework model as its framework's own export gives it to a user
+    (torch.onnx.export with its default optimization, or the legacy exporter's defaults for
+    exporter="legacy"; tf2onnx's default conversion for Keras): what a user times and ships.
+    graph="counted": the structure-only graph counting reads (`to_onnx`), with the real weights.
+    An ONNX source runs as it is either way. `inputs` etc. as `to_onnx` takes them.
+    """
+    if graph not in GRAPHS:
+        raise OnnxFlopsError(f"unknown graph '{graph}' (choose from {', '.join(GRAPHS)})")
+    kind = kind_of(source)
+    if graph == "counted" or kind is ONNX or kind.deploy is None:
+        return to_onnx(source, inputs, batch=batch, exporter=exporter, unsafe=unsafe,
+                       keep_weights=True)
+    loaded = load(source, unsafe=unsafe)
+    try:
+        with _framework_needed(loaded.source):
+            proto = kind.deploy(loaded.model, inputs, batch, exporter)
+    except OnnxFlopsError as e:  # what counting converts still runs, said so
+        warnings.warn(f"{e}; running the counted graph instead (as with --graph counted)",
+                      stacklevel=2)
+        return to_onnx(loaded, inputs, batch=batch, exporter=exporter, unsafe=unsafe,
+                       keep_weights=True)
+    return Prepared(proto, _name(loaded, proto), True, deployed=True, _weighted=proto)
+
+
+def _name(loaded: Loaded, proto: onnx.ModelProto) -> str:
     """What a converted model is called: a path or spec by its name as the user gave it, an
     object by the name its converter gave the graph (a torch module's class, a Keras model's
     name), never by its text (a module's printout runs to pages)."""
-    return Path(source).name if _is_path(source) else proto.graph.name or type(source).__name__
+    if _is_path(loaded.source):
+        return Path(str(loaded.source)).name
+    return proto.graph.name or type(loaded.model).__name__
 
 
 def _as_it_is(source) -> Prepared:
     """An ONNX source, read as it is (a path: its weights only when asked for)."""
     if isinstance(source, onnx.ModelProto):
-        return Prepared(source, source.graph.name or "model", False, source)
+        return Prepared(source, source.graph.name or "model", False, _weighted=source)
     if not _is_path(source):  # no model at all: the ONNX reader says so in one line
         return Prepared(source, type(source).__name__, False)
     return Prepared(str(source), Path(source).name, False)

@@ -76,3 +76,24 @@ def test_a_dim_may_be_bound_to_zero():
     assert report.nodes[0].output_shapes == [[0, 3]]
     with pytest.raises(onnxflops.OnnxFlopsError, match=r"--batch: 0 is out of range \(1 to"):
         onnxflops.count(m, batch=0)
+
+
+def test_inputs_in_order_and_arrays_bind_as_inputs_by_name_do():
+    import numpy as np
+
+    import onnxflops
+    from onnxflops.bind import TypedShape
+    from onnxflops.bind.inputs import inputs_by_name, shape_of
+
+    m = two_dynamic_inputs()
+    x, mask = np.zeros((2, 5, 8), np.float32), np.ones((2, 3), np.int64)
+    by_name = onnxflops.count(m, inputs={"x": (2, 5, 8), "mask": (2, 3)})
+    assert by_name.total.macs == 2 * 5 * 8 * 4
+    for given in ([x, mask], ((2, 5, 8), (2, 3)), {"x": x, "mask": mask}):
+        assert onnxflops.count(m, inputs=given).total.macs == by_name.total.macs
+    # An array keeps its dtype in the shape it binds; a lone input is the first one.
+    assert shape_of(mask) == (2, 3) and shape_of(mask).dtype == "int64"
+    assert isinstance(shape_of(x), TypedShape) and shape_of((2, 3)) == (2, 3)
+    assert inputs_by_name(x, ["x", "mask"]) == {"x": x}
+    with pytest.raises(OnnxFlopsError, match="3 given in order, the model takes 2"):
+        inputs_by_name([x, mask, mask], ["x", "mask"])

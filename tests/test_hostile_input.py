@@ -420,7 +420,9 @@ def test_count_rejects_what_is_not_a_model(source, message):
     ({"batch": True}, "batch: True is not a whole number"),
     ({"inputs": {"x": (2, 8.5)}}, "input 'x': 8.5 is not a whole number"),
     ({"inputs": {"x": 5}}, "input 'x': expected a shape (a sequence of dims), not 5"),
-    ({"inputs": [(2, 8)]}, "inputs: expected a mapping of input names to shapes, not a list")])
+    ({"inputs": [(2, 8), (2, 8)]}, "inputs: 2 given in order, the model takes 1 (x)"),
+    ({"inputs": 5}, "inputs: expected shapes or tensors by input name (a mapping) or in order "
+                    "(a sequence), not a int")])
 def test_count_rejects_inputs_of_the_wrong_type(mlp_path, kwargs, message):
     with pytest.raises(OnnxFlopsError) as caught:
         count(mlp_path, **kwargs)

@@ -550,6 +550,58 @@ def test_fusion_match_on_hand_built_graphs():
                                                          ([2], [])]
 
 
+def test_fusion_match_through_the_deployed_graph():
+    # Counted: a zero bias built at run time (Shape → Expand), Conv, BatchNorm, Relu, then a
+    # MatMul whose numbered output `val_7` names a folded constant in the deployed export. The
+    # deployed graph folded the bias and the BatchNorm into the conv (its output takes the
+    # BatchNorm's name `bn`); onnxruntime fused the conv and Relu.
+    counted = [node("Shape", ["w"], ["val_1"]), node("Expand", ["z", "val_1"], ["val_2"]),
+               node("Conv", ["x", "w", "val_2"], ["conv"], name="conv"),
+               node("BatchNormalization", ["conv", "g", "b", "m", "v"], ["bn"], name="bn"),
+               node("Relu", ["bn"], ["relu"], name="relu"),
+               node("MatMul", ["relu", "W"], ["val_7"], name="matmul"),
+               node("Add", ["val_7", "B"], ["y"], name="add")]
+    deployed = helper.make_graph(
+        [node("Conv", ["x", "w_folded", "b_folded"], ["bn"], name="conv_bn"),
+         node("Relu", ["bn"], ["relu"], name="relu"),
+         node("MatMul", ["relu", "W"], ["val_3"], name="matmul"),
+         node("Add", ["val_3", "B"], ["y"], name="add")], "d", [], [],
+        [helper.make_tensor("val_7", TensorProto.INT64, [1], [-1])])
+    executed = helper.make_graph(
+        [node("FusedConv", ["x", "w_folded", "b_folded"], ["relu"], name="fused"),
+         node("MatMul", ["relu", "W"], ["val_3"], name="matmul"),
+         node("Add", ["val_3", "B"], ["y"], name="add")], "e", [], [])
+    groups = fusion.match(counted, executed, deployed)
+    # `bn` and `relu` are computed by all three graphs: cut points. `val_7` is a numbered name:
+    # the MatMul stays tied to its Add, whatever the deployed graph calls val_7.
+    assert [(g.counted, g.deployed, g.executed) for g in groups] == [
+        ([0, 1, 2, 3, 4], [0, 1], [0]), ([5, 6], [2, 3], [1, 2])]
+
+
+def test_the_zero_bias_and_batchnorm_folded_at_export_are_listed_so():
+    entries = [measuring.Unattributed(name, op, flops, "") for name, op, flops in (
+        ("shape", "Shape", 0), ("conv", "Conv", 100), ("bn", "BatchNormalization", 8),
+        ("relu", "Relu", 4))]
+    deployed = [node("Conv", ["x", "w"], ["bn"]), node("Relu", ["bn"], ["relu"])]
+    assert [e.name for e in measuring._kept_at_export(entries, deployed)] == ["conv", "relu"]
+    # MatMul and Add exported as one Gemm: rewritten, not folded; all of it runs.
+    rewritten = entries[1:2] + [measuring.Unattributed("add", "Add", 4, "")]
+    assert measuring._kept_at_export(rewritten, [node("Gemm", ["a", "b", "c"], ["y"])]) \
+        == rewritten
+
+
+def test_an_onnx_file_runs_as_it_is_whichever_graph_is_asked(capsys, onnx_file, fusable):
+    path = onnx_file(fusable)
+    flags = ["--runs", "2", "--warmup", "0", "--profile-runs", "1", "--no-ceilings", "--json"]
+    for graph in ("deployed", "counted"):
+        assert main(["profile", path, "--graph", graph, *flags]) == 0
+        result = json.loads(capsys.readouterr().out)
+        assert result["unattributed_flops"] == 0 and len(result["nodes"]) >= 3
+    with pytest.raises(SystemExit) as refused:
+        main(["profile", path, "--graph", "fused", *flags])
+    assert refused.value.code == 2
+
+
 def test_cuda_absent_is_one_clear_line(capsys, onnx_file, fusable):
     import onnxruntime
 

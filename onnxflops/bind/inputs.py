@@ -6,6 +6,7 @@ import numbers
 import re
 from typing import Iterable, Mapping, Sequence
 
+import numpy as np
 import onnx
 
 from onnxflops.dims import INT64_MAX, SYMBOL_MARK, format_shape, symbol_name
@@ -91,6 +92,59 @@ def parse_input_spec(spec: str) -> tuple[str, tuple[int, ...]]:
                              "joined by 'x', e.g. 1x3x224x224")
     return name, tuple(checked_dim(int(d), f"--input '{spec}'", smallest=0)
                        for d in dims.split("x"))
+
+
+def is_single_input(value) -> bool:
+    """A lone shape (a sequence of ints) or a lone array or tensor, as opposed to a sequence of
+    them."""
+    if _is_tensor(value):
+        return True
+    return isinstance(value, Sequence) and all(isinstance(d, numbers.Integral) for d in value)
+
+
+def inputs_by_name(inputs, names: Sequence[str]) -> dict:
+    """Inputs as every command and function takes them, by input name: a mapping as it is, one
+    input (a shape, TypedShape, array or tensor) or a sequence of them in the order of `names`
+    (a graph's real inputs). The values are left as given (`shape_of`, `array_of` read them)."""
+    if inputs is None:
+        return {}
+    if isinstance(inputs, Mapping):
+        return dict(inputs)
+    if not is_single_input(inputs) and (isinstance(inputs, (str, bytes))
+                                        or not isinstance(inputs, Iterable)):
+        raise OnnxFlopsError(f"inputs: expected shapes or tensors by input name (a mapping) or "
+                             f"in order (a sequence), not a {type(inputs).__name__}")
+    items = [inputs] if is_single_input(inputs) else list(inputs)
+    if len(items) > len(names):
+        raise OnnxFlopsError(f"inputs: {len(items)} given in order, the model takes "
+                             f"{len(names)} ({', '.join(names) or 'none'})")
+    return dict(zip(names, items))
+
+
+def shape_of(value):
+    """The shape an input value binds: an array's or tensor's as a TypedShape of its dtype (token
+    ids stay integers), a shape or TypedShape as given."""
+    if _is_tensor(value):
+        return TypedShape((int(d) for d in value.shape), dtype_name(value.dtype))
+    return value
+
+
+def array_of(value):
+    """An input value's data as a numpy array (a torch tensor's too); None for a shape."""
+    if not _is_tensor(value):
+        return None
+    if hasattr(value, "detach"):  # torch: no import of it here
+        value = value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
+def _is_tensor(value) -> bool:
+    return hasattr(value, "shape") and hasattr(value, "dtype")
+
+
+def dtype_name(dtype) -> str:
+    """'int64' from numpy's int64, torch.int64, tf.int64 alike."""
+    return getattr(dtype, "name", None) or str(dtype).rsplit(".", 1)[-1]
 
 
 def real_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:

@@ -87,6 +87,15 @@ def add_conversion_options(p) -> None:
                         "load (runs code stored in the file: only for files you trust)")
 
 
+def add_graph_option(p) -> None:
+    """Which graph a framework model runs as, where a command runs it (sources.to_run)."""
+    p.add_argument("--graph", choices=["deployed", "counted"], default="deployed",
+                   help="what runs for a framework model: deployed (default) the graph its own "
+                        "export gives a user (torch.onnx.export's default optimization, "
+                        "tf2onnx's default conversion), times joined to the counted graph; "
+                        "counted the structure graph counting reads. An .onnx file runs as it is")
+
+
 def add_format_options(p, rows: str, page: str = "the tables as a self-contained page",
                        page_names: tuple[str, ...] = (), page_default: str | None = None) -> None:
     """The output options, alike in every command, one per format of onnxflops.formats:

@@ -6,6 +6,7 @@ import argparse
 
 from onnxflops.commands.common import (
     add_command,
+    add_graph_option,
     check_output_options,
     input_shapes,
     model_sources,
@@ -31,6 +32,7 @@ def register(sub) -> None:
     p.add_argument("--check-outputs", action="store_true",
                    help="run both under onnxruntime on the same random inputs and report the "
                         "largest output error (for ports whose weights were copied)")
+    add_graph_option(p)
     p.add_argument("--output-tolerance", type=float, default=1e-4,
                    help="largest relative output error accepted by --check-outputs")
     p.add_argument("--layout", choices=["auto", "none"], default="auto",
@@ -48,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
         inputs_a=_bindings(args.input_a, "--input-a"),
         inputs_b=_bindings(args.input_b, "--input-b"), batch=args.batch,
         convention=args.convention, exporter=args.exporter, check_outputs=args.check_outputs,
-        output_tolerance=args.output_tolerance, layout=args.layout, unsafe=args.unsafe)
+        output_tolerance=args.output_tolerance, layout=args.layout, unsafe=args.unsafe,
+        graph=args.graph)
     print_result(result, args)
     return 0 if result.same else 1
 

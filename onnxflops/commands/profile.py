@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from onnxflops.commands.common import add_command, check_output_options, input_shapes, print_result
+from onnxflops.commands.common import (add_command, add_graph_option, check_output_options,
+                                       input_shapes, print_result)
 from onnxflops.profiling import OPT_LEVELS, PROVIDERS
 
 
@@ -47,6 +48,7 @@ def add_measure_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-memory-gb", type=_positive, metavar="GB",
                    help="memory budget in GiB in place of the available RAM (the process's "
                         "address-space, data and cgroup limits still hold)")
+    add_graph_option(p)
 
 
 def _positive(text: str) -> float:
@@ -65,7 +67,8 @@ def measure_kwargs(args: argparse.Namespace) -> dict:
                 profile_runs=args.profile_runs, opt_level=args.opt_level,
                 convention=args.convention, ceilings=args.ceilings, quick=args.quick,
                 device_id=args.device_id, max_seconds=args.max_seconds,
-                max_memory_gb=args.max_memory_gb, exporter=args.exporter, unsafe=args.unsafe)
+                max_memory_gb=args.max_memory_gb, exporter=args.exporter, unsafe=args.unsafe,
+                graph=args.graph)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -23,7 +23,7 @@ from onnxflops.errors import OnnxFlopsError
 from onnxflops.formats import Rows, Table
 from onnxflops.ops import RECURRENCES
 from onnxflops.results import Report, Totals, human, layer_in_model
-from onnxflops.sources import accepts, declared_inputs, frameworks_for, load, to_onnx
+from onnxflops.sources import accepts, declared_inputs, frameworks_for, load, to_run
 
 COMPARED = ("macs", "flops", "params", "buffers")
 _PER_LAYER = ("macs", "params", "buffers")
@@ -174,14 +174,17 @@ class Comparison(formats.Rendered):
 def compare(a, b, inputs: Mapping[str, Any] | None = None, tolerance: float = 0.0, *,
             inputs_a=None, inputs_b=None, batch: int | None = None, convention: str = "default",
             exporter: str = "dynamo", check_outputs: bool = False, output_tolerance: float = 1e-4,
-            layout: str = "auto", unsafe: bool = False, seed: int = 0) -> Comparison:
+            layout: str = "auto", unsafe: bool = False, seed: int = 0,
+            graph: str = "deployed") -> Comparison:
     """Compare two models (any source `onnxflops.count` takes).
 
     `inputs` (name → shape) binds the inputs of whichever model has an input of that name;
     `inputs_a` / `inputs_b` bind one model only (any form its converter takes). `tolerance` is
     relative, on MACs, FLOPs, params and buffers. With `check_outputs`, both run under onnxruntime
     on the same random inputs; `layout` "auto" transposes channels-last ↔ channels-first inputs and
-    outputs where the two models' shapes differ just so, "none" never does.
+    outputs where the two models' shapes differ just so, "none" never does. `graph`: what runs
+    for a framework model (onnxflops.sources.to_run): the graph its own export gives a user
+    (default), or the counted one.
     """
     frameworks_for(a, b)
     sides = [_Side(a, inputs, inputs_a, unsafe), _Side(b, inputs, inputs_b, unsafe)]
@@ -194,7 +197,7 @@ def compare(a, b, inputs: Mapping[str, Any] | None = None, tolerance: float = 0.
     result = Comparison(ra, rb, tolerance, by_op, rows, _differences(ra, rb, rows, tolerance))
     if check_outputs:
         result.outputs = _check_outputs(sides, (ra, rb), batch, exporter, output_tolerance,
-                                        layout, seed)
+                                        layout, seed, graph)
     return result
 
 
@@ -402,14 +405,15 @@ def _layer_cells(row: LayerRow, flops: bool = False) -> list[str]:
 
 
 def _check_outputs(sides: list[_Side], reports: tuple[Report, Report], batch: int | None,
-                   exporter: str, tolerance: float, layout: str, seed: int) -> OutputCheck:
+                   exporter: str, tolerance: float, layout: str, seed: int,
+                   graph: str) -> OutputCheck:
     """Run both models with their real weights on the same random inputs under onnxruntime."""
     from onnxflops.profiling.runtime import SessionConfig, make_session, runnable
 
     sessions = []
     for side in sides:
-        model = to_onnx(side.model, side.bindings, batch=batch, exporter=exporter,
-                        keep_weights=True).weighted()
+        model = to_run(side.model, side.bindings, graph=graph, batch=batch,
+                       exporter=exporter).weighted()
         sessions.append(make_session(runnable(model), SessionConfig("cpu")))
     notes: list[str] = []
     feeds_a = _random_feeds(sessions[0], reports[0], seed)

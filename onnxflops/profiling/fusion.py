@@ -13,6 +13,7 @@ constant or removed at load time.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -23,36 +24,66 @@ import onnx
 class Group:
     counted: list[int] = field(default_factory=list)  # indices into the counted nodes
     executed: list[int] = field(default_factory=list)  # indices into the executed graph's nodes
+    deployed: list[int] = field(default_factory=list)  # indices into the deployed graph's nodes
 
 
-def match(counted: Sequence[onnx.NodeProto], executed: onnx.GraphProto) -> list[Group]:
-    """Groups in execution order; those that onnxruntime does not execute come last."""
+def match(counted: Sequence[onnx.NodeProto], executed: onnx.GraphProto,
+          deployed: onnx.GraphProto | None = None) -> list[Group]:
+    """Groups in execution order; those that onnxruntime does not execute come last.
+
+    With `deployed`, `executed` is onnxruntime's optimization of that graph (the one the
+    framework's own export gives a user: constants folded, BatchNorm folded into its conv), not of
+    the counted one: the three graphs are cut at the tensors all three compute, and linked through
+    it. A group with counted nodes and no deployed node is work the export folded away.
+    """
     runs = list(executed.node)
+    graphs = [list(counted), *([list(deployed.node)] if deployed is not None else []), runs]
+    # Constants do not tie a producer to its consumer: the export (deployed initializers) or
+    # onnxruntime at load time (executed initializers) did that work once, not in the consumer.
     folded = {t.name for t in executed.initializer}
-    counted_producer = _producers(counted, {})
-    aliases = _layout_aliases(runs, counted_producer)
-    executed_producer = _producers(runs, aliases)
-    shared = counted_producer.keys() & executed_producer.keys()
+    if deployed is not None:
+        folded |= {t.name for t in deployed.initializer}
+    # The counted graph's names are another export's where the executed graph is the deployed one.
+    folded_counted = {t for t in folded if not numbered(t)} if deployed is not None else folded
+    producers = [_producers(nodes, {}) for nodes in graphs[:-1]]
+    aliases = _layout_aliases(runs, producers[-1])  # against the graph onnxruntime optimized
+    producers.append(_producers(runs, aliases))
+    shared = set.intersection(*(set(p) for p in producers))
+    if deployed is not None:  # two exports: only the names both take from the model are alike
+        shared = {t for t in shared if not numbered(t)}
     links = _UnionFind()
-    for side, nodes, producer, alias in (("c", counted, counted_producer, {}),
-                                         ("e", runs, executed_producer, aliases)):
+    for side, (nodes, producer) in enumerate(zip(graphs, producers)):
+        alias = aliases if side == len(graphs) - 1 else {}
         for i, node in enumerate(nodes):
             links.add((side, i))
             for tensor in (alias.get(t, t) for t in node.input):
-                # A tensor onnxruntime folded to a constant does not tie its producer to the
-                # consumer: the producer's work is done at load time, not in the consumer.
-                if tensor in producer and tensor not in shared and tensor not in folded:
+                if tensor in producer and tensor not in shared \
+                        and tensor not in (folded_counted if side == 0 else folded):
                     links.union((side, producer[tensor]), (side, i))
     for tensor in shared:
-        links.union(("c", counted_producer[tensor]), ("e", executed_producer[tensor]))
+        for side in range(1, len(graphs)):
+            links.union((0, producers[0][tensor]), (side, producers[side][tensor]))
     groups: dict[tuple, Group] = {}
+    last = len(graphs) - 1
     for side, i in links.items():
         group = groups.setdefault(links.find((side, i)), Group())
-        (group.counted if side == "c" else group.executed).append(i)
+        (group.counted if side == 0 else group.executed if side == last
+         else group.deployed).append(i)
     for g in groups.values():
         g.counted.sort()
         g.executed.sort()
+        g.deployed.sort()
     return sorted(groups.values(), key=lambda g: (not g.executed, g.executed[:1] or g.counted[:1]))
+
+
+# Names an exporter numbers as it goes (onnxscript's val_12, TorchScript's onnx::Conv_12,
+# tf2onnx's Const__12): two exports of one model may give one to different tensors.
+_NUMBERED = re.compile(r"val_\d+|onnx::.*\d|.*__\d+")
+
+
+def numbered(name: str) -> bool:
+    """Whether an exporter numbered this tensor name rather than taking it from the model."""
+    return _NUMBERED.fullmatch(name) is not None
 
 
 def boundary(group: Sequence[int], counted: Sequence[onnx.NodeProto],

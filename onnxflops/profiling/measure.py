@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
-import numpy as np
 import onnx
 
 from onnxflops import formats
 from onnxflops.api import count_with_model
+from onnxflops.bind.inputs import array_of, inputs_by_name, real_inputs
 from onnxflops.errors import OnnxFlopsError
 from onnxflops.load import load_model
 from onnxflops.graph import GraphView
@@ -46,7 +46,7 @@ from onnxflops.profiling.runtime import (
 from onnxflops.profiling.trace import END_TO_END_ONLY, NodeTimes, read_trace
 from onnxflops.formats import Rows, Table, Text
 from onnxflops.results import Report, human, modules_at_depth
-from onnxflops.sources import Prepared, to_onnx
+from onnxflops.sources import Prepared, load, to_onnx, to_run
 
 Progress = Callable[[str, float], None]
 
@@ -56,6 +56,9 @@ Progress = Callable[[str, float], None]
 REPROBE_AFTER_SECONDS = 600
 
 NOT_EXECUTED = "not executed: onnxruntime folded it to a constant or removed it at load time"
+FOLDED_AT_EXPORT = ("folded at export: the deployed graph (the framework's own export) computes "
+                    "it once as a constant or folds it into the node that kept its op (BatchNorm "
+                    "into its conv)")
 
 
 @dataclass
@@ -287,18 +290,23 @@ class Profile(formats.Rendered):
 
 
 def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None = None,
-            inputs: Mapping[str, Any] | None = None, *, batch: int | None = None,
+            inputs: Mapping[str, Any] | Sequence | None = None, *, batch: int | None = None,
             warmup: int = 10, profile_runs: int = 10, opt_level: str = "all",
             convention: str = "default", ceilings: bool = True, quick: bool = False,
             device_id: int = 0, progress: Progress | None = None,
             max_seconds: float | None = budget.DEFAULT_MAX_SECONDS,
             max_memory_gb: float | None = None, exporter: str = "dynamo",
-            unsafe: bool = False) -> Profile:
+            unsafe: bool = False, graph: str = "deployed") -> Profile:
     """Measure `model` under onnxruntime and join the measured times to the counted FLOPs.
 
-    `inputs` maps input names to shapes or to arrays (fed as they are; other inputs get random
-    data). `threads` sets onnxruntime's intra-op threads (None: its default, one per physical
-    core); `opt_level` its graph optimization level (disable, basic, extended, layout, all).
+    `inputs` as onnxflops.count takes them: by input name (a mapping) or in order, each a shape,
+    a TypedShape, or an array or tensor (its dtype kept; fed as it is; other inputs get random
+    data). `graph` picks what runs for a framework model (sources.to_run): "deployed" (default)
+    the graph its framework's own export gives a user, with its weights, its times joined to the
+    counted nodes of the structure graph; "counted" the very graph that was counted. An ONNX
+    model runs as it is. `threads` sets onnxruntime's intra-op threads (None: its default, one
+    per physical core); `opt_level` its graph optimization level (disable, basic, extended,
+    layout, all).
     `ceilings` measures (once per machine, then cached) peak FLOP/s and bandwidth; `quick`
     measures them on small problems and makes fewer warm-up runs, for a fast rough answer.
     Before anything runs, what the profile will take is estimated from the count and refused in
@@ -310,12 +318,10 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
     check_run_counts(runs=runs, warmup=warmup, profile_runs=profile_runs)
     check_provider(provider)
     step = progress or (lambda stage, fraction: None)
-    arrays = {k: np.asarray(v) for k, v in (inputs or {}).items() if _is_array(v)}
-    shapes = {k: tuple(a.shape) for k, a in arrays.items()}
-    shapes.update({k: tuple(v) for k, v in (inputs or {}).items() if k not in arrays})
     step("counting", 0.0)
-    source = _source(model, shapes, batch, exporter, unsafe)
-    counted = _count(source, shapes, batch, convention)
+    source, ran = _sources(model, inputs, batch, exporter, unsafe, graph)
+    counted = _count(source, inputs, batch, convention)
+    deployed = ran.weighted() if ran is not source else None
     _check_loops(counted.report)
     warmup = min(warmup, 2) if quick else warmup
     need = budget.estimate(counted.report, counted.view, provider, runs=runs, warmup=warmup,
@@ -323,11 +329,14 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
                            feeds_bytes=sum(input_sizes(counted.bound).values()),
                            functions=counted.bound.functions)
     budget.check(need, max_seconds, None if max_memory_gb is None else int(max_memory_gb * 2**30))
-    feeds = random_feeds(counted.bound, arrays)
+    fed = deployed if deployed is not None else counted.bound
+    given = inputs_by_name(inputs, [i.name for i in real_inputs(fed)])
+    feeds = random_feeds(fed, {k: a for k, a in ((k, array_of(v)) for k, v in given.items())
+                               if a is not None})
     # onnxruntime inlines local functions in time that grows as the square of their nodes
     # (minutes for 2^16); inlined here first by onnx (0.4 s for 2^16), it loads them as plain
     # nodes (2.3 s), up to budget.RUNTIME_MAX_INLINED_NODES.
-    model_bytes = runnable(inline_functions(source.weighted(),
+    model_bytes = runnable(inline_functions(ran.weighted(),
                                             max_nodes=budget.RUNTIME_MAX_INLINED_NODES))
 
     step("timing", 0.0)
@@ -350,14 +359,14 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
     step("ceilings", 0.0)
     dtype = dominant_float_dtype(counted.bound)
     machine = machine_ceilings(config, dtype, quick) if ceilings else None
-    result = _join(counted, optimized.graph, times, latency, machine)
+    result = _join(counted, optimized.graph, times, latency, machine, deployed)
     if machine is not None and above_roof(result):
         # The cached ceilings were probed lower than this machine reaches now (other work then):
         # probe again, keeping the higher figures, unless they were probed minutes ago.
         probed = "probed again now"
         if not machine.probed_within(REPROBE_AFTER_SECONDS):
             machine = machine_ceilings(config, dtype, quick, refresh=True)
-            result = _join(counted, optimized.graph, times, latency, machine)
+            result = _join(counted, optimized.graph, times, latency, machine, deployed)
         else:
             probed = f"probed at {machine.measured_at}"
         beaten = above_roof(result)
@@ -367,7 +376,7 @@ def profile(model, provider: str = "cpu", runs: int = 100, threads: int | None =
             for flops, moved, seconds in beaten:
                 machine = machine.raised_to(flops, moved, seconds)
             machine = remember(config, dtype, quick, machine)  # the next estimate's roofs too
-            result = _join(counted, optimized.graph, times, latency, machine)
+            result = _join(counted, optimized.graph, times, latency, machine, deployed)
             result.warnings.append(
                 f"{len(beaten)} node(s) or the model ran faster than the measured roofs "
                 f"({probed}): the roofs are raised to what they reached (peak "
@@ -422,17 +431,21 @@ class _Counted:
     graph_outputs: set[str]
 
 
-def _source(model, shapes: dict, batch: int | None, exporter: str, unsafe: bool) -> Prepared:
-    prepared = to_onnx(model, shapes or None, batch=batch, exporter=exporter, unsafe=unsafe,
-                       keep_weights=True)
-    if isinstance(prepared.counted, str):
-        load_model(prepared.counted)  # one clear line for a missing or unreadable file
-    return prepared
+def _sources(model, inputs, batch: int | None, exporter: str, unsafe: bool,
+             graph: str) -> tuple[Prepared, Prepared]:
+    """(what is counted, what runs): one graph, or the structure graph and the deployed one."""
+    loaded = load(model, unsafe=unsafe)
+    ran = to_run(loaded, inputs, graph=graph, batch=batch, exporter=exporter, unsafe=unsafe)
+    if isinstance(ran.counted, str):
+        load_model(ran.counted)  # one clear line for a missing or unreadable file
+    if not ran.deployed:
+        return ran, ran
+    return to_onnx(loaded, inputs, batch=batch, exporter=exporter, unsafe=unsafe), ran
 
 
-def _count(source: Prepared, shapes: dict, batch: int | None, convention: str) -> _Counted:
+def _count(source: Prepared, inputs, batch: int | None, convention: str) -> _Counted:
     """The count as onnxflops.count makes it, keeping the counted graph's tensors."""
-    counted = count_with_model(source.counted, None if source.converted else shapes,
+    counted = count_with_model(source.counted, None if source.converted else inputs,
                                None if source.converted else batch, convention)
     report, view = counted.report, counted.analyzed.graph
     report.model = source.name
@@ -462,7 +475,7 @@ def _pair(report: Report, graph_nodes: list[onnx.NodeProto]) -> list[onnx.NodePr
 
 
 def _join(counted: _Counted, executed: onnx.GraphProto, times: NodeTimes, latency: Latency,
-          machine: Ceilings | None) -> Profile:
+          machine: Ceilings | None, deployed: onnx.ModelProto | None = None) -> Profile:
     report = counted.report
     runs = list(executed.node)
     names = _trace_names(runs, times)
@@ -470,12 +483,19 @@ def _join(counted: _Counted, executed: onnx.GraphProto, times: NodeTimes, latenc
     scale = latency.median / measured_total_ms if measured_total_ms else 0.0
     consumers = fusion.consumers_of(counted.protos)
     nodes, unattributed = [], []
-    for group in fusion.match(counted.protos, executed):
+    for group in fusion.match(counted.protos, executed,
+                              deployed.graph if deployed is not None else None):
         entries = [report.nodes[i] for i in group.counted]
         if not group.executed:
-            unattributed += [Unattributed(e.name, e.op_type, e.flops, NOT_EXECUTED)
-                             for e in entries]
+            reason = FOLDED_AT_EXPORT if deployed is not None and not group.deployed \
+                else NOT_EXECUTED
+            unattributed += [Unattributed(e.name, e.op_type, e.flops, reason) for e in entries]
             continue
+        if deployed is not None:
+            kept = _kept_at_export(entries, [deployed.graph.node[j] for j in group.deployed])
+            unattributed += [Unattributed(e.name, e.op_type, e.flops, FOLDED_AT_EXPORT)
+                             for e in entries if e not in kept]
+            entries = kept
         done = [runs[j] for j in group.executed]
         done_names = [names[j] for j in group.executed]
         read, written = fusion.boundary(group.counted, counted.protos, consumers,
@@ -506,11 +526,24 @@ def _join(counted: _Counted, executed: onnx.GraphProto, times: NodeTimes, latenc
     if stray:
         warnings.append(f"{len(stray)} profiled node(s) not in onnxruntime's optimized graph, "
                         f"left out: {', '.join(stray[:5])}")
-    if any(u.flops for u in unattributed):
-        warnings.append(f"{human(sum(u.flops for u in unattributed))} counted FLOPs are not "
-                        f"executed at run time (onnxruntime folded them at load time)")
+    for reason, by_whom in ((NOT_EXECUTED, "onnxruntime folded them at load time"),
+                            (FOLDED_AT_EXPORT, "the framework's export folded them")):
+        flops = sum(u.flops for u in unattributed if u.reason == reason)
+        if flops:
+            warnings.append(f"{human(flops)} counted FLOPs are not executed at run time "
+                            f"({by_whom})")
     return Profile(report.model, "", None, "", latency, report, nodes, unattributed, machine,
                    times.source, warnings + list(report.warnings))
+
+
+def _kept_at_export(entries: list, deployed: list[onnx.NodeProto]) -> list:
+    """The counted entries of a group whose op the deployed graph still runs there; where it runs
+    some of them, the others were folded into those at export (BatchNorm into its conv, a zero
+    bias dropped). Where it runs none of them (MatMul and Add exported as one Gemm), the work was
+    rewritten, not folded: every entry is kept."""
+    ops = {n.op_type for n in deployed}
+    kept = [e for e in entries if e.op_type in ops]
+    return kept if kept else entries
 
 
 def _trace_names(runs: list[onnx.NodeProto], times: NodeTimes) -> list[str]:
@@ -555,7 +588,3 @@ def _rate(flops: float, time_ms: float | None) -> float | None:
 
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
-
-
-def _is_array(value: Any) -> bool:
-    return hasattr(value, "shape") and hasattr(value, "dtype")
