@@ -109,14 +109,16 @@ class Phase:
         for node in self.report.nodes:
             proto = protos.get(node.name)
             weight_read, _, names = weights[node.name]
-            if proto is None:
-                raise ValueError(f"node '{node.name}' is not in the counted graph")
-            # A product reading weights a gather took (a token's experts) reads them in place:
-            # the gather's rows are its weight reads, and nothing is written between them.
-            read = weight_read + sum(traffic.tensor_bytes(view.info(name)) for name in proto.input
-                                     if name and name not in names and name not in fused)
-            written = 0 if proto.output[0] in fused else \
-                sum(traffic.tensor_bytes(view.info(name)) for name in proto.output if name)
+            if proto is None:  # no tensors to serve apart (not a node of the graph's own list)
+                read, written = node.bytes_read, node.bytes_written
+            else:
+                # A product reading weights a gather took (a token's experts) reads them in
+                # place: the gather's rows are its weight reads, and nothing is written between.
+                read = weight_read + sum(traffic.tensor_bytes(view.info(name))
+                                         for name in proto.input
+                                         if name and name not in names and name not in fused)
+                written = 0 if proto.output[0] in fused else \
+                    sum(traffic.tensor_bytes(view.info(name)) for name in proto.output if name)
             rows.append((node.op_type, sympy.sympify(node.macs), sympy.sympify(node.flops),
                          sympy.sympify(read), sympy.sympify(written)))
             self.weight_reads.append((_block(node.layer), sympy.sympify(weight_read)))
