@@ -69,28 +69,28 @@ class CausalLM:
     # The prompt length the prefill graph holds where the model's code fixes it (a chunked
     # linear attention's Python loop over chunks); None: the graph's prompt is symbolic.
     prefill_prompt: int | None = None
+    # The dtype the model's config names for its weights, by torch's name ("bfloat16"), which
+    # serving reads them in unless told otherwise; None where it names none.
+    dtype: str | None = None
 
 
 def load_causal_lm(source):
     """A transformers model from what a user names: a model, a config (object, config.json or
     a folder holding one), or a `package.module:factory` spec returning a model. A config is
     built on the meta device: its graphs need no weight values, so an 8B config costs no memory
-    for weights."""
+    for weights; and in float32 whatever dtype it names, so that its graphs are the same for
+    every dtype (the dtype it names is the one served: named_dtype). The config given is not
+    changed."""
     import torch
 
     transformers = import_transformers()
-    if isinstance(source, (str, Path)) and not Path(source).exists() and \
-            is_factory_spec(str(source)):
-        with framework_needed(str(source)):
-            source = load_factory(str(source))
-    if isinstance(source, (str, Path)):
-        source = _read_config(Path(source), transformers)
+    source = _config_or_model(source, transformers)
     if isinstance(source, transformers.PretrainedConfig):
         _check_sizes(source)
-        as_decoder(source)
+        source = as_decoder(copy.deepcopy(source))
         try:
             with _quiet(), torch.device("meta"):
-                return transformers.AutoModelForCausalLM.from_config(source)
+                return transformers.AutoModelForCausalLM.from_config(source, dtype=torch.float32)
         except (RuntimeError, ValueError, TypeError, KeyError, AttributeError, OverflowError,
                 ZeroDivisionError, AssertionError) as e:  # what a config's odd values raise
             raise OnnxFlopsError(f"{type(source).__name__}: no model can be built from this "
@@ -99,6 +99,30 @@ def load_causal_lm(source):
         return source
     raise OnnxFlopsError(f"cannot serve a {type(source).__name__}: give a transformers causal LM, "
                          "its config (object or config.json) or a package.module:factory spec")
+
+
+def _config_or_model(source, transformers):
+    """A path read as its config.json, a factory spec called; anything else as it is."""
+    if isinstance(source, (str, Path)) and not Path(source).exists() and \
+            is_factory_spec(str(source)):
+        with framework_needed(str(source)):
+            source = load_factory(str(source))
+    if isinstance(source, (str, Path)):
+        source = _read_config(Path(source), transformers)
+    return source
+
+
+def named_dtype(source) -> str | None:
+    """The dtype a model's config names for its weights, by torch's name ("bfloat16"): its
+    `dtype` (transformers reads a config.json's `torch_dtype` into it), else its text config's;
+    None where neither names one (or names "auto")."""
+    config = getattr(source, "config", source)
+    for holder in (config, text_config(config)):
+        dtype = getattr(holder, "dtype", None)
+        name = str(dtype).removeprefix("torch.") if dtype is not None else None
+        if name and name != "auto":
+            return name
+    return None
 
 
 def text_config(config):
@@ -130,6 +154,8 @@ def causal_lm_to_onnx(model, *, extend_layers: bool = False,
 
 
 def _causal_lm_to_onnx(model, extend_layers: bool, prompt: int | None = None) -> CausalLM:
+    model = _config_or_model(model, import_transformers())
+    dtype = named_dtype(model)
     model = load_causal_lm(model)
     name = type(model).__name__
     config = text_config(model.config)
@@ -150,7 +176,7 @@ def _causal_lm_to_onnx(model, extend_layers: bool, prompt: int | None = None) ->
                     experts_per_token(config) if experts else 0,
                     sum(p.numel() for p in model.parameters()), expert_params,
                     len(stack[2]) if stack is not None else 0, one_layer if cut else None,
-                    config.to_dict(), fixed)
+                    config.to_dict(), fixed, dtype)
 
 
 # What configs call the experts a token is routed to (Mixtral, gpt-oss, Aria, Qwen-MoE forms).

@@ -268,12 +268,12 @@ def test_experts_gathered_for_a_product_are_read_once_in_the_weights_dtype():
     phase = Phase(counted, ("pairs",), Traffic(weight_bits=4, activation_bits=16))
     cost = phase.at(pairs=3)
     assert cost.macs == 3 * 8 * 16
-    # int4 rows of 3 pairs; bf16 activations: the pairs' inputs, and int64 expert indices read
-    # as activations (3 × 8 bytes, halved with them).
-    assert cost.bytes_read == 3 * 8 * 16 // 2 + 3 * 16 * 2 + 3 * 8 // 2
+    # int4 rows of 3 pairs; bf16 activations: the pairs' inputs; int64 expert indices at their
+    # own 8 bytes (a serving dtype is a float's).
+    assert cost.bytes_read == 3 * 8 * 16 // 2 + 3 * 16 * 2 + 3 * 8
     assert cost.bytes_written == 3 * 8 * 2
     # 6 pairs over 4 experts read at most the 4 experts' weights.
-    assert phase.at(pairs=6).bytes_read == 4 * 8 * 16 // 2 + 6 * 16 * 2 + 6 * 8 // 2
+    assert phase.at(pairs=6).bytes_read == 4 * 8 * 16 // 2 + 6 * 16 * 2 + 6 * 8
 
 
 def test_an_embedding_lookup_reads_its_rows_not_the_table():
@@ -288,8 +288,8 @@ def test_an_embedding_lookup_reads_its_rows_not_the_table():
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     counted = count_with_model(proto, symbolic=True, keep_bound=False)
     cost = Phase(counted, ("batch",), Traffic(weight_bits=16, activation_bits=16)).at(batch=2)
-    # 2 rows of 8 bf16 and 2 int64 ids (as bf16 activations: halved); Relu reads the rows.
-    assert cost.bytes_read == 2 * 8 * 2 + 2 * 8 // 2 + 2 * 8 * 2
+    # 2 rows of 8 bf16 and 2 int64 ids (8 bytes each); Relu reads the rows.
+    assert cost.bytes_read == 2 * 8 * 2 + 2 * 8 + 2 * 8 * 2
     assert cost.bytes_written == 2 * (2 * 8 * 2)
 
 

@@ -6,7 +6,7 @@ import argparse
 
 from onnxflops.commands.common import add_command, check_output_options, print_result
 from onnxflops.serving.hardware import HARDWARE
-from onnxflops.serving.phases import DTYPE_BITS
+from onnxflops.serving.phases import DEFAULT_DTYPE, DTYPE_BITS
 
 
 def register(sub) -> None:
@@ -26,8 +26,9 @@ def register(sub) -> None:
     p.add_argument("--hardware", default="h100", metavar="NAME",
                    help=f"one of {', '.join([*HARDWARE, 'cpu'])} (default h100; cpu: this "
                         "machine's measured ceilings)")
-    p.add_argument("--dtype", choices=list(DTYPE_BITS), default="bf16",
-                   help="weights' dtype (default bf16)")
+    p.add_argument("--dtype", choices=list(DTYPE_BITS), default=None,
+                   help="weights' dtype (default: the one the config names, its torch_dtype or "
+                        f"dtype; {DEFAULT_DTYPE} where it names none)")
     p.add_argument("--kv-dtype", choices=list(DTYPE_BITS), default=None,
                    help="activations' and KV cache's dtype (default bf16; fp32/fp16 with such "
                         "weights)")

@@ -25,7 +25,8 @@ def llm_html(r: LlmReport) -> str:
              f"<h1>{escape(r.model)}: serving costs</h1>",
              f"<p class=\"notes\">Generated {time.strftime('%Y-%m-%d %H:%M:%S')} by onnxflops "
              f"llm. Batch {r.batch}, prompt {r.prompt}, generate {r.generate}; weights "
-             f"{r.dtype}, activations and KV cache {r.kv_dtype}. Params {human(r.params.total)} "
+             f"{r.dtype} ({escape(r.dtype_from)}), activations and KV cache {r.kv_dtype}. "
+             f"Params {human(r.params.total)} "
              f"total, {human(r.params.active)} active per token; KV cache at the end "
              f"{human(r.kv_cache_bytes, 'B')}"
              + (f"; recurrent state {human(r.state_bytes, 'B')}" if r.state_bytes else "")

@@ -39,12 +39,22 @@ class Hardware:
 # 1,979 TFLOPS and INT8 3,958 TOPS with sparsity (half without). The H200 SXM's are the same
 # (NVIDIA H200 Tensor Core GPU datasheet).
 _HOPPER_SXM = {"fp32": 67 * T, "bf16": 989.5 * T, "fp16": 989.5 * T, "int8": 1979 * T}
+_HOPPER_NVL = {"fp32": 60 * T, "bf16": 835.5 * T, "fp16": 835.5 * T, "int8": 1670.5 * T}
 
 HARDWARE: dict[str, Hardware] = {
     # H100 SXM: 3.35 TB/s HBM3 (H100 datasheet).
     "h100": Hardware("NVIDIA H100 SXM", _HOPPER_SXM, 3.35e12),
     # H200 SXM: 4.8 TB/s HBM3e (H200 datasheet).
     "h200": Hardware("NVIDIA H200 SXM", _HOPPER_SXM, 4.8e12),
+    # The same datasheets' other columns (with sparsity there, halved here). H100 PCIe: FP32 51
+    # TFLOPS, BF16/FP16 1,513 TFLOPS, INT8 3,026 TOPS, 2 TB/s HBM2e. H100 NVL: FP32 60 TFLOPS,
+    # BF16/FP16 1,671 TFLOPS, INT8 3,341 TOPS, 3.9 TB/s HBM3. H200 NVL: as the H100 NVL's
+    # compute, 4.8 TB/s HBM3e.
+    "h100pcie": Hardware("NVIDIA H100 PCIe",
+                         {"fp32": 51 * T, "bf16": 756.5 * T, "fp16": 756.5 * T, "int8": 1513 * T},
+                         2.0e12),
+    "h100nvl": Hardware("NVIDIA H100 NVL", _HOPPER_NVL, 3.9e12),
+    "h200nvl": Hardware("NVIDIA H200 NVL", _HOPPER_NVL, 4.8e12),
     # NVIDIA A100 Tensor Core GPU datasheet (A100 80GB SXM column): FP32 19.5 TFLOPS, BF16/FP16
     # Tensor Core 312 TFLOPS, INT8 624 TOPS, 2,039 GB/s HBM2e.
     "a100": Hardware("NVIDIA A100 80GB SXM",

@@ -20,8 +20,10 @@ import numpy as np
 from onnxflops.dims import SYMBOL_MARK, to_expr
 from onnxflops.ops import ALIASES, GATHERS, VIEWS
 
-# Bits per element of each serving dtype; the graph itself is exported in float32.
+# Bits per element of each serving dtype (a graph's own dtypes do not matter: see Traffic).
 DTYPE_BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "int8": 8, "int4": 4}
+# The weights' serving dtype where neither the user nor the model's config names one.
+DEFAULT_DTYPE = "bf16"
 # A transformer layer in a module path: model.layers.3.self_attn → layers.3 (h.3 in GPT-2).
 _LAYER = re.compile(r"(?:^|\.)((?:layers|h|blocks|layer)\.\d+)(?:\.|$)")
 
@@ -55,17 +57,28 @@ class PhaseCost:
 
 @dataclass
 class Traffic:
-    """How the graph's float32 bytes become serving bytes: weights in one dtype, activations and
-    the KV cache in another."""
+    """How a graph's tensors are served: weights in one dtype, float activations and the KV cache
+    in another, every other tensor (token ids, indices, masks) at its own size. Served bytes come
+    from each tensor's elements, never from its bytes in the graph, which may hold its floats in
+    any dtype (a model built in float32, bf16 or mixed)."""
 
     weight_bits: int
     activation_bits: int
 
-    def scale(self, weight_bytes: Any, other_bytes: Any) -> Any:
+    def weight_bytes(self, elements: Any) -> Any:
+        """Bytes of `elements` weights served: elements × weight bits / 8."""
         from sympy import Rational
 
-        return (weight_bytes * Rational(self.weight_bits, 32)
-                + other_bytes * Rational(self.activation_bits, 32))
+        return elements * Rational(self.weight_bits, 8)
+
+    def tensor_bytes(self, info) -> Any:
+        """Bytes of a tensor that is no weight, served: elements × activation bits / 8 for a
+        float, its own bytes otherwise; 0 for a tensor whose shape is unknown (as counted)."""
+        from sympy import Rational
+
+        if info is None or not info.known:
+            return 0
+        return info.numel * Rational(self.activation_bits, 8) if info.is_float else info.nbytes
 
 
 class Phase:
@@ -85,7 +98,7 @@ class Phase:
         self.symbols = tuple(to_expr(SYMBOL_MARK + s) for s in symbols)
         protos = {n.name: n for n in counted.analyzed.model.graph.node}
         view = counted.analyzed.graph
-        weights = {node.name: _weight_bytes(node, protos.get(node.name), view)
+        weights = {node.name: _weight_bytes(node, protos.get(node.name), view, traffic)
                    for node in self.report.nodes}
         fused = _gathered_weights(self.report.nodes, protos, weights)
         if experts_per_token:
@@ -95,14 +108,17 @@ class Phase:
         self.weight_reads: list[tuple[str, Any]] = []  # (block, bytes of weights read) per node
         for node in self.report.nodes:
             proto = protos.get(node.name)
-            served, counted_as_weight = weights[node.name]
-            # A product reading weights a gather took (a token's experts) reads them in place:
-            # the gather's rows are its weight reads, and nothing is written between them.
-            gathered = sum(fused.get(i, 0) for i in proto.input) if proto is not None else 0
-            weight_read = traffic.scale(served, 0)
-            read = weight_read + traffic.scale(0, node.bytes_read - counted_as_weight - gathered)
-            written = 0 if proto is not None and proto.output[0] in fused \
-                else traffic.scale(0, node.bytes_written)
+            weight_read, _, names = weights[node.name]
+            if proto is None:  # no tensors to serve apart (not a node of the graph's own list)
+                read, written = node.bytes_read, node.bytes_written
+            else:
+                # A product reading weights a gather took (a token's experts) reads them in
+                # place: the gather's rows are its weight reads, and nothing is written between.
+                read = weight_read + sum(traffic.tensor_bytes(view.info(name))
+                                         for name in proto.input
+                                         if name and name not in names and name not in fused)
+                written = 0 if proto.output[0] in fused else \
+                    sum(traffic.tensor_bytes(view.info(name)) for name in proto.output if name)
             rows.append((node.op_type, sympy.sympify(node.macs), sympy.sympify(node.flops),
                          sympy.sympify(read), sympy.sympify(written)))
             self.weight_reads.append((_block(node.layer), sympy.sympify(weight_read)))
@@ -171,11 +187,12 @@ class Phase:
         # Layers repeat: nodes of one op type with the same formulas are evaluated once.
         groups: dict[tuple, int] = {}
         for op, _, flops, read, written in self.rows:
-            key = (op, flops, 0 if op in ALIASES else read + written)
+            key = (op, flops, _moved(op, read, written))
             groups[key] = groups.get(key, 0) + 1
         for (op, flops, moved), count in groups.items():
             f = _vectorized(self.symbols, flops)(*args) if flops != 0 else 0.0
-            b = _vectorized(self.symbols, moved)(*args) if moved != 0 else 0.0
+            # Whole bytes, as a phase's bytes are: 3 int4 weights take 2 (their 1.5 rounded up).
+            b = np.ceil(_vectorized(self.symbols, moved)(*args)) if moved != 0 else 0.0
             t_compute, t_memory = np.asarray(f) / peak, np.asarray(b) / bandwidth
             t = np.maximum(t_compute, t_memory) * count
             total = total + t
@@ -183,6 +200,13 @@ class Phase:
             memory = memory + np.where(t_compute >= t_memory, 0.0, t)
             by_op[op] = by_op.get(op, 0.0) + t
         return Timing(total, compute, memory, by_op)
+
+    def moved(self, **values: Any) -> Any:
+        """Bytes the roofline charges the phase (seconds): Σ read + written over its nodes, a
+        view the runtime aliases moving none."""
+        subs = self._subs(values)
+        return _number(sympy_subs(sum(_moved(op, read, written)
+                                      for op, _, _, read, written in self.rows), subs))
 
     def by_block(self, **values: Any) -> dict[str, dict[str, Any]]:
         """Bytes read per block (a transformer layer, the embedding, the head): weights, and the
@@ -198,6 +222,12 @@ class Phase:
 
     def _subs(self, values: dict[str, Any]) -> dict:
         return {s: values[s.name] for s in self.symbols if s.name in values}
+
+
+def _moved(op: str, read: Any, written: Any) -> Any:
+    """Bytes a node moves in the roofline: read + written; none for a view the runtime aliases
+    (ALIASES: its output is its input's buffer)."""
+    return 0 if op in ALIASES else read + written
 
 
 class LayersNotAlike(ValueError):
@@ -225,19 +255,20 @@ class Timing:
             else "memory"
 
 
-def _weight_bytes(node, proto, view) -> tuple[Any, int]:
-    """Bytes of weights the node reads when served, and bytes of its counted reads that are
-    those weights: every constant float input, read in full; but a gather (an embedding, a
-    token's experts) counts its whole table and serving reads only the rows it takes."""
+def _weight_bytes(node, proto, view, traffic: Traffic) -> tuple[Any, Any, frozenset]:
+    """(bytes of weights the node reads when served, bytes of those weights in full, their
+    names): every constant float input, read in full, elements × weight bits / 8; but a gather
+    (an embedding, a token's experts) reads only the rows it takes, at most its table."""
     if proto is None:
-        return 0, 0
-    weights = [view.info(name) for name in proto.input if _is_weight(view, name)]
-    counted = sum(w.nbytes for w in weights)
-    if weights and node.op_type in GATHERS and proto.input[0] == weights[0].name:
+        return 0, 0, frozenset()
+    names = [name for name in proto.input if _is_weight(view, name)]
+    full = traffic.weight_bytes(sum(view.info(name).numel for name in names))
+    if names and node.op_type in GATHERS and proto.input[0] == names[0]:
         import sympy
 
-        return sympy.Min(node.bytes_written, counted), counted
-    return counted, counted
+        rows = traffic.weight_bytes(view.info(proto.output[0]).numel)
+        return sympy.Min(rows, full), full, frozenset(names)
+    return full, full, frozenset(names)
 
 
 def _is_weight(view, name: str) -> bool:
@@ -265,10 +296,10 @@ def sympy_subs(value: Any, subs: dict) -> Any:
     return value.subs(subs) if hasattr(value, "subs") else value
 
 
-def _gathered_weights(nodes, protos: dict, weights: dict) -> dict[str, Any]:
-    """Bytes of each tensor a gather takes from a weight for MatMuls to read (the experts' weights
-    a token is routed to), by name: the gather's output, and the outputs of the layout ops
-    (a Transpose after an indexing) on its way to them, which move nothing in place."""
+def _gathered_weights(nodes, protos: dict, weights: dict) -> set[str]:
+    """The tensors a gather takes from a weight for MatMuls to read (the experts' weights a token
+    is routed to): the gather's output, and the outputs of the layout ops (a Transpose after an
+    indexing) on its way to them, which move nothing in place."""
     consumers: dict[str, list] = {}
     for proto in protos.values():
         for name in proto.input:
@@ -288,17 +319,16 @@ def _gathered_weights(nodes, protos: dict, weights: dict) -> dict[str, Any]:
             found += below
         return found
 
-    fused = {}
+    fused = set()
     for n in nodes:
         proto = protos.get(n.name)
         if n.op_type in GATHERS and weights[n.name][1] and proto is not None:
-            for name in to_products(proto.output[0]) or []:
-                fused[name] = n.bytes_written
+            fused.update(to_products(proto.output[0]) or [])
     return fused
 
 
-def _expert_weight_bytes(nodes, protos: dict, view, weights: dict, fused: dict,
-                         k: int) -> dict[str, tuple[Any, int]]:
+def _expert_weight_bytes(nodes, protos: dict, view, weights: dict, fused: set,
+                         k: int) -> dict[str, tuple[Any, Any, frozenset]]:
     """Served bytes of each gather that takes a token's experts from a table of E experts (the
     gathers whose products read them in place, and those taking as many rows of a table of as
     many experts: their biases):
@@ -314,21 +344,22 @@ def _expert_weight_bytes(nodes, protos: dict, view, weights: dict, fused: dict,
     taken = {}  # gather → (experts in its table, rows it takes)
     for node in nodes:
         proto = protos.get(node.name)
-        counted = weights[node.name][1]
-        if node.op_type not in GATHERS or not counted or proto is None or _gather_axis(proto):
+        if node.op_type not in GATHERS or not weights[node.name][1] or proto is None \
+                or _gather_axis(proto):
             continue
         table = view.info(proto.input[0])
         if table is not None and table.shape and isinstance(table.shape[0], int) \
                 and table.shape[0] >= k:
             experts = table.shape[0]
-            taken[node.name] = (experts, sympify(node.bytes_written) * experts / counted)
+            rows = sympify(view.info(proto.output[0]).numel) * experts / table.numel
+            taken[node.name] = (experts, rows)
     experts_rows = {taken[n.name] for n in nodes
                     if n.name in taken and protos[n.name].output[0] in fused}
     served = {}
     for name, (experts, rows) in taken.items():
         if (experts, rows) in experts_rows:
-            counted = weights[name][1]
-            served[name] = (counted * (1 - (1 - Rational(k, experts)) ** (rows / k)), counted)
+            _, full, names = weights[name]
+            served[name] = (full * (1 - (1 - Rational(k, experts)) ** (rows / k)), full, names)
     return served
 
 

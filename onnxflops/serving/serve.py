@@ -15,8 +15,8 @@ from onnxflops.formats import Rows, Table
 from onnxflops.serving.cache import STATE, KvLayer, kv_layers, layer_runs, state_layers
 from onnxflops.progress import step, steps
 from onnxflops.serving.hardware import Hardware, hardware as find_hardware
-from onnxflops.serving.phases import (DTYPE_BITS, LayersNotAlike, Phase, PhaseCost, Timing,
-                                      Traffic)
+from onnxflops.serving.phases import (DEFAULT_DTYPE, DTYPE_BITS, LayersNotAlike, Phase,
+                                      PhaseCost, Timing, Traffic)
 from onnxflops.results import human
 from onnxflops.sources import causal_lm, is_causal_lm
 
@@ -71,6 +71,8 @@ class LlmReport(formats.Rendered):
     # Each layer's cache at the end of generation: its kind, positions held, bytes per token;
     # then each recurrent layer's state (kind "state").
     kv_layers: list[KvLayer] = field(default_factory=list, repr=False)
+    # Where the weights' dtype came from: "as given", "the config's bfloat16", "the default: ...".
+    dtype_from: str = "as given"
 
     @property
     def kv_cache_bytes(self) -> int:
@@ -157,7 +159,8 @@ class LlmReport(formats.Rendered):
         e, hw = self.estimate, self.hardware
         blocks: list = [
             f"{self.model}: batch {self.batch}, prompt {self.prompt}, generate "
-            f"{self.generate}, weights {self.dtype}, KV cache {self.kv_dtype}",
+            f"{self.generate}, weights {self.dtype} ({self.dtype_from}), KV cache "
+            f"{self.kv_dtype}",
             f"params: {human(self.params.total)} total, {human(self.params.active)} active "
             f"per token; KV cache at the end: {human(self.kv_cache_bytes)}B"
             + (f"; recurrent state: {human(self.state_bytes)}B" if self.state_bytes else ""),
@@ -180,8 +183,9 @@ class LlmReport(formats.Rendered):
         layer = next((b for b in reads if b.split(".")[-1].isdigit()), None)
         if layer is not None:
             blocks += ["", f"a decode step at context {self.prompt} reads, per layer ({layer}): "
-                           f"{human(reads[layer]['weights'])}B of weights, "
-                           f"{human(reads[layer]['other'])}B of KV cache and activations"]
+                           f"{human(reads[layer]['weights'])}B of weights ({self.dtype}), "
+                           f"{human(reads[layer]['other'])}B of KV cache and activations "
+                           f"({self.kv_dtype})"]
         compute = compute_dtype(self.dtype)
         blocks += ["", f"on {hw.name} ({human(hw.peak(compute))}FLOP/s {hw.precision(compute)}, "
                        f"{human(hw.bandwidth_bytes_per_s)}B/s), roofline per node:",
@@ -192,7 +196,7 @@ class LlmReport(formats.Rendered):
 
 
 def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardware = "h100",
-        dtype: str = "bf16", kv_dtype: str | None = None) -> LlmReport:
+        dtype: str | None = None, kv_dtype: str | None = None) -> LlmReport:
     """Serving costs of the causal LM `model`: a transformers model, its config (object,
     config.json or folder), a `package.module:factory` spec, or its graphs already exported
     (converters.causal_lm_to_onnx).
@@ -202,23 +206,25 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
     prompt … prompt + generate - 1. A model whose decoder layers are all alike is exported cut to
     one layer and to two, and every number extended exactly to all its layers
     (Phase.extended); others with all their layers. Bytes are in the serving dtypes: weights in
-    `dtype` (fp32, bf16, fp16, int8, int4), activations and the KV cache in `kv_dtype` (default:
-    bf16, fp32 for fp32 weights, fp16 for fp16 ones).
+    `dtype` (fp32, bf16, fp16, int8, int4; default: the one the model's config names, its
+    `dtype` or a config.json's `torch_dtype`, and bf16 where it names none: served_dtypes),
+    activations and the KV cache in `kv_dtype` (default: bf16, fp32 for fp32 weights, fp16 for
+    fp16 ones), whatever dtype the graphs hold their tensors in.
     """
     for name, value in (("prompt", prompt), ("generate", generate), ("batch", batch)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise OnnxFlopsError(f"{name} must be a positive integer, not {value!r}")
-    if dtype not in DTYPE_BITS:
-        raise OnnxFlopsError(f"unknown dtype '{dtype}': choose one of {', '.join(DTYPE_BITS)}")
-    kv_dtype = kv_dtype or (dtype if dtype in ("fp32", "fp16") else "bf16")
-    if kv_dtype not in DTYPE_BITS:
-        raise OnnxFlopsError(f"unknown KV cache dtype '{kv_dtype}': choose one of "
-                             f"{', '.join(DTYPE_BITS)}")
+    for name, value in (("dtype", dtype), ("KV cache dtype", kv_dtype)):
+        if value is not None and value not in DTYPE_BITS:
+            raise OnnxFlopsError(f"unknown {name} '{value}': choose one of "
+                                 f"{', '.join(DTYPE_BITS)}")
     with steps("llm"):
         with step("measuring the hardware"):
             hw = find_hardware(hardware)
-        lm, prefill, decode = _counted(model, Traffic(DTYPE_BITS[dtype], DTYPE_BITS[kv_dtype]),
-                                       prompt)
+        lm = _exported(model, prompt)
+        dtype, kv_dtype, dtype_from = served_dtypes(dtype, kv_dtype, lm.dtype)
+        lm, prefill, decode = _counted(model, lm, Traffic(DTYPE_BITS[dtype],
+                                                          DTYPE_BITS[kv_dtype]), prompt)
     config = _config_mapping(getattr(lm, "config", None), model)
     last = prompt + generate - 1
     first_step, last_step = (decode.at(batch=batch, context=c) for c in (prompt, last))
@@ -239,17 +245,43 @@ def llm(model, prompt: int, generate: int, batch: int = 1, hardware: str | Hardw
     return LlmReport(lm.name, batch, prompt, generate, dtype, kv_dtype,
                      Params(total, active, prefill.params), prefill.at(batch=batch, prompt=prompt),
                      first_step, last_step, decode_total, hw, estimate, decode, prefill,
-                     cache + states)
+                     cache + states, dtype_from)
 
 
-def _counted(model, traffic: Traffic, prompt: int):
-    """The causal LM exported (cut to fewer layers where they are alike) and its phases; its
-    prefill at `prompt` tokens where the model's code fixes the prompt's length."""
+# The dtypes a config names (torch's names) that weights are served in, by onnxflops' names.
+_NAMED_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+def served_dtypes(dtype: str | None, kv_dtype: str | None,
+                  named: str | None) -> tuple[str, str, str]:
+    """(weights' dtype, KV cache's dtype, where the weights' came from): `dtype` where given,
+    else the one the config names (`named`, torch's name: float32, bfloat16, float16), else
+    DEFAULT_DTYPE (bf16); the KV cache's `kv_dtype` where given, else the weights' for fp32 and
+    fp16 weights, bf16 otherwise."""
+    if dtype is not None:
+        where = "as given"
+    elif named in _NAMED_DTYPES:
+        dtype, where = _NAMED_DTYPES[named], f"the config's {named}"
+    else:
+        dtype = DEFAULT_DTYPE
+        where = "the default: the config names " + (f"{named}, not served" if named else "none")
+    return dtype, kv_dtype or (dtype if dtype in ("fp32", "fp16") else "bf16"), where
+
+
+def _exported(model, prompt: int):
+    """The causal LM exported, cut to fewer layers where they are alike; its prefill at `prompt`
+    tokens where the model's code fixes the prompt's length."""
     lm = causal_lm(model, extend_layers=True, prompt=prompt)
     fixed = getattr(lm, "prefill_prompt", None)
     if fixed is not None and fixed != prompt:
         raise OnnxFlopsError(f"{lm.name}: its prefill graph was exported at a prompt of {fixed} "
                              f"tokens (its code fixes the length), not {prompt}")
+    return lm
+
+
+def _counted(model, lm, traffic: Traffic, prompt: int):
+    """The phases of `lm` (exported from `model`), with `lm` itself: exported again with all its
+    layers where its counts cut to one and two layers do not extend."""
     try:
         return (lm, *_phases(lm, traffic))
     except LayersNotAlike as e:
