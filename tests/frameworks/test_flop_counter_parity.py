@@ -140,3 +140,31 @@ def test_twice_the_macs_is_what_flop_counter_mode_counts(case, exporter, tmp_pat
 # The legacy exporter's constant folding stores q.weight twice, as it is (for the Gemm on the
 # table) and transposed (for the MatMul on x): a plain file cannot tell they are one parameter.
 _TRANSPOSED_COPIES = {("relative_position", "legacy"): 32 * 32}
+
+
+class SineTableProjected(nn.Module):
+    """A detector encoder's sin-cos position table, rebuilt from literals in every forward
+    (arange → two 400×1 @ 1×64 outer products → sin/cos → concat), added to the features, then a
+    Linear: FlopCounterMode counts the table's products as it counts the Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(128, 16)
+
+    def forward(self, x):
+        rows = torch.arange(400, dtype=torch.float32).unsqueeze(1)
+        frequencies = 1.0 / 10000 ** (torch.arange(64, dtype=torch.float32) / 64)
+        sines = (rows @ frequencies.unsqueeze(0)).sin()
+        cosines = ((rows + 0.5) @ frequencies.unsqueeze(0)).cos()
+        return self.proj(x + torch.cat([sines, cosines], dim=1))
+
+
+def test_a_table_of_literals_projected_by_products_counts_what_flop_counter_mode_counts():
+    # The legacy exporter traces the table to a stored constant (no work left in the file to
+    # count); torch.export keeps its ops, which run in every forward.
+    module, x = SineTableProjected().eval(), torch.randn(1, 400, 128)
+    report = onnxflops.count(module, {"x": x})
+    table = 2 * 400 * 1 * 64  # 51,200 MACs
+    assert report.complete and report.foldable.macs == table
+    assert report.total.macs == table + 400 * 128 * 16 == 870_400
+    assert 2 * report.total.macs == flop_counter_flops(module, x)
