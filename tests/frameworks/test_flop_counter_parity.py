@@ -168,3 +168,44 @@ def test_a_table_of_literals_projected_by_products_counts_what_flop_counter_mode
     assert report.complete and report.foldable.macs == table
     assert report.total.macs == table + 400 * 128 * 16 == 870_400
     assert 2 * report.total.macs == flop_counter_flops(module, x)
+
+
+class ScatterIntoGruCell(nn.Module):
+    """A message-passing step as graph libraries write it: messages scattered into as many nodes
+    as the edges name, int(index.max()) + 1 (a size torch.export cannot read without the data),
+    then a GRUCell updates each node from its own features."""
+
+    def __init__(self):
+        super().__init__()
+        self.message = nn.Linear(16, 32)
+        self.own = nn.Linear(16, 32)
+        self.gru = nn.GRUCell(32, 32)
+
+    def forward(self, x, edge_index):
+        source, target = edge_index[0], edge_index[1]
+        messages = self.message(x[source])
+        nodes = int(target.max()) + 1
+        summed = messages.new_zeros((nodes, 32)).index_add(0, target, messages)
+        return self.gru(summed, self.own(x[:nodes]))
+
+
+def test_a_scatter_sized_by_the_data_converts_at_the_example_values_and_says_so():
+    import warnings
+
+    from onnxflops.errors import DataPathWarning
+
+    module = ScatterIntoGruCell().eval()
+    x = torch.randn(10, 16)
+    edge_index = torch.tensor([[0, 1, 2, 3, 4, 5, 6, 7], [1, 2, 3, 4, 5, 6, 7, 7]])  # 8 nodes
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = onnxflops.count(module, {"x": x, "edge_index": edge_index})
+    said = [str(w.message) for w in caught]
+    assert any(issubclass(w.category, DataPathWarning) and "example inputs' values" in
+               str(w.message) for w in caught), said
+    assert not any("legacy exporter instead" in s for s in said), said  # torch.export's graph
+    edges, nodes = 8, 8
+    # messages E·16·32, own N·16·32, the GRUCell's two products N·32·3·32 each
+    macs = edges * 16 * 32 + nodes * 16 * 32 + 2 * nodes * 32 * 96
+    assert report.complete and report.total.macs == macs == 57_344
+    assert 2 * report.total.macs == flop_counter_flops(module, x, edge_index)
