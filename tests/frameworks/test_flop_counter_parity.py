@@ -209,3 +209,28 @@ def test_a_scatter_sized_by_the_data_converts_at_the_example_values_and_says_so(
     macs = edges * 16 * 32 + nodes * 16 * 32 + 2 * nodes * 32 * 96
     assert report.complete and report.total.macs == macs == 57_344
     assert 2 * report.total.macs == flop_counter_flops(module, x, edge_index)
+
+
+class PaddedSpectrogramConv(nn.Module):
+    """A separator's front: a complex STFT, padded along its frames (a pad of a complex tensor,
+    which torchlib does not translate), its magnitude into a Conv1d."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(33, 33, 3, padding=1)
+        self.register_buffer("window", torch.hann_window(64))
+
+    def forward(self, wave):
+        spectrum = torch.stft(wave, 64, 16, window=self.window, return_complex=True)
+        return self.conv(nn.functional.pad(spectrum, (0, 1)).abs())
+
+
+def test_a_padded_complex_spectrogram_counts_what_flop_counter_mode_counts():
+    module, wave = PaddedSpectrogramConv().eval(), torch.randn(1, 1024)
+    report = onnxflops.count(module, {"wave": wave})
+    frames = (1024 + 64 - 64) // 16 + 1  # centred: 32 samples padded each side; 65 frames
+    assert report.complete and report.total.macs == 33 * 33 * 3 * (frames + 1) == 215_622
+    assert 2 * report.total.macs == flop_counter_flops(module, wave)
+    # the STFT: per frame an FFT of 64 (5·64·log2 64) and the window's 64 multiplies
+    stft = next(n for n in report.nodes if n.op_type == "STFT")
+    assert stft.flops == frames * (5 * 64 * 6 + 64) == 128_960
