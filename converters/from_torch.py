@@ -7,7 +7,9 @@ initializers keep the names of the parameters and buffers they hold; the ONNX re
 (see `onnxflops.load.weight_roles`). Library custom ops and MoE experts export as
 `onnxflops.converters.torch_ops` says. A module called with a dict of inputs is called by keyword,
 the arguments left out at their defaults; an argument may be a list or dict of tensors. When one
-exporter fails, the other is tried, with a warning.
+exporter fails, the other is tried, with a warning. Where torch.export refuses a size read from
+the data (a scatter sized by int(index.max()) + 1), it traces again reading the example inputs'
+real values for it, and a DataPathWarning says the count holds for inputs of those values.
 
 Counting needs no weight bytes. Unless `keep_weights=True`, the dynamo exporter's weights are
 written as headers only (name, dtype, shape, marked external with no data), never serialized; its
@@ -60,6 +62,9 @@ EXPORTERS = ("dynamo", "legacy")
 # The dynamo exporter under transformers' ONNX export patches (registry_export_patches): a
 # fallback only, so that a model either exporter converts is converted as written.
 PATCHED_DYNAMO = "patched dynamo"
+# The dynamo exporter again where torch.export refused a size read from data (a scatter sized by
+# int(index.max()) + 1): the trace reads the example inputs' real values for it.
+AT_EXAMPLE_VALUES = "dynamo at the example's values"
 _WEIGHTS_ONLY = "TORCH_FORCE_WEIGHTS_ONLY_LOAD"
 
 
@@ -89,7 +94,8 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
         patched = () if is_program else (PATCHED_DYNAMO,)
         failures = []
         data_path = None  # where a legacy trace follows the model's data
-        for attempt in (exporter, *fallbacks, *patched):
+        attempts = [exporter, *fallbacks, *patched]
+        for attempt in attempts:
             try:
                 with contextlib.ExitStack() as weights_swapped:
                     if attempt == "legacy" and not keep_weights:
@@ -105,10 +111,18 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
                 raise
             except Exception as e:  # the exporters raise anything; the user gets one line
                 failures.append(_Failure.of(attempt, e, module))
+                if attempt == "dynamo" and _is_data_dependent(failures[-1].said):
+                    attempts.insert(attempts.index(attempt) + 1, AT_EXAMPLE_VALUES)
         else:
             raise conversion_failed(label, _root_cause(failures),
                                     _dtype_hint([f.said for f in failures], inputs),
                                     "\n".join(f.details for f in failures))
+    if attempt == AT_EXAMPLE_VALUES:
+        warnings.warn(DataPathWarning(
+            f"{label}: a size it reads from its inputs' values (torch.export: "
+            f"{failures[-1].said}) is taken at the example inputs' values: the count holds for "
+            "inputs of those values"), stacklevel=2)
+        failures = failures[:-1]  # said here: the retry of the same exporter converted it
     if failures:
         warnings.warn(f"{label}: {_root_cause(failures)}; converted with the {attempt} "
                       "exporter instead", stacklevel=2)
@@ -599,6 +613,9 @@ def _input_names(names: list[str], args: tuple) -> list[str] | None:
 
 def _export(exporter: str, module, args: tuple, names: list[str], opset: int,
             keep_weights: bool) -> onnx.ModelProto:
+    if exporter == AT_EXAMPLE_VALUES:
+        with _real_values_propagated():
+            return export_dynamo(module, args, names, opset, keep_weights=keep_weights)
     if exporter in ("dynamo", PATCHED_DYNAMO):
         return export_dynamo(module, args, names, opset, keep_weights=keep_weights)
     return _export_legacy(module, args, names, opset)
@@ -668,6 +685,24 @@ def _raised_in_model(e: BaseException, module) -> str:
     if layer:
         where.append(f"in layer '{layer}'")
     return " ".join(where)
+
+
+# What torch.export says of a size or branch it cannot decide without the data.
+_DATA_DEPENDENT = ("data-dependent expression", "data dependent expression")
+
+
+def _is_data_dependent(message: str) -> bool:
+    return any(said in message for said in _DATA_DEPENDENT)
+
+
+@contextlib.contextmanager
+def _real_values_propagated():
+    """torch.export tracing with the example tensors' real values beside their fake ones (as its
+    draft export does): a size or a test read from data takes the example's value."""
+    import torch._functorch.config as functorch_config
+
+    with functorch_config.patch(fake_tensor_propagate_real_tensors=True):
+        yield
 
 
 # What torch says when an embedding gets float indices: token ids made from a bare shape.

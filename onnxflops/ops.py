@@ -50,6 +50,10 @@ STORAGE_FORMATS = frozenset(WEIGHT_CARRYING_INPUTS)
 # Ops that draw a weight's initial values: never part of a forward pass.
 INITIALISERS = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike",
                           "RandomUniformLike", "Multinomial", "Bernoulli"})
+# Ops that make a table of varying values from scalars (positions, a window, a filter bank): what
+# float work on literals starts from.
+TABLE_MAKERS = frozenset({"Range", "HannWindow", "HammingWindow", "BlackmanWindow",
+                          "MelWeightMatrix"})
 # Ops whose output is a shape's numbers: its value follows from the input's shape alone.
 SHAPE_READERS = frozenset({"Shape", "Size"})
 # Ops whose output shape follows from the values of their inputs, any of them.

@@ -97,6 +97,16 @@ class TestContractions:
         e = single(op, {"a": [2, 3, 4]}, opset=17)
         assert e.flops == 2 * 3 * 4 - 2 * 3
 
+    def test_einsum_of_an_outer_product_multiplies_and_accumulates_nothing(self):
+        # XLNet's "i,d->id" of positions and frequencies sums no index: i·d products alone (torch
+        # runs it as a broadcast mul, FlopCounterMode counts no MAC); "bi,bj->bij" too.
+        op = node("Einsum", ["p", "f"], ["y"], equation="i,d->id")
+        e = single(op, {"p": [16], "f": [32]}, opset=17)
+        assert (e.macs, e.flops) == (0, 16 * 32)
+        batched = single(node("Einsum", ["a", "b"], ["y"], equation="bi,bj->bij"),
+                         {"a": [2, 3], "b": [2, 4]}, opset=17)
+        assert (batched.macs, batched.flops) == (0, 2 * 3 * 4)
+
     def test_macs_convention_keeps_only_contractions(self):
         op = node("Gemm", ["a", "b", "c"], ["y"])
         e = single(op, {"a": [4, 3]}, [weight("b", (3, 2)), weight("c", (2,))],

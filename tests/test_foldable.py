@@ -1,6 +1,8 @@
-"""Work a forward runs on weights alone is the network's work, counted and also reported apart as
-`foldable` (what a runtime computes once at load); shape arithmetic, literal arithmetic, weight
-initialisers and moves that assemble weights stay free constant work."""
+"""Work a forward runs on weights alone, or on a table of literals it builds (a sin-cos position
+table from a Range), is the network's work, counted and also reported apart as `foldable` (what a
+runtime computes once at load); shape arithmetic, arithmetic on scalars and one-value tensors,
+conditions on positions, weight initialisers and moves that assemble weights stay free constant
+work."""
 
 from __future__ import annotations
 
@@ -120,6 +122,81 @@ def test_arithmetic_on_literals_and_shapes_stays_free():
                              )
     assert report.foldable_nodes == 0 and report.constant_nodes == 5
     assert report.total.flops == B * L * D
+
+
+def _sin_cos_table(rows: int, half: int) -> list:
+    """A detector encoder's position table, rebuilt in each forward from literals: rows·1 @ 1·half
+    outer products of a Range of positions and of frequencies, their Sin and Cos concatenated."""
+    return [node("Range", ["zero", "n_rows", "one"], ["positions"]),
+            node("Unsqueeze", ["positions", "axis_1"], ["column"]),  # rows × 1
+            node("Range", ["zero", "n_freq", "one"], ["steps"]),
+            node("Mul", ["steps", "step"], ["frequencies"]),
+            node("Unsqueeze", ["frequencies", "axis_0"], ["row"]),  # 1 × half
+            node("MatMul", ["column", "row"], ["angles"]),
+            node("Add", ["column", "half_step"], ["shifted"]),
+            node("MatMul", ["shifted", "row"], ["angles_shifted"]),
+            node("Sin", ["angles"], ["sines"]), node("Cos", ["angles_shifted"], ["cosines"]),
+            node("Concat", ["sines", "cosines"], ["table"], axis=1)]
+
+
+def _literals(rows: int, half: int) -> list:
+    return [weight("zero", (), value=0.0), weight("one", (), value=1.0),
+            weight("n_rows", (), value=float(rows)), weight("n_freq", (), value=float(half)),
+            weight("step", (), value=0.1), weight("half_step", (), value=0.5),
+            weight("axis_0", None, np.int64, [0]), weight("axis_1", None, np.int64, [1])]
+
+
+def test_a_sin_cos_table_built_from_literals_and_projected_by_products_is_counted():
+    # DETR's sine embedding: arange → outer products → sin/cos → concat, in every forward, then
+    # added to the features. FlopCounterMode counts the two 400×1 @ 1×64 products.
+    rows, half = 400, 64
+    nodes = _sin_cos_table(rows, half) + [node("Add", ["x", "table"], ["y"])]
+    report = onnxflops.count(model(nodes, {"x": [1, rows, 2 * half]}, _literals(rows, half)))
+    products = 2 * rows * 1 * half  # 2 · 400·1·64 = 51,200 MACs
+    assert report.foldable.macs == report.total.macs == products == 51_200
+    # Ranges: N + 1 adds and 3 for the count; the frequencies' Mul; the shift's Add; 2 per MAC;
+    # a Sin or a Cos per element. The Unsqueezes and the Concat move, and stay free.
+    table_flops = (rows + 4) + (half + 4) + half + rows + 2 * products + 2 * rows * half
+    assert report.foldable.flops == table_flops == 154_536
+    assert report.foldable_nodes == 8 and report.constant_nodes == 3
+    assert report.total.flops == table_flops + rows * 2 * half  # and the Add onto x
+
+
+def test_a_condition_on_positions_and_arithmetic_on_shapes_stay_free():
+    # A causal mask from positions compared (a condition, then a select and a scale of it), and
+    # Resize-like sizes computed in float from the input's shape: no table, nothing counted.
+    nodes = [node("Shape", ["x"], ["s"]), node("Cast", ["s"], ["sf"], to=1),
+             node("Mul", ["sf", "two"], ["sizes"]),
+             node("Range", ["zero", "n", "one"], ["i"]),
+             node("Unsqueeze", ["i", "axis_1"], ["rows"]),
+             node("Less", ["i", "rows"], ["later"]),
+             node("Where", ["later", "minus_inf", "zero_f"], ["mask"]),
+             node("Mul", ["mask", "two"], ["scaled"]),
+             node("Add", ["x", "scaled"], ["y"])]
+    def counted(positions):  # torch.arange(L) is int64; of floats, the Range itself is work
+        literals = [weight("zero", (), positions, 0), weight("one", (), positions, 1),
+                    weight("n", (), positions, L), weight("two", (), value=2.0),
+                    weight("minus_inf", (), value=-1e9), weight("axis_1", None, np.int64, [1])]
+        literals.append(weight("zero_f", (), value=0.0))
+        return onnxflops.count(model(nodes, {"x": [B, L, L]}, literals, outputs=["y", "sizes"]))
+
+    report = counted(np.int64)
+    assert report.foldable_nodes == 0 and report.foldable.flops == 0
+    assert report.total.flops == B * L * L  # the Add alone
+    floats = counted(np.float32)  # the float Range's own work; its comparison's is a condition
+    assert (floats.foldable_nodes, floats.foldable.flops) == (1, L + 4)
+
+
+def test_an_initialiser_draw_scaled_by_a_table_stays_free():
+    # a weight's initial values drawn and scaled per position by a Range (seed 000's form)
+    nodes = [node("Range", ["zero", "n", "one"], ["i"]),
+             node("RandomNormal", [], ["r"], shape=[D], dtype=1),
+             node("Mul", ["r", "i"], ["w"]), node("Mul", ["x", "w"], ["y"])]
+    report = onnxflops.count(model(nodes, {"x": [3, D]}, [
+        weight("zero", (), value=0.0), weight("one", (), value=1.0),
+        weight("n", (), value=float(D))]))
+    assert report.foldable_nodes == 1 and report.foldable.flops == D + 4  # the Range itself
+    assert report.total.flops == D + 4 + 3 * D
 
 
 def test_a_tensor_of_one_value_the_code_made_is_a_literal_not_a_weight():

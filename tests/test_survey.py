@@ -18,7 +18,7 @@ from onnxflops.errors import OnnxFlopsError
 from onnxflops.survey import RowStore, judge, read_any, survey, tasks, top_reasons, totals
 from onnxflops.survey.rows import COLUMNS, blank_row, reason_class
 from onnxflops.survey.shrink import shrink
-from onnxflops.survey.sources import parse
+from onnxflops.survey.registries import parse
 
 
 def counted_row(name="timm:a", macs=100, params=10, unused=0, oracle_macs=100,

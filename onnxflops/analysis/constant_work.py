@@ -5,13 +5,19 @@ A node whose every input is constant (GraphView marks them: the facts) is one of
 - **foldable**: floating-point work on the model's weights — a relative-position table projected
   through attention weights, learned queries through a Linear, a position-bias MLP over a stored
   coordinate table, weight normalization g·v/‖v‖, weight standardization (w − mean)/std, a
-  LayerNorm or scaling of a learned table. PyTorch runs it on every forward (FlopCounterMode,
-  fvcore, thop count it), so it is counted in the totals; a runtime such as onnxruntime computes
-  it once at load, so it is also reported apart as `foldable`.
+  LayerNorm or scaling of a learned table — or on a table of literals the graph builds: a
+  sin-cos position table made from a Range (arange → outer products → sin/cos → concat, a
+  detector's encoder), a rotary table a layer rebuilds in each call, a window, a mel filter
+  bank, and the float work of the op that makes the table (a float Range). PyTorch runs it on
+  every forward (FlopCounterMode, fvcore, thop count it), so it is counted in the totals; a
+  runtime such as onnxruntime computes it once at load, so it is also reported apart as
+  `foldable`.
 - **free** (`constant_work`, not in the totals):
-  - work that reads no weight: shape arithmetic on dims that binding made constant, integer or
-    float arithmetic on literals (a scale computed as 1/sqrt(64), a Range, a window of a fixed
-    size, a mask from a tensor of ones the code made);
+  - work that reads neither a weight nor a table: shape arithmetic on dims that binding made
+    constant, arithmetic on scalars and on tensors of one value (a scale computed as
+    1/sqrt(64), a mask from a tensor of ones the code made: each computes one value, a
+    coefficient, however large its shape), a condition on positions (a causal mask made by
+    comparing Ranges, and what is selected or computed from it);
   - work descended from an op that *initialises* weights (RandomNormal, RandomUniform, ...:
     seed 000, where TensorFlow's profiler counted a layer's random-normal initializer), which
     never runs in a forward pass: a draw shaped, scaled and shifted by literals;
@@ -30,19 +36,23 @@ too: foldable, and counted, as it was.
 
 A weight is a float initializer or Constant of more than one element: a scalar is a coefficient,
 an integer tensor holds indices, axes or shapes, and a Constant node holding one value in every
-element is a literal the code made (torch.ones(1, 16) traced), as ConstantOfShape's is.
+element is a literal the code made (torch.ones(1, 16) traced), as ConstantOfShape's is. A table
+is what a TABLE_MAKERS op (a Range, a window) makes from scalars and what is computed from it;
+integer work on it (an int64 Range, index arithmetic) has no floating-point operation, so counts
+nothing either way.
 The params a foldable node reads are credited, as before, to the network node that reads its
-result (GraphView.weight_sources). Subgraph bodies keep every constant node free.
+result (GraphView.weight_sources). Bodies (Loop, If, Scan, a function's) apply the same policy to
+their own constant nodes: a window's function body counts its Range and the table's arithmetic.
 """
 
 from __future__ import annotations
 
 from onnxflops.graph import GraphView, NodeRow
-from onnxflops.ops import INITIALISERS, STORAGE_FORMATS
+from onnxflops.ops import COMPARISONS, INITIALISERS, STORAGE_FORMATS, TABLE_MAKERS
 
 # What a constant tensor was computed from: weights; a random draw (initialising, free); a draw
-# and weights together (the network's work on noise, each forward).
-_WEIGHT, _INITIALISED, _ON_A_DRAW = 1, 2, 4
+# and weights together (the network's work on noise, each forward); a table of literals.
+_WEIGHT, _INITIALISED, _ON_A_DRAW, _TABLE = 1, 2, 4, 8
 
 
 class ConstantWork:
@@ -62,8 +72,10 @@ class ConstantWork:
                 else 0
         elif op_type in INITIALISERS and not domain:
             origin = _INITIALISED  # its inputs give a shape, a type or odds, not the values drawn
+        elif op_type in TABLE_MAKERS and not domain:
+            origin = _TABLE  # from scalars, a table of positions (of any length: a symbol's)
         else:
-            origin = self._input_origin(inputs)
+            origin = self._read_origin(row)
             if origin & _ON_A_DRAW or origin & _WEIGHT and origin & _INITIALISED:
                 origin = _ON_A_DRAW
         for name in outputs:
@@ -87,6 +99,14 @@ class ConstantWork:
         value = self.graph.value(name)
         return value is not None and value.size > 0 and bool((value == value.flat[0]).all())
 
+    def _read_origin(self, row: NodeRow) -> int:
+        """The origins of what a node reads, as its work uses them: a comparison of positions
+        makes a condition (a causal mask), not a table."""
+        origin = self._input_origin(row.inputs)
+        if row.op_type in COMPARISONS and not row.domain:
+            origin &= ~_TABLE
+        return origin
+
     def _input_origin(self, inputs: list[str]) -> int:
         origin = 0
         for name in inputs:
@@ -95,11 +115,17 @@ class ConstantWork:
         return origin
 
     def may_fold(self, row: NodeRow) -> bool:
-        """Whether a constant node works on weights (not on literals or shapes alone) and does not
-        descend from an initialiser op: foldable if its cost holds floating-point work."""
+        """Whether a constant node works on weights or on a table of literals (not on scalars,
+        one-value tensors or shapes alone) and does not descend from an initialiser op: foldable
+        if its cost holds floating-point work."""
         if row.op_type in INITIALISERS and not row.domain or row.op_type in STORAGE_FORMATS:
             return False
-        return self._input_origin(row.inputs) == _WEIGHT
+        if row.op_type in TABLE_MAKERS and not row.domain:
+            # its own work makes the table: float work (an integer Range's is on shapes)
+            info = self.graph.info(row.outputs[0])
+            return info is not None and info.is_float
+        origin = self._read_origin(row)
+        return bool(origin & (_WEIGHT | _TABLE)) and not origin & (_INITIALISED | _ON_A_DRAW)
 
     def works_on_a_draw(self, row: NodeRow) -> bool:
         """Whether a constant node computes with a random draw and the weights, or with what

@@ -124,22 +124,27 @@ for _domain, _op in _GROUPED_MATMULS:
 
 @rule("Einsum", category=CONTRACTION, weights="all")
 def einsum(n: Node) -> Cost:
-    """MACs = Σ over pairwise contractions (left to right) of prod(sizes of all indices involved)"""
+    """MACs = Σ over pairwise contractions (left to right) of prod(sizes of all indices involved);
+    a pair that sums no index (an outer product, "i,d->id") is prod(sizes) multiplies, no MACs"""
     terms, out = _spelled_out(n.attr("equation"), [n.input(i).rank for i in range(n.num_inputs)])
     sizes: dict[str, int] = {}
     for i, term in enumerate(terms):
         for letter, d in zip(term, n.input(i).dims):
             sizes[letter] = _broadcast(sizes.get(letter, 1), d)
-    macs = 0
+    macs = products = 0
     current = terms[0]
     for i, term in enumerate(terms[1:], start=1):
         involved = set(current) | set(term)
-        macs += math.prod(sizes[c] for c in involved)
         needed = set(out).union(*terms[i + 1:])
+        # Nothing summed: each output a product alone, as torch computes it (a broadcast mul).
+        if involved <= needed:
+            products += math.prod(sizes[c] for c in involved)
+        else:
+            macs += math.prod(sizes[c] for c in involved)
         current = "".join(c for c in sorted(involved) if c in needed)
     if len(terms) == 1:  # a single operand: a sum over the dropped indices
         return Cost(flops=math.prod(sizes.values()) - n.output().numel)
-    return Cost(macs=macs, dot_products=n.output().numel)
+    return Cost(macs=macs, dot_products=n.output().numel if macs else 0, flops=products)
 
 
 def _broadcast(a, b):
@@ -191,9 +196,11 @@ def _spelled_out(equation: str, ranks: list[int]) -> tuple[list[str], str]:
 
 @backward("Einsum")
 def einsum_backward(n: Node, grads: Grads) -> Cost:
-    """two operands: each gradient an einsum of dY and the other, MACs as the forward; one: a copy"""
+    """two operands: each gradient an einsum of dY and the other, MACs as the forward's products
+    (an outer product's gradient sums over the other operand's indices); one: a copy"""
     if n.num_inputs == 1:
         return ZERO
     if n.num_inputs > 2:
         raise Uncostable("backward of an einsum of more than two operands")
-    return _operand_products(einsum(n).macs, n, grads)
+    forward = einsum(n)
+    return _operand_products(forward.macs + forward.flops, n, grads)

@@ -419,20 +419,29 @@ class _Counter:
         """Cost of one run of an inner graph, and whether some rule read a constant's value or a
         coefficient; weights it reads are credited to the outer node."""
         total, read = ZERO, False
+        policy = None  # the constant-work policy, made where the graph has constant nodes
         for row in view.rows():
-            if view.is_constant_row(row):
-                continue
+            folding = view.is_constant_row(row)
+            if folding:
+                # Free but for the float work a body runs on its own tables (a window's Range).
+                policy = policy or ConstantWork(view)
+                if row.op_type == "Constant" or not policy.may_fold(row):
+                    continue
             proto = row.proto
             rule = self.table.lookup(proto.domain, proto.op_type)
             if rule is None:
                 raise Uncostable(f"{where} holds {proto.op_type}, which has no cost rule")
             inner = Node(proto, view, opsets.get(domain_key(proto.domain), 0), self)
             try:
-                total = total + apply_rule(rule.fn, inner)
+                cost = apply_rule(rule.fn, inner)
             except Uncostable as e:
                 raise Uncostable(f"in {where}, node '{proto.name}' ({proto.op_type}): {e}") from None
+            if folding and not is_foldable_cost(cost.macs, cost.flops):
+                continue
+            total = total + cost
             read = read or inner.read_values or inner.read_floats
-            self.weights.of_inner_node(rule, row, view)
+            if not folding:  # a folded node's weights go to the node reading its result
+                self.weights.of_inner_node(rule, row, view)
         return total, read
 
     def _sum_backward(self, view: GraphView, opsets: dict[str, int], flow: GradientFlow,

@@ -152,7 +152,8 @@ class Report(formats.Rendered):
     constant_nodes: int
     uncosted: list[Uncosted]
     warnings: list[str]
-    # The nodes of `nodes` that work on weights alone (see analysis/constant_work.py), summed.
+    # The nodes of `nodes` that work on weights or literal tables alone (see
+    # analysis/constant_work.py), summed.
     foldable: Totals = field(default_factory=Totals)
     foldable_nodes: int = 0
     # Parameter → element count, for the framework's parameters no node reads (total.unused_params).
@@ -319,7 +320,7 @@ class Report(formats.Rendered):
         notes = []
         if self.foldable_nodes:
             notes.append(f"foldable (counted; a runtime computes it once at load): "
-                         f"{self.foldable_nodes} nodes on weights alone, "
+                         f"{self.foldable_nodes} nodes on weights or literal tables alone, "
                          f"{human(self.foldable.macs)} MACs, {human(self.foldable.flops)} FLOPs")
         if self.constant_nodes:
             notes.append(f"constant work (not counted): {self.constant_nodes} nodes, "
@@ -378,8 +379,9 @@ def summary(report: Report, top: int = SUMMARY_OP_TYPES) -> str:
               f"{'nodes':<16}{len(report.nodes)}"
               + (f" (and {report.constant_nodes} constant, not counted)"
                  if report.constant_nodes else ""),
-              *([f"{'foldable':<16}{human(report.foldable.flops)} FLOPs on weights alone, in "
-                 f"the totals ({report.foldable_nodes} nodes a runtime computes once)"]
+              *([f"{'foldable':<16}{human(report.foldable.flops)} FLOPs on weights or literal "
+                 f"tables alone, in the totals ({report.foldable_nodes} nodes a runtime computes "
+                 "once)"]
                 if report.foldable_nodes else []), rule]
     if report.uncosted:
         lines += [f"UNCOSTED: {len(report.uncosted)} node(s), the totals exclude them:",

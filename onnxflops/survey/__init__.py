@@ -12,7 +12,8 @@ from onnxflops.formats import markdown_table
 
 from onnxflops.survey.rows import COLUMNS, LLM_COLUMNS, VERDICTS, judge, top_reasons, totals
 from onnxflops.survey.run import Caps, run_local, run_ray
-from onnxflops.survey.sources import SOURCES, Source, Subject, Task, tasks
+from onnxflops.survey.registries import SOURCES, tasks
+from onnxflops.survey.sources import Source, Subject, Task
 from onnxflops.survey.store import RowStore, read_any, render, summary_text
 
 __all__ = ["COLUMNS", "Caps", "LLM_COLUMNS", "RowStore", "SOURCES", "Source", "Subject", "Task", "VERDICTS",

@@ -103,9 +103,9 @@ TWIN_DIFFERS = {
 _ROTARY_TABLE = (
     "rotary table: HF computes cos/sin once per forward from its inv_freq buffer (Cos, Sin, Mul: "
     "work on a buffer, counted); keras-hub computes it in every attention call, for queries and "
-    "keys apart, from positions and frequencies that are literals: work on constants alone, which "
-    "Grappler folds and which the count leaves free as work on literals even where it is kept "
-    "(3,888 FLOPs of it in the small Llama, against HF's 1,152)")
+    "keys apart, from positions and frequencies that are literals: work on a table of literals, "
+    "which Grappler folds into constants before tf2onnx writes the graph (the count would count "
+    "it, as foldable work, where a graph keeps it)")
 _UNATTENDED_ROWS_WIPED = (
     "keras-hub's Gemma zeroes the attention output of a row with no attended token (ops.all over "
     "the mask: ReduceSum, Greater, and the select's Add, 2 x 1,280), which HF's does not")

@@ -19,7 +19,8 @@ from typing import Callable
 from onnxflops.errors import first_line
 from onnxflops.survey.oracle import checked_torch_oracle
 from onnxflops.survey.rows import blank_row, judge
-from onnxflops.survey.sources import SOURCES, Subject, Task
+from onnxflops.survey.registries import SOURCES
+from onnxflops.survey.sources import Subject, Task
 
 # A model whose weights take more than this share of the memory cap is built on the meta device:
 # the oracle's forward and the export each need room beside them.

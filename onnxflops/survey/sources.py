@@ -1,13 +1,13 @@
-"""What a survey can run over: registries of models (torchvision, timm, transformers), a user's own
-factory specs, and folders of .onnx files.
+"""The torch sources of a survey (torchvision, timm, transformers), a user's own factory specs,
+folders of .onnx files, and what every source's rows are made of (`Source`, `Task`, `Subject`).
 
 A `Source` names its models without building any, and builds one by name, in the process that
-counts it; frameworks are imported only then. Adding a registry is one entry in `SOURCES`.
+counts it; frameworks are imported only then. The table of every source, Keras's too, is
+`survey.registries.SOURCES`: it imports this module and `survey.keras`, which builds on this one.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,42 +59,6 @@ class Task:
     @property
     def label(self) -> str:
         return self.name if self.source in ("onnx", "factory") else f"{self.source}:{self.name}"
-
-
-def tasks(specs: list[str], shapes: dict | None = None, llm: bool = False) -> list[Task]:
-    """The rows SOURCE[:PATTERN] specs ask for, in order, each once; `shapes` (input name →
-    dims) for the models of sources that do not know their inputs (factories); `llm`: serving
-    rows of transformers' causal-LM types (the only source it takes)."""
-    given = tuple((k, tuple(v)) for k, v in (shapes or {}).items())
-    found: dict[str, Task] = {}
-    for spec in specs:
-        source, argument, pattern = parse(spec)
-        if llm and source != "transformers":
-            raise OnnxFlopsError(f"survey --llm: '{spec}' is not transformers[:PATTERN]; the "
-                                 "serving survey runs over transformers' causal LMs")
-        names = causal_lm_names() if llm else SOURCES[source].names(argument)
-        for name in names:
-            if pattern is None or fnmatch.fnmatchcase(name, pattern):
-                task = Task(source, argument, name, given, llm)
-                found.setdefault(task.label, task)
-    return list(found.values())
-
-
-def parse(spec: str) -> tuple[str, str, str | None]:
-    """(source, argument, pattern) of a SOURCE[:PATTERN] spec."""
-    head, _, pattern = spec.partition(":")
-    if head in REGISTRIES:
-        return head, "", pattern or None
-    if Path(spec).is_dir():
-        return "onnx", spec, None
-    if Path(head).is_dir():
-        return "onnx", head, pattern or None
-    from onnxflops.sources import needs_conversion  # imports no framework by itself
-
-    if needs_conversion(spec) and not Path(spec).exists():
-        return "factory", spec, None
-    raise OnnxFlopsError(f"survey source '{spec}': name a registry ({', '.join(REGISTRIES)}), a "
-                         "folder of .onnx files, or a package.module:factory spec")
 
 
 # torchvision ---------------------------------------------------------------------------------
@@ -1134,30 +1098,8 @@ def _onnx_build(task: Task) -> Subject:
     return Subject(str(Path(task.argument) / task.name))
 
 
-# Keras ----------------------------------------------------------------------------------------
-
-def _keras(function: str) -> Callable:
-    """A function of `onnxflops.survey.keras`, looked up when called: that module builds on this
-    one (Subject, Task, the transformers inputs of a twin), as a plug-in of the table below."""
-    def call(*args):
-        import importlib
-
-        return getattr(importlib.import_module("onnxflops.survey.keras"), function)(*args)
-    return call
-
-
 # The registries of torch models, whose rows fork from a process that imported torch once.
 TORCH_REGISTRIES = ("torchvision", "timm", "transformers")
-REGISTRIES = (*TORCH_REGISTRIES, "keras.applications", "keras_hub")
-SOURCES: dict[str, Source] = {
-    "torchvision": Source(_torchvision_names, _torchvision_build),
-    "timm": Source(_timm_names, _timm_build),
-    "transformers": Source(_transformers_names, _transformers_build),
-    "factory": Source(lambda spec: [spec], _factory_build),
-    "onnx": Source(_onnx_names, _onnx_build),
-    "keras.applications": Source(_keras("application_names"), _keras("application_build")),
-    "keras_hub": Source(_keras("hub_names"), _keras("hub_build")),
-}
 
 
 # example inputs: seeded, so that every run of a row is the same ------------------------------

@@ -140,3 +140,97 @@ def test_twice_the_macs_is_what_flop_counter_mode_counts(case, exporter, tmp_pat
 # The legacy exporter's constant folding stores q.weight twice, as it is (for the Gemm on the
 # table) and transposed (for the MatMul on x): a plain file cannot tell they are one parameter.
 _TRANSPOSED_COPIES = {("relative_position", "legacy"): 32 * 32}
+
+
+class SineTableProjected(nn.Module):
+    """A detector encoder's sin-cos position table, rebuilt from literals in every forward
+    (arange → two 400×1 @ 1×64 outer products → sin/cos → concat), added to the features, then a
+    Linear: FlopCounterMode counts the table's products as it counts the Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(128, 16)
+
+    def forward(self, x):
+        rows = torch.arange(400, dtype=torch.float32).unsqueeze(1)
+        frequencies = 1.0 / 10000 ** (torch.arange(64, dtype=torch.float32) / 64)
+        sines = (rows @ frequencies.unsqueeze(0)).sin()
+        cosines = ((rows + 0.5) @ frequencies.unsqueeze(0)).cos()
+        return self.proj(x + torch.cat([sines, cosines], dim=1))
+
+
+def test_a_table_of_literals_projected_by_products_counts_what_flop_counter_mode_counts():
+    # The legacy exporter traces the table to a stored constant (no work left in the file to
+    # count); torch.export keeps its ops, which run in every forward.
+    module, x = SineTableProjected().eval(), torch.randn(1, 400, 128)
+    report = onnxflops.count(module, {"x": x})
+    table = 2 * 400 * 1 * 64  # 51,200 MACs
+    assert report.complete and report.foldable.macs == table
+    assert report.total.macs == table + 400 * 128 * 16 == 870_400
+    assert 2 * report.total.macs == flop_counter_flops(module, x)
+
+
+class ScatterIntoGruCell(nn.Module):
+    """A message-passing step as graph libraries write it: messages scattered into as many nodes
+    as the edges name, int(index.max()) + 1 (a size torch.export cannot read without the data),
+    then a GRUCell updates each node from its own features."""
+
+    def __init__(self):
+        super().__init__()
+        self.message = nn.Linear(16, 32)
+        self.own = nn.Linear(16, 32)
+        self.gru = nn.GRUCell(32, 32)
+
+    def forward(self, x, edge_index):
+        source, target = edge_index[0], edge_index[1]
+        messages = self.message(x[source])
+        nodes = int(target.max()) + 1
+        summed = messages.new_zeros((nodes, 32)).index_add(0, target, messages)
+        return self.gru(summed, self.own(x[:nodes]))
+
+
+def test_a_scatter_sized_by_the_data_converts_at_the_example_values_and_says_so():
+    import warnings
+
+    from onnxflops.errors import DataPathWarning
+
+    module = ScatterIntoGruCell().eval()
+    x = torch.randn(10, 16)
+    edge_index = torch.tensor([[0, 1, 2, 3, 4, 5, 6, 7], [1, 2, 3, 4, 5, 6, 7, 7]])  # 8 nodes
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = onnxflops.count(module, {"x": x, "edge_index": edge_index})
+    said = [str(w.message) for w in caught]
+    assert any(issubclass(w.category, DataPathWarning) and "example inputs' values" in
+               str(w.message) for w in caught), said
+    assert not any("legacy exporter instead" in s for s in said), said  # torch.export's graph
+    edges, nodes = 8, 8
+    # messages E·16·32, own N·16·32, the GRUCell's two products N·32·3·32 each
+    macs = edges * 16 * 32 + nodes * 16 * 32 + 2 * nodes * 32 * 96
+    assert report.complete and report.total.macs == macs == 57_344
+    assert 2 * report.total.macs == flop_counter_flops(module, x, edge_index)
+
+
+class PaddedSpectrogramConv(nn.Module):
+    """A separator's front: a complex STFT, padded along its frames (a pad of a complex tensor,
+    which torchlib does not translate), its magnitude into a Conv1d."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(33, 33, 3, padding=1)
+        self.register_buffer("window", torch.hann_window(64))
+
+    def forward(self, wave):
+        spectrum = torch.stft(wave, 64, 16, window=self.window, return_complex=True)
+        return self.conv(nn.functional.pad(spectrum, (0, 1)).abs())
+
+
+def test_a_padded_complex_spectrogram_counts_what_flop_counter_mode_counts():
+    module, wave = PaddedSpectrogramConv().eval(), torch.randn(1, 1024)
+    report = onnxflops.count(module, {"wave": wave})
+    frames = (1024 + 64 - 64) // 16 + 1  # centred: 32 samples padded each side; 65 frames
+    assert report.complete and report.total.macs == 33 * 33 * 3 * (frames + 1) == 215_622
+    assert 2 * report.total.macs == flop_counter_flops(module, wave)
+    # the STFT: per frame an FFT of 64 (5·64·log2 64) and the window's 64 multiplies
+    stft = next(n for n in report.nodes if n.op_type == "STFT")
+    assert stft.flops == frames * (5 * 64 * 6 + 64) == 128_960

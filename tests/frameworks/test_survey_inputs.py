@@ -26,7 +26,8 @@ def test_spectrogram_values_are_frames_by_bins_and_a_waveform_is_samples():
 
 def test_a_registry_model_is_built_with_the_same_weights_in_every_run():
     # a row whose work depends on the weights (a router's experts) reruns alike
-    from onnxflops.survey.sources import SOURCES, Task
+    from onnxflops.survey.registries import SOURCES
+    from onnxflops.survey.sources import Task
 
     task = Task("transformers", "", "bert")
     first = SOURCES["transformers"].build(task).model
