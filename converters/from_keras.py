@@ -64,13 +64,7 @@ def keras_to_onnx(model, inputs=None, *, batch: int = 1, keep_weights: bool = Fa
     import keras
     import tensorflow as tf
 
-    label = f"Keras model '{model.name}'"
-    layer_names = _input_layer_names(model)
-    specs = _input_specs(_model_inputs(model, label), _by_tensor_name(model, inputs, layer_names),
-                         batch, label, layer_names)
-
-    structure = _input_structure(model)
-
+    label, specs, structure = _signature(model, inputs, batch)
     variables = [] if keep_weights else _float_variables(model.variables)
     stand_ins = _stand_in_fills(variables)
 
@@ -89,6 +83,16 @@ def keras_to_onnx(model, inputs=None, *, batch: int = 1, keep_weights: bool = Fa
     return proto
 
 
+def _signature(model, inputs, batch: int):
+    """(how errors name the model, the tf.TensorSpecs it is traced with, the nesting its call
+    takes them in): one reading of `inputs` for both conversions."""
+    label = f"Keras model '{model.name}'"
+    layer_names = _input_layer_names(model)
+    specs = _input_specs(_model_inputs(model, label), _by_tensor_name(model, inputs, layer_names),
+                         batch, label, layer_names)
+    return label, specs, _input_structure(model)
+
+
 def keras_to_deployed_onnx(model, inputs=None, *, batch: int = 1) -> onnx.ModelProto:
     """The graph tf2onnx's default conversion gives a user (what `model.export(format="onnx")`
     runs): the model's own weights, Grappler's constant folding (BatchNorm arithmetic pushed into
@@ -98,11 +102,7 @@ def keras_to_deployed_onnx(model, inputs=None, *, batch: int = 1) -> onnx.ModelP
     import keras
     import tensorflow as tf
 
-    label = f"Keras model '{model.name}'"
-    layer_names = _input_layer_names(model)
-    specs = _input_specs(_model_inputs(model, label), _by_tensor_name(model, inputs, layer_names),
-                         batch, label, layer_names)
-    structure = _input_structure(model)
+    label, specs, structure = _signature(model, inputs, batch)
 
     def call(*xs):
         return model(keras.tree.pack_sequence_as(structure, list(xs)), training=False)
