@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import onnx
