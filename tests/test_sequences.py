@@ -279,3 +279,22 @@ def test_the_command_line_spells_a_sequence_and_no_value():
     assert parse_input_spec("opt=none") == ("opt", None)
     with pytest.raises(onnxflops.OnnxFlopsError, match=r"seq\(LENGTH;DIMS\)"):
         parse_input_spec("s=seq(1x2)")
+
+
+def test_an_optional_holding_a_sequence_keeps_its_optional_type_where_a_loop_carries_it():
+    # ONNX's own test_loop16_seq_none: the Loop carries optional(seq(float)); bound to a sequence
+    # of one scalar it was typed as the sequence, and the Loop's inference refused the model.
+    m = onnx.parser.parse_model('''
+        <ir_version: 8, opset_import: ["" : 16]>
+        g (int64 trip_count, bool cond, optional(seq(float)) opt_seq) => (seq(float) seq_res) {
+          seq_res = Loop (trip_count, cond, opt_seq) <body = loop_body (int64 i, bool c,
+              optional(seq(float)) s) => (bool c_out, seq(float) s_out) {
+            c_out = Identity (c)
+            s_out = OptionalGetElement (s)
+          }>
+        }''')
+    from onnxflops import SequenceShape
+
+    report = onnxflops.count(m, {"opt_seq": SequenceShape([()])})
+    assert [n.op_type for n in report.uncosted] == ["Loop"]  # its trip count is an input
+    assert "trip count" in report.uncosted_summary()

@@ -36,6 +36,7 @@ from onnxflops.analysis.symbolic import (
 from onnxflops.graph import (
     GraphView,
     TensorInfo,
+    ValueInfo,
     bound_sequences,
     domain_key,
     free_names,
@@ -90,10 +91,14 @@ def analyze(model: onnx.ModelProto, *, owned: bool = False,
     for name in _empty_inputs(view):  # no element to read: its value is known
         info = view.info(name)
         view.values[name] = np.zeros(info.shape, helper.tensor_dtype_to_np_dtype(info.dtype))
+    declared = {vi.name: vi.type for vi in analyzed.graph.input}
     for name, elements in bound_sequences(analyzed).items():
         view.sequences[name] = elements
         if elements:
-            view.tensors[name] = sequence_info(name, elements)
+            info = sequence_info(name, elements)
+            if declared[name].HasField("optional_type"):  # an optional holding the sequence
+                info = ValueInfo(name, helper.make_optional_type_proto(info.type_proto))
+            view.tensors[name] = info
     if validate:  # the top graph's nodes are checked against their schemas as they are typed
         check_structure(analyzed.graph, view.rows(), check_node=_schema_checker(model))
     typer = NodeTyper(view, analyzed, opsets, warnings, _function_outputs, _branch_types)
