@@ -173,7 +173,7 @@ def test_a_condition_on_positions_and_arithmetic_on_shapes_stay_free():
              node("Where", ["later", "minus_inf", "zero_f"], ["mask"]),
              node("Mul", ["mask", "two"], ["scaled"]),
              node("Add", ["x", "scaled"], ["y"])]
-    def counted(positions):  # torch.arange(L) is int64; of floats, the Range itself is work
+    def counted(positions):  # torch.arange(L) is int64, or float
         literals = [weight("zero", (), positions, 0), weight("one", (), positions, 1),
                     weight("n", (), positions, L), weight("two", (), value=2.0),
                     weight("minus_inf", (), value=-1e9), weight("axis_1", None, np.int64, [1])]
@@ -183,8 +183,10 @@ def test_a_condition_on_positions_and_arithmetic_on_shapes_stay_free():
     report = counted(np.int64)
     assert report.foldable_nodes == 0 and report.foldable.flops == 0
     assert report.total.flops == B * L * L  # the Add alone
-    floats = counted(np.float32)  # the float Range's own work; its comparison's is a condition
-    assert (floats.foldable_nodes, floats.foldable.flops) == (1, L + 4)
+    # Float positions that only make a condition are positions still: free, as the int64 ones.
+    floats = counted(np.float32)
+    assert (floats.foldable_nodes, floats.foldable.flops) == (0, 0)
+    assert floats.total.flops == B * L * L
 
 
 def test_an_initialiser_draw_scaled_by_a_table_stays_free():
@@ -276,3 +278,31 @@ def test_compare_shows_the_foldable_work_of_each_side():
     assert (doc["a"]["foldable"]["flops"], doc["b"]["foldable"]["flops"]) == (D * 4, 0)
     assert any(line.split()[:3] == ["foldable", "flops", "32"]
                for line in result.to_text().splitlines())
+
+
+def test_a_table_whose_values_end_as_gather_indices_is_addressing_and_free():
+    # A nearest resize as torch.export decomposes it: source positions (i + 0.5) · 2 − 0.5 of a
+    # float Range, floored and cast to int64, gather the input: no work on values. The same
+    # table added to the data is a table: its Range (6 + 4, Range's function body), Add, Mul and
+    # Sub (6 each): 28 FLOPs, foldable.
+    def resized(into_data: bool):
+        nodes = [node("Range", ["zero", "n", "one"], ["i"]),
+                 node("Add", ["i", "half"], ["centre"]), node("Mul", ["centre", "two"], ["src"]),
+                 node("Sub", ["src", "half"], ["pos"])]
+        if into_data:
+            nodes += [node("Add", ["x", "pos"], ["y"])]
+        else:
+            nodes += [node("Floor", ["pos"], ["floored"]),
+                      node("Cast", ["floored"], ["index"], to=7),
+                      node("Gather", ["x", "index"], ["y"], axis=1)]
+        literals = [weight("zero", (), value=0.0), weight("one", (), value=1.0),
+                    weight("n", (), value=6.0), weight("half", (), value=0.5),
+                    weight("two", (), value=2.0)]
+        return onnxflops.count(model(nodes, {"x": [2, 12] if not into_data else [2, 6]},
+                                     literals))
+
+    gathered = resized(into_data=False)
+    assert (gathered.foldable_nodes, gathered.total.flops) == (0, 0)
+    added = resized(into_data=True)
+    assert (added.foldable_nodes, added.foldable.flops) == (4, 6 + 4 + 3 * 6)
+    assert added.total.flops == 28 + 2 * 6

@@ -47,7 +47,7 @@ their own constant nodes: a window's function body counts its Range and the tabl
 
 from __future__ import annotations
 
-from onnxflops.graph import GraphView, NodeRow
+from onnxflops.graph import GraphView, NodeRow, bodies, free_names, holds_subgraph
 from onnxflops.ops import COMPARISONS, INITIALISERS, STORAGE_FORMATS, TABLE_MAKERS
 
 # What a constant tensor was computed from: weights; a random draw (initialising, free); a draw
@@ -64,6 +64,28 @@ class ConstantWork:
         for row in graph.rows():
             if graph.is_constant_row(row):
                 self._trace(row)
+        self._into_data = self._reaching_data()
+
+    def _reaching_data(self) -> set[str]:
+        """Constant float tensors whose values enter the network's data: read by a node that is
+        not constant, left as the graph's output, read by a body (Loop, If, Scan) from around
+        it, or computed into one that is. A table whose float values all end as integers (a
+        nearest resize's source positions, floored and cast to gather indices) is addressing,
+        as a comparison of positions is a condition: its arithmetic is no work on values."""
+        graph = self.graph
+        reached = {o.name for o in graph.graph.output}
+        for row in graph.rows():
+            if not graph.is_constant_row(row):
+                reached.update(name for name in row.inputs if name)
+                if holds_subgraph(row.proto):
+                    for body in bodies(row.proto):
+                        reached |= free_names(body)
+        for row in reversed(graph.rows()):
+            if graph.is_constant_row(row) and any(name in reached for name in row.outputs):
+                info = [graph.info(name) for name in row.outputs if name in reached]
+                if any(i is None or i.is_float for i in info):
+                    reached.update(name for name in row.inputs if name)
+        return reached
 
     def _trace(self, row: NodeRow) -> None:
         _, op_type, domain, inputs, outputs = row
@@ -107,6 +129,9 @@ class ConstantWork:
             origin &= ~_TABLE
         return origin
 
+    def _reaches_data(self, row: NodeRow) -> bool:
+        return any(name in self._into_data for name in row.outputs if name)
+
     def _input_origin(self, inputs: list[str]) -> int:
         origin = 0
         for name in inputs:
@@ -123,8 +148,10 @@ class ConstantWork:
         if row.op_type in TABLE_MAKERS and not row.domain:
             # its own work makes the table: float work (an integer Range's is on shapes)
             info = self.graph.info(row.outputs[0])
-            return info is not None and info.is_float
+            return info is not None and info.is_float and self._reaches_data(row)
         origin = self._read_origin(row)
+        if origin & _TABLE and not origin & _WEIGHT and not self._reaches_data(row):
+            return False  # addressing: the table's values end as indices
         return bool(origin & (_WEIGHT | _TABLE)) and not origin & (_INITIALISED | _ON_A_DRAW)
 
     def works_on_a_draw(self, row: NodeRow) -> bool:
