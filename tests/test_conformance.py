@@ -29,9 +29,9 @@ SAMPLE_MODULES = ["matmul", "matmulinteger", "qlinearmatmul", "gemm", "conv", "c
                   "sequenceinsert", "identity", "loop", "scan", "prelu", "momentum", "adam",
                   "reducesum", "flexattention"]
 
-# Models left uncosted, at most: lower it as classes of them are costed, never raise it (35 -> 36:
+# Models left uncosted, at most: lower it as classes of them are costed, never raise it (6, 35 -> 7, 36:
 # test_loop16_seq_none, refused before, is counted with its Loop uncosted, its trip count an input).
-UNCOSTED_CEILING = {"sample": 6, "all": 36}
+UNCOSTED_CEILING = {"sample": 7, "all": 36}
 
 # Models onnxruntime refuses to load for a reason of its own, not the model's: counting them is
 # right. By a phrase of its refusal.
@@ -64,6 +64,7 @@ def test_no_internal_error(counted):
 
 
 def test_refuses_only_what_onnxruntime_refuses(counted):
+    pytest.importorskip("onnxruntime")  # the core tests run without it
     _, cases, outcomes = counted
     refused = [case for case in cases if outcomes[case.name].status == "refused"]
     loaded = {case.name: outcomes[case.name].message for case in refused
@@ -75,6 +76,7 @@ def test_refuses_only_what_onnxruntime_refuses(counted):
 
 
 def test_counts_only_what_onnxruntime_loads(counted):
+    pytest.importorskip("onnxruntime")  # the core tests run without it
     _, cases, outcomes = counted
     refusals = {case.name: onnxruntime_loads(case) for case in cases
                 if outcomes[case.name].status in ("counted", "uncosted")}
