@@ -190,6 +190,7 @@ def torch_to_deployed_onnx(module, inputs=None, *, exporter: str = "dynamo") -> 
         if not call.is_program:
             stack.enter_context(eval_mode(module))
         stack.enter_context(triton_kept_out())
+        stack.enter_context(torchlib_registry_reused())  # with the complex translations
         input_names = _input_names(call.names, call.args)
         try:
             if exporter == "legacy":
