@@ -26,7 +26,8 @@ _INTEGERS = {onnx.TensorProto.INT8, onnx.TensorProto.INT16, onnx.TensorProto.INT
 
 def cast_to_int64_where_only_int64(model) -> int:
     """Put a Cast to int64 before each input (of an onnx_ir model's nodes, subgraphs' too) that
-    its op's schema allows as int64 alone and that holds another integer type; the count put."""
+    its op's schema allows as int64 alone and that holds another integer type; how many it put.
+    The graph names the new nodes and values (onnx_ir's naming on insertion)."""
     from onnx_ir import DataType, node as ir_node, traversal
 
     opsets = dict(model.opset_imports)
