@@ -47,6 +47,7 @@ from onnxflops.converters.common import (ABSENT_WEIGHTS, check_container, conver
                                          framework_logging_silenced, is_single_input,
                                          native_output_silenced, root_cause, triton_kept_out)
 from onnxflops.converters.complex_ops import complex_translations
+from onnxflops.converters.int64_inputs import cast_to_int64_where_only_int64
 from onnxflops.converters.structure import StandInValues, is_float_dtype
 from onnxflops.converters.torch_ops import (attention_as_4d, custom_translations,
                                             emitted_domains, experts_exported_as,
@@ -189,6 +190,7 @@ def torch_to_deployed_onnx(module, inputs=None, *, exporter: str = "dynamo") -> 
         if not call.is_program:
             stack.enter_context(eval_mode(module))
         stack.enter_context(triton_kept_out())
+        stack.enter_context(torchlib_registry_reused())  # with the complex translations
         input_names = _input_names(call.names, call.args)
         try:
             if exporter == "legacy":
@@ -198,8 +200,10 @@ def torch_to_deployed_onnx(module, inputs=None, *, exporter: str = "dynamo") -> 
                                       input_names=input_names)
                 proto = onnx.load_from_string(buffer.getvalue())
             else:
-                proto = torch.onnx.export(call.target, _positional(call.args), dynamo=True,
-                                          input_names=input_names).model_proto
+                program = torch.onnx.export(call.target, _positional(call.args), dynamo=True,
+                                            input_names=input_names)
+                cast_to_int64_where_only_int64(program.model)
+                proto = program.model_proto
         except Exception as e:  # the exporters raise anything; the user gets one line
             raise OnnxFlopsError(f"{call.label}: the {exporter} exporter cannot convert it "
                                  f"({first_line(root_cause(e))})") from None
@@ -388,6 +392,7 @@ def export_dynamo(module, args: tuple, names: list[str], opset: int, dynamic_sha
                                         input_names=_input_names(names, args), verbose=False,
                                         dynamic_shapes=dynamic_shapes,
                                         custom_translation_table=translations or None)
+    cast_to_int64_where_only_int64(program.model)
     record_custom_shapes(program.model.graph, emitted_domains(translations))
     _drop_weight_bytes(program.model.graph, keep_weights)
     return program.model_proto

@@ -234,3 +234,44 @@ def test_a_padded_complex_spectrogram_counts_what_flop_counter_mode_counts():
     # the STFT: per frame an FFT of 64 (5·64·log2 64) and the window's 64 multiplies
     stft = next(n for n in report.nodes if n.op_type == "STFT")
     assert stft.flops == frames * (5 * 64 * 6 + 64) == 128_960
+
+
+class MaskedSpectrogramSeparator(nn.Module):
+    """A source separator whole: a complex STFT, padded along its frames, its magnitude through
+    a Conv1d over the frequency bins as channels, back to a complex spectrogram with the input's
+    phase (polar), and an ISTFT back to a wave (torch's istft: an inverse one-sided FFT per frame
+    and an overlap-add whose indices are int32)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(33, 33, 3)
+        self.register_buffer("window", torch.hann_window(64))
+
+    def forward(self, wave):
+        spectrum = torch.stft(wave, 64, 16, window=self.window, return_complex=True)
+        magnitude = torch.relu(self.conv(nn.functional.pad(spectrum, (1, 1)).abs()))
+        separated = torch.polar(magnitude, spectrum.angle())
+        return torch.istft(separated, 64, 16, window=self.window, length=1024)
+
+
+@pytest.mark.slow
+def test_a_complex_stft_conv_istft_separator_counts_completely():
+    module, wave = MaskedSpectrogramSeparator().eval(), torch.randn(1, 1024)
+    report = onnxflops.count(module, {"wave": wave})
+    frames = 1024 // 16 + 1  # centred: 32 samples padded each side; 65 frames
+    # the Conv1d: 65 + 2 padded frames, kernel 3 unpadded, back to 65 frames
+    assert report.complete and report.total.macs == 33 * 33 * 3 * frames == 212_355
+    # FlopCounterMode counts the convolution alone: it has no formula for the FFTs (aten's
+    # _fft_r2c and _fft_c2r), nor for the elementwise work (abs, angle, polar, the windows, the
+    # overlap-add)
+    assert 2 * report.total.macs == flop_counter_flops(module, wave)
+    transforms = {n.op_type: n.flops for n in report.nodes if n.op_type in ("STFT", "DFT")}
+    fft64 = 5 * 64 * 6  # signal.py's 5·N·log2 N for one FFT of N = 64
+    # STFT: per frame an FFT and the window's 64 multiplies; ISTFT: per frame an inverse FFT of
+    # dft_length 64 (from the 33 one-sided bins)
+    assert transforms == {"STFT": frames * (fft64 + 64), "DFT": frames * fft64}
+    assert transforms == {"STFT": 128_960, "DFT": 124_800}
+    # the overlap-add: each frame's 64 samples added into the wave, and the window's squares
+    # into its envelope (ScatterND, reduction add)
+    overlap_adds = [n.flops for n in report.nodes if n.op_type == "ScatterND"]
+    assert overlap_adds == [frames * 64, frames * 64]

@@ -126,3 +126,19 @@ def test_where_the_framework_export_fails_the_counted_graph_runs_with_a_warning(
     with pytest.warns(UserWarning, match="running the counted graph instead"):
         prof = onnxflops.profile(_conv_bn(), inputs=((1, 3, 8, 8),), **QUICK)
     assert "BatchNormalization" in _executed_ops(prof) and not prof.unattributed
+
+
+def test_a_complex_stft_istft_separator_profiles_as_deployed(recwarn):
+    """torch's own export of a model on complex tensors takes the complex translations the count
+    does, and its int32 overlap-add indices are cast as the counted graph's are: onnxruntime runs
+    the deployed graph, not the counted one in its place."""
+    import torch
+
+    from test_flop_counter_parity import MaskedSpectrogramSeparator
+
+    module, inputs = MaskedSpectrogramSeparator().eval(), {"wave": torch.randn(1, 1024)}
+    prof = onnxflops.profile(module, inputs=inputs, **QUICK)
+    assert not [w for w in recwarn if "counted graph instead" in str(w.message)]
+    # the transforms and the signal's overlap-add run (the window's envelope is folded at export)
+    assert {"STFT", "DFT", "ScatterND"} <= set(_executed_ops(prof).replace("+", " ").split())
+    assert _every_flop_once(prof) == onnxflops.count(module, inputs).total.flops
