@@ -120,7 +120,7 @@ def torch_to_onnx(module, inputs=None, *, exporter: str = "dynamo", keep_weights
                                     "\n".join(f.details for f in failures))
     if attempt == AT_EXAMPLE_VALUES:
         warnings.warn(DataPathWarning(
-            f"{label}: a size it reads from its inputs' values (torch.export: "
+            f"{label}: a size or a branch it reads from its inputs' values (torch.export: "
             f"{failures[-1].said}) is taken at the example inputs' values: the count holds for "
             "inputs of those values"), stacklevel=2)
         failures = failures[:-1]  # said here: the retry of the same exporter converted it

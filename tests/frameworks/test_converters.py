@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import onnxflops
+from onnxflops.errors import DataPathWarning
 from onnxflops.cli import main
 
 MODELS = "onnxflops.models."  # factory specs of the reference architectures
@@ -198,10 +199,12 @@ class TestExporterFallback:
         def forward(self, x):
             return self.linear(x) if x.sum() > 0 else x
 
-    def test_the_other_exporter_is_used_with_a_warning(self, capfd):
+    def test_a_branch_on_data_is_traced_at_the_example_with_a_warning(self, capfd):
+        # torch.export cannot decide the branch without the data: traced again with the example's
+        # values (the branch it takes), as the legacy exporter would, and said so
         x = torch.ones(2, 4)
-        with pytest.warns(UserWarning, match=r"DataDependent': at test_converters\.py:\d+: .*; "
-                                             "converted with the legacy exporter instead"):
+        with pytest.warns(DataPathWarning, match=r"DataDependent': a size or a branch it reads from its "
+                                                 r"inputs' values .* is taken at the example"):
             report = onnxflops.count(self.DataDependent(), inputs=(x,))
         assert report.total.macs == 2 * 4 * 4
         assert capfd.readouterr().err == ""  # no traceback logged by torch.export
