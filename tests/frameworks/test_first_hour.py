@@ -26,7 +26,10 @@ def test_a_profiled_module_is_named_by_its_class_not_its_printout():
     profiled = onnxflops.profile(module, inputs={"x": (1, 3, 8, 8)}, runs=2, warmup=0,
                                  profile_runs=1, threads=1, ceilings=False)
     assert profiled.model == profiled.count.model == "TinyNet"
-    assert profiled.to_text().startswith("TinyNet  ")
+    text = profiled.to_text()
+    assert text.startswith("TinyNet runs in ")  # the summary's sentence names it
+    assert any(line.startswith("TinyNet  provider=cpu") for line in text.splitlines())
+    assert str(module) not in text
     assert onnxflops.count(module, inputs={"x": (1, 3, 8, 8)}).model == "TinyNet"
     assert onnxflops.compare(module, module, inputs={"x": (1, 3, 8, 8)}).a.model == "TinyNet"
 
