@@ -11,9 +11,16 @@ The fast layer runs the tests of a fixed set of definition modules, the slow lay
 
 from __future__ import annotations
 
+import onnx
 import pytest
 
-from helpers.conformance import (
+# The sample, its contraction kinds and the ceilings are those of onnx 1.23's definitions; the
+# core venv at the floors (onnx 1.19) defines fewer (no FlexAttention, no if_ module).
+if tuple(int(part) for part in onnx.__version__.split(".")[:2]) < (1, 23):
+    pytest.skip(f"onnx {onnx.__version__}: the suite is written for onnx 1.23's test definitions",
+                allow_module_level=True)
+
+from helpers.conformance import (  # noqa: E402
     CONTRACTIONS,
     backend_cases,
     expected_macs,
