@@ -61,3 +61,39 @@ def test_flex_attention_is_two_products_over_its_scores():
     report = onnxflops.count(m)
     assert report.complete
     assert report.total.macs == 48 * (8 + 5)
+
+
+def _gradient_model(xs: list[str], zs: list[str], outputs: list[str]):
+    """The example of Gradient's definition: W → Conv(X) → H → Flatten → Gemm(·, Z) → Y, every
+    tensor a graph input, and Gradient(xs, zs, y="Y") after it. X 1x1x5x5, W 1x1x3x3: H 1x1x3x3;
+    Z 9x4: Y 1x4."""
+    shapes = {"X": [1, 1, 5, 5], "W": [1, 1, 3, 3], "Z": [9, 4]}
+    nodes = [helper.make_node("Conv", ["X", "W"], ["H"], name="conv"),
+             helper.make_node("Flatten", ["H"], ["F"], name="flatten"),
+             helper.make_node("Gemm", ["F", "Z"], ["Y"], name="gemm"),
+             helper.make_node("Gradient", xs + zs, outputs, name="gradient",
+                              domain="ai.onnx.preview.training", xs=xs, zs=zs, y="Y")]
+    graph = helper.make_graph(
+        nodes, "gradient", [helper.make_tensor_value_info(n, FLOAT, s) for n, s in shapes.items()],
+        [helper.make_tensor_value_info("Y", FLOAT, [1, 4])]
+        + [helper.make_tensor_value_info(o, FLOAT, shapes[x]) for o, x in zip(outputs, xs) if o])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18),
+                                                   helper.make_opsetid("ai.onnx.preview.training", 1)])
+
+
+@pytest.mark.parametrize("xs, outputs, macs", [
+    # dY/dW and dY/dZ: the Gemm's two products, dF = dY·Zᵀ and dZ = Fᵀ·dY, 1·9·4 MACs each, and
+    # the Conv's dW, as many MACs as its forward, 3·3 outputs × 3·3 taps; no dX (X is in zs)
+    (["W", "Z"], ["dW", "dZ"], 2 * 36 + 81),
+    # dY/dW alone: dF and the Conv's dW; Z carries no gradient, so no dZ product
+    (["W", "Z"], ["dW", ""], 36 + 81),
+    # dY/dZ alone: dZ = Fᵀ·dY; nothing flows into the Conv
+    (["W", "Z"], ["", "dZ"], 36),
+])
+def test_gradient_costs_the_backward_pass_from_y_to_the_xs_it_outputs(xs, outputs, macs):
+    """As torch's autograd runs it (FlopCounterMode: 2 FLOPs per MAC, the same products); the
+    forward nodes count once each, as the model runs them: Conv 81 MACs, Gemm 36."""
+    report = onnxflops.count(_gradient_model(xs, ["X"], outputs))
+    by_name = {n.name: n for n in report.nodes}
+    assert by_name["gradient"].macs == macs and by_name["gradient"].flops == 2 * macs
+    assert report.total.macs == 81 + 36 + macs and not report.uncosted

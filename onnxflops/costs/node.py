@@ -31,6 +31,8 @@ class Engine(Protocol):
 
     def function_backward(self, node: "Node", grads: frozenset[int]) -> Cost: ...
 
+    def differentiated_backward(self, node: "Node", xs: list[str], y: str) -> Cost: ...
+
 
 class Node:
     """A node with its tensors resolved. Rules read shapes, dtypes, attributes and small constants."""
@@ -136,6 +138,11 @@ class Node:
     def function_backward(self, grads: frozenset[int]) -> Cost:
         """Backward cost of the function body that defines this node's op."""
         return self._engine.function_backward(self, grads)
+
+    def differentiated_backward(self, xs: list[str], y: str) -> Cost:
+        """Backward cost of the nodes of this node's graph on a path from the tensors `xs` to
+        `y`, a gradient flowing from `y` back to `xs` alone (ONNX's Gradient)."""
+        return self._engine.differentiated_backward(self, xs, y)
 
     def cost_of(self, op_type: str, inputs: list[TensorInfo | np.ndarray | None],
                 outputs: list[TensorInfo], **attrs: Any) -> Cost:

@@ -1,6 +1,7 @@
-"""ONNX's training ops (ai.onnx.preview.training): one optimizer step over its tensors.
+"""ONNX's training ops (ai.onnx.preview.training): one optimizer step over its tensors, and the
+Gradient of one tensor of the graph by others.
 
-Each op updates tensors X_1..X_n, given their gradients and states, element by element as its
+Each optimizer op updates tensors X_1..X_n, given their gradients and states, element by element as its
 definition's pseudo code writes it; the scalar learning rate it adjusts once per step is counted
 once. An optimizer step is not differentiated: its backward is nothing.
 """
@@ -8,7 +9,7 @@ once. An optimizer step is not differentiated: its backward is nothing.
 from __future__ import annotations
 
 from onnxflops.costs.node import Node
-from onnxflops.costs.registry import ELEMENTWISE, ZERO, Cost, Grads, backward, rule
+from onnxflops.costs.registry import ELEMENTWISE, OTHER, ZERO, Cost, Grads, backward, rule
 from onnxflops.errors import Uncostable
 
 TRAINING = "ai.onnx.preview.training"
@@ -45,7 +46,21 @@ def adam(n: Node) -> Cost:
     return Cost(flops=15 * _updated_elements(n, 4) + 7)
 
 
-@backward(["Momentum", "Adagrad", "Adam"], domain=TRAINING)
+@rule("Gradient", category=OTHER, domain=TRAINING)
+def gradient(n: Node) -> Cost:
+    """Σ backward(v) over the nodes v on a path from xs to y: the backward pass of that part"""
+    # The nodes between the tensors named by `xs` and `y` are the graph's own (the op's inputs
+    # are the values they are differentiated at); the gradients of xs whose outputs are left
+    # empty are not computed. `zs` are inputs of y that carry no gradient, so they start none.
+    xs, y = list(n.attr("xs", [])), n.attr("y")
+    if not xs or not y:
+        raise Uncostable("Gradient names no xs or no y")
+    wanted = [x.decode() if isinstance(x, bytes) else x for i, x in enumerate(xs)
+              if i < n.num_outputs and n.proto.output[i]]
+    return n.differentiated_backward(wanted, y.decode() if isinstance(y, bytes) else y)
+
+
+@backward(["Momentum", "Adagrad", "Adam", "Gradient"], domain=TRAINING)
 def optimizer_backward(n: Node, grads: Grads) -> Cost:
-    """0: an optimizer step is not differentiated"""
+    """0: an optimizer step, or a gradient already taken, is not differentiated"""
     return ZERO

@@ -43,8 +43,8 @@ from onnxflops.counting.training import GradientFlow
 from onnxflops.counting.weights import ROUTED, WeightCredit, reads_routed_weights
 from onnxflops.dims import SYMBOL_MARK, is_symbolic
 from onnxflops.errors import OnnxFlopsError, Uncostable, first_line
-from onnxflops.graph import (GraphView, NodeRow, TensorInfo, domain_key, holds_subgraph,
-                             is_standard_domain, write_declared_shapes)
+from onnxflops.graph import (GraphView, NodeRow, TensorInfo, bodies, domain_key, free_names,
+                             holds_subgraph, is_standard_domain, write_declared_shapes)
 from onnxflops.ops import CONCATENATIONS, SEQUENCE_OPS
 from onnxflops.results import NodeReport, Report, Totals, Uncosted
 
@@ -362,6 +362,15 @@ class _Counter:
                 self.expansion_backwards[(key, grads)] = cost
         return cost
 
+    def differentiated_backward(self, node: Node, xs: list[str], y: str) -> Cost:
+        view = node.scope
+        producers = view.producers()
+        if y not in producers and y not in xs and view.info(y) is None:
+            raise Uncostable(f"y '{y}' is no tensor of its graph")
+        flow = GradientFlow(self.table, view, xs, weights_learn=False)
+        return self._sum_backward(view, self.opsets, flow, f"the gradient of '{y}'",
+                                  among=_computing(view, y, producers))
+
     @contextlib.contextmanager
     def _expanding(self, key: tuple):
         """While a body of `key` is costed: yields whether to take its canonical form. Not where
@@ -445,11 +454,12 @@ class _Counter:
         return total, read
 
     def _sum_backward(self, view: GraphView, opsets: dict[str, int], flow: GradientFlow,
-                      where: str) -> Cost:
-        """Backward cost of one run of an inner graph, its gradients flowing as `flow` says."""
+                      where: str, among: set[int] | None = None) -> Cost:
+        """Backward cost of one run of an inner graph, its gradients flowing as `flow` says;
+        `among`: only the nodes of these ids (those a differentiated tensor is computed by)."""
         total = ZERO
         for proto in view.nodes():
-            if not flow.needs_backward(proto):
+            if not flow.needs_backward(proto) or among is not None and id(proto) not in among:
                 continue
             gradient = _backward_rule(self.table.lookup(proto.domain, proto.op_type))
             if gradient is None:
@@ -460,6 +470,22 @@ class _Counter:
             except Uncostable as e:
                 raise Uncostable(f"in {where}, node '{proto.name}' ({proto.op_type}): {e}") from None
         return total
+
+
+def _computing(view: GraphView, tensor: str,
+               producers: dict[str, onnx.NodeProto]) -> set[int]:
+    """Ids of the nodes `tensor` is computed by, directly or not (a subgraph's outer reads
+    included)."""
+    found: set[int] = set()
+    pending = [tensor]
+    while pending:
+        proto = producers.get(pending.pop())
+        if proto is None or id(proto) in found:
+            continue
+        found.add(id(proto))
+        pending.extend(name for name in proto.input if name)
+        pending.extend(set().union(*map(free_names, bodies(proto))))
+    return found
 
 
 def _staged(body: onnx.ModelProto, canonical: bool, validate: bool,

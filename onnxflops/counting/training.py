@@ -23,18 +23,21 @@ class GradientFlow:
     whose gradient it computes (none for a Loop whose body alone reads the weights)."""
 
     def __init__(self, table: Registry, view: GraphView, carrying: Iterable[str] = (),
-                 parent: "GradientFlow | None" = None):
+                 parent: "GradientFlow | None" = None, weights_learn: bool = True):
         """`table`: the cost table, whose rules say which input slots are weights. `carrying`:
-        tensors that carry a gradient into the graph (formal inputs of a body)."""
+        tensors that carry a gradient into the graph (formal inputs of a body). `weights_learn`
+        False: only `carrying` starts a gradient (ONNX's Gradient op differentiates by the
+        tensors it names, never by the weights as such)."""
         self.table = table
         self.view = view
         self.parent = parent
+        self.weights_learn = weights_learn
         self.learned = LearnedWeights(table)
         self._carrying: set[str] = set(carrying)
         self._grads: dict[tuple[str, ...], frozenset[int]] = {}  # by the node's outputs
         for proto in view.nodes():
             outputs = [o for o in proto.output if o]
-            if outputs and all(view.is_constant(o) for o in outputs):
+            if weights_learn and outputs and all(view.is_constant(o) for o in outputs):
                 continue  # constant work: weights assembled before the run carry their sources'
             grads = frozenset(slot for slot, name in enumerate(proto.input)
                               if name and self._needs_gradient(proto, slot, name))
@@ -54,7 +57,8 @@ class GradientFlow:
     def _body_reads_gradient(self, proto: onnx.NodeProto) -> bool:
         """A subgraph of the node reads a tensor from outside that carries a gradient or is a
         weight (a Loop body's matmul by an outer initializer)."""
-        return any(_is_float(self.view, name) and (self.carries(name) or self._is_trainable(name))
+        return any(_is_float(self.view, name)
+                   and (self.carries(name) or self.weights_learn and self._is_trainable(name))
                    for name in set().union(*map(free_names, bodies(proto))))
 
     def _needs_gradient(self, proto: onnx.NodeProto, slot: int, name: str) -> bool:
@@ -62,6 +66,8 @@ class GradientFlow:
             return False
         if self.carries(name):
             return True
+        if not self.weights_learn:
+            return False
         rule = self.table.lookup(proto.domain, proto.op_type)
         if rule is None or slot in rule.buffers or not rule.is_weight_slot(slot):
             return False
