@@ -123,24 +123,38 @@ def _multiplied_params(transformers, config) -> int:
     return sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
 
 
+@pytest.fixture(scope="module")
+def tiny_llama():
+    """transformers and the tiny config's graphs, exported once: a config is exported in
+    float32 whatever dtype it names (load_causal_lm), so that the graphs of the configs below
+    are these; they differ only in the dtype they name, which the export reads (named_dtype)."""
+    from onnxflops.converters import causal_lm_to_onnx
+    from onnxflops.converters.common import import_transformers
+
+    transformers = import_transformers()
+    return transformers, causal_lm_to_onnx(_tiny_config(transformers), extend_layers=True)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype_field, named", [({"torch_dtype": "bfloat16"}, "bf16"),
                                                 ({"dtype": "float16"}, "fp16"), ({}, "bf16")])
-def test_a_config_naming_its_dtype_reads_its_weights_in_it_on_every_hardware(dtype_field, named):
+def test_a_config_naming_its_dtype_reads_its_weights_in_it_on_every_hardware(dtype_field, named,
+                                                                             tiny_llama):
     """A Llama config naming bf16 (`torch_dtype`, as config.json files do), fp16 (`dtype`) or
     nothing: the weights are served in the dtype it names (bf16 where none), each layer reads
     its weights' bytes, 36,992 params (q, o 64·64, k, v 64·32, gate, up, down 64·128, two norms
     of 64) × 2 bytes, and the decode step at least its multiplied weights' bytes. For every
     served dtype and every hardware entry, prefill and decode: no estimate beats its moved bytes
     over the bandwidth, its weights over the bandwidth, nor its FLOPs over the peak."""
-    from onnxflops.converters import causal_lm_to_onnx
-    from onnxflops.converters.common import import_transformers
+    import dataclasses
 
-    transformers = import_transformers()
+    from onnxflops.converters.causal_lm import named_dtype
+
+    transformers, exported = tiny_llama
     config = _tiny_config(transformers, **dtype_field)
     multiplied = _multiplied_params(transformers, config)
     assert multiplied == 3 * (2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 128) + 64 * 256
-    lm = causal_lm_to_onnx(config, extend_layers=True)
+    lm = dataclasses.replace(exported, dtype=named_dtype(config))
     prompt, generate = 8, 3
     r = llm(lm, prompt=prompt, generate=generate)
     assert (r.dtype, r.kv_dtype) == (named, named)
