@@ -1,7 +1,7 @@
 """Does `onnxflops.profile` time what a user would time? Its median latency against a bare
 onnxruntime loop over the framework's own plain export of the same model.
 
-    python bench/profile_fidelity.py [--models resnet50,mobilenet_v3_large,...] [--rounds 3]
+    python bench/profile_fidelity.py [--models resnet50,mobilenet_v3_large,...] [--rounds 5]
         [--runs 30] [--threads 2] [--graphs deployed,counted]
 
 For each model (torchvision ResNet-50, MobileNetV3-Large and ViT-B/16 and transformers BERT-base
@@ -14,19 +14,24 @@ from its config, random weights; two Keras Applications models, weights=None):
 - profile: `onnxflops.profile(model, inputs=..., graph=G)` with the same threads, runs and
   warm-up, its median latency (end to end, profiler off).
 
-Rounds are interleaved (every model's plain loop, then its profile per graph, round after
-round), and the ratio per round is profile / plain; the median over rounds is printed with the
+Every measurement runs in a fresh Python process, as a user's script would: timings taken in
+one long process drift with what ran before them (allocator state, a framework's idle threads),
+and on a shared VM a process's latency lands in one of a few modes whatever it runs. Rounds are
+interleaved, the order of the two sides alternating round by round. Printed per model: each
+side's median over rounds, the median of the per-round ratios (profile / plain), and the ratio
+of each side's best round (its quietest: the quiet-machine figure the target is for), with the
 load average each round started under. Between two models, the latency ratio the profile gives
 against the one the plain files give (the FLOPs of both are the count's, the same on both sides).
-Target: every ratio 1.00 ± 0.05 on a quiet machine (the machine's load average is printed: on a
-shared one, read the ratios with it).
+Target: every ratio 1.00 ± 0.05 on a quiet machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -63,26 +68,31 @@ def build(name: str):
     return model, {"x": x}, [x.numpy()]
 
 
-def plain_export(name: str, model, inputs, directory: Path) -> Path:
-    """The framework's own export of `model`, with its defaults, as a file."""
-    path = directory / f"{name.replace(':', '_')}.onnx"
+def plain_export(name: str, directory: Path) -> None:
+    """The framework's own export of the model, with its defaults, and its feeds, as files."""
+    import numpy as np
+
+    model, inputs, feeds = build(name)
+    path = _file(name, directory)
     if name.startswith("keras:"):
         model(inputs[0], training=False)  # Keras exports a model that has been called
         model.export(str(path), format="onnx", verbose=False)
-        return path
-    import torch
+    else:
+        import torch
 
-    args = tuple(inputs.values())
-    program = torch.onnx.export(model, args, dynamo=True, input_names=list(inputs),
-                                verbose=False)
-    program.save(str(path))
-    return path
+        program = torch.onnx.export(model, tuple(inputs.values()), dynamo=True,
+                                    input_names=list(inputs), verbose=False)
+        program.save(str(path))
+    np.savez(path.with_suffix(".npz"), *feeds)
 
 
-def bare_loop(path: Path, feeds: list, threads: int, runs: int, warmup: int) -> float:
+def bare_loop(path: Path, threads: int, runs: int, warmup: int) -> dict:
     """Median ms of `runs` timed runs of one onnxruntime session, after `warmup` runs."""
+    import numpy as np
     import onnxruntime as ort
 
+    with np.load(path.with_suffix(".npz")) as saved:
+        feeds = [saved[f"arr_{i}"] for i in range(len(saved.files))]
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
@@ -94,7 +104,47 @@ def bare_loop(path: Path, feeds: list, threads: int, runs: int, warmup: int) -> 
         start = time.perf_counter()
         session.run(None, named)
         times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+    return {"ms": statistics.median(times)}
+
+
+def profiled(name: str, graph: str, threads: int, runs: int, warmup: int) -> dict:
+    """`onnxflops.profile` of the model as a user calls it: its median ms and its FLOPs."""
+    if name.startswith("keras:"):  # torch (and triton) before TensorFlow
+        import torch  # noqa: F401
+    import onnxflops
+
+    model, inputs, _ = build(name)
+    result = onnxflops.profile(model, inputs=inputs, threads=threads, runs=runs, warmup=warmup,
+                               profile_runs=2, ceilings=False, graph=graph, max_seconds=None)
+    return {"ms": result.latency.median, "flops": result.flops}
+
+
+def _file(name: str, directory: Path) -> Path:
+    return directory / f"{name.replace(':', '_')}.onnx"
+
+
+def _child(argv: list[str]) -> dict:
+    """Run one step of this script in a fresh process; its JSON answer."""
+    done = subprocess.run([sys.executable, __file__, "--child", *argv], capture_output=True,
+                          text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _run_child(args) -> int:
+    step, name = args.child, args.models
+    directory = Path(args.directory)
+    if step == "export":
+        plain_export(name, directory)
+        answer = {}
+    elif step == "plain":
+        answer = bare_loop(_file(name, directory), args.threads, args.runs, args.warmup)
+    else:
+        answer = profiled(name, step.removeprefix("profile:"), args.threads, args.runs,
+                          args.warmup)
+    print(json.dumps(answer))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,67 +153,69 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated: " + ", ".join(TORCH_MODELS + KERAS_MODELS))
     parser.add_argument("--graphs", default="deployed",
                         help="comma-separated graphs profile runs (deployed, counted)")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--directory", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child:
+        return _run_child(args)
     names = [n for n in args.models.split(",") if n]
     graphs = [g for g in args.graphs.split(",") if g]
-    if any(n.startswith("keras:") for n in names):  # torch (and triton) before TensorFlow
-        import torch  # noqa: F401
-
-    import onnxflops
-
-    built = {name: build(name) for name in names}
-    plain: dict[str, list[float]] = {n: [] for n in names}
-    profiled: dict[tuple[str, str], list[float]] = {(n, g): [] for n in names for g in graphs}
+    sides = ["plain"] + [f"profile:{g}" for g in graphs]
+    ms: dict[tuple[str, str], list[float]] = {(n, s): [] for n in names for s in sides}
     flops: dict[str, float] = {}
+    common = ["--threads", str(args.threads), "--runs", str(args.runs), "--warmup",
+              str(args.warmup)]
     with tempfile.TemporaryDirectory(prefix="fidelity-") as tmp:
-        files = {n: plain_export(n, m, i, Path(tmp)) for n, (m, i, _) in built.items()}
+        for name in names:
+            _child(["export", "--models", name, "--directory", tmp])
         for round_ in range(args.rounds):
             print(f"round {round_ + 1}/{args.rounds}: load average "
                   f"{'/'.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores",
                   file=sys.stderr, flush=True)
-            for name, (model, inputs, feeds) in built.items():
-                plain[name].append(bare_loop(files[name], feeds, args.threads, args.runs,
-                                             args.warmup))
-                for graph in graphs:
-                    result = onnxflops.profile(model, inputs=inputs, threads=args.threads,
-                                               runs=args.runs, warmup=args.warmup,
-                                               profile_runs=2, ceilings=False, graph=graph,
-                                               max_seconds=None)
-                    profiled[name, graph].append(result.latency.median)
-                    flops[name] = result.flops
-                print(f"  {name}: plain {plain[name][-1]:.2f} ms, "
-                      + ", ".join(f"profile {g} {profiled[name, g][-1]:.2f} ms" for g in graphs),
+            for name in names:
+                order = sides if round_ % 2 == 0 else sides[::-1]
+                for side in order:
+                    answer = _child([side, "--models", name, "--directory", tmp, *common])
+                    ms[name, side].append(answer["ms"])
+                    if answer.get("flops"):
+                        flops[name] = answer["flops"]
+                print(f"  {name}: " + ", ".join(f"{s} {ms[name, s][-1]:.2f} ms" for s in sides),
                       file=sys.stderr, flush=True)
-    print(f"threads={args.threads} runs={args.runs} warmup={args.warmup} rounds={args.rounds}; "
-          "ratio = profile median / plain median, per round, then the median over rounds")
-    print(f"{'model':22} {'GFLOPs':>8} {'plain ms':>9} " + " ".join(
-        f"{g + ' ms':>12} {'ratio':>6}" for g in graphs))
-    ratios = {}
+    print(f"threads={args.threads} runs={args.runs} warmup={args.warmup} rounds={args.rounds}, "
+          "each measurement in a fresh process; ratio = profile / plain: the median of the "
+          "per-round ratios, and best = each side's best round")
+    print(f"{'model':22} {'GFLOPs':>7} {'plain ms':>9} " + " ".join(
+        f"{s.removeprefix('profile:') + ' ms':>12} {'ratio':>6} {'best':>6}" for s in sides[1:]))
+    best_ratio = {}
     for name in names:
+        plain = ms[name, "plain"]
         cells = []
-        for graph in graphs:
-            ratio = statistics.median(p / b for p, b in zip(profiled[name, graph], plain[name]))
-            ratios[name, graph] = ratio
-            cells.append(f"{statistics.median(profiled[name, graph]):12.2f} {ratio:6.2f}")
-        print(f"{name:22} {flops[name] / 1e9:8.2f} {statistics.median(plain[name]):9.2f} "
-              + " ".join(cells))
+        for side in sides[1:]:
+            ratio = statistics.median(p / b for p, b in zip(ms[name, side], plain))
+            best_ratio[name, side] = min(ms[name, side]) / min(plain)
+            cells.append(f"{statistics.median(ms[name, side]):12.2f} {ratio:6.2f} "
+                         f"{best_ratio[name, side]:6.2f}")
+        gflops = f"{flops[name] / 1e9:7.2f}" if flops.get(name) else f"{'-':>7}"
+        print(f"{name:22} {gflops} {statistics.median(plain):9.2f} " + " ".join(cells))
     if len(names) > 1:
-        print("\nbetween models (A / B): FLOPs ratio, latency ratio from the profile and from "
-              "the plain files, and their quotient")
+        print("\nbetween models (A / B), best rounds: FLOPs ratio, latency ratio from the "
+              "profile and from the plain files, and their quotient")
         for a, b in zip(names, names[1:]):
-            plain_ratio = statistics.median(plain[a]) / statistics.median(plain[b])
-            for graph in graphs:
-                prof_ratio = statistics.median(profiled[a, graph]) / \
-                    statistics.median(profiled[b, graph])
-                print(f"{a} / {b} [{graph}]: FLOPs {flops[a] / flops[b]:.2f}x, latency "
-                      f"profile {prof_ratio:.2f}x, plain {plain_ratio:.2f}x, quotient "
+            plain_ratio = min(ms[a, "plain"]) / min(ms[b, "plain"])
+            for side in sides[1:]:
+                prof_ratio = min(ms[a, side]) / min(ms[b, side])
+                fl = (f"FLOPs {flops[a] / flops[b]:.2f}x, " if flops.get(a) and flops.get(b)
+                      else "")
+                print(f"{a} / {b} [{side.removeprefix('profile:')}]: {fl}latency profile "
+                      f"{prof_ratio:.2f}x, plain {plain_ratio:.2f}x, quotient "
                       f"{prof_ratio / plain_ratio:.2f}")
-    off = [f"{n} [{g}] {r:.2f}" for (n, g), r in ratios.items() if abs(r - 1) > TARGET]
-    print(f"\noutside 1.00 ± {TARGET:.2f}: {', '.join(off) if off else 'none'}")
+    off = [f"{n} [{s.removeprefix('profile:')}] {r:.2f}" for (n, s), r in best_ratio.items()
+           if abs(r - 1) > TARGET]
+    print(f"\nbest rounds outside 1.00 ± {TARGET:.2f}: {', '.join(off) if off else 'none'}")
     return 0
 
 
