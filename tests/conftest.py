@@ -71,22 +71,6 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
                     "framework is marked @pytest.mark.slow")
 
 
-# The files whose tests take minutes, heaviest first (their summed durations on CI's 2 cores).
-# Under pytest-xdist (addopts) a file's tests stay on one worker, and files are handed out in
-# collection order (--no-loadscope-reorder); started first, these end while the many light
-# files fill the other worker's time, and no worker is left running one alone at the end.
-HEAVIEST_FILES = ("frameworks/test_llm_forms.py", "test_llm.py", "test_docs.py",
-                  "test_install.py", "frameworks/test_survey_models.py", "test_llm_bytes.py",
-                  "frameworks/test_real_size.py", "test_docs_peers.py", "test_cuda_check.py",
-                  "frameworks/test_survey_llm_models.py")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """HEAVIEST_FILES first, in that order; the rest in collection order (a stable sort)."""
-    rank = {Path(__file__).parent / name: i for i, name in enumerate(HEAVIEST_FILES)}
-    items.sort(key=lambda item: rank.get(item.path, len(rank)))
-
-
 @pytest.fixture
 def onnx_file(tmp_path: Path):
     """Save a model in this test's tmp dir: `onnx_file(model, "name.onnx")` is its path as text."""
