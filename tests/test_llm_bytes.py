@@ -154,6 +154,8 @@ def test_a_config_naming_its_dtype_reads_its_weights_in_it_on_every_hardware(dty
     config = _tiny_config(transformers, **dtype_field)
     multiplied = _multiplied_params(transformers, config)
     assert multiplied == 3 * (2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 128) + 64 * 256
+    # The field the config names is the dtype its export serves (None: the bf16 default).
+    assert named_dtype(config) == next(iter(dtype_field.values()), None)
     lm = dataclasses.replace(exported, dtype=named_dtype(config))
     prompt, generate = 8, 3
     r = llm(lm, prompt=prompt, generate=generate)
