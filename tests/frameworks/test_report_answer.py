@@ -46,8 +46,6 @@ def test_resnet50_against_mobilenet_v3_large_in_words(tmp_path, monkeypatch):
     faster = resnet["latency_ms"]["median"] / mobilenet["latency_ms"]["median"]
     # 4.1 G against 0.22 G multiply-accumulates, as torchvision's own tables give them.
     assert 16 < fewer < 20
-    # MobileNetV3 runs its FLOPs at a lower rate: the latency ratio is below the FLOPs ratio.
-    assert faster < fewer
     depthwise = mobilenet["by_category"]["depthwise conv"]
     assert "depthwise conv" not in resnet["by_category"]
     # Rows of depthwise work are the depthwise convs (with the activation fused to them, a few
@@ -58,11 +56,30 @@ def test_resnet50_against_mobilenet_v3_large_in_words(tmp_path, monkeypatch):
     macs = depthwise_macs(torchvision.models.mobilenet_v3_large())
     assert 0.9 * 2 * macs <= depthwise["flops"] < 3 * macs
 
+    # The words follow from the JSON's own timings, whichever way a loaded machine moved them
+    # (on a quiet one MobileNetV3 runs at about half ResNet-50's rate; under CI's load one run
+    # gave it 1.7×): no assertion here rests on a timing.
     pair = report["summary"][2]
     assert pair.startswith(f"{MOBILENET} has {fewer:.1f}× fewer FLOPs than {RESNET} and runs "
-                           f"{faster:.1f}× faster, because it runs at {100 * faster / fewer:.0f}% "
-                           f"of {RESNET}'s FLOP/s")
-    share = f"{100 * depthwise['latency_share']:.0f}%"
-    assert f"depthwise conv takes {share} of its time against 0% in {RESNET}, " in pair
+                           f"{faster:.1f}× faster")
     assert report["summary"][:2] == [" ".join(resnet["summary"]), " ".join(mobilenet["summary"])]
     assert f"<p>{escape(pair)}</p>" in page.read_text()
+    rate = faster / fewer
+    if abs(rate - 1) < 0.05:
+        assert ", as its FLOPs predict: both run at about the same rate" in pair
+        return
+    share = f"{100 * rate:.0f}% of" if rate < 1 else f"{rate:.1f}×"
+    assert f", because it runs at {share} {RESNET}'s FLOP/s (" in pair
+    # The reasons: the categories whose share of MobileNetV3's time grew by 5 points or more over
+    # ResNet-50's (else the one that grew most), largest growth first, at most three.
+    before = {name: g["latency_share"] for name, g in resnet["by_category"].items()}
+    growth = sorted(((g["latency_share"] - before.get(name, 0.0), name)
+                     for name, g in mobilenet["by_category"].items()), reverse=True)
+    named = [name for grew, name in growth if grew >= 0.05][:3] or \
+        [name for grew, name in growth[:1] if grew > 0]
+    assert pair.count(" of its time against ") == len(named)
+    where = [pair.index(f"{name} takes ") for name in named]
+    assert where == sorted(where)
+    if "depthwise conv" in named:
+        share = f"{100 * depthwise['latency_share']:.0f}%"
+        assert f"depthwise conv takes {share} of its time against 0% in {RESNET}, " in pair
