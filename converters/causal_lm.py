@@ -36,8 +36,9 @@ from onnxflops.converters.common import (framework_logging_silenced, framework_n
                                          import_transformers, root_cause)
 from onnxflops.converters.factory import is_factory_spec, load_factory
 from onnxflops.converters.torch_ops import experts_exported_as
-from onnxflops.converters.from_torch import (OPSET, RECURRENT_STATES, eval_mode, export_dynamo,
-                                             record_torch_weight_roles, recurrent_state_tensors)
+from onnxflops.converters.from_torch import (OPSET, RECURRENT_STATES, captured_program, eval_mode,
+                                             export_dynamo, record_torch_weight_roles,
+                                             recurrent_state_tensors)
 from onnxflops.progress import step
 from onnxflops.errors import OnnxFlopsError, first_line
 
@@ -339,7 +340,10 @@ def _export_phases(model, name: str, served_prompt: int | None = None
     recurrent = any(axis is None for s in states for _, axis, _ in s.values())
     try:
         prefill = _export(_prefill_module(model, recurrent), (ids,),
-                          {"input_ids": {0: batch, 1: prompt}}, name)
+                          {"input_ids": {0: batch, 1: prompt}}, name,
+                          stop_if_prompt_pinned=served_prompt is not None)
+    except _PromptPinned:  # its trace fixes the prompt: exported at the prompt served, below
+        prefill = None
     except OnnxFlopsError:
         if served_prompt is None:
             raise
@@ -619,62 +623,109 @@ def _resized(t, tokens: int, axis: int | None = _TOKEN_AXIS):
     return torch.randn(shape, dtype=t.dtype, device=t.device)
 
 
-def _export(module, args: tuple, dynamic_shapes: dict, name: str) -> onnx.ModelProto:
+class _PromptPinned(Exception):
+    """The prefill's trace fixes the prompt to the example's length (its guards pin it)."""
+
+
+def _export(module, args: tuple, dynamic_shapes: dict, name: str,
+            stop_if_prompt_pinned: bool = False) -> onnx.ModelProto:
     """The module's graph with `dynamic_shapes` left symbolic; where torch.export finds the dims
     narrower than that (a prompt of at least 2 tokens where attention branches on a 1-token
-    query, at most the model's position table), over the ranges it finds (_narrowed)."""
+    query, at most the model's position table), over the ranges it finds.
+
+    The program is captured as the exporter captures it, its ranges narrowed by the trace's
+    suggested fixes over as many rounds as it takes (`_narrowing`); where that fails, the
+    exporter's own strategies (its strict trace among them) get the module; where those fail,
+    torch.export's own defaults narrow the ranges (`_narrowed_by_defaults`)."""
+    program, _ = _narrowing(module, args, dynamic_shapes, stop_if_prompt_pinned, True)
     try:
         with step(f"exporting {type(module).__name__}"), _quiet():
-            proto = export_dynamo(module, args, ["input_ids"], OPSET, dynamic_shapes)
+            proto = export_dynamo(module if program is None else program, args, ["input_ids"],
+                                  OPSET, dynamic_shapes)
     except Exception as e:  # the exporter raises anything; the user gets one line
-        narrowed = _narrowed(module, args, dynamic_shapes)
+        failed = OnnxFlopsError(f"causal LM '{name}': the dynamo exporter cannot convert it "
+                                f"({first_line(root_cause(e))})")
+        narrowed = None if program is not None else \
+            _narrowed_by_defaults(module, args, dynamic_shapes, stop_if_prompt_pinned)
         if narrowed is None:
-            raise OnnxFlopsError(f"causal LM '{name}': the dynamo exporter cannot convert it "
-                                 f"({first_line(root_cause(e))})") from None
-        return _export(module, args, narrowed, name)
+            raise failed from None
+        try:
+            with step(f"exporting {type(module).__name__}"), _quiet():
+                proto = export_dynamo(narrowed, args, ["input_ids"], OPSET, dynamic_shapes)
+        except Exception:  # noqa: BLE001 - the first failure is the one to report
+            raise failed from None
     record_torch_weight_roles(proto, module)
     return proto
 
 
-def _narrowed(module, args: tuple, dynamic_shapes: dict) -> dict | None:
-    """`dynamic_shapes` with each dim's range narrowed to what torch.export's trace of the module
-    guards (its suggested fixes, applied by torch's refine_dynamic_shapes_from_suggested_fixes,
-    until the trace holds); None where it suggests none, or would fix a dim to one size: a count
-    at one size is no formula."""
+def _narrowed_by_defaults(module, args: tuple, dynamic_shapes: dict,
+                          stop_if_prompt_pinned: bool):
+    """The program on the ranges torch.export's own defaults narrow the shapes to, captured
+    again with the exporter's flags there (or kept as found where that fails); None where they
+    narrow nothing. Under the exporter's size-oblivious sizes BERT's `is_causal=q_len > 1` is a
+    symbolic bool SDPA refuses; torch.export's defaults ask for a prompt of at least 2 tokens."""
+    program, narrowed = _narrowing(module, args, dynamic_shapes, stop_if_prompt_pinned, False)
+    if program is None or narrowed is dynamic_shapes:
+        return None
+    try:
+        with _quiet():
+            return captured_program(module, args, narrowed)
+    except Exception:  # noqa: BLE001 - the one torch.export's defaults gave stands
+        return program
+
+
+def _narrowing(module, args: tuple, shapes: dict, stop_if_prompt_pinned: bool,
+               exporters_flags: bool) -> tuple:
+    """(torch.export's program of the module, the shapes it was captured at), each dim's range
+    narrowed to what its trace guards (torch's suggested fixes, applied by its
+    refine_dynamic_shapes_from_suggested_fixes, until the trace holds), as the exporter's own
+    capture refines them but over as many rounds as it takes; (None, None) where no round holds.
+    A fix that pins a dim to one size is taken, as the exporter takes it (the caller reads the
+    fixed size from the graph), except the prompt's where `stop_if_prompt_pinned`:
+    `_PromptPinned` is raised before tracing again, since the prefill is then exported at the
+    prompt served."""
     import torch
     from torch.export.dynamic_shapes import refine_dynamic_shapes_from_suggested_fixes
 
-    shapes = dynamic_shapes
     for _ in range(_NARROWINGS):
         try:
             with _quiet():
-                torch.export.export(module, args, dynamic_shapes=shapes, strict=False)
+                return captured_program(module, args, shapes, exporters_flags), shapes
         except torch._dynamo.exc.UserError as e:  # noqa: SLF001 - torch's export error
             message = getattr(e, "msg", "") or ""
             if "Suggested fixes" not in message:
-                return None
+                break
             try:
                 refined = refine_dynamic_shapes_from_suggested_fixes(message, shapes)
             except Exception:  # noqa: BLE001 - a fix torch cannot apply itself
-                return None
-            if not all(isinstance(d, torch.export.Dim) for d in _dims_of(refined)) \
-                    or _ranges(refined) == _ranges(shapes):
-                return None
+                break
+            if _ranges(refined) == _ranges(shapes):
+                break
+            if stop_if_prompt_pinned and "prompt" in _pinned(shapes, refined):
+                raise _PromptPinned from None
             shapes = refined
         except Exception:  # noqa: BLE001 - the trace fails otherwise: nothing to narrow
-            return None
-        else:
-            return shapes if shapes is not dynamic_shapes else None
-    return None
+            break
+    return None, None
 
 
-# Rounds of narrowing: each fixes the guards one trace finds (a prompt's upper bound, then the
-# lower bound a branch on its length needs).
-_NARROWINGS = 4
+# Rounds of capture: each after the first fixes the guards one trace finds (a prompt's upper
+# bound, then the lower bound a branch on its length needs).
+_NARROWINGS = 5
+
+
+def _pinned(before, after) -> set[str]:
+    """The names of the dims `before` leaves symbolic that `after` fixes to one size."""
+    import torch
+
+    return {d.__name__ for d, e in zip(_dims_of(before), _dims_of(after))
+            if isinstance(d, torch.export.Dim) and not isinstance(e, torch.export.Dim)}
 
 
 def _ranges(shapes) -> list:
-    return [(d.__name__, d.min, d.max) for d in _dims_of(shapes)]
+    """Each dim's name and range, a dim fixed to one size as that size."""
+    return [(d.__name__, d.min, d.max) if hasattr(d, "__name__") else d
+            for d in _dims_of(shapes)]
 
 
 def _dims_of(shapes) -> list:

@@ -902,6 +902,44 @@ def test_a_prefill_traced_on_a_short_prompt_branch_is_traced_again_past_it():
                                      64) is None
 
 
+@pytest.mark.slow  # imports torch
+def test_a_prefill_whose_trace_pins_the_prompt_stops_before_tracing_it_again(monkeypatch):
+    # A Python loop over the prompt (as Qwen3.5's chunked linear attention loops over chunks)
+    # makes the trace's guards pin the prompt to the example's 5 tokens. Served at a prompt of
+    # its own, the prefill is exported at that prompt: the capture stops at the first trace's
+    # suggested fix, not tracing the pinned graph that is thrown away (in Qwen3.5, 144 → 102 s
+    # a count). Not served at one, the pin is taken, as the exporter takes it: two traces.
+    torch = pytest.importorskip("torch")
+    from onnxflops.converters import causal_lm
+
+    class Looped(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = torch.nn.Embedding(11, 3)
+
+        def forward(self, input_ids):
+            total = self.table(input_ids[:, 0])
+            for i in range(1, input_ids.shape[1]):
+                total = total + self.table(input_ids[:, i])
+            return total
+
+    captures = []
+    capture = causal_lm.captured_program
+    monkeypatch.setattr(causal_lm, "captured_program",
+                        lambda *a: captures.append(a) or capture(*a))
+    ids = torch.zeros(2, 5, dtype=torch.long)
+    shapes = {"input_ids": {0: torch.export.Dim("batch", min=1, max=1 << 16),
+                            1: torch.export.Dim("prompt", min=1, max=1 << 24)}}
+    with pytest.raises(causal_lm._PromptPinned):
+        causal_lm._narrowing(Looped(), (ids,), shapes, True, True)
+    assert len(captures) == 1
+    captures.clear()
+    program, narrowed = causal_lm._narrowing(Looped(), (ids,), shapes, False, True)
+    assert len(captures) == 2
+    assert causal_lm._pinned(shapes, narrowed) == {"prompt"}
+    assert [tuple(v.shape) for v in program.example_inputs[0]] == [(2, 5)]
+
+
 def test_a_decode_step_whose_trace_fixed_the_cache_length_is_found():
     # ProphetNet's decode step exported with its keys and values of 7 positions, not `context`:
     # counted as a formula it read 7 positions at every step (decode MACs flat, the oracle's
