@@ -631,87 +631,53 @@ def _export(module, args: tuple, dynamic_shapes: dict, name: str,
             stop_if_prompt_pinned: bool = False) -> onnx.ModelProto:
     """The module's graph with `dynamic_shapes` left symbolic; where torch.export finds the dims
     narrower than that (a prompt of at least 2 tokens where attention branches on a 1-token
-    query, at most the model's position table), over the ranges it finds.
+    query, at most the model's position table), over the ranges it finds (_narrowed).
 
-    The program is captured as the exporter captures it, its ranges narrowed by the trace's
-    suggested fixes over as many rounds as it takes (`_narrowing`); where that fails, the
-    exporter's own strategies (its strict trace among them) get the module; where those fail,
-    torch.export's own defaults narrow the ranges (`_narrowed_by_defaults`)."""
-    program, _ = _narrowing(module, args, dynamic_shapes, stop_if_prompt_pinned, True)
+    The program is captured first as the exporter's own first strategy captures it
+    (`_captured`), and translated without the exporter tracing it again; where that capture
+    fails, the exporter gets the module and tries its strategies."""
+    program = _captured(module, args, dynamic_shapes, stop_if_prompt_pinned)
     try:
         with step(f"exporting {type(module).__name__}"), _quiet():
             proto = export_dynamo(module if program is None else program, args, ["input_ids"],
                                   OPSET, dynamic_shapes)
     except Exception as e:  # the exporter raises anything; the user gets one line
-        failed = OnnxFlopsError(f"causal LM '{name}': the dynamo exporter cannot convert it "
-                                f"({first_line(root_cause(e))})")
-        narrowed = None if program is not None else \
-            _narrowed_by_defaults(module, args, dynamic_shapes, stop_if_prompt_pinned)
+        narrowed = _narrowed(module, args, dynamic_shapes)
         if narrowed is None:
-            raise failed from None
-        try:
-            with step(f"exporting {type(module).__name__}"), _quiet():
-                proto = export_dynamo(narrowed, args, ["input_ids"], OPSET, dynamic_shapes)
-        except Exception:  # noqa: BLE001 - the first failure is the one to report
-            raise failed from None
+            raise OnnxFlopsError(f"causal LM '{name}': the dynamo exporter cannot convert it "
+                                 f"({first_line(root_cause(e))})") from None
+        return _export(module, args, narrowed, name)
     record_torch_weight_roles(proto, module)
     return proto
 
 
-def _narrowed_by_defaults(module, args: tuple, dynamic_shapes: dict,
-                          stop_if_prompt_pinned: bool):
-    """The program on the ranges torch.export's own defaults narrow the shapes to, captured
-    again with the exporter's flags there (or kept as found where that fails); None where they
-    narrow nothing. Under the exporter's size-oblivious sizes BERT's `is_causal=q_len > 1` is a
-    symbolic bool SDPA refuses; torch.export's defaults ask for a prompt of at least 2 tokens."""
-    program, narrowed = _narrowing(module, args, dynamic_shapes, stop_if_prompt_pinned, False)
-    if program is None or narrowed is dynamic_shapes:
-        return None
-    try:
-        with _quiet():
-            return captured_program(module, args, narrowed)
-    except Exception:  # noqa: BLE001 - the one torch.export's defaults gave stands
-        return program
-
-
-def _narrowing(module, args: tuple, shapes: dict, stop_if_prompt_pinned: bool,
-               exporters_flags: bool) -> tuple:
-    """(torch.export's program of the module, the shapes it was captured at), each dim's range
-    narrowed to what its trace guards (torch's suggested fixes, applied by its
-    refine_dynamic_shapes_from_suggested_fixes, until the trace holds), as the exporter's own
-    capture refines them but over as many rounds as it takes; (None, None) where no round holds.
-    A fix that pins a dim to one size is taken, as the exporter takes it (the caller reads the
-    fixed size from the graph), except the prompt's where `stop_if_prompt_pinned`:
-    `_PromptPinned` is raised before tracing again, since the prefill is then exported at the
-    prompt served."""
+def _captured(module, args: tuple, dynamic_shapes: dict, stop_if_prompt_pinned: bool):
+    """The module's program as the exporter's non-strict capture makes it: traced, and where its
+    guards narrow the dims, traced again once on the ranges torch suggests (taking a fix that
+    pins a dim to one size, as the exporter does; the caller reads the size from the graph).
+    Where `stop_if_prompt_pinned` and the fix pins the prompt, `_PromptPinned` before tracing
+    again: the prefill is then exported at the prompt served. None where the capture fails."""
     import torch
     from torch.export.dynamic_shapes import refine_dynamic_shapes_from_suggested_fixes
 
-    for _ in range(_NARROWINGS):
+    try:
+        with _quiet():
+            return captured_program(module, args, dynamic_shapes)
+    except torch._dynamo.exc.UserError as e:  # noqa: SLF001 - torch's export error
         try:
-            with _quiet():
-                return captured_program(module, args, shapes, exporters_flags), shapes
-        except torch._dynamo.exc.UserError as e:  # noqa: SLF001 - torch's export error
-            message = getattr(e, "msg", "") or ""
-            if "Suggested fixes" not in message:
-                break
-            try:
-                refined = refine_dynamic_shapes_from_suggested_fixes(message, shapes)
-            except Exception:  # noqa: BLE001 - a fix torch cannot apply itself
-                break
-            if _ranges(refined) == _ranges(shapes):
-                break
-            if stop_if_prompt_pinned and "prompt" in _pinned(shapes, refined):
-                raise _PromptPinned from None
-            shapes = refined
-        except Exception:  # noqa: BLE001 - the trace fails otherwise: nothing to narrow
-            break
-    return None, None
-
-
-# Rounds of capture: each after the first fixes the guards one trace finds (a prompt's upper
-# bound, then the lower bound a branch on its length needs).
-_NARROWINGS = 5
+            refined = refine_dynamic_shapes_from_suggested_fixes(getattr(e, "msg", ""),
+                                                                 dynamic_shapes)
+        except Exception:  # noqa: BLE001 - no fix torch can apply itself
+            return None
+    except Exception:  # noqa: BLE001 - the exporter's own strategies say why
+        return None
+    if stop_if_prompt_pinned and "prompt" in _pinned(dynamic_shapes, refined):
+        raise _PromptPinned
+    try:
+        with _quiet():
+            return captured_program(module, args, refined)
+    except Exception:  # noqa: BLE001 - the exporter's own strategies say why
+        return None
 
 
 def _pinned(before, after) -> set[str]:
@@ -722,10 +688,45 @@ def _pinned(before, after) -> set[str]:
             if isinstance(d, torch.export.Dim) and not isinstance(e, torch.export.Dim)}
 
 
+def _narrowed(module, args: tuple, dynamic_shapes: dict) -> dict | None:
+    """`dynamic_shapes` with each dim's range narrowed to what torch.export's trace of the module
+    guards (its suggested fixes, applied by torch's refine_dynamic_shapes_from_suggested_fixes,
+    until the trace holds); None where it suggests none, or would fix a dim to one size: a count
+    at one size is no formula."""
+    import torch
+    from torch.export.dynamic_shapes import refine_dynamic_shapes_from_suggested_fixes
+
+    shapes = dynamic_shapes
+    for _ in range(_NARROWINGS):
+        try:
+            with _quiet():
+                torch.export.export(module, args, dynamic_shapes=shapes, strict=False)
+        except torch._dynamo.exc.UserError as e:  # noqa: SLF001 - torch's export error
+            message = getattr(e, "msg", "") or ""
+            if "Suggested fixes" not in message:
+                return None
+            try:
+                refined = refine_dynamic_shapes_from_suggested_fixes(message, shapes)
+            except Exception:  # noqa: BLE001 - a fix torch cannot apply itself
+                return None
+            if not all(isinstance(d, torch.export.Dim) for d in _dims_of(refined)) \
+                    or _ranges(refined) == _ranges(shapes):
+                return None
+            shapes = refined
+        except Exception:  # noqa: BLE001 - the trace fails otherwise: nothing to narrow
+            return None
+        else:
+            return shapes if shapes is not dynamic_shapes else None
+    return None
+
+
+# Rounds of narrowing: each fixes the guards one trace finds (a prompt's upper bound, then the
+# lower bound a branch on its length needs).
+_NARROWINGS = 4
+
+
 def _ranges(shapes) -> list:
-    """Each dim's name and range, a dim fixed to one size as that size."""
-    return [(d.__name__, d.min, d.max) if hasattr(d, "__name__") else d
-            for d in _dims_of(shapes)]
+    return [(d.__name__, d.min, d.max) for d in _dims_of(shapes)]
 
 
 def _dims_of(shapes) -> list:

@@ -398,33 +398,30 @@ def export_dynamo(module, args: tuple, names: list[str], opset: int, dynamic_sha
     return program.model_proto
 
 
-def captured_program(module, args: tuple, dynamic_shapes, exporters_flags: bool = True):
-    """torch.export's program of `module` on `args` (every one positional), `dynamic_shapes`
-    left symbolic, captured as torch.onnx.export's first strategy captures it (non-strict, its
-    flags; torch.export's own defaults where not `exporters_flags`) and in the modes
-    `export_dynamo` runs the exporter's trace in; torch's error raised as it is.
-    `export_dynamo` of the program translates it without tracing again: a caller that refines
-    the shapes by torch's suggested fixes, or stops on them, traces only as often as it needs."""
+def captured_program(module, args: tuple, dynamic_shapes):
+    """torch.export's program of `module` on `args`, `dynamic_shapes` left symbolic, traced
+    once as torch.onnx.export's first capture strategy traces it (non-strict, its flags) and in
+    the modes `export_dynamo` runs the exporter in; torch's error raised as it is.
+    `export_dynamo` of the program translates it without tracing again, so a caller that stops
+    on the trace's suggested fixes traces only as often as it needs. Where torch lays its
+    exporter out otherwise, torch.export's defaults."""
     import torch
-    from torch.fx.experimental import _config as fx_config
 
-    if not exporters_flags:
-        with collector_paused(), single_trace.stack_traces_skipped(), \
-                single_trace.graph_code_deferred(), attention_as_4d():
-            return torch.export.export(module, tuple(args), dynamic_shapes=dynamic_shapes,
-                                       strict=False)
     try:
-        from torch.onnx._internal.exporter import _capture_strategies, _flags
-        rnn_patched = _capture_strategies._patch_dynamic_shape_rnn_decompositions  # noqa: SLF001
-        deferred = {"prefer_deferred_runtime_asserts_over_guards":
-                    _flags.PREFER_DEFERRED_RUNTIME_ASSERTS_OVER_GUARDS}
-    except (ImportError, AttributeError):  # a torch laid out otherwise: torch.export's defaults
-        rnn_patched, deferred = (lambda _shapes: contextlib.nullcontext()), {}
-    with collector_paused(), single_trace.stack_traces_skipped(), \
-            single_trace.graph_code_deferred(), attention_as_4d(), rnn_patched(dynamic_shapes), \
-            fx_config.patch(backed_size_oblivious=True):
+        from torch.fx.experimental import _config as fx_config
+        from torch.onnx._internal.exporter import _capture_strategies as strategies
+        exporters = (strategies._patch_dynamic_shape_rnn_decompositions(dynamic_shapes),  # noqa: SLF001
+                     fx_config.patch(backed_size_oblivious=True))
+        flags = {"prefer_deferred_runtime_asserts_over_guards":
+                 strategies._flags.PREFER_DEFERRED_RUNTIME_ASSERTS_OVER_GUARDS}  # noqa: SLF001
+    except (ImportError, AttributeError):
+        exporters, flags = (), {}
+    with contextlib.ExitStack() as modes:
+        for mode in (collector_paused(), single_trace.stack_traces_skipped(),
+                     single_trace.graph_code_deferred(), attention_as_4d(), *exporters):
+            modes.enter_context(mode)
         return torch.export.export(module, tuple(args), dynamic_shapes=dynamic_shapes,
-                                   strict=False, **deferred)
+                                   strict=False, **flags)
 
 
 def _traced_once(module, args: tuple, opset: int, translations: dict):

@@ -931,13 +931,15 @@ def test_a_prefill_whose_trace_pins_the_prompt_stops_before_tracing_it_again(mon
     shapes = {"input_ids": {0: torch.export.Dim("batch", min=1, max=1 << 16),
                             1: torch.export.Dim("prompt", min=1, max=1 << 24)}}
     with pytest.raises(causal_lm._PromptPinned):
-        causal_lm._narrowing(Looped(), (ids,), shapes, True, True)
+        causal_lm._captured(Looped(), (ids,), shapes, True)
     assert len(captures) == 1
     captures.clear()
-    program, narrowed = causal_lm._narrowing(Looped(), (ids,), shapes, False, True)
+    program = causal_lm._captured(Looped(), (ids,), shapes, False)
     assert len(captures) == 2
-    assert causal_lm._pinned(shapes, narrowed) == {"prompt"}
-    assert [tuple(v.shape) for v in program.example_inputs[0]] == [(2, 5)]
+    assert causal_lm._pinned(shapes, captures[1][2]) == {"prompt"}
+    [prompt_ids] = [n.meta["val"] for n in program.graph.nodes if n.op == "placeholder"
+                    and n.name == "input_ids"]
+    assert prompt_ids.shape[1] == 5  # fixed, not a symbol
 
 
 def test_a_decode_step_whose_trace_fixed_the_cache_length_is_found():
