@@ -341,7 +341,8 @@ def _export_phases(model, name: str, served_prompt: int | None = None
     try:
         prefill = _export(_prefill_module(model, recurrent), (ids,),
                           {"input_ids": {0: batch, 1: prompt}}, name,
-                          stop_if_prompt_pinned=served_prompt is not None)
+                          stop_if_prompt_pinned=served_prompt is not None,
+                          served={"prompt": served_prompt} if served_prompt else None)
     except _PromptPinned:  # its trace fixes the prompt: exported at the prompt served, below
         prefill = None
     except OnnxFlopsError:
@@ -380,7 +381,8 @@ def _export_phases(model, name: str, served_prompt: int | None = None
                              "sequence each step (its code slices the cached prefix off "
                              "itself), not from one token; it is not served")
     with _window_sizes_branch_free():
-        decode = _export(_decode_module(model, cross, states, attention), args, shapes, name)
+        decode = _export(_decode_module(model, cross, states, attention), args, shapes, name,
+                         served={"context": served_prompt} if served_prompt else None)
     fixed = _fixed_context(decode)
     if fixed is not None:
         raise OnnxFlopsError(f"causal LM '{name}': its code fixes the cache's length when traced "
@@ -624,19 +626,32 @@ def _resized(t, tokens: int, axis: int | None = _TOKEN_AXIS):
 
 
 class _PromptPinned(Exception):
-    """The prefill's trace fixes the prompt to the example's length (its guards pin it)."""
+    """The prefill's graph does not hold at the prompt served: its trace pins the prompt to the
+    example's length, or puts in checks that fail at the prompt served."""
 
 
 def _export(module, args: tuple, dynamic_shapes: dict, name: str,
-            stop_if_prompt_pinned: bool = False) -> onnx.ModelProto:
+            stop_if_prompt_pinned: bool = False,
+            served: dict[str, int] | None = None) -> onnx.ModelProto:
     """The module's graph with `dynamic_shapes` left symbolic; where torch.export finds the dims
     narrower than that (a prompt of at least 2 tokens where attention branches on a 1-token
     query, at most the model's position table), over the ranges it finds (_narrowed).
 
     The program is captured first as the exporter's own first strategy captures it
     (`_captured`), and translated without the exporter tracing it again; where that capture
-    fails, the exporter gets the module and tries its strategies."""
+    fails, the exporter gets the module and tries its strategies. A program whose runtime
+    checks fail at the `served` sizes (by dim name) is no count of them: the prefill is then
+    exported at the prompt served (`_PromptPinned`, with `stop_if_prompt_pinned`), and another
+    graph is refused."""
     program = _captured(module, args, dynamic_shapes, stop_if_prompt_pinned)
+    failing = _failing_checks(program, served or {}) if program is not None else []
+    if failing and stop_if_prompt_pinned:
+        raise _PromptPinned
+    if failing:
+        raise OnnxFlopsError(f"causal LM '{name}': its {type(module).__name__} graph holds only "
+                             f"where {failing[0]}, a check its trace put in, which fails at "
+                             f"{', '.join(f'{k} = {v}' for k, v in served.items())}; it is not "
+                             "served")
     try:
         with step(f"exporting {type(module).__name__}"), _quiet():
             proto = export_dynamo(module if program is None else program, args, ["input_ids"],
@@ -646,9 +661,43 @@ def _export(module, args: tuple, dynamic_shapes: dict, name: str,
         if narrowed is None:
             raise OnnxFlopsError(f"causal LM '{name}': the dynamo exporter cannot convert it "
                                  f"({first_line(root_cause(e))})") from None
-        return _export(module, args, narrowed, name)
+        return _export(module, args, narrowed, name, served=served)
     record_torch_weight_roles(proto, module)
     return proto
+
+
+# The example sizes by the dims' names: a trace's symbol is told by its example value.
+_EXAMPLE_SIZES = {"batch": _EXAMPLE_BATCH, "prompt": _EXAMPLE_PROMPT, "context": _EXAMPLE_CONTEXT}
+
+
+def _failing_checks(program, served: dict[str, int]) -> list[str]:
+    """The runtime checks (`_assert_scalar`) the trace put in `program` that fail with the dims
+    named in `served` at those sizes (each symbol told by its example value, the others left
+    free; a check still open is not failed), as sympy writes them with the dims' names. The
+    exporter's trace defers a guard on a size to such a check rather than failing: DeepSeek-V4's
+    compressor, traced at 5 tokens, holds only for prompts of 4 to 7
+    (`(Min(prompt, 4*(prompt//4))//4) < 2`), and its count at 64 tokens was short."""
+    import sympy
+    import torch
+
+    if not served:
+        return []
+    failing = []
+    for node in program.graph.nodes:
+        if node.op != "call_function" or node.target is not torch.ops.aten._assert_scalar.default:
+            continue
+        check = getattr(getattr(node.args[0], "meta", {}).get("val"), "node", None)
+        expr = getattr(check, "expr", None)
+        if not isinstance(expr, sympy.Basic):
+            continue
+        env = check.shape_env
+        hints = getattr(env, "backed_var_to_val", None) or getattr(env, "var_to_val", {})
+        names = {symbol: name for symbol in expr.free_symbols
+                 for name, example in _EXAMPLE_SIZES.items() if hints.get(symbol) == example}
+        values = {symbol: served[name] for symbol, name in names.items() if name in served}
+        if values and expr.xreplace(values) == sympy.false:
+            failing.append(str(expr.xreplace({s: sympy.Symbol(n) for s, n in names.items()})))
+    return failing
 
 
 def _captured(module, args: tuple, dynamic_shapes: dict, stop_if_prompt_pinned: bool):

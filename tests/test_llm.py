@@ -942,6 +942,39 @@ def test_a_prefill_whose_trace_pins_the_prompt_stops_before_tracing_it_again(mon
     assert prompt_ids.shape[1] == 5  # fixed, not a symbol
 
 
+@pytest.mark.slow  # imports torch
+def test_a_graph_whose_own_checks_fail_at_the_sizes_served_is_not_counted_there():
+    # The exporter's trace defers a guard it cannot state as a range to a check in the graph
+    # (DeepSeek-V4's compressor, traced at 5 tokens, held for prompts of 4 to 7 only, and its
+    # count at 64 was short). Here the check holds for prompts of 4k + 1: at 9, not at 64.
+    torch = pytest.importorskip("torch")
+    from onnxflops.converters import causal_lm
+
+    class Checked(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = torch.nn.Embedding(11, 3)
+
+        def forward(self, input_ids):
+            torch._check(input_ids.shape[1] // 4 * 4 == input_ids.shape[1] - 1)
+            return self.table(input_ids)
+
+    ids = torch.zeros(2, 5, dtype=torch.long)
+    shapes = {"input_ids": {0: torch.export.Dim("batch", min=1, max=1 << 16),
+                            1: torch.export.Dim("prompt", min=1, max=1 << 24)}}
+    program = causal_lm._captured(Checked(), (ids,), shapes, False)
+    assert causal_lm._failing_checks(program, {"prompt": 64}) == ["Eq(4*((prompt//4)) + 1, prompt)"]
+    assert causal_lm._failing_checks(program, {"prompt": 9}) == []
+    assert causal_lm._failing_checks(program, {}) == []
+    # a prefill is then exported at the prompt served; another graph is refused, saying why
+    with pytest.raises(causal_lm._PromptPinned):
+        causal_lm._export(Checked(), (ids,), shapes, "m", True, {"prompt": 64})
+    with pytest.raises(OnnxFlopsError, match=r"^causal LM 'm': its Checked graph holds only where "
+                       r"Eq\(4\*\(\(prompt//4\)\) \+ 1, prompt\), a check its trace put in, "
+                       r"which fails at prompt = 64; it is not served$"):
+        causal_lm._export(Checked(), (ids,), shapes, "m", False, {"prompt": 64})
+
+
 def test_a_decode_step_whose_trace_fixed_the_cache_length_is_found():
     # ProphetNet's decode step exported with its keys and values of 7 positions, not `context`:
     # counted as a formula it read 7 positions at every step (decode MACs flat, the oracle's
