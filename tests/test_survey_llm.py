@@ -322,6 +322,28 @@ def test_hand_counts_read_a_config_through_its_standard_names():
     assert hand_kv_bytes(config, TOKENS) == 2 * 72 * 192 * 2 and attention_kind(config) == "full"
 
 
+def test_hand_counts_read_the_depth_a_config_derives():
+    class Config:  # LongCat-Flash's form: two attention sublayers, two cache layers, per layer
+        num_layers, num_attention_heads, num_key_value_heads, hidden_size = 1, 4, 4, 96
+
+        @property
+        def num_hidden_layers(self):
+            return 2 * self.num_layers
+
+        @property
+        def needs_more(self):
+            raise AttributeError("not set")
+
+        def to_dict(self):
+            return {"num_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 4,
+                    "hidden_size": 96}
+
+    config = config_values(Config())
+    # 2 cache layers × 72 tokens × (keys and values of 4 heads × 24) × 2 bytes
+    assert config["num_hidden_layers"] == 2 and "needs_more" not in config
+    assert hand_kv_bytes(config, TOKENS) == 2 * 72 * 192 * 2
+
+
 @pytest.mark.parametrize("key", ["num_experts_per_tok", "moe_topk", "experts_per_token", "top_k"])
 def test_the_count_reads_the_top_k_under_each_name_configs_give_it(key):
     from types import SimpleNamespace

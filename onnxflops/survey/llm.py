@@ -19,6 +19,7 @@ Row columns: rows.LLM_COLUMNS. torch and transformers are imported only in a row
 
 from __future__ import annotations
 
+import inspect
 import time
 from typing import Any, Callable, Mapping
 
@@ -34,10 +35,21 @@ _WINDOWS = {"sliding_attention": "sliding_window", "chunked_attention": "attenti
 
 
 def config_values(config) -> dict[str, Any]:
-    """A transformers config as the hand counts read it: its to_dict(), and the standard names
-    its attribute_map gives other keys (BART's num_attention_heads is encoder_attention_heads)."""
+    """A transformers config as the hand counts read it: its to_dict(), the standard names its
+    attribute_map gives other keys (BART's num_attention_heads is encoder_attention_heads), and
+    the values its class derives rather than stores (its public properties: LongCat-Flash's
+    num_hidden_layers is 2 × num_layers, each layer holding two attention sublayers, each with
+    a cache layer of its own; to_dict() has num_layers only)."""
     aliases = getattr(config, "attribute_map", {}) or {}
-    return {**config.to_dict(), **{k: getattr(config, k, None) for k in aliases}}
+    stored = config.to_dict()
+    derived = {}
+    for name, member in inspect.getmembers(type(config)):
+        if isinstance(member, property) and not name.startswith("_") and name not in stored:
+            try:
+                derived[name] = getattr(config, name)
+            except Exception:  # noqa: BLE001 - a property that needs what this config lacks
+                continue
+    return {**stored, **derived, **{k: getattr(config, k, None) for k in aliases}}
 
 
 def build_causal_lm(name: str):
