@@ -902,6 +902,24 @@ def test_a_prefill_traced_on_a_short_prompt_branch_is_traced_again_past_it():
                                      64) is None
 
 
+def _token_table(forward):
+    """A module of one embedding table whose forward is `forward(table, input_ids)`, token ids of
+    2 × 5, and the dynamic shapes the converter gives a prefill (batch and prompt)."""
+    torch = pytest.importorskip("torch")
+
+    class Table(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = torch.nn.Embedding(11, 3)
+
+        def forward(self, input_ids):
+            return forward(self.table, input_ids)
+
+    shapes = {"input_ids": {0: torch.export.Dim("batch", min=1, max=1 << 16),
+                            1: torch.export.Dim("prompt", min=1, max=1 << 24)}}
+    return Table(), torch.zeros(2, 5, dtype=torch.long), shapes
+
+
 @pytest.mark.slow  # imports torch
 def test_a_prefill_whose_trace_pins_the_prompt_stops_before_tracing_it_again(monkeypatch):
     # A Python loop over the prompt (as Qwen3.5's chunked linear attention loops over chunks)
@@ -909,32 +927,24 @@ def test_a_prefill_whose_trace_pins_the_prompt_stops_before_tracing_it_again(mon
     # its own, the prefill is exported at that prompt: the capture stops at the first trace's
     # suggested fix, not tracing the pinned graph that is thrown away (in Qwen3.5, 144 → 102 s
     # a count). Not served at one, the pin is taken, as the exporter takes it: two traces.
-    torch = pytest.importorskip("torch")
     from onnxflops.converters import causal_lm
 
-    class Looped(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.table = torch.nn.Embedding(11, 3)
+    def looped(table, input_ids):
+        total = table(input_ids[:, 0])
+        for i in range(1, input_ids.shape[1]):
+            total = total + table(input_ids[:, i])
+        return total
 
-        def forward(self, input_ids):
-            total = self.table(input_ids[:, 0])
-            for i in range(1, input_ids.shape[1]):
-                total = total + self.table(input_ids[:, i])
-            return total
-
+    module, ids, shapes = _token_table(looped)
     captures = []
     capture = causal_lm.captured_program
     monkeypatch.setattr(causal_lm, "captured_program",
                         lambda *a: captures.append(a) or capture(*a))
-    ids = torch.zeros(2, 5, dtype=torch.long)
-    shapes = {"input_ids": {0: torch.export.Dim("batch", min=1, max=1 << 16),
-                            1: torch.export.Dim("prompt", min=1, max=1 << 24)}}
     with pytest.raises(causal_lm._PromptPinned):
-        causal_lm._captured(Looped(), (ids,), shapes, True)
+        causal_lm._captured(module, (ids,), shapes, True)
     assert len(captures) == 1
     captures.clear()
-    program = causal_lm._captured(Looped(), (ids,), shapes, False)
+    program = causal_lm._captured(module, (ids,), shapes, False)
     assert len(captures) == 2
     assert causal_lm._pinned(shapes, captures[1][2]) == {"prompt"}
     [prompt_ids] = [n.meta["val"] for n in program.graph.nodes if n.op == "placeholder"
@@ -947,32 +957,27 @@ def test_a_graph_whose_own_checks_fail_at_the_sizes_served_is_not_counted_there(
     # The exporter's trace defers a guard it cannot state as a range to a check in the graph
     # (DeepSeek-V4's compressor, traced at 5 tokens, held for prompts of 4 to 7 only, and its
     # count at 64 was short). Here the check holds for prompts of 4k + 1: at 9, not at 64.
-    torch = pytest.importorskip("torch")
     from onnxflops.converters import causal_lm
 
-    class Checked(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.table = torch.nn.Embedding(11, 3)
+    def checked(table, input_ids):
+        import torch
 
-        def forward(self, input_ids):
-            torch._check(input_ids.shape[1] // 4 * 4 == input_ids.shape[1] - 1)
-            return self.table(input_ids)
+        torch._check(input_ids.shape[1] // 4 * 4 == input_ids.shape[1] - 1)
+        return table(input_ids)
 
-    ids = torch.zeros(2, 5, dtype=torch.long)
-    shapes = {"input_ids": {0: torch.export.Dim("batch", min=1, max=1 << 16),
-                            1: torch.export.Dim("prompt", min=1, max=1 << 24)}}
-    program = causal_lm._captured(Checked(), (ids,), shapes, False)
-    assert causal_lm._failing_checks(program, {"prompt": 64}) == ["Eq(4*((prompt//4)) + 1, prompt)"]
+    module, ids, shapes = _token_table(checked)
+    program = causal_lm._captured(module, (ids,), shapes, False)
+    assert causal_lm._failing_checks(program, {"prompt": 64}) == \
+        ["Eq(4*((prompt//4)) + 1, prompt)"]
     assert causal_lm._failing_checks(program, {"prompt": 9}) == []
     assert causal_lm._failing_checks(program, {}) == []
     # a prefill is then exported at the prompt served; another graph is refused, saying why
     with pytest.raises(causal_lm._PromptPinned):
-        causal_lm._export(Checked(), (ids,), shapes, "m", True, {"prompt": 64})
-    with pytest.raises(OnnxFlopsError, match=r"^causal LM 'm': its Checked graph holds only where "
+        causal_lm._export(module, (ids,), shapes, "m", True, {"prompt": 64})
+    with pytest.raises(OnnxFlopsError, match=r"^causal LM 'm': its Table graph holds only where "
                        r"Eq\(4\*\(\(prompt//4\)\) \+ 1, prompt\), a check its trace put in, "
                        r"which fails at prompt = 64; it is not served$"):
-        causal_lm._export(Checked(), (ids,), shapes, "m", False, {"prompt": 64})
+        causal_lm._export(module, (ids,), shapes, "m", False, {"prompt": 64})
 
 
 def test_a_decode_step_whose_trace_fixed_the_cache_length_is_found():
