@@ -404,18 +404,21 @@ def captured_program(module, args: tuple, dynamic_shapes):
     the modes `export_dynamo` runs the exporter in; torch's error raised as it is.
     `export_dynamo` of the program translates it without tracing again, so a caller that stops
     on the trace's suggested fixes traces only as often as it needs. Where torch lays its
-    exporter out otherwise, torch.export's defaults."""
+    exporter out otherwise, NotImplementedError: the exporter then captures the module itself,
+    never with other flags than its own."""
     import torch
 
     try:
         from torch.fx.experimental import _config as fx_config
         from torch.onnx._internal.exporter import _capture_strategies as strategies
-        exporters = (strategies._patch_dynamic_shape_rnn_decompositions(dynamic_shapes),  # noqa: SLF001
+        rnn_decompositions = strategies._patch_dynamic_shape_rnn_decompositions  # noqa: SLF001
+        deferred = strategies._flags.PREFER_DEFERRED_RUNTIME_ASSERTS_OVER_GUARDS  # noqa: SLF001
+        exporters = (rnn_decompositions(dynamic_shapes),
                      fx_config.patch(backed_size_oblivious=True))
-        flags = {"prefer_deferred_runtime_asserts_over_guards":
-                 strategies._flags.PREFER_DEFERRED_RUNTIME_ASSERTS_OVER_GUARDS}  # noqa: SLF001
+        flags = {"prefer_deferred_runtime_asserts_over_guards": deferred}
     except (ImportError, AttributeError):
-        exporters, flags = (), {}
+        raise NotImplementedError("torch.onnx.export's capture strategy is laid out otherwise") \
+            from None
     with contextlib.ExitStack() as modes:
         for mode in (collector_paused(), single_trace.stack_traces_skipped(),
                      single_trace.graph_code_deferred(), attention_as_4d(), *exporters):

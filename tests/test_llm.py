@@ -953,6 +953,21 @@ def test_a_prefill_whose_trace_pins_the_prompt_stops_before_tracing_it_again(mon
 
 
 @pytest.mark.slow  # imports torch
+def test_a_torch_laid_out_otherwise_leaves_the_capture_to_its_exporter(monkeypatch):
+    # Without the exporter's own capture flags to hand, the converter captures nothing itself
+    # (never with other flags than the exporter's): None, and the exporter traces the module.
+    pytest.importorskip("torch")
+    from torch.onnx._internal.exporter import _capture_strategies
+
+    from onnxflops.converters import causal_lm
+
+    module, ids, shapes = _token_table(lambda table, input_ids: table(input_ids))
+    assert causal_lm._captured(module, (ids,), shapes, True) is not None
+    monkeypatch.delattr(_capture_strategies, "_patch_dynamic_shape_rnn_decompositions")
+    assert causal_lm._captured(module, (ids,), shapes, True) is None
+
+
+@pytest.mark.slow  # imports torch
 def test_a_graph_whose_own_checks_fail_at_the_sizes_served_is_not_counted_there():
     # The exporter's trace defers a guard it cannot state as a range to a check in the graph
     # (DeepSeek-V4's compressor, traced at 5 tokens, held for prompts of 4 to 7 only, and its
