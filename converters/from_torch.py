@@ -377,9 +377,7 @@ def export_dynamo(module, args: tuple, names: list[str], opset: int, dynamic_sha
     import torch
 
     translations = custom_translations()
-    # tracing makes a graph of long-lived objects, no garbage cycles
-    with collector_paused(), torchlib_registry_reused(), single_trace.stack_traces_skipped(), \
-            single_trace.op_signatures_reused(), single_trace.graph_code_deferred():
+    with _trace_modes(), torchlib_registry_reused(), single_trace.op_signatures_reused():
         traced = _traced_once(module, args, opset, translations) if dynamic_shapes is None \
             else None
         # the one trace puts attention on 4-D views by its own rule; the exporter's trace needs
@@ -420,11 +418,19 @@ def captured_program(module, args: tuple, dynamic_shapes):
         raise NotImplementedError("torch.onnx.export's capture strategy is laid out otherwise") \
             from None
     with contextlib.ExitStack() as modes:
-        for mode in (collector_paused(), single_trace.stack_traces_skipped(),
-                     single_trace.graph_code_deferred(), attention_as_4d(), *exporters):
+        for mode in (_trace_modes(), attention_as_4d(), *exporters):
             modes.enter_context(mode)
         return torch.export.export(module, tuple(args), dynamic_shapes=dynamic_shapes,
                                    strict=False, **flags)
+
+
+@contextlib.contextmanager
+def _trace_modes():
+    """What every trace for the exporter runs under: the garbage collector paused (a trace makes
+    long-lived objects, no cycles), no Python stack recorded per node, graph code made lazily."""
+    with collector_paused(), single_trace.stack_traces_skipped(), \
+            single_trace.graph_code_deferred():
+        yield
 
 
 def _traced_once(module, args: tuple, opset: int, translations: dict):
